@@ -1,0 +1,108 @@
+import { Command, Flags } from '@oclif/core';
+import { GatewayError } from '../shared/errors.ts';
+import { ExitCode } from '../shared/exit-codes.ts';
+import { gatewayHome, profilePaths, type ProfilePaths } from '../shared/profile.ts';
+import { requireProfile, selectProfileName } from '../shared/profiles.ts';
+import type { RpcClient } from './rpc-client.ts';
+
+export interface ProfileRef {
+  name: string;
+  /** Where the name came from: --profile, GATEWAY_PROFILE, `profiles use` or default. */
+  source: string;
+  paths: ProfilePaths;
+}
+
+export interface ErrorJson {
+  error: { code: string; message: string; exitCode: number; hints: string[] };
+}
+
+/**
+ * Every command extends this: it owns --profile and --json, the exit codes,
+ * error output with next steps, and the RPC client. A command's run() returns
+ * its result, and that result is its --json output.
+ */
+export abstract class BaseCommand<T> extends Command {
+  static override enableJsonFlag = true;
+  static override baseFlags = {
+    profile: Flags.string({
+      char: 'p',
+      description: 'profile to act on (else GATEWAY_PROFILE, else the one chosen with `profiles use`, else default)',
+      helpGroup: 'GLOBAL',
+    }),
+  };
+
+  private client?: RpcClient;
+
+  /** Human text on stdout; nothing under --json. */
+  protected say(text = ''): void {
+    if (!this.jsonEnabled()) process.stdout.write(`${text}\n`);
+  }
+
+  /** Progress and notes on stderr, also under --json (stdout stays one document). */
+  protected note(text: string): void {
+    process.stderr.write(`${text}\n`);
+  }
+
+  protected warning(text: string): void {
+    process.stderr.write(`Warning: ${text}\n`);
+  }
+
+  /** Sets the exit code of a command that still prints its result (status: stopped, stale). */
+  protected exitWith(code: ExitCode): void {
+    process.exitCode = code;
+  }
+
+  protected selectProfile(flag: string | undefined): ProfileRef {
+    const { name, source } = selectProfileName(flag);
+    return { name, source, paths: profilePaths(name, gatewayHome()) };
+  }
+
+  /** A profile that must exist already (exit 5 otherwise). */
+  protected existingProfile(flag: string | undefined): ProfileRef {
+    const ref = this.selectProfile(flag);
+    requireProfile(ref.name, ref.paths.home);
+    return ref;
+  }
+
+  /** An RPC client connected to the profile's daemon (exit 3 with a hint when it is not running). */
+  protected async rpc(profile: ProfileRef): Promise<RpcClient> {
+    const { connectToDaemon } = await import('./rpc-client.ts');
+    this.client = await connectToDaemon(profile.paths);
+    return this.client;
+  }
+
+  override async finally(error: Error | undefined): Promise<unknown> {
+    this.client?.close();
+    return super.finally(error);
+  }
+
+  override logJson(json: unknown): void {
+    process.stdout.write(`${JSON.stringify(json, null, 2)}\n`);
+  }
+
+  override async catch(error: Error & { oclif?: { exit?: number }; exitCode?: number }): Promise<unknown> {
+    const failure = toGatewayError(error);
+    process.exitCode = failure.exitCode;
+    if (this.jsonEnabled()) {
+      const body: ErrorJson = { error: { code: failure.code, message: failure.message, exitCode: failure.exitCode, hints: failure.hints } };
+      this.logJson(body);
+    }
+    const hints = failure.hints.length > 0 ? `\nTry this:\n${failure.hints.map((hint) => `  ${hint}`).join('\n')}` : '';
+    process.stderr.write(`Error: ${failure.message}${hints}\n`);
+    if (!(failure.exitCode === ExitCode.usage || error instanceof GatewayError) && process.env.GATEWAY_DEBUG) {
+      process.stderr.write(`${error.stack}\n`);
+    }
+    return undefined;
+  }
+
+  abstract override run(): Promise<T>;
+}
+
+function toGatewayError(error: Error & { oclif?: { exit?: number }; exitCode?: number }): GatewayError {
+  if (error instanceof GatewayError) return error;
+  const exit = error.oclif?.exit;
+  if (exit === 2 || error.name === 'NonExistentFlagsError' || /Unexpected argument|Missing required|Expected --|Nonexistent flag/i.test(error.message)) {
+    return new GatewayError(error.message.replace(/\nSee more help with --help$/, ''), { exitCode: ExitCode.usage, hints: ['gateway <command> --help'] });
+  }
+  return new GatewayError(error.message || String(error), { exitCode: ExitCode.failure, cause: error });
+}

@@ -1,0 +1,84 @@
+import { existsSync } from 'node:fs';
+import { readEffectiveConfig } from '../shared/config/profile-config.ts';
+import { inspectDaemon } from '../shared/daemon-lock.ts';
+import { httpUrl } from '../shared/listen.ts';
+import { derivedPort, type ProfilePaths } from '../shared/profile.ts';
+
+export interface StatusResult {
+  profile: string;
+  state: 'running' | 'stopped' | 'stale';
+  /** false while a running daemon is still starting. */
+  ready?: boolean;
+  pid: number | null;
+  port: number;
+  bind: string;
+  url: string;
+  version: string | null;
+  uptimeMs: number | null;
+  logFile: string;
+  secretStore: string | null;
+  /** Why a daemon is stale. */
+  reason?: string;
+  rpc: { ok: boolean; error?: string };
+}
+
+/** The state of a profile's daemon from its lock and, when it runs, one RPC round trip. */
+export async function daemonStatus(paths: ProfilePaths, options: { rpc: boolean } = { rpc: true }): Promise<StatusResult> {
+  const config = existsSync(paths.config) ? readEffectiveConfig(paths) : undefined;
+  const found = inspectDaemon(paths);
+  const port = Number(process.env.GATEWAY_PORT) || config?.gateway.port || derivedPort(paths.name);
+  const base = {
+    profile: paths.name,
+    logFile: paths.log,
+    secretStore: config?.secrets.backend ?? null,
+  };
+  if (found.state === 'stopped') {
+    const bind = config?.gateway.bind ?? 'loopback';
+    return {
+      ...base, state: 'stopped', pid: null, port, bind, url: httpUrl('127.0.0.1', port), version: null, uptimeMs: null,
+      rpc: { ok: false, error: 'not running' },
+    };
+  }
+  if (found.state === 'stale') {
+    const record = found.record;
+    return {
+      ...base, state: 'stale', pid: record?.pid ?? null, port: record?.port ?? port, bind: record?.bind ?? 'loopback',
+      url: httpUrl(record?.host ?? '127.0.0.1', record?.port ?? port), version: record?.version ?? null, uptimeMs: null,
+      reason: found.reason, rpc: { ok: false, error: 'stale' },
+    };
+  }
+  const record = found.record;
+  const result: StatusResult = {
+    ...base,
+    state: 'running',
+    ready: found.state === 'running',
+    pid: record.pid,
+    port: record.port,
+    bind: record.bind,
+    url: httpUrl(record.host, record.port),
+    version: record.version,
+    uptimeMs: Date.now() - record.startedAt,
+    rpc: { ok: false },
+  };
+  if (!options.rpc) return { ...result, rpc: { ok: false, error: 'not checked' } };
+  if (found.state === 'starting') return { ...result, rpc: { ok: false, error: 'daemon is still starting' } };
+  try {
+    const { connectToDaemon } = await import('./rpc-client.ts');
+    const client = await connectToDaemon(paths, { timeoutMs: 5000, scopes: ['operator.read'] });
+    try {
+      const live = await client.call<{ uptimeMs: number; version: string; secretStore: string }>('status', undefined, 5000);
+      return { ...result, uptimeMs: live.uptimeMs, version: live.version, secretStore: live.secretStore, rpc: { ok: true } };
+    } finally {
+      client.close();
+    }
+  } catch (error) {
+    return { ...result, rpc: { ok: false, error: (error as Error).message } };
+  }
+}
+
+export function formatDuration(ms: number): string {
+  const seconds = Math.floor(ms / 1000);
+  const parts = [[Math.floor(seconds / 86400), 'd'], [Math.floor(seconds / 3600) % 24, 'h'], [Math.floor(seconds / 60) % 60, 'm'], [seconds % 60, 's']] as const;
+  const shown = parts.filter(([value]) => value > 0).slice(0, 2).map(([value, unit]) => `${value}${unit}`);
+  return shown.length ? shown.join(' ') : `${ms} ms`;
+}

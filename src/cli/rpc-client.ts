@@ -1,0 +1,191 @@
+import { randomUUID } from 'node:crypto';
+import WebSocket from 'ws';
+import { GatewayError } from '../shared/errors.ts';
+import { ExitCode } from '../shared/exit-codes.ts';
+import { readRawConfig } from '../shared/config/profile-config.ts';
+import { getPath } from '../shared/config/keys.ts';
+import type { SecretBackendName } from '../shared/config/schema.ts';
+import { inspectDaemon, sleepSync, type DaemonRecord } from '../shared/daemon-lock.ts';
+import type { ConnectAuth, ConnectParams, EventFrame, HelloOk, ResponseFrame } from '../shared/protocol/frames.ts';
+import { parseFrame } from '../shared/protocol/frames.ts';
+import type { ErrorCode } from '../shared/protocol/error-codes.ts';
+import { Limits, PROTOCOL_VERSION } from '../shared/protocol/limits.ts';
+import { OPERATOR_SCOPES } from '../shared/protocol/scopes.ts';
+import { connectHost } from '../shared/listen.ts';
+import type { ProfilePaths } from '../shared/profile.ts';
+import { openSecretStore, secretFromEnv } from '../shared/secrets/secret-store.ts';
+import { gatewayVersion } from '../shared/version.ts';
+
+/** A failed RPC call, carrying the protocol error code. */
+export class RpcCallError extends GatewayError {
+  readonly rpcCode: ErrorCode;
+  readonly details?: Record<string, unknown>;
+
+  constructor(rpcCode: ErrorCode, message: string, details?: Record<string, unknown>) {
+    super(message, { exitCode: exitCodeFor(rpcCode, details), code: rpcCode, hints: hintsFor(rpcCode, details) });
+    this.rpcCode = rpcCode;
+    this.details = details;
+  }
+}
+
+function exitCodeFor(code: ErrorCode, details?: Record<string, unknown>): ExitCode {
+  if (typeof details?.exitCode === 'number') return details.exitCode as ExitCode;
+  if (code === 'NOT_FOUND') return ExitCode.notFound;
+  if (code === 'INVALID_REQUEST') return ExitCode.usage;
+  return ExitCode.failure;
+}
+
+function hintsFor(code: ErrorCode, details?: Record<string, unknown>): string[] {
+  if (Array.isArray(details?.hints)) return details.hints as string[];
+  if (code === 'UNAUTHORIZED') return ['check GATEWAY_TOKEN / GATEWAY_PASSWORD, or unset them to use the profile\'s stored token'];
+  if (code === 'FORBIDDEN' && details?.missingScope) return [`connect with the scope ${String(details.missingScope)}`];
+  return [];
+}
+
+interface Pending {
+  resolve: (value: unknown) => void;
+  reject: (error: Error) => void;
+  timer: NodeJS.Timeout;
+}
+
+export interface ConnectOptions {
+  auth: ConnectAuth;
+  scopes?: string[];
+  clientId?: string;
+  timeoutMs?: number;
+}
+
+/** A connection to a daemon's WebSocket control plane. */
+export class RpcClient {
+  private readonly pending = new Map<string, Pending>();
+  private readonly listeners = new Map<string, Set<(payload: unknown) => void>>();
+  hello?: HelloOk;
+  private closedError?: Error;
+
+  private readonly socket: WebSocket;
+  readonly url: string;
+
+  private constructor(socket: WebSocket, url: string) {
+    this.socket = socket;
+    this.url = url;
+    socket.on('message', (data) => this.receive(data.toString()));
+    socket.on('close', (code, reason) => {
+      this.closedError = new GatewayError(`The daemon closed the connection (${code}${reason.length ? `: ${reason.toString()}` : ''}).`);
+      for (const [id, pending] of this.pending) {
+        clearTimeout(pending.timer);
+        pending.reject(this.closedError);
+        this.pending.delete(id);
+      }
+    });
+  }
+
+  static async connect(url: string, options: ConnectOptions): Promise<RpcClient> {
+    const timeoutMs = options.timeoutMs ?? Limits.requestTimeoutMs;
+    const socket = new WebSocket(url, { handshakeTimeout: timeoutMs, maxPayload: Limits.maxFrameBytes, perMessageDeflate: false });
+    const challenge = await new Promise<EventFrame>((resolve, reject) => {
+      const timer = setTimeout(() => { socket.terminate(); reject(new GatewayError(`No answer from the daemon at ${url} within ${timeoutMs} ms.`)); }, timeoutMs);
+      socket.once('message', (data) => {
+        clearTimeout(timer);
+        const frame = parseFrame(data.toString());
+        if (frame?.type === 'event' && frame.event === 'connect.challenge') resolve(frame);
+        else reject(new GatewayError(`The server at ${url} does not speak the gateway protocol.`));
+      });
+      socket.once('error', (error: NodeJS.ErrnoException) => {
+        clearTimeout(timer);
+        reject(new GatewayError(`Cannot reach the daemon at ${url}: ${error.code ?? error.message}.`, { cause: error }));
+      });
+    });
+    void challenge;
+    const client = new RpcClient(socket, url);
+    const params: ConnectParams = {
+      minProtocol: PROTOCOL_VERSION,
+      maxProtocol: PROTOCOL_VERSION,
+      client: { id: options.clientId ?? 'gateway-cli', version: gatewayVersion(), platform: process.platform, mode: 'cli' },
+      role: 'operator',
+      scopes: options.scopes ?? [...OPERATOR_SCOPES],
+      auth: options.auth,
+    };
+    client.hello = await client.call<HelloOk>('connect', params, timeoutMs);
+    return client;
+  }
+
+  private receive(text: string): void {
+    const frame = parseFrame(text);
+    if (!frame) return;
+    if (frame.type === 'res') {
+      const pending = this.pending.get(frame.id);
+      if (!pending) return;
+      this.pending.delete(frame.id);
+      clearTimeout(pending.timer);
+      const response = frame as ResponseFrame;
+      if (response.ok) pending.resolve(response.payload);
+      else pending.reject(new RpcCallError(response.error?.code ?? 'INTERNAL', response.error?.message ?? 'request failed', response.error?.details));
+    } else if (frame.type === 'event') {
+      for (const listener of this.listeners.get(frame.event) ?? []) listener(frame.payload);
+    }
+  }
+
+  call<T = unknown>(method: string, params?: unknown, timeoutMs: number = Limits.requestTimeoutMs): Promise<T> {
+    if (this.closedError) return Promise.reject(this.closedError);
+    const id = randomUUID();
+    return new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        reject(new GatewayError(`${method} got no answer within ${timeoutMs} ms.`));
+      }, timeoutMs);
+      this.pending.set(id, { resolve: resolve as (value: unknown) => void, reject, timer });
+      this.socket.send(JSON.stringify({ type: 'req', id, method, params }));
+    });
+  }
+
+  on(event: string, listener: (payload: unknown) => void): void {
+    if (!this.listeners.has(event)) this.listeners.set(event, new Set());
+    this.listeners.get(event)!.add(listener);
+  }
+
+  close(): void {
+    if (this.socket.readyState === WebSocket.OPEN || this.socket.readyState === WebSocket.CONNECTING) this.socket.close(1000);
+    this.socket.terminate();
+  }
+}
+
+/** The credential the CLI presents to its own profile's daemon: environment first, then the secret store. */
+export async function localCredential(paths: ProfilePaths): Promise<ConnectAuth> {
+  const token = secretFromEnv('gateway.token');
+  if (token) return { token };
+  const password = secretFromEnv('gateway.password');
+  if (password) return { password };
+  const raw = readRawConfig(paths);
+  if (getPath(raw, 'gateway.auth.mode') === 'none') return {};
+  const backend = getPath(raw, 'secrets.backend') as SecretBackendName | undefined;
+  const stored = backend ? await openSecretStore(paths, backend).get('gateway.token') : undefined;
+  return stored ? { token: stored } : {};
+}
+
+export const notRunning = (profile: string, detail = 'is not running'): GatewayError =>
+  new GatewayError(`The daemon of profile "${profile}" ${detail}.`, {
+    exitCode: ExitCode.notRunning,
+    code: 'NOT_RUNNING',
+    hints: [`gateway start --profile ${profile}`],
+  });
+
+/** Waits briefly for a daemon that is still starting; returns its record once ready. */
+export function runningDaemon(paths: ProfilePaths, waitMs = 10_000): DaemonRecord {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    const found = inspectDaemon(paths);
+    if (found.state === 'running') return found.record;
+    if (found.state === 'stopped') throw notRunning(paths.name);
+    if (found.state === 'stale') throw notRunning(paths.name, `is not running (stale lock: ${found.reason})`);
+    if (Date.now() > deadline) throw new GatewayError(`The daemon of profile "${paths.name}" is still starting after ${waitMs} ms.`, { hints: [`gateway logs --profile ${paths.name}`] });
+    sleepSync(50);
+  }
+}
+
+export async function connectToDaemon(paths: ProfilePaths, options: Partial<ConnectOptions> = {}): Promise<RpcClient> {
+  const record = runningDaemon(paths);
+  const host = connectHost(record.host);
+  const url = `ws://${host.includes(':') ? `[${host}]` : host}:${record.port}/`;
+  const auth = options.auth ?? (await localCredential(paths));
+  return RpcClient.connect(url, { ...options, auth });
+}

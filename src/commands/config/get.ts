@@ -1,0 +1,32 @@
+import { Args } from '@oclif/core';
+import { BaseCommand } from '../../cli/base-command.ts';
+
+export interface GetResult {
+  profile: string;
+  key: string;
+  value: unknown;
+  source: 'config' | 'default';
+}
+
+export default class ConfigGet extends BaseCommand<GetResult> {
+  static override summary = 'Print the value of one setting (its default when unset).';
+  static override examples = ['<%= config.bin %> config get gateway.port', '<%= config.bin %> config get gateway.auth --json'];
+  static override args = { key: Args.string({ description: 'dotted key, such as gateway.bind', required: true }) };
+
+  async run(): Promise<GetResult> {
+    const { args, flags } = await this.parse(ConfigGet);
+    const profile = this.existingProfile(flags.profile);
+    const [{ assertKnownKey, getPath }, { loadConfig }, { derivedPort }] = await Promise.all([
+      import('../../shared/config/keys.ts'),
+      import('../../shared/config/profile-config.ts'),
+      import('../../shared/profile.ts'),
+    ]);
+    assertKnownKey(args.key);
+    const { raw, effective } = loadConfig(profile.paths);
+    let value = getPath(effective, args.key);
+    if (args.key === 'gateway.port' && value === undefined) value = derivedPort(profile.name);
+    const source = getPath(raw, args.key) === undefined ? 'default' : 'config';
+    this.say(value === undefined ? '' : typeof value === 'string' ? value : JSON.stringify(value, null, 2));
+    return { profile: profile.name, key: args.key, value: value ?? null, source };
+  }
+}

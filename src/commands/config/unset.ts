@@ -1,0 +1,22 @@
+import { Args } from '@oclif/core';
+import { BaseCommand } from '../../cli/base-command.ts';
+import type { AppliedChange } from '../../cli/config-access.ts';
+
+export default class ConfigUnset extends BaseCommand<AppliedChange> {
+  static override summary = 'Remove one setting so its default applies again.';
+  static override examples = ['<%= config.bin %> config unset gateway.port'];
+  static override args = { key: Args.string({ description: 'dotted key', required: true }) };
+
+  async run(): Promise<AppliedChange> {
+    const { args, flags } = await this.parse(ConfigUnset);
+    const profile = this.existingProfile(flags.profile);
+    const [{ assertWritableKey }, { applyConfigChange, describeChange }] = await Promise.all([
+      import('../../shared/config/keys.ts'),
+      import('../../cli/config-access.ts'),
+    ]);
+    assertWritableKey(args.key);
+    const change = await applyConfigChange(profile.paths, args.key, undefined);
+    this.say(describeChange(change));
+    return change;
+  }
+}

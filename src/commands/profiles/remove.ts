@@ -1,0 +1,47 @@
+import { Args, Flags } from '@oclif/core';
+import { BaseCommand } from '../../cli/base-command.ts';
+import { confirm } from '../../cli/prompt.ts';
+import { GatewayError, usageError } from '../../shared/errors.ts';
+
+export interface RemoveResult {
+  name: string;
+  removed: boolean;
+  stoppedDaemon: boolean;
+  secretsRemoved: number;
+}
+
+export default class ProfilesRemove extends BaseCommand<RemoveResult> {
+  static override summary = 'Remove a profile: stop its daemon, delete its folder and its keychain entries.';
+  static override description = 'Asks for confirmation on a terminal; without one, pass --yes.';
+  static override examples = ['<%= config.bin %> profiles remove staging --yes'];
+  static override args = { name: Args.string({ description: 'profile name', required: true }) };
+  static override flags = { yes: Flags.boolean({ char: 'y', description: 'remove without asking' }) };
+
+  async run(): Promise<RemoveResult> {
+    const { args, flags } = await this.parse(ProfilesRemove);
+    const [{ assertProfileName, profilePaths, currentProfileFile }, { requireProfile, savedProfile }, { rmSync }] = await Promise.all([
+      import('../../shared/profile.ts'),
+      import('../../shared/profiles.ts'),
+      import('node:fs'),
+    ]);
+    const name = assertProfileName(args.name);
+    if (name === 'default') throw usageError('The default profile always exists and cannot be removed.');
+    requireProfile(name);
+    const paths = profilePaths(name);
+    if (!flags.yes && !(await confirm(`Remove profile "${name}" with its state, logs and secrets?`, '--yes'))) {
+      throw new GatewayError('Nothing was removed.', { hints: [`gateway profiles remove ${name} --yes`] });
+    }
+    const [{ stopDaemon }, { profileSecretStore }] = await Promise.all([import('../../cli/supervisor.ts'), import('../../shared/profile-setup.ts')]);
+    const stopped = await stopDaemon(paths, { force: true, timeoutMs: 15_000 });
+    let secretsRemoved = 0;
+    const store = profileSecretStore(paths);
+    if (store) {
+      secretsRemoved = (await store.list()).length;
+      await store.clear();
+    }
+    rmSync(paths.dir, { recursive: true, force: true });
+    if (savedProfile() === name) rmSync(currentProfileFile(), { force: true });
+    this.say(`Removed profile "${name}".`);
+    return { name, removed: true, stoppedDaemon: stopped.state === 'stopped', secretsRemoved };
+  }
+}

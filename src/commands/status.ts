@@ -1,0 +1,34 @@
+import { BaseCommand } from '../cli/base-command.ts';
+import type { StatusResult } from '../cli/daemon-status.ts';
+import { ExitCode } from '../shared/exit-codes.ts';
+
+export default class Status extends BaseCommand<StatusResult> {
+  static override summary = 'Show whether the profile\'s daemon is running, and where.';
+  static override description = 'Exit code: 0 running (even if the RPC check fails; see rpc.ok), 3 stopped, 4 stale (the daemon died; `gateway start` reclaims it).';
+  static override examples = ['<%= config.bin %> status', '<%= config.bin %> status --profile staging --json'];
+
+  async run(): Promise<StatusResult> {
+    const { flags } = await this.parse(Status);
+    const profile = this.existingProfile(flags.profile);
+    const { daemonStatus, formatDuration } = await import('../cli/daemon-status.ts');
+    const status = await daemonStatus(profile.paths);
+    if (status.state === 'stopped') this.exitWith(ExitCode.notRunning);
+    if (status.state === 'stale') this.exitWith(ExitCode.stale);
+
+    const state = status.state === 'running'
+      ? `running (pid ${status.pid}${status.uptimeMs === null ? '' : `, up ${formatDuration(status.uptimeMs)}`}${status.ready === false ? ', starting' : ''})`
+      : status.state === 'stale' ? `stale (${status.reason}); gateway start --profile ${status.profile} reclaims it` : 'stopped';
+    const rows: [string, string][] = [
+      ['Profile', status.profile],
+      ['State', state],
+      ['URL', status.url],
+      ['Bind', status.bind],
+      ['Version', status.version ?? '-'],
+      ['Secrets', status.secretStore ?? '-'],
+      ['Log', status.logFile],
+    ];
+    if (status.state === 'running') rows.push(['RPC', status.rpc.ok ? 'ok' : `failed: ${status.rpc.error}`]);
+    for (const [label, value] of rows) this.say(`${`${label}:`.padEnd(9)}${value}`);
+    return status;
+  }
+}

@@ -1,0 +1,28 @@
+import { Flags } from '@oclif/core';
+import { BaseCommand } from '../cli/base-command.ts';
+import type { StopOutcome } from '../cli/supervisor.ts';
+
+export default class Stop extends BaseCommand<StopOutcome> {
+  static override summary = 'Stop the profile\'s daemon and wait until it has exited and its port is free.';
+  static override description = 'Asks the daemon over RPC, falls back to SIGTERM, and uses SIGKILL only with --force. Stopping a stopped profile succeeds.';
+  static override examples = ['<%= config.bin %> stop', '<%= config.bin %> stop --profile staging --force'];
+  static override flags = {
+    force: Flags.boolean({ description: 'kill the daemon with SIGKILL if it does not stop in time' }),
+    timeout: Flags.integer({ description: 'milliseconds to wait for the daemon to exit', default: 15_000, min: 100 }),
+  };
+
+  async run(): Promise<StopOutcome> {
+    const { flags } = await this.parse(Stop);
+    const profile = this.existingProfile(flags.profile);
+    const { stopDaemon } = await import('../cli/supervisor.ts');
+    const outcome = await stopDaemon(profile.paths, { force: flags.force, timeoutMs: flags.timeout });
+    if (outcome.state === 'not-running') {
+      this.say(outcome.method === 'cleared'
+        ? `The daemon of profile "${profile.name}" was not running; removed its stale lock (pid ${outcome.pid}).`
+        : `The daemon of profile "${profile.name}" is not running.`);
+    } else {
+      this.say(`Stopped the daemon of profile "${profile.name}" (pid ${outcome.pid}, ${outcome.method}).`);
+    }
+    return outcome;
+  }
+}

@@ -1,0 +1,275 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { Logger } from 'pino';
+import type Koa from 'koa';
+import { GatewayError } from '../shared/errors.ts';
+import { ExitCode } from '../shared/exit-codes.ts';
+import { assertExposure, type BindTarget } from '../shared/config/exposure.ts';
+import { loadConfig } from '../shared/config/profile-config.ts';
+import type { GatewayConfig } from '../shared/config/types.ts';
+import {
+  acquireDaemonLock, DaemonAlreadyRunning, inspectDaemon, processStartTime, releaseDaemonLock, updateDaemonLock,
+  type DaemonRecord,
+} from '../shared/daemon-lock.ts';
+import type { DaemonMessage } from '../shared/daemon-messages.ts';
+import { httpUrl, resolveListen } from '../shared/listen.ts';
+import { profilePaths, type ProfilePaths } from '../shared/profile.ts';
+import { ensureProfile } from '../shared/profile-setup.ts';
+import { listProfileNames } from '../shared/profiles.ts';
+import { openSecretStore, secretFromEnv, type SecretStore } from '../shared/secrets/secret-store.ts';
+import { gatewayVersion } from '../shared/version.ts';
+import { GatewayCredential } from './auth/gateway-credential.ts';
+import { createHttpApp } from './http/app.ts';
+import { answerProbe, type Readiness } from './http/probes.ts';
+import { createLogger, type DaemonLogger } from './logger.ts';
+import { Store } from './store/database.ts';
+import { ControlPlane } from './ws/control-plane.ts';
+import { registerCoreMethods } from './ws/core-methods.ts';
+import { MethodTable } from './ws/method-table.ts';
+
+export interface DaemonOptions {
+  profile: string;
+  port?: number;
+  bind?: string;
+  verbose?: boolean;
+  /** Called once with the outcome of start-up (ready, already running, or failed). */
+  report: (message: DaemonMessage) => void;
+  /** Receives the daemon as soon as it exists, so signals can stop it. */
+  onCreated?: (daemon: Daemon) => void;
+}
+
+/** A running gateway daemon: one per profile, holding the profile's lock. */
+export class Daemon {
+  readiness: Readiness = 'starting';
+  readonly instanceId = randomUUID();
+  readonly startedAt = Date.now();
+  config: GatewayConfig;
+  private server?: Server;
+  private controlPlane?: ControlPlane;
+  private store?: Store;
+  private stopping?: Promise<void>;
+  private resolveStopped!: () => void;
+  readonly stopped = new Promise<void>((resolve) => { this.resolveStopped = resolve; });
+  record?: DaemonRecord;
+
+  readonly paths: ProfilePaths;
+  readonly bind: BindTarget;
+  readonly port: number;
+  readonly log: DaemonLogger;
+  readonly secrets: SecretStore;
+  readonly credential: GatewayCredential;
+  readonly overrides: { port?: number; bind?: string };
+
+  private constructor(parts: {
+    paths: ProfilePaths; config: GatewayConfig; bind: BindTarget; port: number; log: DaemonLogger;
+    secrets: SecretStore; credential: GatewayCredential; overrides: { port?: number; bind?: string };
+  }) {
+    this.paths = parts.paths;
+    this.config = parts.config;
+    this.bind = parts.bind;
+    this.port = parts.port;
+    this.log = parts.log;
+    this.secrets = parts.secrets;
+    this.credential = parts.credential;
+    this.overrides = parts.overrides;
+  }
+
+  get logger(): Logger {
+    return this.log.logger;
+  }
+
+  get url(): string {
+    return httpUrl(this.bind.host, this.port);
+  }
+
+  get uptimeMs(): number {
+    return Date.now() - this.startedAt;
+  }
+
+  get connections(): number {
+    return this.controlPlane?.size ?? 0;
+  }
+
+  /**
+   * Starts the daemon and resolves with its exit code once it has stopped (or
+   * failed to start). Start-up failures are reported, never thrown.
+   */
+  static async run(options: DaemonOptions): Promise<number> {
+    const paths = profilePaths(options.profile);
+    let daemon: Daemon | undefined;
+    try {
+      const setup = await ensureProfile(paths);
+      const { effective: config } = loadConfig(paths);
+      const { port, bind } = resolveListen(paths.name, config, { port: options.port, bind: options.bind });
+      assertExposure(config, bind);
+      const log = createLogger({ path: paths.log, level: options.verbose ? 'debug' : config.log.level, maxBytes: config.log.maxBytes, maxFiles: config.log.maxFiles, profile: paths.name });
+      if (setup.warning) log.logger.warn(setup.warning);
+      const secrets = openSecretStore(paths, setup.backend);
+      const credential = new GatewayCredential(config.gateway.auth.mode, undefined, undefined);
+      daemon = new Daemon({ paths, config, bind, port, log, secrets, credential, overrides: { port: options.port, bind: options.bind } });
+      options.onCreated?.(daemon);
+      await daemon.start();
+    } catch (error) {
+      if (error instanceof DaemonAlreadyRunning) {
+        daemon?.logger.info({ pid: error.record.pid }, 'another daemon holds this profile');
+        options.report({ type: 'running', pid: error.record.pid, port: error.record.port });
+        return ExitCode.failure;
+      }
+      const failure = error instanceof GatewayError ? error : new GatewayError((error as Error).message, { cause: error });
+      daemon?.logger.error({ err: error }, 'start-up failed');
+      await daemon?.teardown();
+      options.report({ type: 'error', message: failure.message, hints: failure.hints, exitCode: failure.exitCode });
+      return failure.exitCode;
+    }
+    options.report({ type: 'ready', pid: process.pid, port: daemon.port, host: daemon.bind.host, url: daemon.url, secretStore: daemon.secrets.backend });
+    await daemon.stopped;
+    return ExitCode.ok;
+  }
+
+  /** Takes the lock, prepares state and listens; throws DaemonAlreadyRunning when another daemon holds the profile. */
+  private async start(): Promise<void> {
+    const record: DaemonRecord = {
+      pid: process.pid,
+      startTime: processStartTime(process.pid) ?? String(this.startedAt),
+      instanceId: this.instanceId,
+      profile: this.paths.name,
+      port: this.port,
+      bind: this.bind.mode,
+      host: this.bind.host,
+      version: gatewayVersion(),
+      startedAt: this.startedAt,
+      overrides: this.overrides,
+    };
+    acquireDaemonLock(this.paths, record);
+    this.record = record;
+    this.logger.info({ port: this.port, host: this.bind.host, bind: this.bind.mode, version: record.version, secretStore: this.secrets.backend }, 'daemon starting');
+
+    await this.loadCredentials();
+    this.store = new Store({ path: this.paths.db, synchronous: this.config.store.synchronous });
+
+    const methods = new MethodTable();
+    registerCoreMethods(methods, this);
+    this.controlPlane = new ControlPlane({
+      logger: this.logger,
+      methods,
+      credential: this.credential,
+      server: { version: record.version, instanceId: this.instanceId, profile: this.paths.name },
+      accepting: () => this.readiness !== 'stopping',
+    });
+    const app = createHttpApp({ logger: this.logger, surfaces: [] });
+    this.server = this.createServer(app);
+    this.controlPlane.attach(this.server);
+    await this.listen(this.server);
+
+    this.record = { ...record, readyAt: Date.now() };
+    updateDaemonLock(this.paths, this.record);
+    this.readiness = 'ready';
+    this.store.audit('daemon.start', { detail: { port: this.port, bind: this.bind.mode } });
+    this.logger.info({ url: this.url, ms: this.record.readyAt! - this.startedAt }, 'daemon ready');
+  }
+
+  private createServer(app: Koa): Server {
+    const handle = app.callback();
+    const server = createServer({ keepAliveTimeout: 5000, requestTimeout: 30_000, headersTimeout: 10_000 }, (req, res) => {
+      if (!answerProbe(req, res, () => this.readiness)) void handle(req, res);
+    });
+    return server;
+  }
+
+  private listen(server: Server): Promise<void> {
+    return new Promise((resolve, reject) => {
+      server.once('error', (error: NodeJS.ErrnoException) => {
+        if (error.code === 'EADDRINUSE') reject(this.portInUse());
+        else if (error.code === 'EACCES') reject(new GatewayError(`Not allowed to listen on port ${this.port} of ${this.bind.host} (profile "${this.paths.name}").`, { hints: ['choose a port above 1023: gateway config set gateway.port <port>'] }));
+        else if (error.code === 'EADDRNOTAVAIL') reject(new GatewayError(`${this.bind.host} is not an address of this host (profile "${this.paths.name}").`, { exitCode: ExitCode.invalidConfig }));
+        else reject(error);
+      });
+      server.listen({ port: this.port, host: this.bind.host, backlog: 511 }, () => resolve());
+    });
+  }
+
+  private portInUse(): GatewayError {
+    let owner = 'another process';
+    for (const name of listProfileNames(this.paths.home)) {
+      if (name === this.paths.name) continue;
+      const found = inspectDaemon(profilePaths(name, this.paths.home));
+      if ((found.state === 'running' || found.state === 'starting') && found.record.port === this.port) {
+        owner = `profile "${name}" (pid ${found.record.pid})`;
+        break;
+      }
+    }
+    return new GatewayError(`Port ${this.port} on ${this.bind.host} is already in use by ${owner}; profile "${this.paths.name}" cannot listen there.`, {
+      code: 'PORT_IN_USE',
+      hints: [`gateway start --profile ${this.paths.name} --port <port>`, `gateway config set gateway.port <port> --profile ${this.paths.name}`],
+    });
+  }
+
+  /** The gateway token is made on first start by the lock holder; environment variables override stored values. */
+  async loadCredentials(): Promise<void> {
+    const mode = this.config.gateway.auth.mode;
+    let token = secretFromEnv('gateway.token');
+    if (!token && mode !== 'none') {
+      token = await this.secrets.get('gateway.token');
+      if (!token) {
+        token = randomBytes(32).toString('base64url');
+        await this.secrets.set('gateway.token', token);
+        this.logger.info('generated the gateway token');
+      }
+    }
+    const password = secretFromEnv('gateway.password') ?? (mode === 'password' ? await this.secrets.get('gateway.password') : undefined);
+    if (mode === 'password' && !password) {
+      throw new GatewayError('gateway.auth.mode is password, but no password is set.', {
+        exitCode: ExitCode.invalidConfig,
+        hints: [`gateway secrets set gateway.password --profile ${this.paths.name}   # reads it from stdin`, 'or set GATEWAY_PASSWORD'],
+      });
+    }
+    this.credential.update(token, password);
+  }
+
+  /** Applies a change of the live settings; others wait for a restart. */
+  applyConfig(next: GatewayConfig): void {
+    this.config = next;
+    const level = next.log.level;
+    if (this.logger.level !== level && this.logger.level !== 'debug') this.logger.level = level;
+  }
+
+  /** Stops accepting, closes WebSockets with 1001, drains work up to the bound, releases the lock. */
+  stop(reason: string): Promise<void> {
+    this.stopping ??= this.shutdown(reason);
+    return this.stopping;
+  }
+
+  private async shutdown(reason: string): Promise<void> {
+    this.logger.info({ reason }, 'daemon stopping');
+    this.readiness = 'stopping';
+    const closed = new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+    this.controlPlane?.close();
+    this.server?.closeIdleConnections();
+    const deadline = setTimeout(() => {
+      this.controlPlane?.terminateAll();
+      this.server?.closeAllConnections();
+    }, Math.min(this.config.gateway.drainTimeoutMs, 5000)).unref();
+    await closed;
+    clearTimeout(deadline);
+    await this.teardown();
+    this.logger.info({ uptimeMs: this.uptimeMs }, 'daemon stopped');
+    this.log.logger.flush?.();
+    this.resolveStopped();
+  }
+
+  /** Releases what start-up took; safe to call on a half-started daemon. */
+  async teardown(): Promise<void> {
+    this.store?.close();
+    if (this.record) releaseDaemonLock(this.paths, this.instanceId);
+  }
+
+  /** Forced exit on a second signal: release the lock and go. */
+  abort(): void {
+    this.logger.warn('second signal: exiting at once');
+    try {
+      this.store?.close();
+    } finally {
+      if (this.record) releaseDaemonLock(this.paths, this.instanceId);
+    }
+  }
+}

@@ -1,0 +1,68 @@
+import { DatabaseSync } from 'node:sqlite';
+import { MIGRATIONS, type Migration } from './migrations.ts';
+
+export interface StoreOptions {
+  path: string;
+  /** normal survives a crash of the daemon (WAL); full also survives power loss. */
+  synchronous: 'normal' | 'full';
+}
+
+/** The profile's state: one SQLite database in WAL mode, migrated at start. */
+export class Store {
+  readonly db: DatabaseSync;
+
+  constructor(options: StoreOptions, migrations: readonly Migration[] = MIGRATIONS) {
+    this.db = new DatabaseSync(options.path);
+    this.db.exec('PRAGMA journal_mode = WAL');
+    this.db.exec(`PRAGMA synchronous = ${options.synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
+    this.db.exec('PRAGMA foreign_keys = ON');
+    this.db.exec('PRAGMA busy_timeout = 5000');
+    this.migrate(migrations);
+  }
+
+  get schemaVersion(): number {
+    const row = this.db.prepare('SELECT MAX(version) AS version FROM schema_migrations').get() as { version: number | null };
+    return row.version ?? 0;
+  }
+
+  private migrate(migrations: readonly Migration[]): void {
+    this.db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)');
+    const applied = this.schemaVersion;
+    const known = migrations.at(-1)?.version ?? 0;
+    if (applied > known) {
+      throw new Error(`state.db has schema version ${applied}, newer than this gateway understands (${known}); upgrade gateway`);
+    }
+    for (const migration of migrations) {
+      if (migration.version <= applied) continue;
+      this.transaction(() => {
+        this.db.exec(migration.sql);
+        this.db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(migration.version, migration.name, Date.now());
+      });
+    }
+  }
+
+  /** Runs work in one transaction: all of it commits, or none of it does. */
+  transaction<T>(work: () => T): T {
+    this.db.exec('BEGIN IMMEDIATE');
+    try {
+      const result = work();
+      this.db.exec('COMMIT');
+      return result;
+    } catch (error) {
+      this.db.exec('ROLLBACK');
+      throw error;
+    }
+  }
+
+  /** Records an audit event; detail never carries a secret. */
+  audit(kind: string, fields: { actor?: string; subject?: string; address?: string; detail?: Record<string, unknown> } = {}): void {
+    this.db.prepare('INSERT INTO audit_events (at, kind, actor, subject, address, detail) VALUES (?, ?, ?, ?, ?, ?)').run(
+      Date.now(), kind, fields.actor ?? null, fields.subject ?? null, fields.address ?? null,
+      fields.detail ? JSON.stringify(fields.detail) : null,
+    );
+  }
+
+  close(): void {
+    if (this.db.isOpen) this.db.close();
+  }
+}

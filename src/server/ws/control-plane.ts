@@ -1,0 +1,242 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { IncomingMessage, Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { Logger } from 'pino';
+import { WebSocket, WebSocketServer, type RawData } from 'ws';
+import type { ConnectParams, EventFrame, HelloOk, RequestFrame, ResponseFrame } from '../../shared/protocol/frames.ts';
+import { parseFrame } from '../../shared/protocol/frames.ts';
+import { CloseCode, Limits, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION } from '../../shared/protocol/limits.ts';
+import { isOperatorScope, OPERATOR_SCOPES, ROLES } from '../../shared/protocol/scopes.ts';
+import type { GatewayCredential } from '../auth/gateway-credential.ts';
+import type { MethodTable, RpcClient } from './method-table.ts';
+import { RpcError } from './rpc-error.ts';
+
+export interface ControlPlaneOptions {
+  logger: Logger;
+  methods: MethodTable;
+  credential: GatewayCredential;
+  server: { version: string; instanceId: string; profile: string };
+  /** Whether the daemon accepts new work (false while stopping). */
+  accepting: () => boolean;
+}
+
+interface Connection {
+  id: string;
+  socket: WebSocket;
+  address: string;
+  nonce: string;
+  client?: RpcClient;
+  inFlight: number;
+  missedPongs: number;
+  handshakeTimer?: NodeJS.Timeout;
+}
+
+/** The WebSocket control plane on `/` of the daemon's HTTP server. */
+export class ControlPlane {
+  private readonly wss: WebSocketServer;
+  private readonly connections = new Set<Connection>();
+  private readonly heartbeat: NodeJS.Timeout;
+  private seq = 0;
+
+  private readonly options: ControlPlaneOptions;
+
+  constructor(options: ControlPlaneOptions) {
+    this.options = options;
+    this.wss = new WebSocketServer({ noServer: true, maxPayload: Limits.maxFrameBytes, clientTracking: false });
+    this.heartbeat = setInterval(() => this.tick(), Limits.tickIntervalMs).unref();
+  }
+
+  attach(server: Server): void {
+    server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => this.upgrade(request, socket, head));
+  }
+
+  get size(): number {
+    return this.connections.size;
+  }
+
+  private upgrade(request: IncomingMessage, socket: Duplex, head: Buffer): void {
+    const path = (request.url ?? '/').split('?')[0];
+    if (path !== '/' || !this.options.accepting()) {
+      const status = path !== '/' ? '404 Not Found' : '503 Service Unavailable';
+      socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+      return;
+    }
+    this.wss.handleUpgrade(request, socket, head, (ws) => this.open(ws, request));
+  }
+
+  private open(socket: WebSocket, request: IncomingMessage): void {
+    const connection: Connection = {
+      id: randomUUID(),
+      socket,
+      address: request.socket.remoteAddress ?? 'unknown',
+      nonce: randomBytes(24).toString('base64url'),
+      inFlight: 0,
+      missedPongs: 0,
+    };
+    this.connections.add(connection);
+    connection.handshakeTimer = setTimeout(() => {
+      this.options.logger.info({ connection: connection.id, address: connection.address }, 'handshake timed out');
+      socket.close(CloseCode.policyViolation, 'handshake timeout');
+    }, Limits.handshakeTimeoutMs);
+    socket.on('pong', () => { connection.missedPongs = 0; });
+    socket.on('message', (data, isBinary) => this.receive(connection, data, isBinary));
+    socket.on('close', () => {
+      clearTimeout(connection.handshakeTimer);
+      this.connections.delete(connection);
+    });
+    socket.on('error', (error) => this.options.logger.debug({ connection: connection.id, err: error }, 'websocket error'));
+    this.send(connection, { type: 'event', event: 'connect.challenge', payload: { nonce: connection.nonce, ts: Date.now() } });
+  }
+
+  private send(connection: Connection, frame: ResponseFrame | EventFrame): void {
+    if (connection.socket.readyState === WebSocket.OPEN) connection.socket.send(JSON.stringify(frame));
+  }
+
+  private fail(connection: Connection, id: string, error: RpcError): void {
+    this.send(connection, { type: 'res', id, ok: false, error: error.toShape() });
+  }
+
+  private refuse(connection: Connection, id: string, error: RpcError): void {
+    this.fail(connection, id, error);
+    connection.socket.close(CloseCode.policyViolation, error.code);
+  }
+
+  private receive(connection: Connection, data: RawData, isBinary: boolean): void {
+    const size = Array.isArray(data) ? data.reduce((sum, part) => sum + part.length, 0) : (data as Buffer).byteLength;
+    if (!connection.client && size > Limits.maxHandshakeFrameBytes) {
+      connection.socket.close(CloseCode.tooLarge, 'handshake frame too large');
+      return;
+    }
+    const frame = isBinary ? undefined : parseFrame(data.toString());
+    if (!connection.client) {
+      if (!frame || frame.type !== 'req' || frame.method !== 'connect') {
+        const id = frame && 'id' in frame ? frame.id : '';
+        this.refuse(connection, id, new RpcError('INVALID_REQUEST', 'the first frame must be a connect request'));
+        return;
+      }
+      this.connect(connection, frame);
+      return;
+    }
+    if (!frame || frame.type !== 'req') {
+      this.fail(connection, frame && 'id' in frame ? frame.id : '', new RpcError('INVALID_REQUEST', 'expected a request frame {type:"req", id, method, params?}'));
+      return;
+    }
+    void this.dispatch(connection, frame);
+  }
+
+  private connect(connection: Connection, frame: RequestFrame): void {
+    const params = frame.params as Partial<ConnectParams> | undefined;
+    const problem = connectProblem(params);
+    if (problem) {
+      this.refuse(connection, frame.id, new RpcError('INVALID_REQUEST', problem));
+      return;
+    }
+    const connect = params as ConnectParams;
+    if (!this.options.credential.verify(connect.auth)) {
+      this.options.logger.warn({ connection: connection.id, address: connection.address, client: connect.client.id }, 'connect refused: wrong or missing credential');
+      this.refuse(connection, frame.id, new RpcError('UNAUTHORIZED', 'the gateway credential is missing or wrong'));
+      return;
+    }
+    clearTimeout(connection.handshakeTimer);
+    // The gateway's own credential holds every scope; a client gets the ones it asked for.
+    const scopes = connect.scopes.length > 0 ? connect.scopes : [...OPERATOR_SCOPES];
+    connection.client = {
+      connectionId: connection.id,
+      clientId: connect.client.id,
+      role: connect.role,
+      scopes: new Set(scopes),
+      address: connection.address,
+    };
+    const hello: HelloOk = {
+      type: 'hello-ok',
+      protocol: PROTOCOL_VERSION,
+      server: this.options.server,
+      role: connect.role,
+      scopes,
+      limits: { maxFrameBytes: Limits.maxFrameBytes, tickIntervalMs: Limits.tickIntervalMs },
+    };
+    this.options.logger.debug({ connection: connection.id, client: connect.client.id, address: connection.address }, 'client connected');
+    this.send(connection, { type: 'res', id: frame.id, ok: true, payload: hello });
+  }
+
+  private async dispatch(connection: Connection, frame: RequestFrame): Promise<void> {
+    const client = connection.client!;
+    const entry = this.options.methods.get(frame.method);
+    if (!entry) {
+      this.fail(connection, frame.id, new RpcError('NOT_FOUND', `unknown method ${JSON.stringify(frame.method)}`));
+      return;
+    }
+    if (!client.scopes.has(entry.scope) && !client.scopes.has('operator.admin')) {
+      this.fail(connection, frame.id, new RpcError('FORBIDDEN', `${frame.method} needs the scope ${entry.scope}`, { missingScope: entry.scope }));
+      return;
+    }
+    if (connection.inFlight >= Limits.maxInFlightRequests) {
+      this.fail(connection, frame.id, new RpcError('RATE_LIMITED', `more than ${Limits.maxInFlightRequests} requests in flight`, { retryAfterMs: 100 }, true));
+      return;
+    }
+    connection.inFlight++;
+    try {
+      const payload = await entry.handler(frame.params, client);
+      this.send(connection, { type: 'res', id: frame.id, ok: true, payload });
+    } catch (error) {
+      if (error instanceof RpcError) {
+        this.fail(connection, frame.id, error);
+      } else {
+        this.options.logger.error({ err: error, method: frame.method }, 'method failed');
+        this.fail(connection, frame.id, new RpcError('INTERNAL', `${frame.method} failed unexpectedly; the gateway log has the details`));
+      }
+    } finally {
+      connection.inFlight--;
+    }
+  }
+
+  /** Pushes an event to every connected client holding the scope. */
+  broadcast(event: string, payload: unknown, scope = 'operator.read'): void {
+    const frame: EventFrame = { type: 'event', event, payload, seq: ++this.seq };
+    for (const connection of this.connections) {
+      if (connection.client?.scopes.has(scope) || connection.client?.scopes.has('operator.admin')) this.send(connection, frame);
+    }
+  }
+
+  private tick(): void {
+    for (const connection of this.connections) {
+      if (connection.missedPongs >= Limits.maxMissedPongs) {
+        connection.socket.terminate();
+        continue;
+      }
+      connection.missedPongs++;
+      connection.socket.ping();
+      if (connection.client) this.send(connection, { type: 'event', event: 'tick', payload: { ts: Date.now() } });
+    }
+  }
+
+  /** Closes every connection with 1001 and stops the heartbeat. */
+  close(reason = 'gateway shutting down'): void {
+    clearInterval(this.heartbeat);
+    for (const connection of this.connections) {
+      this.send(connection, { type: 'event', event: 'shutdown', payload: { reason } });
+      connection.socket.close(CloseCode.goingAway, reason);
+    }
+  }
+
+  /** Ends connections that did not close in time. */
+  terminateAll(): void {
+    for (const connection of this.connections) connection.socket.terminate();
+  }
+}
+
+function connectProblem(params: Partial<ConnectParams> | undefined): string | undefined {
+  if (!params || typeof params !== 'object') return 'connect needs params';
+  if (typeof params.minProtocol !== 'number' || typeof params.maxProtocol !== 'number') return 'connect needs minProtocol and maxProtocol';
+  if (params.minProtocol > PROTOCOL_VERSION || params.maxProtocol < MIN_PROTOCOL_VERSION) {
+    return `protocol ${params.minProtocol}-${params.maxProtocol} is not supported; this gateway speaks ${MIN_PROTOCOL_VERSION}-${PROTOCOL_VERSION}`;
+  }
+  const client = params.client;
+  if (!client || typeof client.id !== 'string' || typeof client.version !== 'string') return 'connect needs client {id, version, platform, mode}';
+  if (!(ROLES as readonly string[]).includes(params.role as string)) return `role must be one of ${ROLES.join(', ')}`;
+  if (!Array.isArray(params.scopes)) return 'scopes must be an array';
+  const unknown = params.scopes.filter((scope) => !isOperatorScope(scope));
+  if (unknown.length > 0) return `unknown scopes: ${unknown.join(', ')}`;
+  if (params.auth !== undefined && (params.auth === null || typeof params.auth !== 'object')) return 'auth must be an object';
+  return undefined;
+}

@@ -1,0 +1,93 @@
+import { GatewayError } from '../../shared/errors.ts';
+import { getPath } from '../../shared/config/keys.ts';
+import { changeConfig, loadConfig } from '../../shared/config/profile-config.ts';
+import { isSecretName } from '../../shared/secrets/names.ts';
+import { gatewayVersion } from '../../shared/version.ts';
+import type { Daemon } from '../daemon.ts';
+import type { MethodTable } from './method-table.ts';
+import { invalidParams, RpcError } from './rpc-error.ts';
+
+const paramsObject = (params: unknown): Record<string, unknown> => {
+  if (params === undefined || params === null) return {};
+  if (typeof params !== 'object' || Array.isArray(params)) throw invalidParams('params must be an object');
+  return params as Record<string, unknown>;
+};
+
+const keyParam = (params: Record<string, unknown>, required: boolean): string | undefined => {
+  const key = params.key;
+  if (key === undefined && !required) return undefined;
+  if (typeof key !== 'string' || key.length === 0) throw invalidParams('params.key must be a dotted configuration key');
+  return key;
+};
+
+/** Errors of the shared config code reach the client as INVALID_REQUEST with their message. */
+async function asRpc<T>(work: () => Promise<T> | T): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (error instanceof GatewayError) throw new RpcError('INVALID_REQUEST', error.message, { exitCode: error.exitCode, hints: error.hints });
+    throw error;
+  }
+}
+
+/** The daemon's own methods: health, status, configuration and shutdown. */
+export function registerCoreMethods(methods: MethodTable, daemon: Daemon): void {
+  methods
+    .add('health', () => ({ ok: daemon.readiness === 'ready', status: daemon.readiness }))
+    .add('status', () => ({
+      profile: daemon.paths.name,
+      state: 'running',
+      readiness: daemon.readiness,
+      pid: process.pid,
+      port: daemon.port,
+      bind: daemon.bind.mode,
+      host: daemon.bind.host,
+      url: daemon.url,
+      version: gatewayVersion(),
+      instanceId: daemon.instanceId,
+      startedAt: daemon.startedAt,
+      uptimeMs: daemon.uptimeMs,
+      logFile: daemon.paths.log,
+      secretStore: daemon.secrets.backend,
+      authMode: daemon.config.gateway.auth.mode,
+      connections: daemon.connections,
+    }))
+    .add('config.get', (params) => {
+      const key = keyParam(paramsObject(params), false);
+      return asRpc(() => {
+        const { raw, effective } = loadConfig(daemon.paths);
+        if (key === undefined) return { config: effective };
+        const value = getPath(effective, key);
+        return { key, value, source: getPath(raw, key) === undefined ? 'default' : 'config' };
+      });
+    })
+    .add('config.set', async (params, client) => {
+      const input = paramsObject(params);
+      const key = keyParam(input, true)!;
+      if (!('value' in input) || input.value === undefined) throw invalidParams('params.value is required');
+      const change = await asRpc(() => changeConfig(daemon.paths, key, input.value));
+      daemon.applyConfig(loadConfig(daemon.paths).effective);
+      daemon.logger.info({ key, restartRequired: change.restartRequired, client: client.clientId }, 'configuration changed');
+      return change;
+    })
+    .add('config.unset', async (params, client) => {
+      const key = keyParam(paramsObject(params), true)!;
+      const change = await asRpc(() => changeConfig(daemon.paths, key, undefined));
+      daemon.applyConfig(loadConfig(daemon.paths).effective);
+      daemon.logger.info({ key, restartRequired: change.restartRequired, client: client.clientId }, 'configuration key removed');
+      return change;
+    })
+    .add('secrets.changed', async (params, client) => {
+      const name = paramsObject(params).name;
+      if (typeof name !== 'string' || !isSecretName(name)) throw invalidParams('params.name must be a secret name');
+      daemon.logger.info({ secret: name, client: client.clientId }, 'secret changed');
+      if (name === 'gateway.token' || name === 'gateway.password') await daemon.loadCredentials().catch(() => undefined);
+      return { name, applied: true };
+    })
+    .add('shutdown', (_params, client) => {
+      daemon.logger.info({ client: client.clientId, address: client.address }, 'shutdown requested over RPC');
+      // Answer first, then stop: the caller waits for the process to exit.
+      setImmediate(() => void daemon.stop('rpc shutdown'));
+      return { stopping: true, pid: process.pid };
+    });
+}

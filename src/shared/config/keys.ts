@@ -1,0 +1,180 @@
+import AjvModule, { type ErrorObject, type ValidateFunction } from 'ajv';
+import formatsModule from 'ajv-formats';
+import { usageError } from '../errors.ts';
+import { configSchema, LIVE_KEYS, READ_ONLY_KEYS, type SchemaNode } from './schema.ts';
+import type { GatewayConfig } from './types.ts';
+
+const Ajv = AjvModule.default;
+const addFormats = formatsModule.default;
+
+const validators = new WeakMap<SchemaNode, ValidateFunction>();
+
+function validatorFor(schema: SchemaNode): ValidateFunction {
+  let validate = validators.get(schema);
+  if (!validate) {
+    const ajv = new Ajv({ allErrors: true, strict: false, useDefaults: false });
+    addFormats(ajv);
+    validate = ajv.compile(schema as object);
+    validators.set(schema, validate);
+  }
+  return validate;
+}
+
+/** Splits a dotted key, refusing empty segments. */
+export function splitKey(key: string): string[] {
+  const parts = key.split('.');
+  if (key.length === 0 || parts.some((part) => part.length === 0)) {
+    throw usageError(`Invalid configuration key ${JSON.stringify(key)}: use dotted names such as gateway.port.`, ['gateway config list']);
+  }
+  return parts;
+}
+
+/** The schema of a dotted key, or undefined when the key is not a setting. */
+export function schemaAt(key: string): SchemaNode | undefined {
+  let node: SchemaNode | undefined = configSchema;
+  for (const part of splitKey(key)) {
+    if (!node || node.type !== 'object') return undefined;
+    const named: SchemaNode | undefined = node.properties?.[part];
+    if (named) {
+      node = named;
+    } else if (typeof node.additionalProperties === 'object') {
+      if (node.propertyNames?.pattern && !new RegExp(node.propertyNames.pattern).test(part)) return undefined;
+      node = node.additionalProperties;
+    } else {
+      return undefined;
+    }
+  }
+  return node;
+}
+
+export function assertKnownKey(key: string): SchemaNode {
+  const node = schemaAt(key);
+  if (!node) {
+    throw usageError(`Unknown configuration key ${JSON.stringify(key)}.`, ['gateway config list   # shows every key and its value']);
+  }
+  return node;
+}
+
+export function assertWritableKey(key: string): SchemaNode {
+  const node = assertKnownKey(key);
+  for (const [readOnly, why] of Object.entries(READ_ONLY_KEYS)) {
+    if (key === readOnly || key.startsWith(`${readOnly}.`) || readOnly.startsWith(`${key}.`)) {
+      throw usageError(`${readOnly} cannot be changed: ${why}.`);
+    }
+  }
+  return node;
+}
+
+/** A command-line value: JSON where it parses (numbers, booleans, arrays, objects), else the text itself. */
+export function parseValue(raw: string): unknown {
+  try {
+    return JSON.parse(raw);
+  } catch {
+    return raw;
+  }
+}
+
+function describe(errors: ErrorObject[] | null | undefined, base: string): string[] {
+  return (errors ?? []).map((error) => {
+    const where = [base, ...error.instancePath.split('/').filter(Boolean)].filter(Boolean).join('.');
+    const target = where || '(root)';
+    switch (error.keyword) {
+      case 'additionalProperties':
+        return `${target ? `${target}.` : ''}${String(error.params.additionalProperty)}: unknown key`.replace(/^\(root\)\./, '');
+      case 'enum':
+        return `${target}: must be one of ${(error.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
+      case 'anyOf':
+        return '';
+      default:
+        return `${target}: ${error.message ?? 'is invalid'}`;
+    }
+  }).filter((line, index, all) => line && all.indexOf(line) === index);
+}
+
+/** Problems of a value for a key, each naming the key; empty when valid. */
+export function problemsOf(key: string, value: unknown): string[] {
+  const node = key === '' ? configSchema : assertKnownKey(key);
+  const validate = validatorFor(node);
+  return validate(value) ? [] : describe(validate.errors, key);
+}
+
+export function assertValidValue(key: string, value: unknown): void {
+  const problems = problemsOf(key, value);
+  if (problems.length > 0) {
+    throw usageError(`Invalid setting: ${problems.join("; ")}.`, [`gateway config get ${key}   # shows the current value`]);
+  }
+}
+
+/** Problems of a whole config document; empty when valid. */
+export const documentProblems = (document: unknown): string[] => problemsOf('', document);
+
+export function getPath(source: unknown, key: string): unknown {
+  let node: unknown = source;
+  for (const part of splitKey(key)) {
+    if (node === null || typeof node !== 'object' || !Object.hasOwn(node, part)) return undefined;
+    node = (node as Record<string, unknown>)[part];
+  }
+  return node;
+}
+
+/** Sets a dotted key in a plain object, creating containers; returns the object. */
+export function setPath(target: Record<string, unknown>, key: string, value: unknown): Record<string, unknown> {
+  const parts = splitKey(key);
+  let node = target;
+  for (const part of parts.slice(0, -1)) {
+    const next = node[part];
+    if (next === null || typeof next !== 'object' || Array.isArray(next)) node[part] = {};
+    node = node[part] as Record<string, unknown>;
+  }
+  node[parts.at(-1)!] = value;
+  return target;
+}
+
+/** Removes a dotted key and any containers it leaves empty; returns whether it was set. */
+export function deletePath(target: Record<string, unknown>, key: string): boolean {
+  const parts = splitKey(key);
+  const chain: Record<string, unknown>[] = [target];
+  for (const part of parts.slice(0, -1)) {
+    const next = chain.at(-1)![part];
+    if (next === null || typeof next !== 'object' || Array.isArray(next)) return false;
+    chain.push(next as Record<string, unknown>);
+  }
+  const last = parts.at(-1)!;
+  if (!Object.hasOwn(chain.at(-1)!, last)) return false;
+  delete chain.at(-1)![last];
+  for (let depth = chain.length - 1; depth > 0; depth--) {
+    if (Object.keys(chain[depth]!).length > 0) break;
+    delete chain[depth - 1]![parts[depth - 1]!];
+  }
+  return true;
+}
+
+/** Fills every schema default into a copy of a value. */
+export function withDefaults(node: SchemaNode, value: unknown): unknown {
+  if (value === undefined && node.default !== undefined) return structuredClone(node.default);
+  if (node.type !== 'object') return value;
+  if (value !== undefined && (value === null || typeof value !== 'object' || Array.isArray(value))) return value;
+  const source = (value ?? {}) as Record<string, unknown>;
+  const result: Record<string, unknown> = {};
+  for (const [name, child] of Object.entries(node.properties ?? {})) {
+    const filled = withDefaults(child, source[name]);
+    if (filled !== undefined) result[name] = filled;
+  }
+  for (const [name, child] of Object.entries(source)) {
+    if (name in result) continue;
+    result[name] = typeof node.additionalProperties === 'object' ? withDefaults(node.additionalProperties, child) : child;
+  }
+  return result;
+}
+
+export const effectiveConfig = (raw: unknown): GatewayConfig => withDefaults(configSchema, raw) as GatewayConfig;
+
+/** Whether a running daemon needs a restart before a change of this key takes effect. */
+export const needsRestart = (key: string): boolean =>
+  !LIVE_KEYS.some((live) => key === live || key.startsWith(`${live}.`));
+
+/** Every leaf key of the schema, for listings and completion. */
+export function leafKeys(node: SchemaNode = configSchema, prefix = ''): string[] {
+  if (node.type !== 'object' || !node.properties) return prefix ? [prefix] : [];
+  return Object.entries(node.properties).flatMap(([name, child]) => leafKeys(child, prefix ? `${prefix}.${name}` : name));
+}

@@ -1,0 +1,193 @@
+/**
+ * The JSON Schema of a profile's `config.json`. It names every setting of the
+ * gateway with its default, including settings whose features arrive later, so
+ * `config set` and `start` can check them all. Nothing secret lives here: secrets
+ * go to the secret store.
+ */
+
+export interface SchemaNode {
+  type?: 'object' | 'array' | 'string' | 'integer' | 'number' | 'boolean';
+  description?: string;
+  default?: unknown;
+  enum?: readonly unknown[];
+  minimum?: number;
+  maximum?: number;
+  minLength?: number;
+  maxLength?: number;
+  pattern?: string;
+  format?: string;
+  anyOf?: SchemaNode[];
+  items?: SchemaNode;
+  uniqueItems?: boolean;
+  properties?: Record<string, SchemaNode>;
+  required?: string[];
+  additionalProperties?: boolean | SchemaNode;
+  propertyNames?: SchemaNode;
+}
+
+const object = (properties: Record<string, SchemaNode>, description?: string): SchemaNode => ({
+  type: 'object',
+  description,
+  properties,
+  additionalProperties: false,
+});
+const bool = (defaultValue: boolean, description: string): SchemaNode => ({ type: 'boolean', default: defaultValue, description });
+const int = (defaultValue: number | undefined, minimum: number, maximum: number, description: string): SchemaNode => ({
+  type: 'integer', default: defaultValue, minimum, maximum, description,
+});
+const text = (description: string, extra: Partial<SchemaNode> = {}): SchemaNode => ({ type: 'string', minLength: 1, description, ...extra });
+const list = (items: SchemaNode, description: string): SchemaNode => ({ type: 'array', items, default: [], description });
+const oneOf = <T extends string>(values: readonly T[], defaultValue: T | undefined, description: string): SchemaNode => ({
+  type: 'string', enum: values, default: defaultValue, description,
+});
+
+export const BIND_MODES = ['loopback', 'lan', 'tailnet', 'auto', 'custom'] as const;
+export type BindMode = (typeof BIND_MODES)[number];
+export const AUTH_MODES = ['token', 'password', 'trusted-proxy', 'none'] as const;
+export type AuthMode = (typeof AUTH_MODES)[number];
+export const OVERLAY_MODES = ['off', 'serve', 'funnel'] as const;
+export const DM_POLICIES = ['pairing', 'allowlist', 'open', 'disabled'] as const;
+export const SECRET_BACKENDS = ['keychain', 'file'] as const;
+export type SecretBackendName = (typeof SECRET_BACKENDS)[number];
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+const ipAddress: SchemaNode = { type: 'string', anyOf: [{ format: 'ipv4' }, { format: 'ipv6' }] };
+const cidr: SchemaNode = {
+  type: 'string',
+  pattern: '^(?:(?:\\d{1,3}\\.){3}\\d{1,3}(?:/\\d{1,2})?|[0-9A-Fa-f:.]+(?:/\\d{1,3})?)$',
+};
+const urlPath: SchemaNode = { type: 'string', pattern: '^/[A-Za-z0-9._~!$&\'()*+,;=:@/%-]*$' };
+const endpoint = (description: string): SchemaNode => object({ enabled: bool(false, description) });
+
+const channel: SchemaNode = object({
+  enabled: bool(false, 'connect this channel when the daemon starts'),
+  dmPolicy: oneOf(DM_POLICIES, 'pairing', 'what happens to direct messages from unknown senders'),
+  allowFrom: list({ type: 'string', minLength: 1 }, 'senders allowed without pairing ("*" allows everyone under the open policy)'),
+  host: text('server host name or address'),
+  port: int(undefined, 1, 65535, 'server port'),
+  tls: bool(false, 'connect with TLS'),
+  nick: text('nick name'),
+  username: text('user name'),
+  realname: text('real name'),
+  sasl: bool(false, 'authenticate with SASL PLAIN using the secret channels.<id>.password'),
+  rooms: list({ type: 'string', minLength: 1 }, 'rooms to join'),
+  reconnectMaxDelayMs: int(60_000, 1000, 3_600_000, 'upper bound of the reconnect backoff'),
+}, 'a messaging channel');
+
+const hookMapping: SchemaNode = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['name', 'action'],
+  properties: {
+    name: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$' },
+    match: object({ field: text('dotted path into the payload'), equals: {} as SchemaNode }),
+    action: oneOf(['job', 'message', 'wake'], undefined, 'what the hook does'),
+    kind: text('job kind for the job action'),
+    channel: text('channel for the message action'),
+    to: text('peer for the message action'),
+    sessionKey: text('session the hook targets'),
+    text: { type: 'string', description: 'message template, rendered over the payload without code execution' },
+  },
+};
+
+export const configSchema: SchemaNode = object({
+  gateway: object({
+    port: int(undefined, 1, 65535, 'listen port (default 18789 for the default profile, derived from the name for others)'),
+    bind: oneOf(BIND_MODES, 'loopback', 'which addresses the daemon listens on'),
+    customBindHost: { ...ipAddress, description: 'address to listen on when gateway.bind is custom' },
+    auth: object({
+      mode: oneOf(AUTH_MODES, 'token', 'authentication for every HTTP surface and the WebSocket'),
+      allowOverlay: bool(false, 'let identity-bearing private-overlay connections satisfy authentication'),
+      trustedProxy: object({
+        userHeader: text('header that carries the authenticated user', { default: 'x-forwarded-user' }),
+        requiredHeaders: list({ type: 'string', minLength: 1 }, 'headers every proxied request must carry'),
+        allowUsers: list({ type: 'string', minLength: 1 }, 'users allowed through the proxy (empty: any)'),
+      }),
+      rateLimit: object({
+        maxFailures: int(10, 1, 10_000, 'failed authentications that lock a client out'),
+        windowMs: int(60_000, 1000, 86_400_000, 'window in which failures are counted'),
+        lockoutMs: int(300_000, 1000, 86_400_000, 'how long a locked-out client is refused'),
+        exemptLoopback: bool(true, 'never lock out loopback clients'),
+      }),
+    }),
+    trustedProxies: list(cidr, 'proxy addresses (CIDR) whose forwarding headers are trusted'),
+    overlay: object({ mode: oneOf(OVERLAY_MODES, 'off', 'private-overlay exposure') }),
+    controlUi: object({
+      enabled: bool(true, 'serve the Control UI'),
+      basePath: { ...urlPath, default: '/', description: 'base path of the Control UI' },
+      allowedOrigins: list({ type: 'string', minLength: 1 }, 'browser origins allowed beyond loopback'),
+    }),
+    http: object({
+      maxBodyBytes: int(1_048_576, 1024, 104_857_600, 'largest request body on the JSON API'),
+      endpoints: object({
+        chatCompletions: endpoint('serve POST /v1/chat/completions'),
+        responses: endpoint('serve POST /v1/responses'),
+        models: endpoint('serve GET /v1/models'),
+        embeddings: endpoint('serve POST /v1/embeddings'),
+      }),
+    }),
+    rateLimit: object({
+      windowMs: int(60_000, 1000, 3_600_000, 'request rate window'),
+      max: int(1200, 1, 10_000_000, 'requests per window per credential or address'),
+      webhooksMax: int(12_000, 1, 10_000_000, 'webhook deliveries per window per address'),
+    }),
+    tools: object({
+      allow: list({ type: 'string', minLength: 1 }, 'tools allowed over HTTP even when dangerous'),
+      deny: list({ type: 'string', minLength: 1 }, 'tools never allowed over HTTP'),
+    }),
+    nodes: object({
+      allowCommands: list({ type: 'string', minLength: 1 }, 'node commands accepted (empty: all not denied)'),
+      denyCommands: list({ type: 'string', minLength: 1 }, 'node commands refused'),
+    }),
+    discovery: object({ mdns: object({ enabled: bool(false, 'announce the gateway with mDNS') }) }),
+    drainTimeoutMs: int(10_000, 0, 600_000, 'how long a stopping daemon waits for running work'),
+  }),
+  hooks: object({
+    enabled: bool(false, 'serve the hooks ingress'),
+    path: { ...urlPath, default: '/hooks', description: 'base path of the hooks ingress' },
+    maxBodyBytes: int(262_144, 1024, 10_485_760, 'largest hook payload'),
+    defaultSessionKey: text('session a hook targets when it names none'),
+    allowedSessionKeyPrefixes: list({ type: 'string', minLength: 1 }, 'session key prefixes a hook may target'),
+    presets: list({ type: 'string', enum: ['gmail'] }, 'built-in hook mappings to enable'),
+    mappings: list(hookMapping, 'named hooks and what they do'),
+  }),
+  channels: {
+    type: 'object',
+    description: 'messaging channels by id',
+    properties: { irc: channel },
+    propertyNames: { pattern: '^[a-z0-9][a-z0-9_-]{0,31}$' },
+    additionalProperties: channel,
+  },
+  secrets: object({ backend: oneOf(SECRET_BACKENDS, undefined, 'where secrets are kept; chosen when the profile is created') }),
+  store: object({
+    synchronous: oneOf(['normal', 'full'] as const, 'normal', 'full extends durability to power loss'),
+    retentionDays: int(30, 1, 3650, 'days to keep deliveries and finished jobs'),
+  }),
+  api: object({
+    jwt: object({
+      issuer: text('expected JWT issuer'),
+      audience: text('expected JWT audience'),
+      jwksUrl: text('JWKS address of the issuer', { format: 'uri' }),
+    }),
+    tokens: object({ defaultExpiryDays: int(90, 1, 3650, 'expiry of a product access token created without one') }),
+  }),
+  plugins: object({
+    load: list({ type: 'string', minLength: 1 }, 'plugin folders or package names to load'),
+    canvas: object({ root: text('folder served at /__gateway__/canvas/') }),
+    a2ui: object({ root: text('folder served at /__gateway__/a2ui/') }),
+  }),
+  log: object({
+    level: oneOf(LOG_LEVELS, 'info', 'daemon log level'),
+    maxBytes: int(10_485_760, 65_536, 1_073_741_824, 'size at which the log file rotates'),
+    maxFiles: int(5, 1, 100, 'rotated log files kept'),
+  }),
+});
+
+/** Keys the daemon applies as soon as they change; every other change needs a restart. */
+export const LIVE_KEYS: readonly string[] = ['log.level'];
+
+/** Keys that only the gateway itself writes. */
+export const READ_ONLY_KEYS: Readonly<Record<string, string>> = {
+  'secrets.backend': 'the secret store is chosen when the profile is created and is never switched afterwards',
+};

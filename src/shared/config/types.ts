@@ -1,0 +1,32 @@
+import type { AuthMode, BindMode, LogLevel, SecretBackendName } from './schema.ts';
+
+/** The effective configuration of a profile: what `config.json` holds, with every default filled in. */
+export interface GatewayConfig {
+  gateway: {
+    port?: number;
+    bind: BindMode;
+    customBindHost?: string;
+    auth: {
+      mode: AuthMode;
+      allowOverlay: boolean;
+      trustedProxy: { userHeader: string; requiredHeaders: string[]; allowUsers: string[] };
+      rateLimit: { maxFailures: number; windowMs: number; lockoutMs: number; exemptLoopback: boolean };
+    };
+    trustedProxies: string[];
+    overlay: { mode: 'off' | 'serve' | 'funnel' };
+    controlUi: { enabled: boolean; basePath: string; allowedOrigins: string[] };
+    http: { maxBodyBytes: number; endpoints: Record<'chatCompletions' | 'responses' | 'models' | 'embeddings', { enabled: boolean }> };
+    rateLimit: { windowMs: number; max: number; webhooksMax: number };
+    tools: { allow: string[]; deny: string[] };
+    nodes: { allowCommands: string[]; denyCommands: string[] };
+    discovery: { mdns: { enabled: boolean } };
+    drainTimeoutMs: number;
+  };
+  hooks: Record<string, unknown> & { enabled: boolean; path: string; maxBodyBytes: number };
+  channels: Record<string, Record<string, unknown> & { enabled: boolean; dmPolicy: string; allowFrom: string[] }>;
+  secrets: { backend?: SecretBackendName };
+  store: { synchronous: 'normal' | 'full'; retentionDays: number };
+  api: Record<string, unknown>;
+  plugins: Record<string, unknown> & { load: string[] };
+  log: { level: LogLevel; maxBytes: number; maxFiles: number };
+}

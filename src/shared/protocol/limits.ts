@@ -1,0 +1,31 @@
+/** Every bound of the WebSocket control plane, in one place. */
+export const PROTOCOL_VERSION = 1;
+export const MIN_PROTOCOL_VERSION = 1;
+
+export const Limits = {
+  /** A connection that has not completed `connect` by then is closed. */
+  handshakeTimeoutMs: 10_000,
+  /** Largest frame accepted before `connect` succeeds. */
+  maxHandshakeFrameBytes: 64 * 1024,
+  /** Largest frame accepted afterwards; larger frames close the connection with 1009. */
+  maxFrameBytes: 1024 * 1024,
+  /** Server `tick` events and ping frames keep idle connections alive and find dead ones. */
+  tickIntervalMs: 30_000,
+  /** A connection that misses this many pongs in a row is terminated. */
+  maxMissedPongs: 2,
+  /** Requests a connection may have in flight at once. */
+  maxInFlightRequests: 64,
+  /** How far a signed timestamp may drift from the server clock. */
+  maxClockSkewMs: 120_000,
+  /** Default time a client waits for a response. */
+  requestTimeoutMs: 15_000,
+} as const;
+
+/** WebSocket close codes the gateway uses. */
+export const CloseCode = {
+  normal: 1000,
+  goingAway: 1001,
+  policyViolation: 1008,
+  tooLarge: 1009,
+  internal: 1011,
+} as const;

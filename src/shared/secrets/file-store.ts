@@ -1,0 +1,79 @@
+import { randomBytes } from 'node:crypto';
+import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { GatewayError } from '../errors.ts';
+import type { SecretStore } from './secret-store.ts';
+
+interface SecretsFile {
+  version: 1;
+  secrets: Record<string, string>;
+}
+
+/** Secrets in a 0600 JSON file in the profile folder: for hosts without a reachable keychain. */
+export class FileSecretStore implements SecretStore {
+  readonly backend = 'file' as const;
+  readonly path: string;
+
+  constructor(path: string) {
+    this.path = path;
+  }
+
+  get location(): string {
+    return this.path;
+  }
+
+  private read(): SecretsFile {
+    let text: string;
+    try {
+      text = readFileSync(this.path, 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { version: 1, secrets: {} };
+      throw new GatewayError(`Cannot read the secret file ${this.path}: ${(error as NodeJS.ErrnoException).code ?? 'error'}.`);
+    }
+    try {
+      const parsed = JSON.parse(text) as SecretsFile;
+      if (parsed?.version === 1 && parsed.secrets && typeof parsed.secrets === 'object') return parsed;
+    } catch {
+      // reported below without echoing the content
+    }
+    throw new GatewayError(`The secret file ${this.path} is damaged; it was left as it is.`, {
+      hints: [`move ${this.path} aside and set the secrets again with gateway secrets set <name>`],
+    });
+  }
+
+  private write(file: SecretsFile): void {
+    const temporary = `${this.path}.${randomBytes(6).toString('hex')}.tmp`;
+    try {
+      writeFileSync(temporary, `${JSON.stringify(file, null, 2)}\n`, { mode: 0o600, flag: 'wx' });
+      renameSync(temporary, this.path);
+    } catch (error) {
+      rmSync(temporary, { force: true });
+      throw error;
+    }
+  }
+
+  async get(name: string): Promise<string | undefined> {
+    return this.read().secrets[name];
+  }
+
+  async set(name: string, value: string): Promise<void> {
+    const file = this.read();
+    file.secrets[name] = value;
+    this.write(file);
+  }
+
+  async delete(name: string): Promise<boolean> {
+    const file = this.read();
+    if (!Object.hasOwn(file.secrets, name)) return false;
+    delete file.secrets[name];
+    this.write(file);
+    return true;
+  }
+
+  async list(): Promise<string[]> {
+    return Object.keys(this.read().secrets).sort();
+  }
+
+  async clear(): Promise<void> {
+    rmSync(this.path, { force: true });
+  }
+}
