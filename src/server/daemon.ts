@@ -27,6 +27,12 @@ import { ControlPlane } from './ws/control-plane.ts';
 import { registerCoreMethods } from './ws/core-methods.ts';
 import { MethodTable } from './ws/method-table.ts';
 
+/** Lets tests observe a daemon between listening and ready (a real start-up is too quick to catch). */
+function testReadyDelay(): Promise<void> {
+  const ms = Number(process.env.GATEWAY_TEST_READY_DELAY_MS);
+  return ms > 0 ? new Promise((resolve) => setTimeout(resolve, ms)) : Promise.resolve();
+}
+
 export interface DaemonOptions {
   profile: string;
   port?: number;
@@ -160,6 +166,7 @@ export class Daemon {
     this.server = this.createServer(app);
     this.controlPlane.attach(this.server);
     await this.listen(this.server);
+    await testReadyDelay();
 
     this.record = { ...record, readyAt: Date.now() };
     updateDaemonLock(this.paths, this.record);

@@ -1,0 +1,129 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export const ROOT = new URL('../../', import.meta.url).pathname;
+export const BIN = join(ROOT, 'bin/run.js');
+
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  /** stdout parsed as JSON, when it is. */
+  json: any;
+}
+
+export interface CliOptions {
+  env?: Record<string, string | undefined>;
+  input?: string;
+  /** stdin: 'pipe' feeds input (or closes it), 'ignore' gives /dev/null. */
+  stdin?: 'pipe' | 'ignore';
+  timeoutMs?: number;
+}
+
+/** A temporary GATEWAY_HOME with helpers to run the built CLI in it as a user would. */
+export class Home {
+  readonly dir = mkdtempSync(join(tmpdir(), 'gateway-test-'));
+  readonly env: Record<string, string | undefined>;
+
+  constructor(env: Record<string, string | undefined> = {}) {
+    this.env = { GATEWAY_HOME: this.dir, ...env };
+  }
+
+  profileDir(name = 'default'): string {
+    return join(this.dir, 'profiles', name);
+  }
+
+  file(name: string, profile = 'default'): string {
+    return join(this.profileDir(profile), name);
+  }
+
+  run(args: string[], options: CliOptions = {}): Promise<CliResult> {
+    return runCli(args, { ...options, env: { ...this.env, ...options.env } });
+  }
+
+  lock(profile = 'default'): any {
+    return JSON.parse(readFileSync(this.file('daemon.json', profile), 'utf8'));
+  }
+
+  /** Kills every daemon this home started and removes the folder. */
+  cleanup(): void {
+    let names: string[] = [];
+    try {
+      names = readdirSync(join(this.dir, 'profiles'));
+    } catch {
+      // nothing was created
+    }
+    for (const name of names) {
+      try {
+        const { pid } = JSON.parse(readFileSync(this.file('daemon.json', name), 'utf8'));
+        if (pid !== process.pid) process.kill(pid, 'SIGKILL');
+      } catch {
+        // not running
+      }
+    }
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+export function runCli(args: string[], options: CliOptions = {}): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const env: Record<string, string | undefined> = { ...process.env, CI: 'true', NO_COLOR: '1', ...options.env };
+    for (const key of Object.keys(env)) if (env[key] === undefined) delete env[key];
+    const child = spawn(process.execPath, [BIN, ...args], {
+      env: env as NodeJS.ProcessEnv,
+      stdio: [options.stdin ?? 'pipe', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.on('data', (chunk) => { stdout += chunk; });
+    child.stderr!.on('data', (chunk) => { stderr += chunk; });
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`gateway ${args.join(' ')} did not finish in ${options.timeoutMs ?? 30_000} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
+    }, options.timeoutMs ?? 30_000);
+    if (child.stdin) child.stdin.end(options.input ?? '');
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      let json: unknown;
+      try {
+        json = JSON.parse(stdout);
+      } catch {
+        json = undefined;
+      }
+      resolve({ code, stdout, stderr, json });
+    });
+  });
+}
+
+/** A port nothing listens on right now. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export function spawnForeground(args: string[], env: Record<string, string | undefined>): ChildProcess {
+  const full: Record<string, string | undefined> = { ...process.env, CI: 'true', ...env };
+  for (const key of Object.keys(full)) if (full[key] === undefined) delete full[key];
+  return spawn(process.execPath, [BIN, ...args], { env: full as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export async function waitFor<T>(probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 10_000, what = 'condition'): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined && value !== false) return value as T;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(50);
+  }
+}

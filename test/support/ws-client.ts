@@ -1,0 +1,66 @@
+import WebSocket from 'ws';
+
+/** A raw WebSocket for protocol tests: records frames and the close code. */
+export class RawSocket {
+  readonly frames: any[] = [];
+  closeCode?: number;
+  closeReason?: string;
+  readonly closed: Promise<void>;
+  readonly socket: WebSocket;
+
+  constructor(url: string) {
+    this.socket = new WebSocket(url);
+    this.socket.on('message', (data) => this.frames.push(JSON.parse(data.toString())));
+    this.closed = new Promise((resolve) => {
+      this.socket.on('close', (code, reason) => {
+        this.closeCode = code;
+        this.closeReason = reason.toString();
+        resolve();
+      });
+      this.socket.on('error', () => undefined);
+    });
+  }
+
+  opened(): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (this.socket.readyState === WebSocket.OPEN) resolve();
+      this.socket.once('open', () => resolve());
+      this.socket.once('error', reject);
+    });
+  }
+
+  async next(predicate: (frame: any) => boolean = () => true, timeoutMs = 5000): Promise<any> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const index = this.frames.findIndex(predicate);
+      if (index !== -1) return this.frames.splice(index, 1)[0];
+      if (Date.now() > deadline) throw new Error(`no matching frame; got ${JSON.stringify(this.frames)}`);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  }
+
+  send(frame: unknown): void {
+    this.socket.send(typeof frame === 'string' ? frame : JSON.stringify(frame));
+  }
+
+  /** Completes the connect handshake with a credential. */
+  async connect(auth: Record<string, string>, scopes: string[] = []): Promise<any> {
+    await this.opened();
+    await this.next((frame) => frame.event === 'connect.challenge');
+    this.send({
+      type: 'req', id: 'c1', method: 'connect',
+      params: { minProtocol: 1, maxProtocol: 1, client: { id: 'test', version: '0', platform: 'linux', mode: 'test' }, role: 'operator', scopes, auth },
+    });
+    return this.next((frame) => frame.id === 'c1');
+  }
+
+  async call(method: string, params?: unknown): Promise<any> {
+    const id = `r${Math.random().toString(36).slice(2)}`;
+    this.send({ type: 'req', id, method, params });
+    return this.next((frame) => frame.id === id);
+  }
+
+  close(): void {
+    this.socket.terminate();
+  }
+}
