@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { GatewayError, usageError } from './errors.ts';
 import { SECRET_BACKENDS, type SecretBackendName } from './config/schema.ts';
 import { getPath } from './config/keys.ts';
-import { openConfigStore, readRawConfig } from './config/profile-config.ts';
+import { loadConfig, openConfigStore, readRawConfig } from './config/profile-config.ts';
 import type { ProfilePaths } from './profile.ts';
 import { assertPortFree, ensureProfileDir, freeDerivedPort } from './profiles.ts';
 import { KeychainSecretStore } from './secrets/keychain-store.ts';
@@ -42,7 +42,8 @@ export async function ensureProfile(
   options: { backend?: string; port?: number } = {},
 ): Promise<ProfileSetup> {
   const existed = existsSync(paths.config);
-  const raw = readRawConfig(paths);
+  // Validated first: an invalid file is reported (exit 78), never rewritten.
+  const { raw } = loadConfig(paths);
   const recorded = getPath(raw, 'secrets.backend') as SecretBackendName | undefined;
   const requested = parseBackend(options.backend, '--secrets') ?? parseBackend(process.env.GATEWAY_SECRETS_BACKEND, 'GATEWAY_SECRETS_BACKEND');
   if (recorded && (!requested || requested === recorded) && options.port === undefined) {
