@@ -1,0 +1,116 @@
+import { expect } from 'chai';
+import { readFileSync } from 'node:fs';
+import { freePort, Home } from '../support/cli.ts';
+import { RawSocket } from '../support/ws-client.ts';
+
+describe('WebSocket control plane (e2e)', function () {
+  let home: Home;
+  let port: number;
+  let token: string;
+  const sockets: RawSocket[] = [];
+  const open = async () => {
+    const socket = new RawSocket(`ws://127.0.0.1:${port}/`);
+    sockets.push(socket);
+    await socket.opened();
+    return socket;
+  };
+
+  before(async () => {
+    port = await freePort();
+    home = new Home({ GATEWAY_PORT: String(port) });
+    const started = await home.run(['start']);
+    expect(started.code, started.stderr).to.equal(0);
+    token = JSON.parse(readFileSync(home.file('secrets.json'), 'utf8')).secrets['gateway.token'];
+  });
+  afterEach(() => sockets.splice(0).forEach((socket) => socket.close()));
+  after(() => home.cleanup());
+
+  it('sends connect.challenge first, then answers hello-ok and RPCs', async () => {
+    const socket = await open();
+    const challenge = await socket.next();
+    expect(challenge).to.include({ type: 'event', event: 'connect.challenge' });
+    expect(challenge.payload.nonce).to.be.a('string').with.length.greaterThan(20);
+    expect(challenge.payload.ts).to.be.closeTo(Date.now(), 10_000);
+    socket.frames.unshift(challenge);
+    const hello = await socket.connect({ token });
+    expect(hello).to.include({ type: 'res', id: 'c1', ok: true });
+    expect(hello.payload).to.include({ type: 'hello-ok', protocol: 1, role: 'operator' });
+    expect(hello.payload.scopes).to.include('operator.admin');
+    const status = await socket.call('status');
+    expect(status.ok).to.equal(true);
+    expect(status.payload).to.include({ profile: 'default', port, state: 'running' });
+    const health = await socket.call('health');
+    expect(health.payload).to.deep.equal({ ok: true, status: 'ready' });
+    const unknown = await socket.call('no.such.method');
+    expect(unknown.error.code).to.equal('NOT_FOUND');
+    const badParams = await socket.call('config.set', { key: 42 });
+    expect(badParams.error.code).to.equal('INVALID_REQUEST');
+  });
+
+  it('refuses a first frame that is not connect with INVALID_REQUEST, then closes 1008', async () => {
+    const socket = await open();
+    await socket.next((frame) => frame.event === 'connect.challenge');
+    socket.send({ type: 'req', id: 'x1', method: 'status' });
+    const refused = await socket.next((frame) => frame.id === 'x1');
+    expect(refused).to.deep.include({ ok: false });
+    expect(refused.error.code).to.equal('INVALID_REQUEST');
+    await socket.closed;
+    expect(socket.closeCode).to.equal(1008);
+
+    const garbage = await open();
+    garbage.send('this is not json');
+    await garbage.closed;
+    expect(garbage.closeCode).to.equal(1008);
+  });
+
+  it('refuses a wrong token with UNAUTHORIZED, echoing nothing of it', async () => {
+    const socket = await open();
+    const refused = await socket.connect({ token: 'wrong-secret-value-123' });
+    expect(refused.ok).to.equal(false);
+    expect(refused.error.code).to.equal('UNAUTHORIZED');
+    expect(JSON.stringify(refused)).to.not.include('wrong-secret-value-123').and.to.not.include(token);
+    await socket.closed;
+    expect(socket.closeCode).to.equal(1008);
+    const missing = await open();
+    expect((await missing.connect({})).error.code).to.equal('UNAUTHORIZED');
+  });
+
+  it('refuses an unsupported protocol range and unknown scopes', async () => {
+    const socket = await open();
+    await socket.next((frame) => frame.event === 'connect.challenge');
+    socket.send({ type: 'req', id: 'p', method: 'connect', params: { minProtocol: 7, maxProtocol: 9, client: { id: 't', version: '0', platform: 'x', mode: 't' }, role: 'operator', scopes: [], auth: { token } } });
+    const refused = await socket.next((frame) => frame.id === 'p');
+    expect(refused.error.code).to.equal('INVALID_REQUEST');
+    expect(refused.error.message).to.include('protocol');
+    const scoped = await open();
+    const bad = await scoped.connect({ token }, ['operator.everything']);
+    expect(bad.error.code).to.equal('INVALID_REQUEST');
+  });
+
+  it('names the missing scope with FORBIDDEN', async () => {
+    const socket = await open();
+    await socket.connect({ token }, ['operator.read']);
+    const denied = await socket.call('config.set', { key: 'log.level', value: 'warn' });
+    expect(denied.error.code).to.equal('FORBIDDEN');
+    expect(denied.error.message).to.include('operator.admin');
+    expect(denied.error.details).to.deep.equal({ missingScope: 'operator.admin' });
+    expect((await socket.call('status')).ok).to.equal(true);
+  });
+
+  it('closes with 1009 on an oversized frame, before and after connect', async () => {
+    const early = await open();
+    early.send('x'.repeat(100 * 1024));
+    await early.closed;
+    expect(early.closeCode).to.equal(1009);
+    const late = await open();
+    await late.connect({ token });
+    late.send(JSON.stringify({ type: 'req', id: 'big', method: 'status', params: { pad: 'x'.repeat(2 * 1024 * 1024) } }));
+    await late.closed;
+    expect(late.closeCode).to.equal(1009);
+  });
+
+  it('refuses upgrades on other paths', async () => {
+    const socket = new RawSocket(`ws://127.0.0.1:${port}/elsewhere`);
+    await socket.opened().then(() => expect.fail('upgraded'), () => undefined);
+  });
+});
