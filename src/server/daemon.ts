@@ -1,7 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import type Koa from 'koa';
 import { GatewayError } from '../shared/errors.ts';
 import { ExitCode } from '../shared/exit-codes.ts';
 import { assertExposure, type BindTarget } from '../shared/config/exposure.ts';
@@ -19,7 +18,6 @@ import { listProfileNames } from '../shared/profiles.ts';
 import { openSecretStore, secretFromEnv, type SecretStore } from '../shared/secrets/secret-store.ts';
 import { gatewayVersion } from '../shared/version.ts';
 import { GatewayCredential } from './auth/gateway-credential.ts';
-import { createHttpApp } from './http/app.ts';
 import { answerProbe, type Readiness } from './http/probes.ts';
 import { createLogger, type DaemonLogger } from './logger.ts';
 import { Store } from './store/database.ts';
@@ -162,8 +160,7 @@ export class Daemon {
       server: { version: record.version, instanceId: this.instanceId, profile: this.paths.name },
       accepting: () => this.readiness !== 'stopping',
     });
-    const app = createHttpApp({ logger: this.logger, surfaces: [] });
-    this.server = this.createServer(app);
+    this.server = this.createServer();
     this.controlPlane.attach(this.server);
     await this.listen(this.server);
     await testReadyDelay();
@@ -175,12 +172,25 @@ export class Daemon {
     this.logger.info({ url: this.url, ms: this.record.readyAt! - this.startedAt }, 'daemon ready');
   }
 
-  private createServer(app: Koa): Server {
-    const handle = app.callback();
-    const server = createServer({ keepAliveTimeout: 5000, requestTimeout: 30_000, headersTimeout: 10_000 }, (req, res) => {
-      if (!answerProbe(req, res, () => this.readiness)) void handle(req, res);
+  /**
+   * Probes are answered here, ahead of everything. The Koa application behind
+   * every other route is loaded on the first request that needs it, so a
+   * daemon that only serves probes and the control plane stays lean.
+   */
+  private createServer(): Server {
+    let handler: Promise<(req: IncomingMessage, res: ServerResponse) => Promise<void>> | undefined;
+    const loadHandler = async () => {
+      const { createHttpApp } = await import('./http/app.ts');
+      return createHttpApp({ logger: this.logger, surfaces: [] }).callback();
+    };
+    return createServer({ keepAliveTimeout: 5000, requestTimeout: 30_000, headersTimeout: 10_000 }, (req, res) => {
+      if (answerProbe(req, res, () => this.readiness)) return;
+      handler ??= loadHandler();
+      handler.then((handle) => handle(req, res), (error: unknown) => {
+        this.logger.error({ err: error }, 'the HTTP application failed to load');
+        res.writeHead(500, { 'content-type': 'application/json; charset=utf-8' }).end(JSON.stringify({ error: 'internal', message: 'The gateway could not load its HTTP application; see its log.', statusCode: 500 }));
+      });
     });
-    return server;
   }
 
   private listen(server: Server): Promise<void> {

@@ -27,13 +27,6 @@ export async function main(options: MainOptions): Promise<number> {
     }
     void daemon.stop(signal);
   };
-  // The daemon owns its signals. conf's atomic writer hooks them and re-raises
-  // each one, which would turn a single SIGTERM into the "second signal" that
-  // aborts the drain; load it now and drop every listener it installed.
-  await import('conf');
-  for (const name of process.eventNames()) {
-    if (typeof name === 'string' && name.startsWith('SIG')) process.removeAllListeners(name);
-  }
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
   // A daemon has no terminal: a closed one must not kill it.

@@ -1,24 +1,8 @@
-import AjvModule, { type ErrorObject, type ValidateFunction } from 'ajv';
-import formatsModule from 'ajv-formats';
+import type { ErrorObject } from 'ajv';
+import validateDocument from './config-validator.generated.cjs';
 import { usageError } from '../errors.ts';
 import { configSchema, LIVE_KEYS, READ_ONLY_KEYS, type SchemaNode } from './schema.ts';
 import type { GatewayConfig } from './types.ts';
-
-const Ajv = AjvModule.default;
-const addFormats = formatsModule.default;
-
-const validators = new WeakMap<SchemaNode, ValidateFunction>();
-
-function validatorFor(schema: SchemaNode): ValidateFunction {
-  let validate = validators.get(schema);
-  if (!validate) {
-    const ajv = new Ajv({ allErrors: true, strict: false, useDefaults: false });
-    addFormats(ajv);
-    validate = ajv.compile(schema as object);
-    validators.set(schema, validate);
-  }
-  return validate;
-}
 
 /** Splits a dotted key, refusing empty segments. */
 export function splitKey(key: string): string[] {
@@ -74,28 +58,33 @@ export function parseValue(raw: string): unknown {
   }
 }
 
-function describe(errors: ErrorObject[] | null | undefined, base: string): string[] {
+function describe(errors: ErrorObject[] | null | undefined): string[] {
   return (errors ?? []).map((error) => {
-    const where = [base, ...error.instancePath.split('/').filter(Boolean)].filter(Boolean).join('.');
-    const target = where || '(root)';
+    const where = error.instancePath.split('/').filter(Boolean).join('.') || '(root)';
     switch (error.keyword) {
       case 'additionalProperties':
-        return `${target ? `${target}.` : ''}${String(error.params.additionalProperty)}: unknown key`.replace(/^\(root\)\./, '');
+        return `${where === '(root)' ? '' : `${where}.`}${String(error.params.additionalProperty)}: unknown key`;
       case 'enum':
-        return `${target}: must be one of ${(error.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
+        return `${where}: must be one of ${(error.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
       case 'anyOf':
         return '';
       default:
-        return `${target}: ${error.message ?? 'is invalid'}`;
+        return `${where}: ${error.message ?? 'is invalid'}`;
     }
   }).filter((line, index, all) => line && all.indexOf(line) === index);
 }
 
+/** Problems of a whole config document, each naming its key; empty when valid. */
+export function documentProblems(document: unknown): string[] {
+  return validateDocument(document) ? [] : describe(validateDocument.errors);
+}
+
 /** Problems of a value for a key, each naming the key; empty when valid. */
 export function problemsOf(key: string, value: unknown): string[] {
-  const node = key === '' ? configSchema : assertKnownKey(key);
-  const validate = validatorFor(node);
-  return validate(value) ? [] : describe(validate.errors, key);
+  if (key === '') return documentProblems(value);
+  assertKnownKey(key);
+  // The schema has no required keys at its levels, so a document holding only this key checks exactly it.
+  return documentProblems(setPath({}, key, value));
 }
 
 export function assertValidValue(key: string, value: unknown): void {
@@ -104,9 +93,6 @@ export function assertValidValue(key: string, value: unknown): void {
     throw usageError(`Invalid setting: ${problems.join("; ")}.`, [`gateway config get ${key}   # shows the current value`]);
   }
 }
-
-/** Problems of a whole config document; empty when valid. */
-export const documentProblems = (document: unknown): string[] => problemsOf('', document);
 
 export function getPath(source: unknown, key: string): unknown {
   let node: unknown = source;

@@ -54,9 +54,27 @@ export function loadConfig(paths: ProfilePaths): LoadedConfig {
 /** Reads config.json and fills defaults, skipping schema validation: for fast read-only commands. */
 export const readEffectiveConfig = (paths: ProfilePaths): GatewayConfig => effectiveConfig(readRawConfig(paths));
 
+/**
+ * conf's atomic writer hooks every signal and re-raises it after its own
+ * clean-up, which would turn one SIGTERM into the "second signal" that makes a
+ * draining daemon exit at once. The process owns its signals: the hooks the
+ * import installs are removed again.
+ */
+async function importConfWithoutSignalHooks() {
+  const signals = () => process.eventNames().filter((name): name is string => typeof name === 'string' && name.startsWith('SIG'));
+  const before = new Map(signals().map((name) => [name, new Set(process.listeners(name as NodeJS.Signals))]));
+  const conf = await import('conf');
+  for (const name of signals()) {
+    for (const listener of process.listeners(name as NodeJS.Signals)) {
+      if (!before.get(name)?.has(listener)) process.removeListener(name, listener);
+    }
+  }
+  return conf;
+}
+
 /** The conf store behind config.json: atomic writes, mode 0600, validated against the schema on every write. */
 export async function openConfigStore(paths: ProfilePaths) {
-  const { default: Conf } = await import('conf');
+  const { default: Conf } = await importConfWithoutSignalHooks();
   return new Conf<Record<string, unknown>>({
     cwd: paths.dir,
     configName: 'config',

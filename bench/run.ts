@@ -1,0 +1,79 @@
+// Benchmarks of the foundation, each beside a baseline measured in the same run.
+// Run with `npm run bench`; BENCH_DURATION sets the load duration in seconds.
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import autocannon from 'autocannon';
+import { freePort, median, printFigures, rssKiB, sleep, startBare, timeCommand, type Figure } from './support.ts';
+import { runConnectBench } from './connect.ts';
+
+const BIN = new URL('../bin/run.js', import.meta.url).pathname;
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
+const DURATION = Number(process.env.BENCH_DURATION ?? 10);
+const home = mkdtempSync(join(tmpdir(), 'gateway-bench-'));
+const env = { ...process.env, GATEWAY_HOME: home, CI: 'true' } as NodeJS.ProcessEnv;
+const gateway = (...args: string[]) => spawnSync(process.execPath, [BIN, ...args], { env, encoding: 'utf8' });
+
+async function load(port: number): Promise<{ rps: number; p99: number }> {
+  const result = await autocannon({ url: `http://127.0.0.1:${port}/healthz`, connections: 50, duration: DURATION, pipelining: 1 });
+  return { rps: result.requests.average, p99: result.latency.p99 };
+}
+
+const figures: Figure[] = [];
+try {
+  const port = await freePort();
+  // The profile exists before anything is measured, as on a host in use.
+  gateway('profiles', 'create', 'bench', '--port', String(port), '--secrets', 'file');
+  gateway('profiles', 'use', 'bench');
+  // Warm the compile cache once.
+  gateway('start');
+  gateway('stop');
+
+  const starts: number[] = [];
+  const bareStarts: number[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    const barePort = await freePort();
+    const bare = await startBare(barePort);
+    bareStarts.push(bare.ms);
+    bare.stop();
+    starts.push(timeCommand(process.execPath, [BIN, 'start'], env));
+    gateway('stop');
+  }
+  const start = median(starts);
+  const bareStart = median(bareStarts);
+  figures.push({ name: 'gateway start, launch to ready', value: `${start.toFixed(0)} ms`, baseline: `${bareStart.toFixed(0)} ms bare node:http listen`, comparison: `+${(start - bareStart).toFixed(0)} ms`, target: '<= +300 ms', ok: start - bareStart <= 300 });
+
+  gateway('start');
+  const lock = JSON.parse(readFileSync(join(home, 'profiles/bench/daemon.json'), 'utf8'));
+  const nodeZero = median(Array.from({ length: ROUNDS }, () => timeCommand(process.execPath, ['-e', '0'])));
+  const status = median(Array.from({ length: ROUNDS }, () => timeCommand(process.execPath, [BIN, 'status', '--json'], env)));
+  figures.push({ name: 'gateway status --json', value: `${status.toFixed(0)} ms`, baseline: `${nodeZero.toFixed(0)} ms node -e 0`, comparison: `+${(status - nodeZero).toFixed(0)} ms`, target: '<= +150 ms', ok: status - nodeZero <= 150 });
+  const version = median(Array.from({ length: ROUNDS }, () => timeCommand(process.execPath, [BIN, '--version'], env)));
+  figures.push({ name: 'gateway --version', value: `${version.toFixed(0)} ms`, baseline: `${nodeZero.toFixed(0)} ms node -e 0`, comparison: `${(version / nodeZero).toFixed(2)}x`, target: '<= 2x', ok: version / nodeZero <= 2 });
+
+  const barePort = await freePort();
+  const bare = await startBare(barePort);
+  await sleep(300);
+  const rss = rssKiB(lock.pid);
+  const bareRss = rssKiB(bare.pid);
+  figures.push({ name: 'daemon RSS after ready', value: `${(rss / 1024).toFixed(1)} MB`, baseline: `${(bareRss / 1024).toFixed(1)} MB bare server`, comparison: `+${((rss - bareRss) / 1024).toFixed(1)} MB`, target: '<= +30 MB', ok: rss - bareRss <= 30 * 1024 });
+
+  const bareLoad = await load(barePort);
+  bare.stop();
+  const gatewayLoad = await load(port);
+  figures.push({ name: `GET /healthz, 50 conns, ${DURATION} s`, value: `${gatewayLoad.rps.toFixed(0)} req/s (p99 ${gatewayLoad.p99} ms)`, baseline: `${bareLoad.rps.toFixed(0)} req/s bare (p99 ${bareLoad.p99} ms)`, comparison: `${(gatewayLoad.rps / bareLoad.rps).toFixed(2)}x`, target: '>= 0.85x', ok: gatewayLoad.rps / bareLoad.rps >= 0.85 });
+
+  // Informational: the HTTP application loads on the first non-probe request.
+  await fetch(`http://127.0.0.1:${port}/not-a-route`).then((response) => response.text());
+  await sleep(200);
+  const rssLoaded = rssKiB(lock.pid);
+  figures.push({ name: 'daemon RSS after load + API request', value: `${(rssLoaded / 1024).toFixed(1)} MB`, baseline: `${(bareRss / 1024).toFixed(1)} MB bare server`, comparison: `+${((rssLoaded - bareRss) / 1024).toFixed(1)} MB`, target: '(informational)', ok: true });
+
+  const token = JSON.parse(readFileSync(join(home, 'profiles/bench/secrets.json'), 'utf8')).secrets['gateway.token'];
+  figures.push(await runConnectBench(port, token, ROUNDS * 30));
+} finally {
+  gateway('stop', '--force');
+  rmSync(home, { recursive: true, force: true });
+}
+printFigures(figures);

@@ -1,0 +1,71 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+
+export const median = (values: number[]): number => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+};
+
+/** Wall time of a command run to completion, in ms. */
+export function timeCommand(command: string, args: string[], env: NodeJS.ProcessEnv = process.env): number {
+  const started = performance.now();
+  const result = spawnSync(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const elapsed = performance.now() - started;
+  if (result.status !== 0 && result.status !== 3) throw new Error(`${command} ${args.join(' ')} failed: ${result.stderr}`);
+  return elapsed;
+}
+
+export function rssKiB(pid: number): number {
+  const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return match ? Number(match[1]) : NaN;
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** A bare node:http server answering the same probe body: the baseline. */
+export const BARE_SERVER = `
+const http = require('node:http');
+const body = Buffer.from(JSON.stringify({ ok: true, status: 'live' }));
+http.createServer((req, res) => {
+  res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': body.length, 'cache-control': 'no-store' });
+  res.end(body);
+}).listen(Number(process.argv[1]), '127.0.0.1', () => process.stdout.write('listening\\n'));
+`;
+
+/** Starts the bare server; resolves with its pid and launch-to-listening time. */
+export function startBare(port: number): Promise<{ pid: number; ms: number; stop: () => void }> {
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const child = spawn(process.execPath, ['-e', BARE_SERVER, String(port)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    child.stdout.once('data', () => resolve({ pid: child.pid!, ms: performance.now() - started, stop: () => child.kill('SIGKILL') }));
+    child.once('error', reject);
+  });
+}
+
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export interface Figure {
+  name: string;
+  value: string;
+  baseline: string;
+  comparison: string;
+  target: string;
+  ok: boolean;
+}
+
+export function printFigures(figures: Figure[]): void {
+  const rows = [['figure', 'gateway', 'baseline', 'comparison', 'target', ''], ...figures.map((f) => [f.name, f.value, f.baseline, f.comparison, f.target, f.ok ? 'ok' : 'MISSED'])];
+  const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
+  for (const row of rows) console.log(row.map((cell, column) => cell.padEnd(widths[column]!)).join('  ').trimEnd());
+}
