@@ -194,3 +194,60 @@ describe('daemon lifecycle (e2e)', function () {
     expect(follow.code).to.equal(2);
   });
 });
+
+describe('daemon details (e2e)', function () {
+  let home: Home;
+  let port: number;
+  beforeEach(async () => {
+    port = await freePort();
+    home = new Home({ GATEWAY_PORT: String(port) });
+  });
+  afterEach(() => home.cleanup());
+
+  it('binds to every interface with --bind lan, for this run only, with token auth', async () => {
+    const started = await home.run(['start', '--bind', 'lan', '--json']);
+    expect(started.code, started.stderr).to.equal(0);
+    const status = await home.run(['status', '--json']);
+    expect(status.json).to.include({ bind: 'lan', state: 'running' });
+    expect(status.json.rpc.ok).to.equal(true);
+    expect(home.lock()).to.include({ host: '0.0.0.0', bind: 'lan' });
+    const config = await home.run(['config', 'get', 'gateway.bind', '--json']);
+    expect(config.json).to.include({ value: 'loopback', source: 'default' });
+  });
+
+  it('logs at debug level with --verbose', async () => {
+    await home.run(['start', '--verbose']);
+    const token = JSON.parse(readFileSync(home.file('secrets.json'), 'utf8')).secrets['gateway.token'];
+    const socket = new RawSocket(`ws://127.0.0.1:${port}/`);
+    await socket.connect({ token });
+    socket.close();
+    await waitFor(() => readFileSync(home.file('gateway.log'), 'utf8').includes('"client connected"'), 5000, 'a debug line');
+    expect(readFileSync(home.file('gateway.log'), 'utf8')).to.include('"level":20');
+  });
+
+  it('follows the log with -f', async () => {
+    await home.run(['start']);
+    const follower = spawnForeground(['logs', '-f', '--raw', '-n', '0'], home.env);
+    let out = '';
+    follower.stdout!.on('data', (chunk) => { out += chunk; });
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      await home.run(['config', 'set', 'log.level', 'debug']);
+      await waitFor(() => out.includes('configuration changed'), 10_000, 'the followed line');
+      expect(JSON.parse(out.trim().split('\n').at(-1)!)).to.include({ msg: 'configuration changed', key: 'log.level' });
+    } finally {
+      follower.kill();
+    }
+  });
+
+  it('closes a WebSocket that does not connect within the handshake timeout (1008)', async function () {
+    this.timeout(20_000);
+    await home.run(['start']);
+    const socket = new RawSocket(`ws://127.0.0.1:${port}/`);
+    await socket.opened();
+    const opened = Date.now();
+    await socket.closed;
+    expect(socket.closeCode).to.equal(1008);
+    expect(Date.now() - opened).to.be.within(9_000, 12_000);
+  });
+});
