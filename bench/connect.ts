@@ -1,9 +1,11 @@
 import { createServer } from 'node:http';
 import WebSocket, { WebSocketServer } from 'ws';
 import { median, type Figure } from './support.ts';
+import { generateDeviceKey, loadDeviceKey } from '../src/shared/protocol/device-auth.ts';
+import { signIdentity } from '../src/cli/device-identity.ts';
 
 /** Opens a socket, waits for the first frame, sends frames and resolves after `replies` answers. */
-function roundTrip(url: string, frames: (first: unknown) => string[], replies: number): Promise<number> {
+function roundTrip(url: string, frames: (first: any) => string[], replies: number): Promise<number> {
   return new Promise((resolve, reject) => {
     const started = performance.now();
     const socket = new WebSocket(url, { perMessageDeflate: false });
@@ -31,23 +33,28 @@ export async function runConnectBench(port: number, token: string, rounds: numbe
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
   const echoPort = (server.address() as { port: number }).port;
-  const connect = JSON.stringify({
+  const device = loadDeviceKey(generateDeviceKey());
+  // Signing happens inside the measured round trip, as a real client does it.
+  const connect = (challenge: any) => JSON.stringify({
     type: 'req', id: 'c', method: 'connect',
-    params: { minProtocol: 1, maxProtocol: 1, client: { id: 'bench', version: '0', platform: process.platform, mode: 'bench' }, role: 'operator', scopes: [], auth: { token } },
+    params: {
+      minProtocol: 1, maxProtocol: 1, client: { id: 'bench', version: '0', platform: process.platform, mode: 'bench' }, role: 'operator', scopes: [], auth: { token },
+      device: signIdentity(device, { nonce: challenge.payload.nonce, role: 'operator', scopes: [], clientId: 'bench' }),
+    },
   });
   const status = JSON.stringify({ type: 'req', id: 's', method: 'status' });
   const gateway: number[] = [];
   const raw: number[] = [];
   for (let round = 0; round < rounds; round++) {
     raw.push(await roundTrip(`ws://127.0.0.1:${echoPort}/`, () => ['echo'], 1));
-    gateway.push(await roundTrip(`ws://127.0.0.1:${port}/`, () => [connect, status], 2));
+    gateway.push(await roundTrip(`ws://127.0.0.1:${port}/`, (challenge) => [connect(challenge), status], 2));
   }
   wss.close();
   server.close();
   const g = median(gateway);
   const r = median(raw);
   return {
-    name: 'WS connect + first RPC (status)',
+    name: 'WS connect (signed) + first RPC',
     value: `${g.toFixed(2)} ms`,
     baseline: `${r.toFixed(2)} ms raw ws connect + echo`,
     comparison: `${(g / r).toFixed(2)}x`,

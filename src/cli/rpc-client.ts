@@ -13,7 +13,9 @@ import { Limits, PROTOCOL_VERSION } from '../shared/protocol/limits.ts';
 import { OPERATOR_SCOPES } from '../shared/protocol/scopes.ts';
 import { connectHost } from '../shared/listen.ts';
 import type { ProfilePaths } from '../shared/profile.ts';
-import { openSecretStore, secretFromEnv } from '../shared/secrets/secret-store.ts';
+import { openSecretStore, secretFromEnv, type SecretStore } from '../shared/secrets/secret-store.ts';
+import type { DeviceKey } from '../shared/protocol/device-auth.ts';
+import { deviceKey, signIdentity } from './device-identity.ts';
 import { gatewayVersion } from '../shared/version.ts';
 
 /** A failed RPC call, carrying the protocol error code. */
@@ -38,6 +40,7 @@ function exitCodeFor(code: ErrorCode, details?: Record<string, unknown>): ExitCo
 function hintsFor(code: ErrorCode, details?: Record<string, unknown>): string[] {
   if (Array.isArray(details?.hints)) return details.hints as string[];
   if (code === 'UNAUTHORIZED') return ['check GATEWAY_TOKEN / GATEWAY_PASSWORD, or unset them to use the profile\'s stored token'];
+  if (code === 'PAIRING_REQUIRED' && typeof details?.hint === 'string') return [`on the gateway host: ${details.hint}`, 'then run this command again'];
   if (code === 'FORBIDDEN' && details?.missingScope) return [`connect with the scope ${String(details.missingScope)}`];
   return [];
 }
@@ -50,6 +53,8 @@ interface Pending {
 
 export interface ConnectOptions {
   auth: ConnectAuth;
+  /** The device key that signs the connect; the daemon pairs devices, not just credentials. */
+  device?: DeviceKey;
   scopes?: string[];
   clientId?: string;
   timeoutMs?: number;
@@ -95,15 +100,18 @@ export class RpcClient {
         reject(new GatewayError(`Cannot reach the daemon at ${url}: ${error.code ?? error.message}.`, { cause: error }));
       });
     });
-    void challenge;
     const client = new RpcClient(socket, url);
+    const clientId = options.clientId ?? 'gateway-cli';
+    const scopes = options.scopes ?? [...OPERATOR_SCOPES];
+    const nonce = (challenge.payload as { nonce?: string } | undefined)?.nonce ?? '';
     const params: ConnectParams = {
       minProtocol: PROTOCOL_VERSION,
       maxProtocol: PROTOCOL_VERSION,
-      client: { id: options.clientId ?? 'gateway-cli', version: gatewayVersion(), platform: process.platform, mode: 'cli' },
+      client: { id: clientId, version: gatewayVersion(), platform: process.platform, mode: 'cli' },
       role: 'operator',
-      scopes: options.scopes ?? [...OPERATOR_SCOPES],
+      scopes,
       auth: options.auth,
+      ...(options.device ? { device: signIdentity(options.device, { nonce, role: 'operator', scopes, clientId }) } : {}),
     };
     client.hello = await client.call<HelloOk>('connect', params, timeoutMs);
     return client;
@@ -149,17 +157,27 @@ export class RpcClient {
   }
 }
 
-/** The credential the CLI presents to its own profile's daemon: environment first, then the secret store. */
-export async function localCredential(paths: ProfilePaths): Promise<ConnectAuth> {
+export const DEVICE_TOKEN_SECRET = 'device.token';
+
+/**
+ * The credential the CLI presents to its own profile's daemon: the
+ * environment first, then the stored gateway token, then this device's token.
+ */
+export async function localCredential(paths: ProfilePaths, store: SecretStore | undefined): Promise<ConnectAuth> {
   const token = secretFromEnv('gateway.token');
   if (token) return { token };
   const password = secretFromEnv('gateway.password');
   if (password) return { password };
-  const raw = readRawConfig(paths);
-  if (getPath(raw, 'gateway.auth.mode') === 'none') return {};
-  const backend = getPath(raw, 'secrets.backend') as SecretBackendName | undefined;
-  const stored = backend ? await openSecretStore(paths, backend).get('gateway.token') : undefined;
-  return stored ? { token: stored } : {};
+  if (getPath(readRawConfig(paths), 'gateway.auth.mode') === 'none') return {};
+  const stored = await store?.get('gateway.token');
+  if (stored) return { token: stored };
+  const deviceToken = await store?.get(DEVICE_TOKEN_SECRET);
+  return deviceToken ? { deviceToken } : {};
+}
+
+function profileStore(paths: ProfilePaths): SecretStore | undefined {
+  const backend = getPath(readRawConfig(paths), 'secrets.backend') as SecretBackendName | undefined;
+  return backend ? openSecretStore(paths, backend) : undefined;
 }
 
 export const notRunning = (profile: string, detail = 'is not running'): GatewayError =>
@@ -186,6 +204,10 @@ export async function connectToDaemon(paths: ProfilePaths, options: Partial<Conn
   const record = runningDaemon(paths);
   const host = connectHost(record.host);
   const url = `ws://${host.includes(':') ? `[${host}]` : host}:${record.port}/`;
-  const auth = options.auth ?? (await localCredential(paths));
-  return RpcClient.connect(url, { ...options, auth });
+  const store = profileStore(paths);
+  if (!store) throw new GatewayError(`Profile "${paths.name}" has no secret store yet.`, { hints: [`gateway start --profile ${paths.name}`] });
+  const [auth, device] = await Promise.all([options.auth ?? localCredential(paths, store), options.device ?? deviceKey(store)]);
+  const client = await RpcClient.connect(url, { ...options, auth, device });
+  if (client.hello?.deviceToken) await store.set(DEVICE_TOKEN_SECRET, client.hello.deviceToken);
+  return client;
 }

@@ -24,6 +24,9 @@ import { Store } from './store/database.ts';
 import { ControlPlane } from './ws/control-plane.ts';
 import { registerCoreMethods } from './ws/core-methods.ts';
 import { MethodTable } from './ws/method-table.ts';
+import { admit } from './ws/handshake.ts';
+import { DeviceRegistry } from './pairing/device-registry.ts';
+import { registerDeviceMethods, requestView } from './pairing/device-methods.ts';
 
 /** Lets tests observe a daemon between listening and ready (a real start-up is too quick to catch). */
 function testReadyDelay(): Promise<void> {
@@ -151,12 +154,20 @@ export class Daemon {
     await this.loadCredentials();
     this.store = new Store({ path: this.paths.db, synchronous: this.config.store.synchronous });
 
+    const store = this.store;
+    const devices = new DeviceRegistry(store);
     const methods = new MethodTable();
     registerCoreMethods(methods, this);
+    registerDeviceMethods(methods, { devices, store, controlPlane: () => this.controlPlane! });
     this.controlPlane = new ControlPlane({
       logger: this.logger,
       methods,
-      credential: this.credential,
+      admit: (params, origin) => admit(params, origin, {
+        credential: this.credential,
+        devices,
+        audit: (kind, fields) => store.audit(kind, fields),
+        onPairingRequested: (request) => this.controlPlane?.broadcast('device.pair.requested', requestView(request), 'operator.pairing'),
+      }),
       server: { version: record.version, instanceId: this.instanceId, profile: this.paths.name },
       accepting: () => this.readiness !== 'stopping',
     });

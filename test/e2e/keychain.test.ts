@@ -52,7 +52,8 @@ describe('OS keychain secret store (e2e, real gnome-keyring)', function () {
     const list = JSON.parse(readFileSync(join(home.dir, 'list.json'), 'utf8'));
     expect(list.backend).to.equal('keychain');
     expect(list.secrets.map((s: { name: string }) => s.name)).to.deep.equal(['gateway.password', 'gateway.token']);
-    expect(Number(readFileSync(join(home.dir, 'count.txt'), 'utf8'))).to.equal(2);
+    // gateway.token, gateway.password, and this CLI's device key and device token
+    expect(Number(readFileSync(join(home.dir, 'count.txt'), 'utf8'))).to.equal(4);
     expect(existsSync(home.file('secrets.json'))).to.equal(false);
     expect(readFileSync(home.file('config.json'), 'utf8')).to.include('"keychain"').and.not.include('hunter2');
     expect(readFileSync(home.file('gateway.log'), 'utf8')).to.not.include('hunter2');

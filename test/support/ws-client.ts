@@ -1,4 +1,8 @@
 import WebSocket from 'ws';
+import { generateDeviceKey, loadDeviceKey, type DeviceKey } from '../../src/shared/protocol/device-auth.ts';
+import { signIdentity } from '../../src/cli/device-identity.ts';
+
+export const newDevice = (): DeviceKey => loadDeviceKey(generateDeviceKey());
 
 /** A raw WebSocket for protocol tests: records frames and the close code. */
 export class RawSocket {
@@ -43,14 +47,18 @@ export class RawSocket {
     this.socket.send(typeof frame === 'string' ? frame : JSON.stringify(frame));
   }
 
-  /** Completes the connect handshake with a credential. */
-  async connect(auth: Record<string, string>, scopes: string[] = []): Promise<any> {
+  /** Completes the connect handshake with a credential, signed by a device key (a new device unless given). */
+  async connect(auth: Record<string, string>, scopes: string[] = [], options: { device?: DeviceKey; role?: string; tamper?: (params: any) => void } = {}): Promise<any> {
     await this.opened();
-    await this.next((frame) => frame.event === 'connect.challenge');
-    this.send({
-      type: 'req', id: 'c1', method: 'connect',
-      params: { minProtocol: 1, maxProtocol: 1, client: { id: 'test', version: '0', platform: 'linux', mode: 'test' }, role: 'operator', scopes, auth },
-    });
+    const challenge = await this.next((frame) => frame.event === 'connect.challenge');
+    const device = options.device ?? newDevice();
+    const role = options.role ?? 'operator';
+    const params = {
+      minProtocol: 1, maxProtocol: 1, client: { id: 'test', version: '0', platform: 'linux', mode: 'test' }, role, scopes, auth,
+      device: signIdentity(device, { nonce: challenge.payload.nonce, role, scopes, clientId: 'test' }),
+    };
+    options.tamper?.(params);
+    this.send({ type: 'req', id: 'c1', method: 'connect', params });
     return this.next((frame) => frame.id === 'c1');
   }
 

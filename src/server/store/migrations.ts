@@ -30,4 +30,52 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX audit_events_at ON audit_events (at);
     `,
   },
+  {
+    version: 2,
+    name: 'devices, pairing requests and invites',
+    sql: `
+      CREATE TABLE devices (
+        id TEXT PRIMARY KEY,
+        public_key TEXT NOT NULL,
+        role TEXT NOT NULL,
+        scopes TEXT NOT NULL,
+        client_id TEXT,
+        platform TEXT,
+        token_hash TEXT,
+        token_delivered BOOLEAN NOT NULL DEFAULT FALSE,
+        paired_at BIGINT NOT NULL,
+        paired_by TEXT NOT NULL,
+        last_seen_at BIGINT,
+        last_address TEXT,
+        rotated_at BIGINT,
+        revoked_at BIGINT
+      );
+      CREATE TABLE pairing_requests (
+        id TEXT PRIMARY KEY,
+        device_id TEXT NOT NULL,
+        public_key TEXT NOT NULL,
+        role TEXT NOT NULL,
+        scopes TEXT NOT NULL,
+        client_id TEXT,
+        platform TEXT,
+        address TEXT,
+        via_proxy BOOLEAN NOT NULL,
+        created_at BIGINT NOT NULL,
+        expires_at BIGINT NOT NULL,
+        status TEXT NOT NULL,
+        resolved_at BIGINT
+      );
+      CREATE INDEX pairing_requests_device ON pairing_requests (device_id, status);
+      CREATE TABLE device_invites (
+        code_hash TEXT PRIMARY KEY,
+        role TEXT NOT NULL,
+        scopes TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        expires_at BIGINT NOT NULL,
+        used_at BIGINT,
+        used_by TEXT
+      );
+    `,
+  },
 ];
+

@@ -6,15 +6,16 @@ import { WebSocket, WebSocketServer, type RawData } from 'ws';
 import type { ConnectParams, EventFrame, HelloOk, RequestFrame, ResponseFrame } from '../../shared/protocol/frames.ts';
 import { parseFrame } from '../../shared/protocol/frames.ts';
 import { CloseCode, Limits, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION } from '../../shared/protocol/limits.ts';
-import { isOperatorScope, OPERATOR_SCOPES, ROLES } from '../../shared/protocol/scopes.ts';
-import type { GatewayCredential } from '../auth/gateway-credential.ts';
+import { isOperatorScope, ROLES } from '../../shared/protocol/scopes.ts';
+import { originOf, type Admission, type Origin } from './handshake.ts';
 import type { MethodTable, RpcClient } from './method-table.ts';
 import { RpcError } from './rpc-error.ts';
 
 export interface ControlPlaneOptions {
   logger: Logger;
   methods: MethodTable;
-  credential: GatewayCredential;
+  /** Decides who gets in (credential, device signature, pairing); throws RpcError otherwise. */
+  admit: (params: ConnectParams, origin: Origin) => Admission;
   server: { version: string; instanceId: string; profile: string };
   /** Whether the daemon accepts new work (false while stopping). */
   accepting: () => boolean;
@@ -25,6 +26,8 @@ interface Connection {
   socket: WebSocket;
   address: string;
   nonce: string;
+  origin: Origin;
+  deviceId?: string;
   client?: RpcClient;
   inFlight: number;
   missedPongs: number;
@@ -65,11 +68,14 @@ export class ControlPlane {
   }
 
   private open(socket: WebSocket, request: IncomingMessage): void {
+    const nonce = randomBytes(24).toString('base64url');
+    const origin = originOf(request, nonce);
     const connection: Connection = {
       id: randomUUID(),
       socket,
-      address: request.socket.remoteAddress ?? 'unknown',
-      nonce: randomBytes(24).toString('base64url'),
+      address: origin.address,
+      nonce,
+      origin,
       inFlight: 0,
       missedPongs: 0,
     };
@@ -132,27 +138,34 @@ export class ControlPlane {
       return;
     }
     const connect = params as ConnectParams;
-    if (!this.options.credential.verify(connect.auth)) {
-      this.options.logger.warn({ connection: connection.id, address: connection.address, client: connect.client.id }, 'connect refused: wrong or missing credential');
-      this.refuse(connection, frame.id, new RpcError('UNAUTHORIZED', 'the gateway credential is missing or wrong'));
+    let admission: Admission;
+    try {
+      admission = this.options.admit(connect, connection.origin);
+    } catch (error) {
+      const refusal = error instanceof RpcError ? error : new RpcError('INTERNAL', 'the handshake failed unexpectedly');
+      if (!(error instanceof RpcError)) this.options.logger.error({ err: error }, 'handshake failed');
+      this.options.logger.info({ connection: connection.id, address: connection.address, client: connect.client.id, code: refusal.code }, 'connect refused');
+      this.refuse(connection, frame.id, refusal);
       return;
     }
     clearTimeout(connection.handshakeTimer);
-    // The gateway's own credential holds every scope; a client gets the ones it asked for.
-    const scopes = connect.scopes.length > 0 ? connect.scopes : [...OPERATOR_SCOPES];
+    connection.deviceId = admission.deviceId;
     connection.client = {
       connectionId: connection.id,
       clientId: connect.client.id,
-      role: connect.role,
-      scopes: new Set(scopes),
+      role: admission.role as HelloOk['role'],
+      scopes: new Set(admission.scopes),
       address: connection.address,
+      deviceId: admission.deviceId,
     };
     const hello: HelloOk = {
       type: 'hello-ok',
       protocol: PROTOCOL_VERSION,
       server: this.options.server,
-      role: connect.role,
-      scopes,
+      role: admission.role as HelloOk['role'],
+      scopes: admission.scopes,
+      device: { id: admission.deviceId },
+      ...(admission.deviceToken ? { deviceToken: admission.deviceToken } : {}),
       limits: { maxFrameBytes: Limits.maxFrameBytes, tickIntervalMs: Limits.tickIntervalMs },
     };
     this.options.logger.debug({ connection: connection.id, client: connect.client.id, address: connection.address }, 'client connected');
@@ -208,6 +221,23 @@ export class ControlPlane {
       connection.socket.ping();
       if (connection.client) this.send(connection, { type: 'event', event: 'tick', payload: { ts: Date.now() } });
     }
+  }
+
+  /** Closes the connections of a device at once (revoked or rotated). */
+  closeDevice(deviceId: string, reason: string): number {
+    let closed = 0;
+    for (const connection of this.connections) {
+      if (connection.deviceId !== deviceId) continue;
+      this.send(connection, { type: 'event', event: 'device.revoked', payload: { deviceId, reason } });
+      connection.socket.close(CloseCode.policyViolation, reason);
+      closed++;
+    }
+    return closed;
+  }
+
+  /** Connected clients, for listings. */
+  clients(): RpcClient[] {
+    return [...this.connections].flatMap((connection) => (connection.client ? [connection.client] : []));
   }
 
   /** Closes every connection with 1001 and stops the heartbeat. */

@@ -8,6 +8,7 @@ export interface RpcClient {
   role: string;
   scopes: ReadonlySet<string>;
   address: string;
+  deviceId: string;
 }
 
 export type MethodHandler = (params: unknown, client: RpcClient) => unknown | Promise<unknown>;

@@ -80,6 +80,8 @@ export interface HelloOk {
   server: { version: string; instanceId: string; profile: string };
   role: Role;
   scopes: string[];
+  device: { id: string };
+  /** Given once, when the device receives its token; the client stores it. */
   deviceToken?: string;
   limits: { maxFrameBytes: number; tickIntervalMs: number };
 }

@@ -19,6 +19,11 @@ export const Limits = {
   maxClockSkewMs: 120_000,
   /** Default time a client waits for a response. */
   requestTimeoutMs: 15_000,
+  /** A pending device pairing request expires after this long. */
+  pairingRequestTtlMs: 5 * 60_000,
+  /** Default and longest lifetime of a device invite code. */
+  inviteDefaultTtlMs: 10 * 60_000,
+  inviteMaxTtlMs: 7 * 24 * 60 * 60_000,
 } as const;
 
 /** WebSocket close codes the gateway uses. */
