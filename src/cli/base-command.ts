@@ -33,6 +33,13 @@ export abstract class BaseCommand<T> extends Command {
 
   private client?: RpcClient;
 
+  /** --url for commands that talk to a daemon: a gateway on another host or through an SSH tunnel. */
+  static urlFlag = Flags.string({
+    description: 'gateway to talk to, such as ws://host:18789 (else GATEWAY_URL, else this profile\'s own daemon)',
+    env: 'GATEWAY_URL',
+    helpGroup: 'GLOBAL',
+  });
+
   /** Human text on stdout; nothing under --json. */
   protected say(text = ''): void {
     if (!this.jsonEnabled()) process.stdout.write(`${text}\n`);
@@ -64,8 +71,20 @@ export abstract class BaseCommand<T> extends Command {
     return ref;
   }
 
-  /** An RPC client connected to the profile's daemon (exit 3 with a hint when it is not running). */
-  protected async rpc(profile: ProfileRef): Promise<RpcClient> {
+  /**
+   * An RPC client connected to the profile's daemon (exit 3 with a hint when it
+   * is not running), or to the gateway at --url with this profile's device key.
+   */
+  protected async rpc(profile: ProfileRef, url?: string): Promise<RpcClient> {
+    if (url) {
+      const [{ connectRemote, normalizeUrl }, { ensureProfile }, { openSecretStore }] = await Promise.all([
+        import('./remote.ts'), import('../shared/profile-setup.ts'), import('../shared/secrets/secret-store.ts'),
+      ]);
+      const setup = await ensureProfile(profile.paths);
+      this.client = await connectRemote(normalizeUrl(url), openSecretStore(profile.paths, setup.backend));
+      return this.client;
+    }
+    requireProfile(profile.name, profile.paths.home);
     const { connectToDaemon } = await import('./rpc-client.ts');
     this.client = await connectToDaemon(profile.paths);
     return this.client;

@@ -64,7 +64,7 @@ export async function daemonStatus(paths: ProfilePaths, options: { rpc: boolean 
   if (found.state === 'starting') return { ...result, rpc: { ok: false, error: 'daemon is still starting' } };
   try {
     const { connectToDaemon } = await import('./rpc-client.ts');
-    const client = await connectToDaemon(paths, { timeoutMs: 5000, scopes: ['operator.read'] });
+    const client = await connectToDaemon(paths, { timeoutMs: 5000 });
     try {
       const live = await client.call<{ uptimeMs: number; version: string; secretStore: string }>('status', undefined, 5000);
       return { ...result, uptimeMs: live.uptimeMs, version: live.version, secretStore: live.secretStore, rpc: { ok: true } };
@@ -81,4 +81,30 @@ export function formatDuration(ms: number): string {
   const parts = [[Math.floor(seconds / 86400), 'd'], [Math.floor(seconds / 3600) % 24, 'h'], [Math.floor(seconds / 60) % 60, 'm'], [seconds % 60, 's']] as const;
   const shown = parts.filter(([value]) => value > 0).slice(0, 2).map(([value, unit]) => `${value}${unit}`);
   return shown.length ? shown.join(' ') : `${ms} ms`;
+}
+
+/** Status of a gateway at a URL: what its status method says, or stopped when nothing answers there. */
+export async function remoteStatus(url: string, connect: () => Promise<{ call: <T>(method: string) => Promise<T> }>): Promise<StatusResult> {
+  const { GatewayError } = await import('../shared/errors.ts');
+  const { RpcCallError } = await import('./rpc-client.ts');
+  try {
+    const client = await connect();
+    const live = await client.call<StatusResult & { host: string }>('status');
+    return {
+      profile: live.profile, state: 'running', ready: true, pid: live.pid, port: live.port, bind: live.bind, url,
+      version: live.version, uptimeMs: live.uptimeMs, logFile: live.logFile, secretStore: live.secretStore, rpc: { ok: true },
+    };
+  } catch (error) {
+    if (error instanceof RpcCallError) {
+      return {
+        profile: '', state: 'running', pid: null, port: Number(new URL(url).port) || 0, bind: 'unknown', url, version: null, uptimeMs: null,
+        logFile: '', secretStore: null, rpc: { ok: false, error: error.message },
+      };
+    }
+    if (error instanceof GatewayError && error.exitCode !== 1) throw error;
+    return {
+      profile: '', state: 'stopped', pid: null, port: Number(new URL(url).port) || 0, bind: 'unknown', url, version: null, uptimeMs: null,
+      logFile: '', secretStore: null, rpc: { ok: false, error: (error as Error).message },
+    };
+  }
 }

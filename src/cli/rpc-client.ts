@@ -10,7 +10,6 @@ import type { ConnectAuth, ConnectParams, EventFrame, HelloOk, ResponseFrame } f
 import { parseFrame } from '../shared/protocol/frames.ts';
 import type { ErrorCode } from '../shared/protocol/error-codes.ts';
 import { Limits, PROTOCOL_VERSION } from '../shared/protocol/limits.ts';
-import { OPERATOR_SCOPES } from '../shared/protocol/scopes.ts';
 import { connectHost } from '../shared/listen.ts';
 import type { ProfilePaths } from '../shared/profile.ts';
 import { openSecretStore, secretFromEnv, type SecretStore } from '../shared/secrets/secret-store.ts';
@@ -102,7 +101,8 @@ export class RpcClient {
     });
     const client = new RpcClient(socket, url);
     const clientId = options.clientId ?? 'gateway-cli';
-    const scopes = options.scopes ?? [...OPERATOR_SCOPES];
+    // No scopes asks for the ones this device holds.
+    const scopes = options.scopes ?? [];
     const nonce = (challenge.payload as { nonce?: string } | undefined)?.nonce ?? '';
     const params: ConnectParams = {
       minProtocol: PROTOCOL_VERSION,

@@ -8,7 +8,7 @@ import { connectHost, httpUrl } from '../shared/listen.ts';
 import type { ProfilePaths } from '../shared/profile.ts';
 import { gatewayBin } from '../shared/version.ts';
 import { lastLines, renderLogLine } from './log-tail.ts';
-import { connectToDaemon, runningDaemon } from './rpc-client.ts';
+import { connectToDaemon, runningDaemon, type RpcClient } from './rpc-client.ts';
 
 export interface StartOptions {
   port?: number;
@@ -180,4 +180,19 @@ export async function stopDaemon(paths: ProfilePaths, options: { force: boolean;
   }
   removeStaleLock(paths);
   return { profile: paths.name, state: 'stopped', pid, method: 'SIGKILL' };
+}
+
+/** Shuts down a gateway at a URL over RPC and waits until its port refuses connections. */
+export async function stopRemote(client: RpcClient, url: string, timeoutMs: number): Promise<StopOutcome> {
+  const { profile } = await client.call<{ profile: string }>('status');
+  const { pid } = await client.call<{ pid: number }>('shutdown');
+  client.close();
+  const { hostname, port } = new URL(url);
+  const host = hostname.replace(/^\[|\]$/g, '');
+  const deadline = Date.now() + timeoutMs;
+  while (!(await portFree(host, Number(port) || 80))) {
+    if (Date.now() > deadline) throw new GatewayError(`The gateway at ${url} did not stop within ${timeoutMs} ms.`);
+    sleepSync(50);
+  }
+  return { profile, state: 'stopped', pid, method: 'rpc' };
 }

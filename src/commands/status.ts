@@ -5,13 +5,19 @@ import { ExitCode } from '../shared/exit-codes.ts';
 export default class Status extends BaseCommand<StatusResult> {
   static override summary = 'Show whether the profile\'s daemon is running, and where.';
   static override description = 'Exit code: 0 running (even if the RPC check fails; see rpc.ok), 3 stopped, 4 stale (the daemon died; `gateway start` reclaims it).';
-  static override examples = ['<%= config.bin %> status', '<%= config.bin %> status --profile staging --json'];
+  static override examples = [
+    '<%= config.bin %> status',
+    '<%= config.bin %> status --profile staging --json',
+    '<%= config.bin %> status --url ws://127.0.0.1:28789   # through an SSH tunnel',
+  ];
+  static override flags = { url: BaseCommand.urlFlag };
 
   async run(): Promise<StatusResult> {
     const { flags } = await this.parse(Status);
-    const profile = this.existingProfile(flags.profile);
-    const { daemonStatus, formatDuration } = await import('../cli/daemon-status.ts');
-    const status = await daemonStatus(profile.paths);
+    const { daemonStatus, remoteStatus, formatDuration } = await import('../cli/daemon-status.ts');
+    const status = flags.url
+      ? await remoteStatus(flags.url, () => this.rpc(this.selectProfile(flags.profile), flags.url))
+      : await daemonStatus(this.existingProfile(flags.profile).paths);
     if (status.state === 'stopped') this.exitWith(ExitCode.notRunning);
     if (status.state === 'stale') this.exitWith(ExitCode.stale);
 

@@ -9,10 +9,18 @@ export default class Stop extends BaseCommand<StopOutcome> {
   static override flags = {
     force: Flags.boolean({ description: 'kill the daemon with SIGKILL if it does not stop in time' }),
     timeout: Flags.integer({ description: 'milliseconds to wait for the daemon to exit', default: 15_000, min: 100 }),
+    url: BaseCommand.urlFlag,
   };
 
   async run(): Promise<StopOutcome> {
     const { flags } = await this.parse(Stop);
+    if (flags.url) {
+      const client = await this.rpc(this.selectProfile(flags.profile), flags.url);
+      const { stopRemote } = await import('../cli/supervisor.ts');
+      const outcome = await stopRemote(client, flags.url, flags.timeout);
+      this.say(`Stopped the gateway at ${flags.url} (pid ${outcome.pid}).`);
+      return outcome;
+    }
     const profile = this.existingProfile(flags.profile);
     const { stopDaemon } = await import('../cli/supervisor.ts');
     const outcome = await stopDaemon(profile.paths, { force: flags.force, timeoutMs: flags.timeout });

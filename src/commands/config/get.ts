@@ -12,9 +12,16 @@ export default class ConfigGet extends BaseCommand<GetResult> {
   static override summary = 'Print the value of one setting (its default when unset).';
   static override examples = ['<%= config.bin %> config get gateway.port', '<%= config.bin %> config get gateway.auth --json'];
   static override args = { key: Args.string({ description: 'dotted key, such as gateway.bind', required: true }) };
+  static override flags = { url: BaseCommand.urlFlag };
 
   async run(): Promise<GetResult> {
     const { args, flags } = await this.parse(ConfigGet);
+    if (flags.url) {
+      const client = await this.rpc(this.selectProfile(flags.profile), flags.url);
+      const remote = await client.call<GetResult>('config.get', { key: args.key });
+      this.say(typeof remote.value === 'string' ? remote.value : JSON.stringify(remote.value ?? null, null, 2));
+      return remote;
+    }
     const profile = this.existingProfile(flags.profile);
     const [{ assertKnownKey, getPath }, { loadConfig }, { derivedPort }] = await Promise.all([
       import('../../shared/config/keys.ts'),

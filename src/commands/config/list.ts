@@ -23,20 +23,35 @@ function flatten(value: unknown, prefix: string, out: [string, unknown][]): [str
 export default class ConfigList extends BaseCommand<ListResult> {
   static override summary = 'List every setting with its value; "(default)" marks values not set in config.json.';
   static override examples = ['<%= config.bin %> config list', '<%= config.bin %> config list --set-only', '<%= config.bin %> config list --json'];
-  static override flags = { 'set-only': Flags.boolean({ description: 'only the settings config.json holds' }) };
+  static override flags = {
+    'set-only': Flags.boolean({ description: 'only the settings config.json holds' }),
+    url: BaseCommand.urlFlag,
+  };
 
   async run(): Promise<ListResult> {
     const { flags } = await this.parse(ConfigList);
-    const profile = this.existingProfile(flags.profile);
     const [{ loadConfig }, { getPath }] = await Promise.all([
       import('../../shared/config/profile-config.ts'),
       import('../../shared/config/keys.ts'),
     ]);
-    const { raw, effective } = loadConfig(profile.paths);
+    let raw: Record<string, unknown>;
+    let effective: GatewayConfig;
+    let profile: { name: string; file: string };
+    if (flags.url) {
+      const client = await this.rpc(this.selectProfile(flags.profile), flags.url);
+      const remote = await client.call<{ config: GatewayConfig; set: Record<string, unknown> }>('config.get');
+      ({ config: effective, set: raw } = remote);
+      const status = await client.call<{ profile: string; logFile: string }>('status');
+      profile = { name: status.profile, file: flags.url };
+    } else {
+      const local = this.existingProfile(flags.profile);
+      ({ raw, effective } = loadConfig(local.paths));
+      profile = { name: local.name, file: local.paths.config };
+    }
     for (const [key, value] of flatten(flags['set-only'] ? raw : effective, '', [])) {
       const isDefault = getPath(raw, key) === undefined;
       this.say(`${key} = ${JSON.stringify(value)}${isDefault ? ' (default)' : ''}`);
     }
-    return { profile: profile.name, file: profile.paths.config, config: effective, set: raw };
+    return { profile: profile.name, file: profile.file, config: effective, set: raw };
   }
 }

@@ -1,6 +1,7 @@
 import { Args } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.ts';
 import type { AppliedChange } from '../../cli/config-access.ts';
+import type { ConfigChange } from '../../shared/config/profile-config.ts';
 
 export default class ConfigSet extends BaseCommand<AppliedChange> {
   static override summary = 'Change one setting; the value is parsed as JSON where it parses, else taken as text.';
@@ -11,6 +12,7 @@ export default class ConfigSet extends BaseCommand<AppliedChange> {
     '<%= config.bin %> config set gateway.port 18800 --profile staging',
     '<%= config.bin %> config set gateway.trustedProxies \'["10.0.0.0/8"]\'',
   ];
+  static override flags = { url: BaseCommand.urlFlag };
   static override args = {
     key: Args.string({ description: 'dotted key, such as gateway.bind', required: true }),
     value: Args.string({ description: 'new value (JSON where it parses: numbers, booleans, arrays, objects)', required: true }),
@@ -27,6 +29,12 @@ export default class ConfigSet extends BaseCommand<AppliedChange> {
     const value = parseValue(args.value);
     assertWritableKey(args.key);
     assertValidValue(args.key, value);
+    if (flags.url) {
+      const client = await this.rpc(profile, flags.url);
+      const change: AppliedChange = { ...(await client.call<ConfigChange>('config.set', { key: args.key, value })), profile: flags.url, via: 'daemon' };
+      this.say(describeChange(change));
+      return change;
+    }
     const setup = await ensureProfile(profile.paths);
     if (setup.warning) this.warning(setup.warning);
     const change = await applyConfigChange(profile.paths, args.key, value);

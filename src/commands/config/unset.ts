@@ -1,20 +1,28 @@
 import { Args } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.ts';
 import type { AppliedChange } from '../../cli/config-access.ts';
+import type { ConfigChange } from '../../shared/config/profile-config.ts';
 
 export default class ConfigUnset extends BaseCommand<AppliedChange> {
   static override summary = 'Remove one setting so its default applies again.';
   static override examples = ['<%= config.bin %> config unset gateway.port'];
+  static override flags = { url: BaseCommand.urlFlag };
   static override args = { key: Args.string({ description: 'dotted key', required: true }) };
 
   async run(): Promise<AppliedChange> {
     const { args, flags } = await this.parse(ConfigUnset);
-    const profile = this.existingProfile(flags.profile);
     const [{ assertWritableKey }, { applyConfigChange, describeChange }] = await Promise.all([
       import('../../shared/config/keys.ts'),
       import('../../cli/config-access.ts'),
     ]);
     assertWritableKey(args.key);
+    if (flags.url) {
+      const client = await this.rpc(this.selectProfile(flags.profile), flags.url);
+      const change: AppliedChange = { ...(await client.call<ConfigChange>('config.unset', { key: args.key })), profile: flags.url, via: 'daemon' };
+      this.say(describeChange(change));
+      return change;
+    }
+    const profile = this.existingProfile(flags.profile);
     const change = await applyConfigChange(profile.paths, args.key, undefined);
     this.say(describeChange(change));
     return change;

@@ -56,7 +56,7 @@ export function registerCoreMethods(methods: MethodTable, daemon: Daemon): void 
       const key = keyParam(paramsObject(params), false);
       return asRpc(() => {
         const { raw, effective } = loadConfig(daemon.paths);
-        if (key === undefined) return { config: effective };
+        if (key === undefined) return { config: effective, set: raw };
         const value = getPath(effective, key);
         return { key, value, source: getPath(raw, key) === undefined ? 'default' : 'config' };
       });

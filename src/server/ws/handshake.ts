@@ -74,29 +74,31 @@ export function admit(params: ConnectParams, origin: Origin, deps: HandshakeDeps
   const canonical = canonicalConnectString({ nonce: device.nonce, signedAt: device.signedAt, role: params.role, scopes: params.scopes, clientId: params.client.id, deviceId: device.id });
   if (!verifyCanonical(device.publicKey, canonical, device.signature)) throw unauthorized('the device signature is invalid');
 
-  const scopes = params.scopes.length > 0 ? [...params.scopes] : params.role === 'operator' ? [...OPERATOR_SCOPES] : [];
-  const claim = {
+  // Empty scopes ask for what the device already holds (or, for a new device, the role's default set).
+  const requested = [...params.scopes];
+  const claimFor = (scopes: string[]) => ({
     deviceId: device.id, publicKey: device.publicKey, role: params.role, scopes,
     clientId: params.client.id, platform: params.client.platform, address: origin.address, viaProxy: origin.viaProxy,
-  };
+  });
+  const defaultScopes = params.role === 'operator' ? [...OPERATOR_SCOPES] : [];
 
   if (!presentsShared && auth.deviceToken) {
     const known = deps.devices.verifyToken(device.id, auth.deviceToken);
     if (!known) throw unauthorized('the device token is invalid or was revoked');
-    if (known.role === params.role && within(scopes, known.scopes)) {
-      deps.devices.markSeen(device.id, origin.address);
-      return { role: known.role, scopes, deviceId: device.id, via: 'device-token' };
-    }
-    return requestPairing(claim, origin, deps);
+    const scopes = requested.length ? requested : known.scopes;
+    if (known.role !== params.role || !within(scopes, known.scopes)) return requestPairing(claimFor(scopes), origin, deps);
+    deps.devices.markSeen(device.id, origin.address);
+    return { role: known.role, scopes, deviceId: device.id, via: 'device-token' };
   }
 
   if (!presentsShared && auth.inviteCode) {
     const invite = deps.devices.redeemInvite(auth.inviteCode, device.id);
     if (!invite) throw unauthorized('the invite code is invalid, used or expired');
+    const scopes = requested.length ? requested : invite.scopes;
     if (invite.role !== params.role || !within(scopes, invite.scopes)) {
       throw new RpcError('FORBIDDEN', `the invite allows role ${invite.role} with scopes ${invite.scopes.join(', ') || '(none)'}`);
     }
-    deps.devices.pairDirect(claim, 'invite');
+    deps.devices.pairDirect(claimFor(scopes), 'invite');
     deps.audit('device.paired', { subject: device.id, address: origin.address, detail: { via: 'invite', role: params.role, scopes } });
     const deviceToken = deps.devices.issueTokenIfUndelivered(device.id);
     deps.devices.markSeen(device.id, origin.address);
@@ -106,17 +108,19 @@ export function admit(params: ConnectParams, origin: Origin, deps: HandshakeDeps
   if (!presentsShared && deps.credential.mode !== 'none') throw unauthorized('no credential: pass the gateway token or password, or a device token');
 
   const known = deps.devices.get(device.id);
-  if (known && known.revokedAt === null && known.role === params.role && within(scopes, known.scopes)) {
+  const current = known && known.revokedAt === null ? known : undefined;
+  const scopes = requested.length ? requested : (current?.role === params.role ? current.scopes : defaultScopes);
+  if (current && current.role === params.role && within(scopes, current.scopes)) {
     deps.devices.markSeen(device.id, origin.address);
     return { role: params.role, scopes, deviceId: device.id, deviceToken: deps.devices.issueTokenIfUndelivered(device.id), via: 'gateway-credential' };
   }
   if (isLoopbackAddress(origin.address) && !origin.viaProxy) {
-    deps.devices.pairDirect(claim, 'loopback');
+    deps.devices.pairDirect(claimFor(scopes), 'loopback');
     deps.audit('device.paired', { subject: device.id, address: origin.address, detail: { via: 'loopback', role: params.role, scopes } });
     deps.devices.markSeen(device.id, origin.address);
     return { role: params.role, scopes, deviceId: device.id, deviceToken: deps.devices.issueTokenIfUndelivered(device.id), via: 'gateway-credential', paired: 'loopback' };
   }
-  return requestPairing(claim, origin, deps);
+  return requestPairing(claimFor(scopes), origin, deps);
 }
 
 function requestPairing(claim: Parameters<DeviceRegistry['request']>[0], origin: Origin, deps: HandshakeDeps): never {
