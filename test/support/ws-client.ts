@@ -12,8 +12,8 @@ export class RawSocket {
   readonly closed: Promise<void>;
   readonly socket: WebSocket;
 
-  constructor(url: string) {
-    this.socket = new WebSocket(url);
+  constructor(url: string, headers: Record<string, string> = {}) {
+    this.socket = new WebSocket(url, { headers });
     this.socket.on('message', (data) => this.frames.push(JSON.parse(data.toString())));
     this.closed = new Promise((resolve) => {
       this.socket.on('close', (code, reason) => {
