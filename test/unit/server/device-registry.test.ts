@@ -50,7 +50,8 @@ describe('device registry', () => {
     const token = registry.issueTokenIfUndelivered(device.id)!;
     expect(registry.issueTokenIfUndelivered(device.id)).to.equal(undefined);
     const row = store.db.prepare('SELECT token_hash FROM devices WHERE id = ?').get(device.id) as { token_hash: string };
-    expect(row.token_hash).to.not.include(token).and.to.have.length(64);
+    expect(row.token_hash).to.not.include(token);
+    expect(row.token_hash).to.have.length(64);
     expect(registry.verifyToken(device.id, token)?.id).to.equal(device.id);
     expect(registry.verifyToken(device.id, `${token}x`)).to.equal(undefined);
     registry.revoke(device.id);
