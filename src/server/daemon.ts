@@ -18,7 +18,9 @@ import { listProfileNames } from '../shared/profiles.ts';
 import { openSecretStore, secretFromEnv, type SecretStore } from '../shared/secrets/secret-store.ts';
 import { gatewayVersion } from '../shared/version.ts';
 import { GatewayCredential } from './auth/gateway-credential.ts';
-import { answerProbe, type Readiness } from './http/probes.ts';
+import { answerProbe, type ProbeOptions, type Readiness } from './http/probes.ts';
+import { HttpAuthenticator } from './auth/http-auth.ts';
+import { AuthLockout, RequestBudget } from './auth/throttle.ts';
 import { createLogger, type DaemonLogger } from './logger.ts';
 import { Store } from './store/database.ts';
 import { ControlPlane } from './ws/control-plane.ts';
@@ -54,6 +56,8 @@ export class Daemon {
   private server?: Server;
   private controlPlane?: ControlPlane;
   private store?: Store;
+  private budget?: RequestBudget;
+  private authenticator?: HttpAuthenticator;
   private stopping?: Promise<void>;
   private resolveStopped!: () => void;
   readonly stopped = new Promise<void>((resolve) => { this.resolveStopped = resolve; });
@@ -155,17 +159,23 @@ export class Daemon {
     this.store = new Store({ path: this.paths.db, synchronous: this.config.store.synchronous });
 
     const store = this.store;
+    const audit = (kind: string, fields: Parameters<Store['audit']>[1]) => store.audit(kind, fields);
     const devices = new DeviceRegistry(store);
+    const lockout = new AuthLockout(this.config.gateway.auth.rateLimit);
+    this.budget = new RequestBudget(this.config.gateway.rateLimit.max, this.config.gateway.rateLimit.windowMs);
+    this.authenticator = new HttpAuthenticator({ config: () => this.config, credential: this.credential, lockout, audit });
     const methods = new MethodTable();
     registerCoreMethods(methods, this);
     registerDeviceMethods(methods, { devices, store, controlPlane: () => this.controlPlane! });
     this.controlPlane = new ControlPlane({
       logger: this.logger,
       methods,
+      lockout,
+      audit,
       admit: (params, origin) => admit(params, origin, {
         credential: this.credential,
         devices,
-        audit: (kind, fields) => store.audit(kind, fields),
+        audit,
         onPairingRequested: (request) => this.controlPlane?.broadcast('device.pair.requested', requestView(request), 'operator.pairing'),
       }),
       server: { version: record.version, instanceId: this.instanceId, profile: this.paths.name },
@@ -192,10 +202,20 @@ export class Daemon {
     let handler: Promise<(req: IncomingMessage, res: ServerResponse) => Promise<void>> | undefined;
     const loadHandler = async () => {
       const { createHttpApp } = await import('./http/app.ts');
-      return createHttpApp({ logger: this.logger, surfaces: [] }).callback();
+      return createHttpApp({ logger: this.logger, budget: this.budget!, surfaces: [] }).callback();
+    };
+    const probes: ProbeOptions = {
+      readiness: () => this.readiness,
+      presentsCredential: (req) => req.headers.authorization !== undefined
+        || (this.config.gateway.auth.mode === 'trusted-proxy' && req.headers[this.config.gateway.auth.trustedProxy.userHeader] !== undefined),
+      budget: (address) => this.budget!.spend(`addr:${address}`),
+      detail: async (req) => {
+        await this.authenticator!.authenticate(req);
+        return { profile: this.paths.name, version: gatewayVersion(), instanceId: this.instanceId, uptimeMs: this.uptimeMs, connections: this.connections };
+      },
     };
     return createServer({ keepAliveTimeout: 5000, requestTimeout: 30_000, headersTimeout: 10_000 }, (req, res) => {
-      if (answerProbe(req, res, () => this.readiness)) return;
+      if (answerProbe(req, res, probes)) return;
       handler ??= loadHandler();
       handler.then((handle) => handle(req, res), (error: unknown) => {
         this.logger.error({ err: error }, 'the HTTP application failed to load');

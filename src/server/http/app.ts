@@ -3,19 +3,25 @@ import type { Logger } from 'pino';
 import { errorBodyLayer, notFoundLayer } from './error-body.ts';
 import { randomUUID } from 'node:crypto';
 import type Router from '@koa/router';
+import type { RequestBudget } from '../auth/throttle.ts';
+import { queryCredentialLayer, requestBudgetLayer } from './guards.ts';
 
 export interface HttpAppOptions {
   logger: Logger;
+  /** The request budget every surface shares. */
+  budget: RequestBudget;
   /** One router per surface, mounted in order. */
   surfaces: Router[];
 }
 
 /**
  * The HTTP application, read top to bottom as its layers: error body, request
- * id and access log, then one router per surface, then 404 for the rest.
+ * id and access log, no credentials in query strings, the request budget, then
+ * one router per surface (each protecting its routes with requireAuth), then
+ * 404 for the rest.
  * Probes never reach it (see probes.ts).
  */
-export function createHttpApp({ logger, surfaces }: HttpAppOptions): Koa {
+export function createHttpApp({ logger, budget, surfaces }: HttpAppOptions): Koa {
   const app = new Koa({ proxy: false });
   app.silent = true;
 
@@ -27,6 +33,8 @@ export function createHttpApp({ logger, surfaces }: HttpAppOptions): Koa {
     await next();
     logger.debug({ method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(performance.now() - started), requestId: ctx.state.requestId }, 'request');
   });
+  app.use(queryCredentialLayer);
+  app.use(requestBudgetLayer(budget));
   for (const surface of surfaces) {
     app.use(surface.routes());
     app.use(surface.allowedMethods());

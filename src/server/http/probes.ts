@@ -1,4 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { isLoopbackAddress } from '../../shared/config/exposure.ts';
+import { queryCarriesCredential } from '../auth/http-auth.ts';
+import { errorBody, HttpError } from './error-body.ts';
 
 const LIVENESS = new Set(['/healthz', '/health']);
 const READINESS = new Set(['/readyz', '/ready']);
@@ -11,6 +14,16 @@ const STOPPING = body({ ok: false, status: 'stopping' });
 
 export type Readiness = 'starting' | 'ready' | 'stopping';
 
+export interface ProbeOptions {
+  readiness: () => Readiness;
+  /** Whether the request presents a credential (a bearer, or a trusted proxy's user header). */
+  presentsCredential: (req: IncomingMessage) => boolean;
+  /** Readiness detail for authenticated callers; throws HttpError when the credential is refused. */
+  detail: (req: IncomingMessage) => Promise<Record<string, unknown>>;
+  /** Spends one request of a non-loopback caller's budget; resolves with ms to wait, or 0. */
+  budget: (address: string) => Promise<number>;
+}
+
 function send(res: ServerResponse, status: number, payload: Buffer, head: boolean, extra: Record<string, string> = {}): void {
   res.writeHead(status, {
     'content-type': 'application/json; charset=utf-8',
@@ -21,12 +34,16 @@ function send(res: ServerResponse, status: number, payload: Buffer, head: boolea
   res.end(head ? undefined : payload);
 }
 
+const sendError = (res: ServerResponse, error: HttpError) => send(res, error.status, body(errorBody(error.status, error.message)), false, error.headers);
+
 /**
- * Probes are answered ahead of the middleware stack: monitors hit them hard
- * and they must stay cheap. They carry no detail beyond {ok, status}, which is
- * safe to give anyone who can reach the port. Returns whether it answered.
+ * Probes are answered ahead of the middleware stack: monitors hit them hard and
+ * they must stay cheap. The bare {ok, status} answer says nothing an open port
+ * does not already say, so it needs no credential on any bind; readiness detail
+ * is given only to authenticated callers. Loopback callers are never rate
+ * limited. Returns whether the request was a probe.
  */
-export function answerProbe(req: IncomingMessage, res: ServerResponse, readiness: () => Readiness): boolean {
+export function answerProbe(req: IncomingMessage, res: ServerResponse, options: ProbeOptions): boolean {
   const url = req.url ?? '/';
   const query = url.indexOf('?');
   const path = query === -1 ? url : url.slice(0, query);
@@ -34,14 +51,32 @@ export function answerProbe(req: IncomingMessage, res: ServerResponse, readiness
   if (!live && !READINESS.has(path)) return false;
   const head = req.method === 'HEAD';
   if (req.method !== 'GET' && !head) {
-    send(res, 405, body({ error: 'bad_request', message: `Method ${req.method} is not allowed on ${path}; use GET or HEAD.`, statusCode: 405 }), false, { allow: 'GET, HEAD' });
+    send(res, 405, body(errorBody(405, `Method ${req.method} is not allowed on ${path}; use GET or HEAD.`)), false, { allow: 'GET, HEAD' });
     return true;
   }
-  if (live) {
-    send(res, 200, LIVE, head);
+  const answer = () => {
+    if (live) return send(res, 200, LIVE, head);
+    const state = options.readiness();
+    if (!options.presentsCredential(req)) {
+      return send(res, state === 'ready' ? 200 : 503, state === 'ready' ? READY : state === 'starting' ? STARTING : STOPPING, head);
+    }
+    options.detail(req).then(
+      (detail) => send(res, state === 'ready' ? 200 : 503, body({ ok: state === 'ready', status: state, ...detail }), head),
+      (error: unknown) => sendError(res, error instanceof HttpError ? error : new HttpError(500, 'readiness detail failed')),
+    );
+  };
+  if (queryCarriesCredential(url)) {
+    sendError(res, new HttpError(400, 'Credentials are never accepted in the query string; send them as "Authorization: Bearer <credential>".'));
     return true;
   }
-  const state = readiness();
-  send(res, state === 'ready' ? 200 : 503, state === 'ready' ? READY : state === 'starting' ? STARTING : STOPPING, head);
+  const address = req.socket.remoteAddress ?? '';
+  if (isLoopbackAddress(address)) {
+    answer();
+    return true;
+  }
+  options.budget(address).then((wait) => {
+    if (wait > 0) sendError(res, new HttpError(429, `Too many requests; try again in ${Math.ceil(wait / 1000)} s.`, { 'retry-after': String(Math.ceil(wait / 1000)) }));
+    else answer();
+  }, () => sendError(res, new HttpError(500, 'rate limiting failed')));
   return true;
 }

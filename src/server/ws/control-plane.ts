@@ -8,6 +8,8 @@ import { parseFrame } from '../../shared/protocol/frames.ts';
 import { CloseCode, Limits, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION } from '../../shared/protocol/limits.ts';
 import { isOperatorScope, ROLES } from '../../shared/protocol/scopes.ts';
 import { originOf, type Admission, type Origin } from './handshake.ts';
+import { queryCarriesCredential } from '../auth/http-auth.ts';
+import type { AuthLockout, CredentialKind } from '../auth/throttle.ts';
 import type { MethodTable, RpcClient } from './method-table.ts';
 import { RpcError } from './rpc-error.ts';
 
@@ -16,6 +18,9 @@ export interface ControlPlaneOptions {
   methods: MethodTable;
   /** Decides who gets in (credential, device signature, pairing); throws RpcError otherwise. */
   admit: (params: ConnectParams, origin: Origin) => Admission;
+  /** Failed connects per address and credential kind; a locked-out client is not checked at all. */
+  lockout: AuthLockout;
+  audit: (kind: string, fields: { subject?: string; address?: string; detail?: Record<string, unknown> }) => void;
   server: { version: string; instanceId: string; profile: string };
   /** Whether the daemon accepts new work (false while stopping). */
   accepting: () => boolean;
@@ -59,6 +64,10 @@ export class ControlPlane {
 
   private upgrade(request: IncomingMessage, socket: Duplex, head: Buffer): void {
     const path = (request.url ?? '/').split('?')[0];
+    if (queryCarriesCredential(request.url)) {
+      socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+      return;
+    }
     if (path !== '/' || !this.options.accepting()) {
       const status = path !== '/' ? '404 Not Found' : '503 Service Unavailable';
       socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
@@ -120,7 +129,7 @@ export class ControlPlane {
         this.refuse(connection, id, new RpcError('INVALID_REQUEST', 'the first frame must be a connect request'));
         return;
       }
-      this.connect(connection, frame);
+      void this.connect(connection, frame);
       return;
     }
     if (!frame || frame.type !== 'req') {
@@ -130,7 +139,7 @@ export class ControlPlane {
     void this.dispatch(connection, frame);
   }
 
-  private connect(connection: Connection, frame: RequestFrame): void {
+  private async connect(connection: Connection, frame: RequestFrame): Promise<void> {
     const params = frame.params as Partial<ConnectParams> | undefined;
     const problem = connectProblem(params);
     if (problem) {
@@ -138,16 +147,29 @@ export class ControlPlane {
       return;
     }
     const connect = params as ConnectParams;
+    const auth = connect.auth ?? {};
+    const kind: CredentialKind = auth.token || auth.password ? 'gateway' : auth.deviceToken ? 'device' : auth.inviteCode ? 'invite' : 'gateway';
+    const { lockout, audit, logger } = this.options;
+    const retryAfterMs = await lockout.retryAfterMs(connection.address, kind);
+    if (retryAfterMs > 0) {
+      this.refuse(connection, frame.id, new RpcError('RATE_LIMITED', `too many failed attempts; try again in ${Math.ceil(retryAfterMs / 1000)} s`, { retryAfterMs }, true));
+      return;
+    }
     let admission: Admission;
     try {
       admission = this.options.admit(connect, connection.origin);
     } catch (error) {
       const refusal = error instanceof RpcError ? error : new RpcError('INTERNAL', 'the handshake failed unexpectedly');
-      if (!(error instanceof RpcError)) this.options.logger.error({ err: error }, 'handshake failed');
-      this.options.logger.info({ connection: connection.id, address: connection.address, client: connect.client.id, code: refusal.code }, 'connect refused');
+      if (!(error instanceof RpcError)) logger.error({ err: error }, 'handshake failed');
+      logger.info({ connection: connection.id, address: connection.address, client: connect.client.id, code: refusal.code }, 'connect refused');
+      if (refusal.code === 'UNAUTHORIZED') {
+        const lockedFor = await lockout.fail(connection.address, kind);
+        audit(lockedFor ? 'auth.lockout' : 'auth.failure', { address: connection.address, detail: { kind, surface: 'websocket', reason: refusal.message, ...(lockedFor ? { lockoutMs: lockedFor } : {}) } });
+      }
       this.refuse(connection, frame.id, refusal);
       return;
     }
+    await lockout.succeed(connection.address, kind);
     clearTimeout(connection.handshakeTimer);
     connection.deviceId = admission.deviceId;
     connection.client = {
