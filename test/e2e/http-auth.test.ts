@@ -41,7 +41,7 @@ describe('HTTP auth, lockouts and rate limits (e2e)', function () {
     for (const path of [`/readyz?token=${token()}`, '/anything?access_token=abc', '/healthz?password=x']) {
       const response = await fetch(`${base}${path}`);
       expect(response.status, path).to.equal(400);
-      const body = await response.json();
+      const body: any = await response.json();
       expect(body.error).to.equal('bad_request');
       expect(body.message).to.include('Authorization: Bearer').and.not.include(token());
     }
@@ -108,7 +108,7 @@ describe('HTTP auth, lockouts and rate limits (e2e)', function () {
       await start([['gateway.auth.mode', 'trusted-proxy'], ['gateway.trustedProxies', '["10.250.0.0/16"]']]);
       const untrusted = await fetch(`${base}/readyz`, { headers: { 'x-forwarded-user': 'alice', 'x-forwarded-for': '198.51.100.7', authorization: 'Bearer x' } });
       expect(untrusted.status).to.equal(401);
-      expect((await untrusted.json()).message).to.include('not in gateway.trustedProxies');
+      expect(((await untrusted.json()) as any).message).to.include('not in gateway.trustedProxies');
       // The host's own CLI still reaches its daemon with the gateway token.
       expect((await home.run(['status', '--json'])).json.rpc.ok).to.equal(true);
       await home.run(['stop']);
