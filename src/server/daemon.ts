@@ -26,6 +26,8 @@ import { Store } from './store/database.ts';
 import { ControlPlane } from './ws/control-plane.ts';
 import { registerCoreMethods } from './ws/core-methods.ts';
 import { MethodTable } from './ws/method-table.ts';
+import { NodeRegistry } from './nodes/node-registry.ts';
+import { registerNodeMethods } from './nodes/node-methods.ts';
 import { admit } from './ws/handshake.ts';
 import { DeviceRegistry } from './pairing/device-registry.ts';
 import { registerDeviceMethods, requestView } from './pairing/device-methods.ts';
@@ -167,11 +169,23 @@ export class Daemon {
     const methods = new MethodTable();
     registerCoreMethods(methods, this);
     registerDeviceMethods(methods, { devices, store, controlPlane: () => this.controlPlane! });
+    const nodes = new NodeRegistry(() => this.config.gateway.nodes);
+    registerNodeMethods(methods, nodes);
     this.controlPlane = new ControlPlane({
       logger: this.logger,
       methods,
       lockout,
       audit,
+      onAdmitted: (client, params, push) => {
+        if (client.role !== 'node') return;
+        const node = nodes.add({
+          deviceId: client.deviceId, connectionId: client.connectionId, clientId: client.clientId, platform: params.client.platform,
+          address: client.address, caps: params.caps ?? [], declared: params.commands ?? [], permissions: params.permissions ?? {},
+          connectedAt: Date.now(), push,
+        });
+        this.logger.info({ node: node.clientId, device: node.deviceId, commands: node.commands }, 'node connected');
+      },
+      onClosed: (client) => nodes.remove(client.connectionId),
       admit: (params, origin) => admit(params, origin, {
         credential: this.credential,
         devices,
@@ -272,6 +286,11 @@ export class Daemon {
       });
     }
     this.credential.update(token, password);
+  }
+
+  /** Writes an audit event; never give it a secret. */
+  audit(kind: string, fields: Parameters<Store['audit']>[1]): void {
+    this.store?.audit(kind, fields);
   }
 
   /** Applies a change of the live settings; others wait for a restart. */

@@ -48,14 +48,15 @@ export class RawSocket {
   }
 
   /** Completes the connect handshake with a credential, signed by a device key (a new device unless given). */
-  async connect(auth: Record<string, string>, scopes: string[] = [], options: { device?: DeviceKey; role?: string; tamper?: (params: any) => void } = {}): Promise<any> {
+  async connect(auth: Record<string, string>, scopes: string[] = [], options: { device?: DeviceKey; role?: string; clientId?: string; tamper?: (params: any) => void } = {}): Promise<any> {
     await this.opened();
     const challenge = await this.next((frame) => frame.event === 'connect.challenge');
     const device = options.device ?? newDevice();
     const role = options.role ?? 'operator';
+    const clientId = options.clientId ?? 'test';
     const params = {
-      minProtocol: 1, maxProtocol: 1, client: { id: 'test', version: '0', platform: 'linux', mode: 'test' }, role, scopes, auth,
-      device: signIdentity(device, { nonce: challenge.payload.nonce, role, scopes, clientId: 'test' }),
+      minProtocol: 1, maxProtocol: 1, client: { id: clientId, version: '0', platform: 'linux', mode: 'test' }, role, scopes, auth,
+      device: signIdentity(device, { nonce: challenge.payload.nonce, role, scopes, clientId }),
     };
     options.tamper?.(params);
     this.send({ type: 'req', id: 'c1', method: 'connect', params });

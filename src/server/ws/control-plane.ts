@@ -8,6 +8,7 @@ import { parseFrame } from '../../shared/protocol/frames.ts';
 import { CloseCode, Limits, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION } from '../../shared/protocol/limits.ts';
 import { isOperatorScope, ROLES } from '../../shared/protocol/scopes.ts';
 import { originOf, type Admission, type Origin } from './handshake.ts';
+import { NODE_SCOPE } from '../../shared/protocol/methods.ts';
 import { queryCarriesCredential } from '../auth/http-auth.ts';
 import type { AuthLockout, CredentialKind } from '../auth/throttle.ts';
 import type { MethodTable, RpcClient } from './method-table.ts';
@@ -20,6 +21,9 @@ export interface ControlPlaneOptions {
   admit: (params: ConnectParams, origin: Origin) => Admission;
   /** Failed connects per address and credential kind; a locked-out client is not checked at all. */
   lockout: AuthLockout;
+  /** Told when a client is admitted and when it leaves (nodes register here). */
+  onAdmitted?: (client: RpcClient, params: ConnectParams, push: (event: string, payload: unknown) => void) => void;
+  onClosed?: (client: RpcClient) => void;
   audit: (kind: string, fields: { subject?: string; address?: string; detail?: Record<string, unknown> }) => void;
   server: { version: string; instanceId: string; profile: string };
   /** Whether the daemon accepts new work (false while stopping). */
@@ -98,6 +102,7 @@ export class ControlPlane {
     socket.on('close', () => {
       clearTimeout(connection.handshakeTimer);
       this.connections.delete(connection);
+      if (connection.client) this.options.onClosed?.(connection.client);
     });
     socket.on('error', (error) => this.options.logger.debug({ connection: connection.id, err: error }, 'websocket error'));
     this.send(connection, { type: 'event', event: 'connect.challenge', payload: { nonce: connection.nonce, ts: Date.now() } });
@@ -176,10 +181,12 @@ export class ControlPlane {
       connectionId: connection.id,
       clientId: connect.client.id,
       role: admission.role as HelloOk['role'],
-      scopes: new Set(admission.scopes),
+      // Nodes hold the node scope, which no client can ask for.
+      scopes: new Set(admission.role === 'node' ? [NODE_SCOPE] : admission.scopes),
       address: connection.address,
       deviceId: admission.deviceId,
     };
+    this.options.onAdmitted?.(connection.client, connect, (event, payload) => this.send(connection, { type: 'event', event, payload, seq: ++this.seq }));
     const hello: HelloOk = {
       type: 'hello-ok',
       protocol: PROTOCOL_VERSION,
@@ -290,5 +297,15 @@ function connectProblem(params: Partial<ConnectParams> | undefined): string | un
   const unknown = params.scopes.filter((scope) => !isOperatorScope(scope));
   if (unknown.length > 0) return `unknown scopes: ${unknown.join(', ')}`;
   if (params.auth !== undefined && (params.auth === null || typeof params.auth !== 'object')) return 'auth must be an object';
+  for (const field of ['caps', 'commands'] as const) {
+    const list = params[field];
+    if (list === undefined) continue;
+    if (!Array.isArray(list) || list.length > 256 || !list.every((item) => typeof item === 'string' && item.length > 0 && item.length <= 128)) {
+      return `${field} must be an array of at most 256 names`;
+    }
+  }
+  if (params.permissions !== undefined && (params.permissions === null || typeof params.permissions !== 'object' || Array.isArray(params.permissions))) {
+    return 'permissions must be an object';
+  }
   return undefined;
 }

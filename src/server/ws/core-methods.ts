@@ -68,6 +68,7 @@ export function registerCoreMethods(methods: MethodTable, daemon: Daemon): void 
       const change = await asRpc(() => changeConfig(daemon.paths, key, input.value));
       daemon.applyConfig(loadConfig(daemon.paths).effective);
       daemon.logger.info({ key, restartRequired: change.restartRequired, client: client.clientId }, 'configuration changed');
+      daemon.audit('config.changed', { actor: client.deviceId, subject: key, address: client.address });
       return change;
     })
     .add('config.unset', async (params, client) => {
@@ -81,6 +82,7 @@ export function registerCoreMethods(methods: MethodTable, daemon: Daemon): void 
       const name = paramsObject(params).name;
       if (typeof name !== 'string' || !isSecretName(name)) throw invalidParams('params.name must be a secret name');
       daemon.logger.info({ secret: name, client: client.clientId }, 'secret changed');
+      daemon.audit('secret.changed', { actor: client.deviceId, subject: name, address: client.address });
       if (name === 'gateway.token' || name === 'gateway.password') await daemon.loadCredentials().catch(() => undefined);
       return { name, applied: true };
     })

@@ -1,4 +1,5 @@
 import { METHOD_SCOPES, type MethodName } from '../../shared/protocol/methods.ts';
+import type { NODE_SCOPE } from '../../shared/protocol/methods.ts';
 import type { OperatorScope } from '../../shared/protocol/scopes.ts';
 
 /** Who is calling: the authenticated connection's identity and grants. */
@@ -14,7 +15,7 @@ export interface RpcClient {
 export type MethodHandler = (params: unknown, client: RpcClient) => unknown | Promise<unknown>;
 
 export interface MethodEntry {
-  scope: OperatorScope;
+  scope: OperatorScope | typeof NODE_SCOPE;
   handler: MethodHandler;
 }
 

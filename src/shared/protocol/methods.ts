@@ -1,5 +1,8 @@
 import type { OperatorScope } from './scopes.ts';
 
+/** Held by every connection of role node, and only by them: what a node may call. */
+export const NODE_SCOPE = 'node';
+
 /** Every RPC method and the scope it needs: the one table both sides read. */
 export const METHOD_SCOPES = {
   health: 'operator.read',
@@ -16,9 +19,12 @@ export const METHOD_SCOPES = {
   'devices.rotate': 'operator.admin',
   'devices.invite': 'operator.pairing',
   'audit.list': 'operator.admin',
-} as const satisfies Record<string, OperatorScope>;
+  'nodes.list': 'operator.read',
+  'nodes.invoke': 'operator.write',
+  'node.invoke.result': NODE_SCOPE,
+} as const satisfies Record<string, OperatorScope | typeof NODE_SCOPE>;
 
 export type MethodName = keyof typeof METHOD_SCOPES;
 
 /** Events the daemon pushes. */
-export const EVENTS = ['connect.challenge', 'tick', 'shutdown', 'device.pair.requested', 'device.pair.resolved', 'device.revoked'] as const;
+export const EVENTS = ['connect.challenge', 'tick', 'shutdown', 'device.pair.requested', 'device.pair.resolved', 'device.revoked', 'node.invoke'] as const;
