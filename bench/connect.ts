@@ -20,6 +20,7 @@ function roundTrip(url: string, frames: (first: any) => string[], replies: numbe
       }
     });
     socket.on('error', reject);
+    socket.on('close', (code) => { if (seen < 1 + replies) reject(new Error(`closed with ${code} after ${seen} frames`)); });
   });
 }
 

@@ -5,7 +5,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
-import { freePort, median, printFigures, rssKiB, sleep, startBare, timeCommand, type Figure } from './support.ts';
+import { freePort, median, printFigures, rssKiB, sleep, startBare, step, timeCommand, type Figure } from './support.ts';
 import { runConnectBench } from './connect.ts';
 
 const BIN = new URL('../bin/run.js', import.meta.url).pathname;
@@ -30,6 +30,7 @@ try {
   gateway('start');
   gateway('stop');
 
+  step('start, launch to ready');
   const starts: number[] = [];
   const bareStarts: number[] = [];
   for (let round = 0; round < ROUNDS; round++) {
@@ -44,6 +45,7 @@ try {
   const bareStart = median(bareStarts);
   figures.push({ name: 'gateway start, launch to ready', value: `${start.toFixed(0)} ms`, baseline: `${bareStart.toFixed(0)} ms bare node:http listen`, comparison: `+${(start - bareStart).toFixed(0)} ms`, target: '<= +300 ms', ok: start - bareStart <= 300 });
 
+  step('status and --version');
   gateway('start');
   const lock = JSON.parse(readFileSync(join(home, 'profiles/bench/daemon.json'), 'utf8'));
   const nodeZero = median(Array.from({ length: ROUNDS }, () => timeCommand(process.execPath, ['-e', '0'])));
@@ -52,6 +54,7 @@ try {
   const version = median(Array.from({ length: ROUNDS }, () => timeCommand(process.execPath, [BIN, '--version'], env)));
   figures.push({ name: 'gateway --version', value: `${version.toFixed(0)} ms`, baseline: `${nodeZero.toFixed(0)} ms node -e 0`, comparison: `${(version / nodeZero).toFixed(2)}x`, target: '<= 2x', ok: version / nodeZero <= 2 });
 
+  step('memory');
   const barePort = await freePort();
   const bare = await startBare(barePort);
   await sleep(300);
@@ -59,6 +62,7 @@ try {
   const bareRss = rssKiB(bare.pid);
   figures.push({ name: 'daemon RSS after ready', value: `${(rss / 1024).toFixed(1)} MB`, baseline: `${(bareRss / 1024).toFixed(1)} MB bare server`, comparison: `+${((rss - bareRss) / 1024).toFixed(1)} MB`, target: '<= +30 MB', ok: rss - bareRss <= 30 * 1024 });
 
+  step(`GET /healthz load, ${DURATION} s each`);
   const bareLoad = await load(barePort);
   bare.stop();
   const gatewayLoad = await load(port);
@@ -71,6 +75,7 @@ try {
   figures.push({ name: 'daemon RSS after load + API request', value: `${(rssLoaded / 1024).toFixed(1)} MB`, baseline: `${(bareRss / 1024).toFixed(1)} MB bare server`, comparison: `+${((rssLoaded - bareRss) / 1024).toFixed(1)} MB`, target: '(informational)', ok: true });
 
   const token = JSON.parse(readFileSync(join(home, 'profiles/bench/secrets.json'), 'utf8')).secrets['gateway.token'];
+  step('WebSocket connect and first RPC');
   figures.push(await runConnectBench(port, token, ROUNDS * 30));
 } finally {
   gateway('stop', '--force');

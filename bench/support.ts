@@ -50,8 +50,14 @@ export function startBare(port: number): Promise<{ pid: number; ms: number; stop
     const child = spawn(process.execPath, ['-e', BARE_SERVER, String(port)], { stdio: ['ignore', 'pipe', 'inherit'] });
     child.stdout.once('data', () => resolve({ pid: child.pid!, ms: performance.now() - started, stop: () => child.kill('SIGKILL') }));
     child.once('error', reject);
+    child.once('exit', (code) => reject(new Error(`the bare server exited with ${code}`)));
   });
 }
+
+/** Progress on stderr, so a long run shows where it is. */
+export const step = (text: string): void => {
+  process.stderr.write(`bench: ${text}\n`);
+};
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -109,6 +109,17 @@ describe('WebSocket control plane (e2e)', function () {
     expect(late.closeCode).to.equal(1009);
   });
 
+  it('answers requests pipelined right behind connect, in order', async () => {
+    const socket = await open();
+    await socket.connect({ token }, [], { tamper: (params) => {
+      // Sent in the same tick as connect, before the gateway has decided it.
+      setImmediate(() => { socket.send({ type: 'req', id: 'p1', method: 'health' }); socket.send({ type: 'req', id: 'p2', method: 'status' }); });
+      void params;
+    } });
+    expect((await socket.next((frame) => frame.id === 'p1')).ok).to.equal(true);
+    expect((await socket.next((frame) => frame.id === 'p2')).payload.profile).to.equal('default');
+  });
+
   it('refuses upgrades on other paths', async () => {
     const socket = new RawSocket(`ws://127.0.0.1:${port}/elsewhere`);
     await socket.opened().then(() => expect.fail('upgraded'), () => undefined);

@@ -38,6 +38,8 @@ interface Connection {
   origin: Origin;
   deviceId?: string;
   client?: RpcClient;
+  /** The connect being decided; frames that arrive meanwhile wait for it. */
+  connecting?: Promise<void>;
   inFlight: number;
   missedPongs: number;
   handshakeTimer?: NodeJS.Timeout;
@@ -122,6 +124,10 @@ export class ControlPlane {
   }
 
   private receive(connection: Connection, data: RawData, isBinary: boolean): void {
+    if (connection.connecting) {
+      void connection.connecting.then(() => this.receive(connection, data, isBinary));
+      return;
+    }
     const size = Array.isArray(data) ? data.reduce((sum, part) => sum + part.length, 0) : (data as Buffer).byteLength;
     if (!connection.client && size > Limits.maxHandshakeFrameBytes) {
       connection.socket.close(CloseCode.tooLarge, 'handshake frame too large');
@@ -134,7 +140,7 @@ export class ControlPlane {
         this.refuse(connection, id, new RpcError('INVALID_REQUEST', 'the first frame must be a connect request'));
         return;
       }
-      void this.connect(connection, frame);
+      connection.connecting = this.connect(connection, frame).finally(() => { connection.connecting = undefined; });
       return;
     }
     if (!frame || frame.type !== 'req') {
