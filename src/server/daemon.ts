@@ -176,6 +176,7 @@ export class Daemon {
       methods,
       lockout,
       audit,
+      proxyUser: (request) => this.authenticator!.proxyUser(request),
       onAdmitted: (client, params, push) => {
         if (client.role !== 'node') return;
         const node = nodes.add({

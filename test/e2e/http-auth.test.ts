@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
 import { freePort, Home } from '../support/cli.ts';
-import { RawSocket } from '../support/ws-client.ts';
+import { newDevice, RawSocket } from '../support/ws-client.ts';
 import { loadDeviceKey } from '../../src/shared/protocol/device-auth.ts';
 import { TestHost } from '../support/netns.ts';
 
@@ -103,6 +103,21 @@ describe('HTTP auth, lockouts and rate limits (e2e)', function () {
     for (let attempt = 0; attempt < 20; attempt++) expect((await fetch(`${base}/healthz`)).status).to.equal(200);
   });
 
+  it('accepts the password in password mode, on HTTP and the WebSocket', async () => {
+    expect((await home.run(['secrets', 'set', 'gateway.password'], { input: 'correct horse battery staple\n' })).code).to.equal(0);
+    await start([['gateway.auth.mode', 'password']]);
+    const ok = await fetch(`${base}/readyz`, { headers: { authorization: 'Bearer correct horse battery staple' } });
+    expect(ok.status).to.equal(200);
+    expect((await fetch(`${base}/readyz`, { headers: { authorization: 'Bearer wrong' } })).status).to.equal(401);
+    const socket = new RawSocket(`ws://127.0.0.1:${port}/`);
+    expect((await socket.connect({ password: 'correct horse battery staple' })).ok).to.equal(true);
+    socket.close();
+    const wrong = new RawSocket(`ws://127.0.0.1:${port}/`);
+    expect((await wrong.connect({ password: 'Correct horse battery staple' })).error.code).to.equal('UNAUTHORIZED');
+    wrong.close();
+    expect((await home.run(['status', '--json'], { env: { GATEWAY_PASSWORD: 'correct horse battery staple' } })).json.rpc.ok).to.equal(true);
+  });
+
   describe('trusted-proxy mode', () => {
     it('accepts the user header only from a trusted proxy and refuses forwarding headers from anyone else', async () => {
       await start([['gateway.auth.mode', 'trusted-proxy'], ['gateway.trustedProxies', '["10.250.0.0/16"]']]);
@@ -121,6 +136,31 @@ describe('HTTP auth, lockouts and rate limits (e2e)', function () {
       expect(missingHeader.status).to.equal(401);
       const stranger = await fetch(`${base}/readyz`, { headers: { 'x-forwarded-user': 'mallory', 'x-proxy-secret-ok': '1' } });
       expect(stranger.status).to.equal(403);
+    });
+
+    it('lets a proxied user pair a device over the WebSocket, never silently', async () => {
+      await start([['gateway.auth.mode', 'trusted-proxy'], ['gateway.trustedProxies', '["127.0.0.1/32"]']]);
+      const device = newDevice();
+      const headers = { 'x-forwarded-user': 'alice', 'x-forwarded-for': '203.0.113.5' };
+      const first = new RawSocket(`ws://127.0.0.1:${port}/`, headers);
+      const refused = await first.connect({}, [], { device });
+      expect(refused.error.code).to.equal('PAIRING_REQUIRED');
+      first.close();
+      expect((await home.run(['devices', 'approve', refused.error.details.requestId])).code).to.equal(0);
+      const second = new RawSocket(`ws://127.0.0.1:${port}/`, headers);
+      const hello = await second.connect({}, [], { device });
+      expect(hello.ok).to.equal(true);
+      expect(hello.payload.deviceToken).to.be.a('string');
+      second.close();
+      const noUser = new RawSocket(`ws://127.0.0.1:${port}/`, { 'x-forwarded-for': '203.0.113.5' });
+      expect((await noUser.connect({}, [], { device })).error.code).to.equal('UNAUTHORIZED');
+      noUser.close();
+    });
+
+    it('refuses a WebSocket upgrade with forwarding headers from an untrusted address', async () => {
+      await start([['gateway.auth.mode', 'trusted-proxy'], ['gateway.trustedProxies', '["10.250.0.0/16"]']]);
+      const socket = new RawSocket(`ws://127.0.0.1:${port}/`, { 'x-forwarded-user': 'alice' });
+      await socket.opened().then(() => expect.fail('upgraded'), (error: Error) => expect(error.message).to.include('401'));
     });
 
     it('refuses to start without gateway.trustedProxies (exit 78)', async () => {

@@ -29,7 +29,8 @@ const FORWARDING = ['forwarded', 'x-forwarded-for', 'x-real-ip', 'x-forwarded-ho
 export const bearerOf = (req: IncomingMessage): string | undefined => {
   const header = req.headers.authorization;
   if (!header) return undefined;
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  // The rest of the header, so a password mode passphrase may hold spaces.
+  const match = /^Bearer\s+(\S.*?)\s*$/i.exec(header);
   if (!match) throw new HttpError(401, 'Use the Authorization header as "Bearer <credential>".', { 'www-authenticate': 'Bearer' });
   return match[1];
 };
@@ -69,23 +70,36 @@ export class HttpAuthenticator {
     if (overlay) return { kind: 'overlay', subject: overlay, scopes: 'all' };
 
     if (auth.mode === 'trusted-proxy') {
-      const proxied = FORWARDING.some((name) => req.headers[name] !== undefined) || req.headers[auth.trustedProxy.userHeader] !== undefined;
-      if (this.trusted(address)) {
-        const user = req.headers[auth.trustedProxy.userHeader];
-        const missing = auth.trustedProxy.requiredHeaders.filter((name) => req.headers[name.toLowerCase()] === undefined);
-        if (typeof user === 'string' && user.length > 0 && missing.length === 0) {
-          if (auth.trustedProxy.allowUsers.length > 0 && !auth.trustedProxy.allowUsers.includes(user)) {
-            this.deps.audit('auth.failure', { address, detail: { kind: 'proxy-user', reason: 'user not allowed', user } });
-            throw new HttpError(403, `User ${JSON.stringify(user)} is not in gateway.auth.trustedProxy.allowUsers.`);
-          }
-          return { kind: 'proxy-user', subject: `proxy:${user}`, scopes: 'all' };
-        }
-      } else if (proxied) {
-        this.deps.audit('auth.failure', { address, detail: { kind: 'proxy', reason: 'forwarding headers from an untrusted address' } });
-        throw new HttpError(401, `Forwarding headers from ${address}, which is not in gateway.trustedProxies, are refused.`);
-      }
+      const user = this.proxyUser(req);
+      if (user) return { kind: 'proxy-user', subject: `proxy:${user}`, scopes: 'all' };
     }
     return this.bearer(req, address);
+  }
+
+  /**
+   * The user a trusted proxy vouches for, in trusted-proxy mode: the request
+   * comes from gateway.trustedProxies with the user header and every required
+   * header. Forwarding headers from anyone else are refused (401), and a user
+   * outside allowUsers too (403). Undefined when no proxy speaks for the request.
+   */
+  proxyUser(req: IncomingMessage): string | undefined {
+    const { auth } = this.deps.config().gateway;
+    if (auth.mode !== 'trusted-proxy') return undefined;
+    const address = req.socket.remoteAddress ?? 'unknown';
+    const proxied = FORWARDING.some((name) => req.headers[name] !== undefined) || req.headers[auth.trustedProxy.userHeader] !== undefined;
+    if (!this.trusted(address)) {
+      if (!proxied) return undefined;
+      this.deps.audit('auth.failure', { address, detail: { kind: 'proxy', reason: 'forwarding headers from an untrusted address' } });
+      throw new HttpError(401, `Forwarding headers from ${address}, which is not in gateway.trustedProxies, are refused.`);
+    }
+    const user = req.headers[auth.trustedProxy.userHeader];
+    const missing = auth.trustedProxy.requiredHeaders.filter((name) => req.headers[name.toLowerCase()] === undefined);
+    if (typeof user !== 'string' || user.length === 0 || missing.length > 0) return undefined;
+    if (auth.trustedProxy.allowUsers.length > 0 && !auth.trustedProxy.allowUsers.includes(user)) {
+      this.deps.audit('auth.failure', { address, detail: { kind: 'proxy-user', reason: 'user not allowed', user } });
+      throw new HttpError(403, `User ${JSON.stringify(user)} is not in gateway.auth.trustedProxy.allowUsers.`);
+    }
+    return user;
   }
 
   private async bearer(req: IncomingMessage, address: string): Promise<Principal> {

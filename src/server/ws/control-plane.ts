@@ -21,6 +21,8 @@ export interface ControlPlaneOptions {
   admit: (params: ConnectParams, origin: Origin) => Admission;
   /** Failed connects per address and credential kind; a locked-out client is not checked at all. */
   lockout: AuthLockout;
+  /** The user a trusted proxy vouches for (trusted-proxy mode); throws HttpError to refuse the upgrade. */
+  proxyUser?: (request: IncomingMessage) => string | undefined;
   /** Told when a client is admitted and when it leaves (nodes register here). */
   onAdmitted?: (client: RpcClient, params: ConnectParams, push: (event: string, payload: unknown) => void) => void;
   onClosed?: (client: RpcClient) => void;
@@ -79,12 +81,20 @@ export class ControlPlane {
       socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
       return;
     }
-    this.wss.handleUpgrade(request, socket, head, (ws) => this.open(ws, request));
+    let proxyUser: string | undefined;
+    try {
+      proxyUser = this.options.proxyUser?.(request);
+    } catch (error) {
+      const status = (error as { status?: number }).status ?? 401;
+      socket.end(`HTTP/1.1 ${status} ${status === 403 ? 'Forbidden' : 'Unauthorized'}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+      return;
+    }
+    this.wss.handleUpgrade(request, socket, head, (ws) => this.open(ws, request, proxyUser));
   }
 
-  private open(socket: WebSocket, request: IncomingMessage): void {
+  private open(socket: WebSocket, request: IncomingMessage, proxyUser: string | undefined): void {
     const nonce = randomBytes(24).toString('base64url');
-    const origin = originOf(request, nonce);
+    const origin = originOf(request, nonce, proxyUser);
     const connection: Connection = {
       id: randomUUID(),
       socket,

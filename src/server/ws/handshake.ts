@@ -14,6 +14,8 @@ export interface Origin {
   address: string;
   /** Any Forwarded, X-Forwarded-For or X-Real-IP header: it came through a proxy. */
   viaProxy: boolean;
+  /** In trusted-proxy mode, the user a trusted proxy vouches for. */
+  proxyUser?: string;
 }
 
 export interface Admission {
@@ -35,10 +37,11 @@ export interface HandshakeDeps {
   audit: (kind: string, fields: { subject?: string; address?: string; detail?: Record<string, unknown> }) => void;
 }
 
-export const originOf = (request: IncomingMessage, nonce: string): Origin => ({
+export const originOf = (request: IncomingMessage, nonce: string, proxyUser?: string): Origin => ({
   nonce,
   address: request.socket.remoteAddress ?? 'unknown',
-  viaProxy: Boolean(request.headers.forwarded || request.headers['x-forwarded-for'] || request.headers['x-real-ip']),
+  viaProxy: Boolean(proxyUser || request.headers.forwarded || request.headers['x-forwarded-for'] || request.headers['x-real-ip']),
+  proxyUser,
 });
 
 const unauthorized = (message: string) => new RpcError('UNAUTHORIZED', message);
@@ -105,7 +108,10 @@ export function admit(params: ConnectParams, origin: Origin, deps: HandshakeDeps
     return { role: params.role, scopes, deviceId: device.id, deviceToken, via: 'invite', paired: 'invite' };
   }
 
-  if (!presentsShared && deps.credential.mode !== 'none') throw unauthorized('no credential: pass the gateway token or password, or a device token');
+  // A trusted proxy's user stands in for the gateway credential; the device still needs approval, as any proxied one does.
+  if (!presentsShared && deps.credential.mode !== 'none' && !(deps.credential.mode === 'trusted-proxy' && origin.proxyUser)) {
+    throw unauthorized('no credential: pass the gateway token or password, or a device token');
+  }
 
   const known = deps.devices.get(device.id);
   const current = known && known.revokedAt === null ? known : undefined;
