@@ -1,6 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 
 export const median = (values: number[]): number => {
   const sorted = [...values].sort((a, b) => a - b);
@@ -22,16 +21,7 @@ export function rssKiB(pid: number): number {
   return match ? Number(match[1]) : NaN;
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
+export { freePort } from '../test/support/cli.ts';
 
 /** A bare node:http server answering the same probe body: the baseline. */
 export const BARE_SERVER = `

@@ -172,20 +172,10 @@ describe('HTTP auth, lockouts and rate limits (e2e)', function () {
   });
 
   describe('from a second host (network namespace)', () => {
-    let remote: TestHost;
-    before(function () {
-      if (!TestHost.available()) {
-        if (process.env.CI) throw new Error('network namespace tests need root and iproute2');
-        this.skip();
-      }
-    });
-    beforeEach(() => {
-      remote = new TestHost();
-      remote.create();
-    });
-    afterEach(() => remote.destroy());
+    const host = TestHost.perTest();
 
     it('answers bare probes to anyone and locks out a remote client after 10 bad tokens', async () => {
+      const remote = host();
       await start([], ['--bind', 'lan']);
       const script = `
         const base = 'http://${remote.hostAddress}:${port}';

@@ -29,23 +29,14 @@ describe('device pairing (e2e)', function () {
   });
 
   describe('from a second host (network namespace)', function () {
+    const host = TestHost.perTest();
     let remote: TestHost;
     let client: Home;
-    before(function () {
-      if (!TestHost.available()) {
-        if (process.env.CI) throw new Error('network namespace tests need root and iproute2');
-        this.skip();
-      }
-    });
     beforeEach(() => {
-      remote = new TestHost();
-      remote.create();
+      remote = host();
       client = new Home();
     });
-    afterEach(() => {
-      client.cleanup();
-      remote.destroy();
-    });
+    afterEach(() => client.cleanup());
 
     it('goes pending -> approved -> token reused -> revoked -> refused', async () => {
       const url = `ws://${remote.hostAddress}:${port}`;

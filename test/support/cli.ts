@@ -21,6 +21,8 @@ export interface CliOptions {
   /** stdin: 'pipe' feeds input (or closes it), 'ignore' gives /dev/null. */
   stdin?: 'pipe' | 'ignore';
   timeoutMs?: number;
+  /** A command that runs the CLI, such as ["ip", "netns", "exec", name]. */
+  prefix?: string[];
 }
 
 /** A temporary GATEWAY_HOME with helpers to run the built CLI in it as a user would. */
@@ -70,10 +72,9 @@ export class Home {
 
 export function runCli(args: string[], options: CliOptions = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const env: Record<string, string | undefined> = { ...process.env, CI: 'true', NO_COLOR: '1', ...options.env };
-    for (const key of Object.keys(env)) if (env[key] === undefined) delete env[key];
-    const child = spawn(process.execPath, [BIN, ...args], {
-      env: env as NodeJS.ProcessEnv,
+    const [command, ...before] = [...(options.prefix ?? []), process.execPath, BIN, ...args];
+    const child = spawn(command!, before, {
+      env: childEnv(options.env),
       stdio: [options.stdin ?? 'pipe', 'pipe', 'pipe'],
     });
     let stdout = '';
@@ -110,10 +111,15 @@ export function freePort(): Promise<number> {
   });
 }
 
-export function spawnForeground(args: string[], env: Record<string, string | undefined>): ChildProcess {
-  const full: Record<string, string | undefined> = { ...process.env, CI: 'true', ...env };
+/** The environment of a CLI run: never a terminal session (CI set), with undefined values removed. */
+function childEnv(env: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
+  const full: Record<string, string | undefined> = { ...process.env, CI: 'true', NO_COLOR: '1', ...env };
   for (const key of Object.keys(full)) if (full[key] === undefined) delete full[key];
-  return spawn(process.execPath, [BIN, ...args], { env: full as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  return full as NodeJS.ProcessEnv;
+}
+
+export function spawnForeground(args: string[], env: Record<string, string | undefined>): ChildProcess {
+  return spawn(process.execPath, [BIN, ...args], { env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

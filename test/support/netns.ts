@@ -1,6 +1,6 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { randomInt } from 'node:crypto';
-import { BIN, type CliResult } from './cli.ts';
+import { runCli, type CliResult } from './cli.ts';
 
 /**
  * A second host for tests: a network namespace joined to this one by a veth
@@ -15,6 +15,26 @@ export class TestHost {
 
   static available(): boolean {
     return process.getuid?.() === 0 && spawnSync('ip', ['-V']).status === 0;
+  }
+
+  /**
+   * Registers mocha hooks that give each test of the suite a fresh second host;
+   * returns a getter for it. Skips the suite where namespaces cannot be made,
+   * except in CI, where that is a failure.
+   */
+  static perTest(): () => TestHost {
+    let current: TestHost | undefined;
+    before(function () {
+      if (TestHost.available()) return;
+      if (process.env.CI) throw new Error('network namespace tests need root and iproute2');
+      this.skip();
+    });
+    beforeEach(() => {
+      current = new TestHost();
+      current.create();
+    });
+    afterEach(() => current?.destroy());
+    return () => current!;
   }
 
   create(): void {
@@ -41,23 +61,6 @@ export class TestHost {
 
   /** Runs the gateway CLI on this host, as a user there would. */
   run(args: string[], env: Record<string, string | undefined>): Promise<CliResult> {
-    return new Promise((resolve) => {
-      const full: Record<string, string | undefined> = { ...process.env, CI: 'true', ...env };
-      for (const key of Object.keys(full)) if (full[key] === undefined) delete full[key];
-      const child = spawn('ip', ['netns', 'exec', this.name, process.execPath, BIN, ...args], { env: full as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'] });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (chunk) => { stdout += chunk; });
-      child.stderr.on('data', (chunk) => { stderr += chunk; });
-      child.on('close', (code) => {
-        let json: unknown;
-        try {
-          json = JSON.parse(stdout);
-        } catch {
-          json = undefined;
-        }
-        resolve({ code, stdout, stderr, json });
-      });
-    });
+    return runCli(args, { env, stdin: 'ignore', prefix: ['ip', 'netns', 'exec', this.name] });
   }
 }
