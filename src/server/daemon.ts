@@ -221,6 +221,7 @@ export class Daemon {
     };
     const probes: ProbeOptions = {
       readiness: () => this.readiness,
+      exposed: !this.bind.loopback,
       presentsCredential: (req) => req.headers.authorization !== undefined
         || (this.config.gateway.auth.mode === 'trusted-proxy' && req.headers[this.config.gateway.auth.trustedProxy.userHeader] !== undefined),
       budget: (address) => this.budget!.spend(`addr:${address}`),

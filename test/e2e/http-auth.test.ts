@@ -174,13 +174,14 @@ describe('HTTP auth, lockouts and rate limits (e2e)', function () {
   describe('from a second host (network namespace)', () => {
     const host = TestHost.perTest();
 
-    it('answers bare probes to anyone and locks out a remote client after 10 bad tokens', async () => {
+    it('answers liveness to anyone, readiness only with a credential, and locks out a remote client after 10 bad tokens', async () => {
       const remote = host();
       await start([], ['--bind', 'lan']);
       const script = `
         const base = 'http://${remote.hostAddress}:${port}';
         const out = [];
         out.push((await fetch(base + '/healthz')).status);
+        out.push((await fetch(base + '/readyz')).status);
         for (let i = 0; i < 11; i++) out.push((await fetch(base + '/readyz', { headers: { authorization: 'Bearer bad' + i } })).status);
         const locked = await fetch(base + '/readyz', { headers: { authorization: 'Bearer ${token()}' } });
         out.push(locked.status, locked.headers.get('retry-after'));
@@ -189,10 +190,11 @@ describe('HTTP auth, lockouts and rate limits (e2e)', function () {
       const run = spawnSync('ip', ['netns', 'exec', remote.name, process.execPath, '--input-type=module', '-e', script], { encoding: 'utf8' });
       const out = JSON.parse(run.stdout);
       expect(out[0]).to.equal(200);
-      expect(out.slice(1, 11)).to.deep.equal(Array(10).fill(401));
-      expect(out[11]).to.equal(429);
+      expect(out[1]).to.equal(401);
+      expect(out.slice(2, 12)).to.deep.equal(Array(10).fill(401));
       expect(out[12]).to.equal(429);
-      expect(Number(out[13])).to.be.greaterThan(0);
+      expect(out[13]).to.equal(429);
+      expect(Number(out[14])).to.be.greaterThan(0);
     });
   });
 });

@@ -49,11 +49,14 @@ describe('device pairing (e2e)', function () {
       expect(pending.json.pending).to.have.length(1);
       const request = pending.json.pending[0];
       expect(request).to.include({ address: remote.address, viaProxy: false, role: 'operator' });
-      const approved = await home.run(['devices', 'approve', request.requestId.toLowerCase(), '--json']);
+      expect((await home.run(['devices', 'approve'])).code).to.equal(2);
+      const approved = await home.run(['devices', 'approve', '--latest', '--json']);
       expect(approved.code, approved.stderr).to.equal(0);
       expect(approved.json.device.id).to.equal(request.deviceId);
+      expect((await home.run(['devices', 'approve', '--latest'])).code).to.equal(5);
 
-      const second = await remote.run(['devices', 'list', '--url', url, '--json'], { ...client.env, GATEWAY_TOKEN: token });
+      // GATEWAY_URL stands for --url.
+      const second = await remote.run(['devices', 'list', '--json'], { ...client.env, GATEWAY_TOKEN: token, GATEWAY_URL: url });
       expect(second.code, second.stderr).to.equal(0);
       expect(second.json.paired.map((d: { id: string }) => d.id)).to.include(request.deviceId);
 
@@ -69,9 +72,11 @@ describe('device pairing (e2e)', function () {
       expect(refused.code).to.equal(1);
       expect(refused.json.error.code).to.equal('UNAUTHORIZED');
 
-      const audit = await home.run(['audit', '--json']);
+      const audit = await home.run(['audit', '--since', '1h', '--json']);
       const kinds = audit.json.events.map((event: { kind: string }) => event.kind);
       expect(kinds).to.include.members(['device.pair.requested', 'device.pair.approved', 'device.revoked']);
+      expect((await home.run(['audit', '--since', new Date(Date.now() + 60_000).toISOString(), '--json'])).json.events).to.deep.equal([]);
+      expect((await home.run(['audit', '--since', 'yesterday-ish'])).code).to.equal(2);
     });
 
     it('joins with a one-time invite code, which works once', async () => {

@@ -18,6 +18,8 @@ export interface ProbeOptions {
   readiness: () => Readiness;
   /** Whether the request presents a credential (a bearer, or a trusted proxy's user header). */
   presentsCredential: (req: IncomingMessage) => boolean;
+  /** Whether the bind reaches beyond loopback, where readiness needs a credential from remote callers. */
+  exposed: boolean;
   /** Readiness detail for authenticated callers; throws HttpError when the credential is refused. */
   detail: (req: IncomingMessage) => Promise<Record<string, unknown>>;
   /** Spends one request of a non-loopback caller's budget; resolves with ms to wait, or 0. */
@@ -38,10 +40,11 @@ const sendError = (res: ServerResponse, error: HttpError) => send(res, error.sta
 
 /**
  * Probes are answered ahead of the middleware stack: monitors hit them hard and
- * they must stay cheap. The bare {ok, status} answer says nothing an open port
- * does not already say, so it needs no credential on any bind; readiness detail
- * is given only to authenticated callers. Loopback callers are never rate
- * limited. Returns whether the request was a probe.
+ * they must stay cheap. Liveness says nothing an open port does not already
+ * say, so it needs no credential on any bind. Readiness needs one from remote
+ * callers when the bind reaches beyond loopback, and its detail is given only
+ * to authenticated callers. Loopback callers are never rate limited. Returns
+ * whether the request was a probe.
  */
 export function answerProbe(req: IncomingMessage, res: ServerResponse, options: ProbeOptions): boolean {
   const url = req.url ?? '/';
@@ -58,6 +61,9 @@ export function answerProbe(req: IncomingMessage, res: ServerResponse, options: 
     if (live) return send(res, 200, LIVE, head);
     const state = options.readiness();
     if (!options.presentsCredential(req)) {
+      if (options.exposed && !isLoopbackAddress(req.socket.remoteAddress ?? '')) {
+        return sendError(res, new HttpError(401, 'Readiness needs a credential beyond loopback: "Authorization: Bearer <credential>".', { 'www-authenticate': 'Bearer' }));
+      }
       return send(res, state === 'ready' ? 200 : 503, state === 'ready' ? READY : state === 'starting' ? STARTING : STOPPING, head);
     }
     options.detail(req).then(
