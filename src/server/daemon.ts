@@ -20,6 +20,8 @@ import { gatewayVersion } from '../shared/version.ts';
 import { GatewayCredential } from './auth/gateway-credential.ts';
 import { answerProbe, type ProbeOptions, type Readiness } from './http/probes.ts';
 import { HttpAuthenticator } from './auth/http-auth.ts';
+import { TokenStore } from './tokens/token-store.ts';
+import { registerTokenMethods, tokenVerifier } from './tokens/token-methods.ts';
 import { AuthLockout, RequestBudget } from './auth/throttle.ts';
 import { createLogger, type DaemonLogger } from './logger.ts';
 import { Store } from './store/database.ts';
@@ -60,6 +62,7 @@ export class Daemon {
   private store?: Store;
   private budget?: RequestBudget;
   private authenticator?: HttpAuthenticator;
+  private tokens?: TokenStore;
   private stopping?: Promise<void>;
   private resolveStopped!: () => void;
   readonly stopped = new Promise<void>((resolve) => { this.resolveStopped = resolve; });
@@ -165,10 +168,15 @@ export class Daemon {
     const devices = new DeviceRegistry(store);
     const lockout = new AuthLockout(this.config.gateway.auth.rateLimit);
     this.budget = new RequestBudget(this.config.gateway.rateLimit.max, this.config.gateway.rateLimit.windowMs);
-    this.authenticator = new HttpAuthenticator({ config: () => this.config, credential: this.credential, lockout, audit });
+    const tokens = new TokenStore(store);
+    this.tokens = tokens;
+    this.authenticator = new HttpAuthenticator({
+      config: () => this.config, credential: this.credential, lockout, audit, verifiers: [tokenVerifier(tokens)],
+    });
     const methods = new MethodTable();
     registerCoreMethods(methods, this);
     registerDeviceMethods(methods, { devices, store, controlPlane: () => this.controlPlane! });
+    registerTokenMethods(methods, { tokens, audit, defaultExpiryDays: () => this.config.api.tokens.defaultExpiryDays });
     const nodes = new NodeRegistry(() => this.config.gateway.nodes);
     registerNodeMethods(methods, nodes);
     this.controlPlane = new ControlPlane({
@@ -216,8 +224,14 @@ export class Daemon {
   private createServer(): Server {
     let handler: Promise<(req: IncomingMessage, res: ServerResponse) => Promise<void>> | undefined;
     const loadHandler = async () => {
-      const { createHttpApp } = await import('./http/app.ts');
-      return createHttpApp({ logger: this.logger, budget: this.budget!, surfaces: [] }).callback();
+      const [{ createHttpApp }, { tokenRoutes }] = await Promise.all([import('./http/app.ts'), import('./http/routes/tokens.ts')]);
+      const surfaces = [
+        tokenRoutes({
+          authenticator: this.authenticator!, tokens: this.tokens!, audit: (kind, fields) => this.audit(kind, fields),
+          maxBodyBytes: () => this.config.gateway.http.maxBodyBytes, defaultExpiryDays: () => this.config.api.tokens.defaultExpiryDays,
+        }),
+      ];
+      return createHttpApp({ logger: this.logger, budget: this.budget!, surfaces }).callback();
     };
     const probes: ProbeOptions = {
       readiness: () => this.readiness,

@@ -15,8 +15,12 @@ export interface Principal {
   scopes: ReadonlySet<string> | 'all';
 }
 
-/** Another kind of bearer credential (product tokens, JWTs, the service key); undefined when the value is not one of its kind. */
-export type BearerVerifier = (value: string) => Promise<Principal | undefined> | Principal | undefined;
+/**
+ * Another kind of bearer credential (product tokens, JWTs, the service key):
+ * a principal, undefined when the value is not one of its kind, or a string
+ * saying why a value of its kind is refused (expired, revoked).
+ */
+export type BearerVerifier = (value: string) => Promise<Principal | string | undefined> | Principal | string | undefined;
 
 const CREDENTIAL_PARAMS = /[?&](?:token|access_token|auth|authorization|password|passwd|api_key|apikey|key|secret|hooks_token)=/i;
 
@@ -111,20 +115,27 @@ export class HttpAuthenticator {
       await this.deps.lockout.succeed(address, 'bearer');
       return { kind: 'gateway', subject: 'gateway', scopes: 'all' };
     }
+    let refusal = 'The credential is not valid.';
     for (const verify of this.deps.verifiers ?? []) {
-      const principal = await verify(value);
-      if (principal) {
+      const outcome = await verify(value);
+      if (typeof outcome === 'string') {
+        refusal = outcome;
+        break;
+      }
+      if (outcome) {
         await this.deps.lockout.succeed(address, 'bearer');
-        return principal;
+        return outcome;
       }
     }
     const lockedFor = await this.deps.lockout.fail(address, 'bearer');
     this.deps.audit(lockedFor ? 'auth.lockout' : 'auth.failure', { address, detail: { kind: 'bearer', path: (req.url ?? '').split('?')[0], ...(lockedFor ? { lockoutMs: lockedFor } : {}) } });
-    throw new HttpError(401, 'The credential is not valid.', { 'www-authenticate': 'Bearer error="invalid_token"' });
+    throw new HttpError(401, refusal, { 'www-authenticate': 'Bearer error="invalid_token"' });
   }
 }
 
 export const tooMany = (retryAfterMs: number, what = 'Too many failed attempts'): HttpError =>
   new HttpError(429, `${what}; try again in ${Math.ceil(retryAfterMs / 1000)} s.`, { 'retry-after': String(Math.ceil(retryAfterMs / 1000)) });
 
-export const holds = (principal: Principal, scope: string): boolean => principal.scopes === 'all' || principal.scopes.has(scope);
+/** Whether a principal holds a scope; a token with admin holds every scope. */
+export const holds = (principal: Principal, scope: string): boolean =>
+  principal.scopes === 'all' || principal.scopes.has(scope) || principal.scopes.has('admin');

@@ -77,5 +77,23 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 3,
+    name: 'product access tokens',
+    sql: `
+      CREATE TABLE access_tokens (
+        id TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
+        name TEXT NOT NULL,
+        scopes TEXT NOT NULL,
+        token_hash TEXT NOT NULL UNIQUE,
+        last_four TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        expires_at BIGINT NOT NULL,
+        last_used_at BIGINT,
+        revoked_at BIGINT
+      );
+      CREATE INDEX access_tokens_owner ON access_tokens (owner, created_at);
+    `,
+  },
 ];
-

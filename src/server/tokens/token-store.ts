@@ -1,0 +1,95 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { generateAccessToken, isWellFormedAccessToken, maskAccessToken } from '../../shared/api/access-token.ts';
+import type { Store } from '../store/database.ts';
+
+export interface AccessToken {
+  id: string;
+  name: string;
+  scopes: string[];
+  createdAt: string;
+  expiresAt: string;
+  lastUsedAt: string | null;
+  revokedAt: string | null;
+  /** The prefix and last four characters; never the token. */
+  masked: string;
+}
+
+export interface VerifiedToken {
+  id: string;
+  owner: string;
+  scopes: string[];
+}
+
+export type TokenCheck = { ok: true; token: VerifiedToken } | { ok: false; reason: 'unknown' | 'expired' | 'revoked' };
+
+const hash = (value: string): string => createHash('sha256').update(value).digest('hex');
+const iso = (ms: unknown) => (ms === null || ms === undefined ? null : new Date(Number(ms)).toISOString());
+/** last_used_at is written at most this often per token, not on every request. */
+const LAST_USED_RESOLUTION_MS = 60_000;
+
+type Row = Record<string, unknown>;
+
+const view = (row: Row): AccessToken => ({
+  id: String(row.id),
+  name: String(row.name),
+  scopes: JSON.parse(String(row.scopes)) as string[],
+  createdAt: iso(row.created_at)!,
+  expiresAt: iso(row.expires_at)!,
+  lastUsedAt: iso(row.last_used_at),
+  revokedAt: iso(row.revoked_at),
+  masked: maskAccessToken(`x${String(row.last_four)}`),
+});
+
+/** Product access tokens: only a SHA-256 hash of each is stored. */
+export class TokenStore {
+  private readonly store: Store;
+  private readonly now: () => number;
+
+  constructor(store: Store, now: () => number = Date.now) {
+    this.store = store;
+    this.now = now;
+  }
+
+  /** Creates a token; the value is returned here once and never again. */
+  create(owner: string, input: { name: string; scopes: string[]; expiresAt: number }, createdAt = this.now()): AccessToken & { token: string } {
+    const token = generateAccessToken();
+    const id = `tok_${randomBytes(9).toString('base64url')}`;
+    const scopes = [...new Set(input.scopes)].sort();
+    this.store.db.prepare(`INSERT INTO access_tokens (id, owner, name, scopes, token_hash, last_four, created_at, expires_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?)`).run(id, owner, input.name, JSON.stringify(scopes), hash(token), token.slice(-4), createdAt, input.expiresAt);
+    return { ...this.get(owner, id)!, token };
+  }
+
+  get(owner: string, id: string): AccessToken | undefined {
+    const row = this.store.db.prepare('SELECT * FROM access_tokens WHERE id = ? AND owner = ?').get(id, owner) as Row | undefined;
+    return row ? view(row) : undefined;
+  }
+
+  list(owner: string): AccessToken[] {
+    return (this.store.db.prepare('SELECT * FROM access_tokens WHERE owner = ? ORDER BY created_at DESC, id').all(owner) as Row[]).map(view);
+  }
+
+  /** Revokes one of the owner's tokens at once; undefined when the owner has no such token. */
+  revoke(owner: string, id: string): AccessToken | undefined {
+    const existing = this.get(owner, id);
+    if (!existing) return undefined;
+    if (existing.revokedAt === null) {
+      this.store.db.prepare('UPDATE access_tokens SET revoked_at = ? WHERE id = ? AND owner = ? AND revoked_at IS NULL').run(this.now(), id, owner);
+    }
+    return this.get(owner, id);
+  }
+
+  /** Checks a presented value: its shape and checksum first, offline, then the stored hash. */
+  check(value: string): TokenCheck {
+    if (!isWellFormedAccessToken(value)) return { ok: false, reason: 'unknown' };
+    const row = this.store.db.prepare('SELECT id, owner, scopes, expires_at, revoked_at, last_used_at FROM access_tokens WHERE token_hash = ?').get(hash(value)) as Row | undefined;
+    if (!row) return { ok: false, reason: 'unknown' };
+    if (row.revoked_at !== null) return { ok: false, reason: 'revoked' };
+    const now = this.now();
+    if (Number(row.expires_at) <= now) return { ok: false, reason: 'expired' };
+    if (row.last_used_at === null || Number(row.last_used_at) < now - LAST_USED_RESOLUTION_MS) {
+      this.store.db.prepare('UPDATE access_tokens SET last_used_at = ? WHERE id = ?').run(now, row.id as string);
+    }
+    return { ok: true, token: { id: String(row.id), owner: String(row.owner), scopes: JSON.parse(String(row.scopes)) as string[] } };
+  }
+}
