@@ -21,6 +21,11 @@ import { GatewayCredential } from './auth/gateway-credential.ts';
 import { answerProbe, type ProbeOptions, type Readiness } from './http/probes.ts';
 import { HttpAuthenticator } from './auth/http-auth.ts';
 import { TokenStore } from './tokens/token-store.ts';
+import { JobQueue } from './jobs/job-queue.ts';
+import { JobHandlers } from './jobs/job-handlers.ts';
+import { JobWorker } from './jobs/worker.ts';
+import { registerJobMethods } from './jobs/job-methods.ts';
+import { registerGithubHandlers } from './webhooks/github-handlers.ts';
 import { registerTokenMethods, tokenVerifier } from './tokens/token-methods.ts';
 import { AuthLockout, RequestBudget } from './auth/throttle.ts';
 import { createLogger, type DaemonLogger } from './logger.ts';
@@ -33,6 +38,9 @@ import { registerNodeMethods } from './nodes/node-methods.ts';
 import { admit } from './ws/handshake.ts';
 import { DeviceRegistry } from './pairing/device-registry.ts';
 import { registerDeviceMethods, requestView } from './pairing/device-methods.ts';
+
+const PRUNE_JOB = 'store.prune';
+const PRUNE_INTERVAL_MS = 6 * 60 * 60_000;
 
 /** Lets tests observe a daemon between listening and ready (a real start-up is too quick to catch). */
 function testReadyDelay(): Promise<void> {
@@ -62,6 +70,13 @@ export class Daemon {
   private store?: Store;
   private budget?: RequestBudget;
   private authenticator?: HttpAuthenticator;
+  private queue?: JobQueue;
+  private handlers?: JobHandlers;
+  private worker?: JobWorker;
+  private webhookBudget?: RequestBudget;
+  private pruneTimer?: NodeJS.Timeout;
+  /** The webhook secret and, during rotation, the previous one: read once, refreshed when they change. */
+  webhookSecrets: string[] = [];
   private tokens?: TokenStore;
   private stopping?: Promise<void>;
   private resolveStopped!: () => void;
@@ -161,6 +176,7 @@ export class Daemon {
     this.logger.info({ port: this.port, host: this.bind.host, bind: this.bind.mode, version: record.version, secretStore: this.secrets.backend }, 'daemon starting');
 
     await this.loadCredentials();
+    await this.loadWebhookSecrets();
     this.store = new Store({ path: this.paths.db, synchronous: this.config.store.synchronous });
 
     const store = this.store;
@@ -177,6 +193,14 @@ export class Daemon {
     registerCoreMethods(methods, this);
     registerDeviceMethods(methods, { devices, store, controlPlane: () => this.controlPlane! });
     registerTokenMethods(methods, { tokens, audit, defaultExpiryDays: () => this.config.api.tokens.defaultExpiryDays });
+    const queue = new JobQueue(store);
+    this.queue = queue;
+    this.handlers = new JobHandlers();
+    registerGithubHandlers(this.handlers);
+    this.handlers.handle(PRUNE_JOB, () => queue.prune(this.config.store.retentionDays));
+    registerJobMethods(methods, queue);
+    this.worker = new JobWorker({ queue, handlers: this.handlers, store, logger: this.logger, concurrency: this.config.jobs.concurrency });
+    this.webhookBudget = new RequestBudget(this.config.gateway.rateLimit.webhooksMax, this.config.gateway.rateLimit.windowMs);
     const nodes = new NodeRegistry(() => this.config.gateway.nodes);
     registerNodeMethods(methods, nodes);
     this.controlPlane = new ControlPlane({
@@ -212,6 +236,8 @@ export class Daemon {
     this.record = { ...record, readyAt: Date.now() };
     updateDaemonLock(this.paths, this.record);
     this.readiness = 'ready';
+    this.worker.start();
+    this.schedulePrune();
     this.store.audit('daemon.start', { detail: { port: this.port, bind: this.bind.mode } });
     this.logger.info({ url: this.url, ms: this.record.readyAt! - this.startedAt }, 'daemon ready');
   }
@@ -224,14 +250,18 @@ export class Daemon {
   private createServer(): Server {
     let handler: Promise<(req: IncomingMessage, res: ServerResponse) => Promise<void>> | undefined;
     const loadHandler = async () => {
-      const [{ createHttpApp }, { tokenRoutes }] = await Promise.all([import('./http/app.ts'), import('./http/routes/tokens.ts')]);
+      const [{ createHttpApp }, { tokenRoutes }, { jobRoutes }, { webhookRoutes }] = await Promise.all([
+        import('./http/app.ts'), import('./http/routes/tokens.ts'), import('./http/routes/jobs.ts'), import('./http/routes/webhooks.ts'),
+      ]);
       const surfaces = [
+        webhookRoutes({ store: this.store!, queue: this.queue!, secrets: () => this.webhookSecrets }),
+        jobRoutes({ authenticator: this.authenticator!, queue: this.queue! }),
         tokenRoutes({
           authenticator: this.authenticator!, tokens: this.tokens!, audit: (kind, fields) => this.audit(kind, fields),
           maxBodyBytes: () => this.config.gateway.http.maxBodyBytes, defaultExpiryDays: () => this.config.api.tokens.defaultExpiryDays,
         }),
       ];
-      return createHttpApp({ logger: this.logger, budget: this.budget!, surfaces }).callback();
+      return createHttpApp({ logger: this.logger, budget: this.budget!, webhookBudget: this.webhookBudget!, surfaces }).callback();
     };
     const probes: ProbeOptions = {
       readiness: () => this.readiness,
@@ -309,6 +339,20 @@ export class Daemon {
     this.store?.audit(kind, fields);
   }
 
+  /** Reads the webhook secrets into memory: the environment first, then the store. */
+  async loadWebhookSecrets(): Promise<void> {
+    const current = secretFromEnv('webhooks.github.secret') ?? (await this.secrets.get('webhooks.github.secret'));
+    const previous = await this.secrets.get('webhooks.github.secret.previous');
+    this.webhookSecrets = [current, previous].filter((value): value is string => Boolean(value));
+  }
+
+  /** Retention runs as a job: at start, then every PRUNE_INTERVAL_MS. */
+  private schedulePrune(): void {
+    this.queue!.enqueue(PRUNE_JOB, null, { maxAttempts: 1 });
+    this.pruneTimer = setInterval(() => this.queue!.enqueue(PRUNE_JOB, null, { maxAttempts: 1 }), PRUNE_INTERVAL_MS);
+    this.pruneTimer.unref();
+  }
+
   /** Applies a change of the live settings; others wait for a restart. */
   applyConfig(next: GatewayConfig): void {
     this.config = next;
@@ -332,6 +376,9 @@ export class Daemon {
       this.controlPlane?.terminateAll();
       this.server?.closeAllConnections();
     }, Math.min(this.config.gateway.drainTimeoutMs, 5000)).unref();
+    clearInterval(this.pruneTimer);
+    const unfinished = await (this.worker?.drain(this.config.gateway.drainTimeoutMs) ?? Promise.resolve(0));
+    if (unfinished > 0) this.logger.warn({ jobs: unfinished }, 'stopping with jobs still running; they run again at the next start');
     await closed;
     clearTimeout(deadline);
     await this.teardown();

@@ -22,8 +22,13 @@ export default class SecretsSet extends BaseCommand<SecretSetResult> {
     'keep-previous': Flags.boolean({ description: 'keep the old webhook secret valid too, for rotation (webhooks.github.secret only)' }),
   };
 
+  /** The secret this command stores: the argument, or a fixed name in an alias. */
+  protected secretName(args: { name?: string }): string {
+    return args.name ?? '';
+  }
+
   async run(): Promise<SecretSetResult> {
-    const { args, flags } = await this.parse(SecretsSet);
+    const { args, flags } = await this.parse(this.ctor as typeof SecretsSet);
     const profile = this.selectProfile(flags.profile);
     const [{ assertUserSecretName }, { readSecretValue }, { ensureProfile }, { openSecretStore }, { notifyDaemon }] = await Promise.all([
       import('../../shared/secrets/names.ts'),
@@ -32,7 +37,7 @@ export default class SecretsSet extends BaseCommand<SecretSetResult> {
       import('../../shared/secrets/secret-store.ts'),
       import('../../cli/secret-notify.ts'),
     ]);
-    const name = assertUserSecretName(args.name);
+    const name = assertUserSecretName(this.secretName(args as { name?: string }));
     if (flags['keep-previous'] && name !== 'webhooks.github.secret') {
       throw usageError('--keep-previous applies only to webhooks.github.secret.');
     }

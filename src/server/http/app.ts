@@ -8,8 +8,9 @@ import { queryCredentialLayer, requestBudgetLayer } from './guards.ts';
 
 export interface HttpAppOptions {
   logger: Logger;
-  /** The request budget every surface shares. */
+  /** The request budget every surface shares, and the one of webhook deliveries. */
   budget: RequestBudget;
+  webhookBudget: RequestBudget;
   /** One router per surface, mounted in order. */
   surfaces: Router[];
 }
@@ -21,7 +22,7 @@ export interface HttpAppOptions {
  * 404 for the rest.
  * Probes never reach it (see probes.ts).
  */
-export function createHttpApp({ logger, budget, surfaces }: HttpAppOptions): Koa {
+export function createHttpApp({ logger, budget, webhookBudget, surfaces }: HttpAppOptions): Koa {
   const app = new Koa({ proxy: false });
   app.silent = true;
 
@@ -34,7 +35,7 @@ export function createHttpApp({ logger, budget, surfaces }: HttpAppOptions): Koa
     logger.debug({ method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(performance.now() - started), requestId: ctx.state.requestId }, 'request');
   });
   app.use(queryCredentialLayer);
-  app.use(requestBudgetLayer(budget));
+  app.use(requestBudgetLayer(budget, webhookBudget));
   for (const surface of surfaces) {
     app.use(surface.routes());
     app.use(surface.allowedMethods());

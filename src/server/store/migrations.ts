@@ -96,4 +96,58 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX access_tokens_owner ON access_tokens (owner, created_at);
     `,
   },
+  {
+    version: 4,
+    name: 'jobs, webhook deliveries, installations and pushes',
+    sql: `
+      CREATE TABLE jobs (
+        id TEXT PRIMARY KEY,
+        kind TEXT NOT NULL,
+        status TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        max_attempts INTEGER NOT NULL,
+        run_at BIGINT NOT NULL,
+        created_at BIGINT NOT NULL,
+        started_at BIGINT,
+        finished_at BIGINT,
+        error TEXT,
+        result TEXT,
+        source TEXT
+      );
+      CREATE INDEX jobs_claim ON jobs (status, run_at);
+      CREATE INDEX jobs_created ON jobs (created_at, id);
+      CREATE TABLE webhook_deliveries (
+        hook_id TEXT NOT NULL,
+        delivery_id TEXT NOT NULL,
+        event TEXT NOT NULL,
+        received_at BIGINT NOT NULL,
+        job_id TEXT NOT NULL,
+        PRIMARY KEY (hook_id, delivery_id)
+      );
+      CREATE INDEX webhook_deliveries_received ON webhook_deliveries (received_at);
+      CREATE TABLE installations (
+        id BIGINT PRIMARY KEY,
+        account TEXT,
+        target_type TEXT,
+        suspended_at BIGINT,
+        deleted_at BIGINT,
+        updated_at BIGINT NOT NULL
+      );
+      CREATE TABLE installation_repositories (
+        installation_id BIGINT NOT NULL,
+        full_name TEXT NOT NULL,
+        added_at BIGINT NOT NULL,
+        PRIMARY KEY (installation_id, full_name)
+      );
+      CREATE TABLE pushes (
+        delivery_id TEXT PRIMARY KEY,
+        repository TEXT NOT NULL,
+        ref TEXT NOT NULL,
+        head_commit TEXT,
+        commit_count INTEGER NOT NULL,
+        received_at BIGINT NOT NULL
+      );
+    `,
+  },
 ];

@@ -84,6 +84,7 @@ export function registerCoreMethods(methods: MethodTable, daemon: Daemon): void 
       daemon.logger.info({ secret: name, client: client.clientId }, 'secret changed');
       daemon.audit('secret.changed', { actor: client.deviceId, subject: name, address: client.address });
       if (name === 'gateway.token' || name === 'gateway.password') await daemon.loadCredentials().catch(() => undefined);
+      if (name.startsWith('webhooks.github.secret')) await daemon.loadWebhookSecrets();
       return { name, applied: true };
     })
     .add('shutdown', (_params, client) => {

@@ -5,6 +5,8 @@ export const ROUTE_SCOPES = {
   'POST /tokens': 'tokens:write',
   'GET /tokens': 'tokens:read',
   'DELETE /tokens/:id': 'tokens:write',
+  'GET /jobs': 'jobs:read',
+  'GET /jobs/:id': 'jobs:read',
 } as const satisfies Record<string, TokenScope>;
 
 export type ProtectedRoute = keyof typeof ROUTE_SCOPES;

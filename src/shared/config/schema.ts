@@ -164,6 +164,9 @@ export const configSchema: SchemaNode = object({
     synchronous: oneOf(['normal', 'full'] as const, 'normal', 'full extends durability to power loss'),
     retentionDays: int(30, 1, 3650, 'days to keep deliveries and finished jobs'),
   }),
+  jobs: object({
+    concurrency: int(4, 1, 64, 'jobs the daemon runs at once'),
+  }),
   api: object({
     jwt: object({
       issuer: text('expected JWT issuer'),

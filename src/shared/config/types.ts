@@ -26,6 +26,7 @@ export interface GatewayConfig {
   channels: Record<string, Record<string, unknown> & { enabled: boolean; dmPolicy: string; allowFrom: string[] }>;
   secrets: { backend?: SecretBackendName };
   store: { synchronous: 'normal' | 'full'; retentionDays: number };
+  jobs: { concurrency: number };
   api: { jwt: { issuer?: string; audience?: string; jwksUrl?: string }; tokens: { defaultExpiryDays: number } };
   plugins: Record<string, unknown> & { load: string[] };
   log: { level: LogLevel; maxBytes: number; maxFiles: number };

@@ -1,0 +1,168 @@
+import { randomBytes } from 'node:crypto';
+import type { Store } from '../store/database.ts';
+
+export const JOB_STATUSES = ['queued', 'running', 'succeeded', 'failed'] as const;
+export type JobStatus = (typeof JOB_STATUSES)[number];
+
+export interface Job {
+  id: string;
+  kind: string;
+  status: JobStatus;
+  attempts: number;
+  maxAttempts: number;
+  runAt: string;
+  createdAt: string;
+  startedAt: string | null;
+  finishedAt: string | null;
+  error: string | null;
+  result: unknown;
+  source: string | null;
+}
+
+export interface ClaimedJob {
+  id: string;
+  kind: string;
+  payload: unknown;
+  attempts: number;
+  maxAttempts: number;
+}
+
+export const JOB_LIMITS = {
+  defaultMaxAttempts: 5,
+  /** First retry after this long, doubling each attempt, capped below. */
+  backoffBaseMs: 1000,
+  backoffMaxMs: 5 * 60_000,
+  maxListLimit: 200,
+  defaultListLimit: 50,
+} as const;
+
+type Row = Record<string, unknown>;
+const iso = (ms: unknown) => (ms === null || ms === undefined ? null : new Date(Number(ms)).toISOString());
+
+function view(row: Row): Job {
+  return {
+    id: String(row.id), kind: String(row.kind), status: String(row.status) as JobStatus, attempts: Number(row.attempts),
+    maxAttempts: Number(row.max_attempts), runAt: iso(row.run_at)!, createdAt: iso(row.created_at)!, startedAt: iso(row.started_at),
+    finishedAt: iso(row.finished_at), error: row.error === null ? null : String(row.error),
+    result: row.result === null ? null : JSON.parse(String(row.result)), source: row.source === null ? null : String(row.source),
+  };
+}
+
+export class CursorError extends Error {}
+
+const encodeCursor = (createdAt: number, id: string) => Buffer.from(`${createdAt}:${id}`).toString('base64url');
+function decodeCursor(cursor: string): [number, string] {
+  const text = Buffer.from(cursor, 'base64url').toString('utf8');
+  const match = /^(\d{1,16}):(job_[A-Za-z0-9_-]{1,64})$/.exec(text);
+  if (!match) throw new CursorError('cursor is not one this API returned');
+  return [Number(match[1]), match[2]!];
+}
+
+/** Durable jobs in the profile's database: queued -> running -> succeeded | failed, with retries and backoff. */
+export class JobQueue {
+  private readonly store: Store;
+  private readonly now: () => number;
+  private listeners = new Set<() => void>();
+
+  constructor(store: Store, now: () => number = Date.now) {
+    this.store = store;
+    this.now = now;
+  }
+
+  /** Called when work may be waiting, so the worker need not poll. */
+  onEnqueued(listener: () => void): void {
+    this.listeners.add(listener);
+  }
+
+  /** Adds a job; call inside a transaction to commit it with what caused it. */
+  enqueue(kind: string, payload: unknown, options: { source?: string; maxAttempts?: number; runAt?: number } = {}): string {
+    const id = `job_${randomBytes(12).toString('base64url')}`;
+    const now = this.now();
+    this.store.db.prepare(`INSERT INTO jobs (id, kind, status, payload, attempts, max_attempts, run_at, created_at, source)
+      VALUES (?, ?, 'queued', ?, 0, ?, ?, ?, ?)`).run(
+      id, kind, JSON.stringify(payload ?? null), options.maxAttempts ?? JOB_LIMITS.defaultMaxAttempts, options.runAt ?? now, now, options.source ?? null,
+    );
+    queueMicrotask(() => this.listeners.forEach((listener) => listener()));
+    return id;
+  }
+
+  /** Takes the next due job, atomically, marking it running. */
+  claim(): ClaimedJob | undefined {
+    const now = this.now();
+    const row = this.store.db.prepare(`UPDATE jobs SET status = 'running', started_at = ?, attempts = attempts + 1
+      WHERE id = (SELECT id FROM jobs WHERE status = 'queued' AND run_at <= ? ORDER BY run_at, created_at LIMIT 1)
+      RETURNING id, kind, payload, attempts, max_attempts`).get(now, now) as Row | undefined;
+    if (!row) return undefined;
+    return { id: String(row.id), kind: String(row.kind), payload: JSON.parse(String(row.payload)), attempts: Number(row.attempts), maxAttempts: Number(row.max_attempts) };
+  }
+
+  /** When the next queued job is due, if any. */
+  nextRunAt(): number | undefined {
+    const row = this.store.db.prepare("SELECT MIN(run_at) AS next FROM jobs WHERE status = 'queued'").get() as Row;
+    return row.next === null ? undefined : Number(row.next);
+  }
+
+  succeed(id: string, result: unknown): void {
+    this.store.db.prepare("UPDATE jobs SET status = 'succeeded', finished_at = ?, result = ?, error = NULL WHERE id = ?")
+      .run(this.now(), JSON.stringify(result ?? null), id);
+  }
+
+  /** A failed attempt goes back to the queue with backoff until its attempts run out. */
+  fail(job: ClaimedJob, error: string): void {
+    const now = this.now();
+    if (job.attempts < job.maxAttempts) {
+      const delay = Math.min(JOB_LIMITS.backoffBaseMs * 2 ** (job.attempts - 1), JOB_LIMITS.backoffMaxMs);
+      this.store.db.prepare("UPDATE jobs SET status = 'queued', run_at = ?, error = ? WHERE id = ?").run(now + delay, error, job.id);
+    } else {
+      this.store.db.prepare("UPDATE jobs SET status = 'failed', finished_at = ?, error = ? WHERE id = ?").run(now, error, job.id);
+    }
+  }
+
+  /** Jobs a killed daemon left running go back to the queue. */
+  requeueInterrupted(): number {
+    return Number(this.store.db.prepare("UPDATE jobs SET status = 'queued', run_at = ? WHERE status = 'running'").run(this.now()).changes);
+  }
+
+  get(id: string): Job | undefined {
+    const row = this.store.db.prepare('SELECT * FROM jobs WHERE id = ?').get(id) as Row | undefined;
+    return row ? view(row) : undefined;
+  }
+
+  /** Newest first, with an opaque cursor for the next page. */
+  list(filter: { status?: JobStatus; kind?: string; limit?: number; cursor?: string }): { jobs: Job[]; nextCursor: string | null } {
+    const limit = filter.limit ?? JOB_LIMITS.defaultListLimit;
+    const where: string[] = [];
+    const values: (string | number)[] = [];
+    if (filter.status) { where.push('status = ?'); values.push(filter.status); }
+    if (filter.kind) { where.push('kind = ?'); values.push(filter.kind); }
+    if (filter.cursor) {
+      const [createdAt, id] = decodeCursor(filter.cursor);
+      where.push('(created_at < ? OR (created_at = ? AND id < ?))');
+      values.push(createdAt, createdAt, id);
+    }
+    const rows = this.store.db.prepare(`SELECT * FROM jobs ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY created_at DESC, id DESC LIMIT ?`)
+      .all(...values, limit + 1) as Row[];
+    const page = rows.slice(0, limit);
+    const last = page.at(-1);
+    return { jobs: page.map(view), nextCursor: rows.length > limit && last ? encodeCursor(Number(last.created_at), String(last.id)) : null };
+  }
+
+  /** Queues a failed job again with a fresh set of attempts; undefined when there is no such job. */
+  retry(id: string): Job | 'not-failed' | undefined {
+    const job = this.get(id);
+    if (!job) return undefined;
+    if (job.status !== 'failed') return 'not-failed';
+    this.store.db.prepare("UPDATE jobs SET status = 'queued', attempts = 0, run_at = ?, finished_at = NULL, error = NULL WHERE id = ?").run(this.now(), id);
+    queueMicrotask(() => this.listeners.forEach((listener) => listener()));
+    return this.get(id);
+  }
+
+  /** Deletes deliveries and finished jobs older than the retention. */
+  prune(retentionDays: number): { jobs: number; deliveries: number } {
+    const before = this.now() - retentionDays * 86_400_000;
+    return this.store.transaction(() => ({
+      deliveries: Number(this.store.db.prepare('DELETE FROM webhook_deliveries WHERE received_at < ?').run(before).changes),
+      jobs: Number(this.store.db.prepare("DELETE FROM jobs WHERE status IN ('succeeded', 'failed') AND finished_at < ?").run(before).changes),
+    }));
+  }
+}

@@ -1,0 +1,64 @@
+import type { JobQueue } from '../jobs/job-queue.ts';
+import type { Store } from '../store/database.ts';
+
+export class DeliveryError extends Error {}
+
+const isObject = (value: unknown): value is Record<string, any> => value !== null && typeof value === 'object' && !Array.isArray(value);
+
+/** The payload of a delivery: a JSON body, or a form body whose payload field holds the JSON. */
+export function parseDelivery(raw: Buffer, form: boolean): Record<string, any> {
+  let text = raw.toString('utf8');
+  if (form) {
+    const field = new URLSearchParams(text).get('payload');
+    if (field === null) throw new DeliveryError('A form-encoded delivery needs a payload= field.');
+    text = field;
+  }
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw new DeliveryError('The payload is not valid JSON.');
+  }
+  if (!isObject(body)) throw new DeliveryError('The payload must be a JSON object.');
+  return body;
+}
+
+/** Checks the fields the built-in handlers use. */
+export function validateEvent(event: string, body: Record<string, any>): void {
+  const missing: string[] = [];
+  if (event === 'push') {
+    if (typeof body.ref !== 'string') missing.push('ref');
+    if (typeof body.after !== 'string') missing.push('after');
+    if (typeof body.repository?.full_name !== 'string') missing.push('repository.full_name');
+    if (body.head_commit !== undefined && body.head_commit !== null && !isObject(body.head_commit)) missing.push('head_commit (object or null)');
+  } else if (event === 'installation' || event === 'installation_repositories') {
+    if (typeof body.action !== 'string') missing.push('action');
+    if (typeof body.installation?.id !== 'number') missing.push('installation.id');
+  }
+  if (missing.length > 0) throw new DeliveryError(`The ${event} payload lacks ${missing.join(', ')}.`);
+}
+
+export interface Accepted {
+  deliveryId: string;
+  jobId: string;
+  duplicate: boolean;
+}
+
+/**
+ * Records a delivery and its job in one transaction, before anything answers.
+ * A redelivery (same hook id and delivery id) creates nothing. Without a hook
+ * id the key is the delivery id alone: stored as "", since SQL NULLs never collide.
+ */
+export function acceptDelivery(store: Store, queue: JobQueue, delivery: { event: string; deliveryId: string; hookId: string | undefined; body: Record<string, any> }): Accepted {
+  const hookKey = delivery.hookId ?? '';
+  return store.transaction(() => {
+    const existing = store.db.prepare('SELECT job_id FROM webhook_deliveries WHERE hook_id = ? AND delivery_id = ?').get(hookKey, delivery.deliveryId) as { job_id: string } | undefined;
+    if (existing) return { deliveryId: delivery.deliveryId, jobId: existing.job_id, duplicate: true };
+    const jobId = queue.enqueue(`github.${delivery.event}`, {
+      event: delivery.event, deliveryId: delivery.deliveryId, hookId: delivery.hookId ?? null, body: delivery.body,
+    }, { source: delivery.deliveryId });
+    store.db.prepare('INSERT INTO webhook_deliveries (hook_id, delivery_id, event, received_at, job_id) VALUES (?, ?, ?, ?, ?)')
+      .run(hookKey, delivery.deliveryId, delivery.event, Date.now(), jobId);
+    return { deliveryId: delivery.deliveryId, jobId, duplicate: false };
+  });
+}
