@@ -1,0 +1,63 @@
+import { expect } from 'chai';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { JobQueue } from '../../../src/server/jobs/job-queue.ts';
+import { Store } from '../../../src/server/store/database.ts';
+
+describe('job queue', () => {
+  let dir: string;
+  let store: Store;
+  let now: number;
+  let queue: JobQueue;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'gateway-jobs-'));
+    store = new Store({ path: join(dir, 'state.db'), synchronous: 'normal' });
+    now = 1_000_000;
+    queue = new JobQueue(store, () => now);
+  });
+  afterEach(() => {
+    store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('retries a failed attempt with doubling backoff until its attempts run out', () => {
+    const id = queue.enqueue('k', { a: 1 }, { maxAttempts: 3 });
+    const first = queue.claim()!;
+    expect(first).to.include({ id, attempts: 1 });
+    expect(queue.claim()).to.equal(undefined);
+    queue.fail(first, 'boom');
+    expect(queue.get(id)).to.include({ status: 'queued', error: 'boom' });
+    expect(queue.claim()).to.equal(undefined);
+    now += 1000;
+    const second = queue.claim()!;
+    expect(second.attempts).to.equal(2);
+    queue.fail(second, 'boom');
+    now += 1999;
+    expect(queue.claim()).to.equal(undefined);
+    now += 1;
+    const third = queue.claim()!;
+    queue.fail(third, 'final');
+    expect(queue.get(id)).to.include({ status: 'failed', attempts: 3, error: 'final' });
+    expect(queue.retry(id)).to.include({ status: 'queued', attempts: 0 });
+    expect(queue.retry('job_nope')).to.equal(undefined);
+  });
+
+  it('requeues jobs a killed daemon left running', () => {
+    queue.enqueue('k', null);
+    queue.claim();
+    expect(queue.requeueInterrupted()).to.equal(1);
+    expect(queue.claim()?.attempts).to.equal(2);
+  });
+
+  it('prunes finished jobs and deliveries past the retention', () => {
+    const old = queue.enqueue('k', null);
+    queue.succeed(queue.claim()!.id, 1);
+    store.db.prepare("INSERT INTO webhook_deliveries (hook_id, delivery_id, event, received_at, job_id) VALUES ('', 'd', 'push', ?, ?)").run(now, old);
+    now += 31 * 86_400_000;
+    const fresh = queue.enqueue('k', null);
+    expect(queue.prune(30)).to.deep.equal({ jobs: 1, deliveries: 1 });
+    expect(queue.get(old)).to.equal(undefined);
+    expect(queue.get(fresh)?.status).to.equal('queued');
+  });
+});
