@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { freePort, median, printFigures, rssKiB, sleep, startBare, step, timeCommand, type Figure } from './support.ts';
 import { runConnectBench } from './connect.ts';
+import { runWebhookBench, WEBHOOK_BENCH_SECRET } from './webhooks.ts';
 
 const BIN = new URL('../bin/run.js', import.meta.url).pathname;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
@@ -77,6 +78,14 @@ try {
   const token = JSON.parse(readFileSync(join(home, 'profiles/bench/secrets.json'), 'utf8')).secrets['gateway.token'];
   step('WebSocket connect and first RPC');
   figures.push(await runConnectBench(port, token, ROUNDS * 30));
+
+  step(`webhook deliveries, ${DURATION} s each, synchronous normal then full`);
+  spawnSync(process.execPath, [BIN, 'secrets', 'set', 'webhooks.github.secret'], { env, input: WEBHOOK_BENCH_SECRET });
+  gateway('restart');
+  figures.push((await runWebhookBench(port, DURATION, 'synchronous normal')).figure);
+  gateway('config', 'set', 'store.synchronous', 'full');
+  gateway('restart');
+  figures.push((await runWebhookBench(port, DURATION, 'synchronous full')).figure);
 } finally {
   gateway('stop', '--force');
   rmSync(home, { recursive: true, force: true });

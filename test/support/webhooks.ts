@@ -16,6 +16,7 @@ export function pushPayload(size = 2048): Record<string, unknown> {
   };
 }
 
+/** POSTs a delivery to /webhooks, signed with the test secret unless told otherwise. */
 export async function deliver(base: string, event: string, body: string, options: { secret?: string; deliveryId?: string; hookId?: string; contentType?: string; signature?: string } = {}) {
   const headers: Record<string, string> = {
     'content-type': options.contentType ?? 'application/json',

@@ -74,36 +74,45 @@ export class JobQueue {
     this.listeners.add(listener);
   }
 
-  /** Adds a job; call inside a transaction to commit it with what caused it. */
-  enqueue(kind: string, payload: unknown, options: { source?: string; maxAttempts?: number; runAt?: number } = {}): string {
+  /**
+   * Adds a job; call inside a transaction to commit it with what caused it.
+   * `serialized` is the payload already as JSON, when the caller has it.
+   */
+  enqueue(kind: string, payload: unknown, options: { source?: string; maxAttempts?: number; runAt?: number; serialized?: string } = {}): string {
     const id = `job_${randomBytes(12).toString('base64url')}`;
     const now = this.now();
-    this.store.db.prepare(`INSERT INTO jobs (id, kind, status, payload, attempts, max_attempts, run_at, created_at, source)
-      VALUES (?, ?, 'queued', ?, 0, ?, ?, ?, ?)`).run(
-      id, kind, JSON.stringify(payload ?? null), options.maxAttempts ?? JOB_LIMITS.defaultMaxAttempts, options.runAt ?? now, now, options.source ?? null,
+    this.store.prepare(`INSERT INTO jobs (id, kind, status, attempts, max_attempts, run_at, created_at, source)
+      VALUES (?, ?, 'queued', 0, ?, ?, ?, ?)`).run(
+      id, kind, options.maxAttempts ?? JOB_LIMITS.defaultMaxAttempts, options.runAt ?? now, now, options.source ?? null,
     );
+    this.store.prepare('INSERT INTO job_payloads (job_id, payload) VALUES (?, ?)').run(id, options.serialized ?? JSON.stringify(payload ?? null));
     queueMicrotask(() => this.listeners.forEach((listener) => listener()));
     return id;
   }
 
-  /** Takes the next due job, atomically, marking it running. */
-  claim(): ClaimedJob | undefined {
+  /** Takes up to `limit` due jobs, atomically, marking them running. */
+  claim(limit = 1): ClaimedJob[] {
     const now = this.now();
-    const row = this.store.db.prepare(`UPDATE jobs SET status = 'running', started_at = ?, attempts = attempts + 1
-      WHERE id = (SELECT id FROM jobs WHERE status = 'queued' AND run_at <= ? ORDER BY run_at, created_at LIMIT 1)
-      RETURNING id, kind, payload, attempts, max_attempts`).get(now, now) as Row | undefined;
-    if (!row) return undefined;
-    return { id: String(row.id), kind: String(row.kind), payload: JSON.parse(String(row.payload)), attempts: Number(row.attempts), maxAttempts: Number(row.max_attempts) };
+    return this.store.transaction(() => {
+      const rows = this.store.prepare(`UPDATE jobs SET status = 'running', started_at = ?, attempts = attempts + 1
+        WHERE id IN (SELECT id FROM jobs WHERE status = 'queued' AND run_at <= ? ORDER BY run_at, created_at LIMIT ?)
+        RETURNING id, kind, attempts, max_attempts`).all(now, now, limit) as Row[];
+      const payload = this.store.prepare('SELECT payload FROM job_payloads WHERE job_id = ?');
+      return rows.map((row) => ({
+        id: String(row.id), kind: String(row.kind), attempts: Number(row.attempts), maxAttempts: Number(row.max_attempts),
+        payload: JSON.parse(String((payload.get(String(row.id)) as Row | undefined)?.payload ?? 'null')),
+      }));
+    });
   }
 
   /** When the next queued job is due, if any. */
   nextRunAt(): number | undefined {
-    const row = this.store.db.prepare("SELECT MIN(run_at) AS next FROM jobs WHERE status = 'queued'").get() as Row;
+    const row = this.store.prepare("SELECT MIN(run_at) AS next FROM jobs WHERE status = 'queued'").get() as Row;
     return row.next === null ? undefined : Number(row.next);
   }
 
   succeed(id: string, result: unknown): void {
-    this.store.db.prepare("UPDATE jobs SET status = 'succeeded', finished_at = ?, result = ?, error = NULL WHERE id = ?")
+    this.store.prepare("UPDATE jobs SET status = 'succeeded', finished_at = ?, result = ?, error = NULL WHERE id = ?")
       .run(this.now(), JSON.stringify(result ?? null), id);
   }
 
@@ -112,19 +121,19 @@ export class JobQueue {
     const now = this.now();
     if (job.attempts < job.maxAttempts) {
       const delay = Math.min(JOB_LIMITS.backoffBaseMs * 2 ** (job.attempts - 1), JOB_LIMITS.backoffMaxMs);
-      this.store.db.prepare("UPDATE jobs SET status = 'queued', run_at = ?, error = ? WHERE id = ?").run(now + delay, error, job.id);
+      this.store.prepare("UPDATE jobs SET status = 'queued', run_at = ?, error = ? WHERE id = ?").run(now + delay, error, job.id);
     } else {
-      this.store.db.prepare("UPDATE jobs SET status = 'failed', finished_at = ?, error = ? WHERE id = ?").run(now, error, job.id);
+      this.store.prepare("UPDATE jobs SET status = 'failed', finished_at = ?, error = ? WHERE id = ?").run(now, error, job.id);
     }
   }
 
   /** Jobs a killed daemon left running go back to the queue. */
   requeueInterrupted(): number {
-    return Number(this.store.db.prepare("UPDATE jobs SET status = 'queued', run_at = ? WHERE status = 'running'").run(this.now()).changes);
+    return Number(this.store.prepare("UPDATE jobs SET status = 'queued', run_at = ? WHERE status = 'running'").run(this.now()).changes);
   }
 
   get(id: string): Job | undefined {
-    const row = this.store.db.prepare('SELECT * FROM jobs WHERE id = ?').get(id) as Row | undefined;
+    const row = this.store.prepare('SELECT * FROM jobs WHERE id = ?').get(id) as Row | undefined;
     return row ? view(row) : undefined;
   }
 
@@ -140,7 +149,7 @@ export class JobQueue {
       where.push('(created_at < ? OR (created_at = ? AND id < ?))');
       values.push(createdAt, createdAt, id);
     }
-    const rows = this.store.db.prepare(`SELECT * FROM jobs ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY created_at DESC, id DESC LIMIT ?`)
+    const rows = this.store.prepare(`SELECT * FROM jobs ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY created_at DESC, id DESC LIMIT ?`)
       .all(...values, limit + 1) as Row[];
     const page = rows.slice(0, limit);
     const last = page.at(-1);
@@ -152,7 +161,7 @@ export class JobQueue {
     const job = this.get(id);
     if (!job) return undefined;
     if (job.status !== 'failed') return 'not-failed';
-    this.store.db.prepare("UPDATE jobs SET status = 'queued', attempts = 0, run_at = ?, finished_at = NULL, error = NULL WHERE id = ?").run(this.now(), id);
+    this.store.prepare("UPDATE jobs SET status = 'queued', attempts = 0, run_at = ?, finished_at = NULL, error = NULL WHERE id = ?").run(this.now(), id);
     queueMicrotask(() => this.listeners.forEach((listener) => listener()));
     return this.get(id);
   }
@@ -161,8 +170,11 @@ export class JobQueue {
   prune(retentionDays: number): { jobs: number; deliveries: number } {
     const before = this.now() - retentionDays * 86_400_000;
     return this.store.transaction(() => ({
-      deliveries: Number(this.store.db.prepare('DELETE FROM webhook_deliveries WHERE received_at < ?').run(before).changes),
-      jobs: Number(this.store.db.prepare("DELETE FROM jobs WHERE status IN ('succeeded', 'failed') AND finished_at < ?").run(before).changes),
+      deliveries: Number(this.store.prepare('DELETE FROM webhook_deliveries WHERE received_at < ?').run(before).changes),
+      jobs: (() => {
+        this.store.prepare("DELETE FROM job_payloads WHERE job_id IN (SELECT id FROM jobs WHERE status IN ('succeeded', 'failed') AND finished_at < ?)").run(before);
+        return Number(this.store.prepare("DELETE FROM jobs WHERE status IN ('succeeded', 'failed') AND finished_at < ?").run(before).changes);
+      })(),
     }));
   }
 }

@@ -10,12 +10,13 @@ const IDLE_POLL_MS = 1000;
 export class JobWorker {
   private running = new Map<string, Promise<void>>();
   private stopped = false;
+  private scheduled = false;
   private timer?: NodeJS.Timeout;
   private readonly options: { queue: JobQueue; handlers: JobHandlers; store: Store; logger: Logger; concurrency: number };
 
   constructor(options: { queue: JobQueue; handlers: JobHandlers; store: Store; logger: Logger; concurrency: number }) {
     this.options = options;
-    options.queue.onEnqueued(() => this.pump());
+    options.queue.onEnqueued(() => this.schedule());
   }
 
   start(): void {
@@ -28,15 +29,24 @@ export class JobWorker {
     return this.running.size;
   }
 
+  /** Coalesces the many wake-ups of a busy moment into one pump. */
+  private schedule(): void {
+    if (this.scheduled || this.stopped) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      this.pump();
+    });
+  }
+
   private pump(): void {
     if (this.stopped) return;
     clearTimeout(this.timer);
-    while (this.running.size < this.options.concurrency) {
-      const job = this.options.queue.claim();
-      if (!job) break;
+    const free = this.options.concurrency - this.running.size;
+    for (const job of free > 0 ? this.options.queue.claim(free) : []) {
       const run = this.run(job).finally(() => {
         this.running.delete(job.id);
-        this.pump();
+        this.schedule();
       });
       this.running.set(job.id, run);
     }

@@ -98,7 +98,7 @@ export function registerDeviceMethods(methods: MethodTable, deps: DeviceMethodDe
       const since = input.since === undefined ? 0 : Number(input.since);
       const limit = input.limit === undefined ? 200 : Number(input.limit);
       if (!Number.isFinite(since) || !Number.isInteger(limit) || limit < 1 || limit > 1000) throw invalidParams('since must be a time in ms and limit 1-1000');
-      const rows = store.db.prepare('SELECT * FROM audit_events WHERE at >= ? ORDER BY id DESC LIMIT ?').all(since, limit) as Record<string, unknown>[];
+      const rows = store.prepare('SELECT * FROM audit_events WHERE at >= ? ORDER BY id DESC LIMIT ?').all(since, limit) as Record<string, unknown>[];
       return {
         events: rows.reverse().map((row) => ({
           id: Number(row.id), at: new Date(Number(row.at)).toISOString(), kind: row.kind, actor: row.actor, subject: row.subject,

@@ -81,22 +81,18 @@ export class DeviceRegistry {
     this.now = now;
   }
 
-  private get db() {
-    return this.store.db;
-  }
-
   get(id: string): Device | undefined {
-    const row = this.db.prepare('SELECT * FROM devices WHERE id = ?').get(id) as Row | undefined;
+    const row = this.store.prepare('SELECT * FROM devices WHERE id = ?').get(id) as Row | undefined;
     return row ? toDevice(row) : undefined;
   }
 
   /** Paired devices that are not revoked. */
   list(): Device[] {
-    return (this.db.prepare('SELECT * FROM devices WHERE revoked_at IS NULL ORDER BY paired_at').all() as Row[]).map(toDevice);
+    return (this.store.prepare('SELECT * FROM devices WHERE revoked_at IS NULL ORDER BY paired_at').all() as Row[]).map(toDevice);
   }
 
   pending(): PairingRequest[] {
-    return (this.db.prepare("SELECT * FROM pairing_requests WHERE status = 'pending' AND expires_at > ? ORDER BY created_at")
+    return (this.store.prepare("SELECT * FROM pairing_requests WHERE status = 'pending' AND expires_at > ? ORDER BY created_at")
       .all(this.now()) as Row[]).map(toRequest);
   }
 
@@ -104,24 +100,24 @@ export class DeviceRegistry {
   request(claim: DeviceClaim): PairingRequest {
     return this.store.transaction(() => {
       const now = this.now();
-      const existing = this.db.prepare("SELECT * FROM pairing_requests WHERE device_id = ? AND status = 'pending' AND expires_at > ?").get(claim.deviceId, now) as Row | undefined;
+      const existing = this.store.prepare("SELECT * FROM pairing_requests WHERE device_id = ? AND status = 'pending' AND expires_at > ?").get(claim.deviceId, now) as Row | undefined;
       if (existing) {
         const request = toRequest(existing);
         if (request.role === claim.role && request.scopes.join(',') === [...claim.scopes].sort().join(',')) return request;
-        this.db.prepare("UPDATE pairing_requests SET status = 'replaced', resolved_at = ? WHERE id = ?").run(now, request.id);
+        this.store.prepare("UPDATE pairing_requests SET status = 'replaced', resolved_at = ? WHERE id = ?").run(now, request.id);
       }
       const id = code(8);
-      this.db.prepare(`INSERT INTO pairing_requests (id, device_id, public_key, role, scopes, client_id, platform, address, via_proxy, created_at, expires_at, status)
+      this.store.prepare(`INSERT INTO pairing_requests (id, device_id, public_key, role, scopes, client_id, platform, address, via_proxy, created_at, expires_at, status)
         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending')`).run(
         id, claim.deviceId, claim.publicKey, claim.role, JSON.stringify([...claim.scopes].sort()), claim.clientId, claim.platform,
         claim.address, claim.viaProxy ? 1 : 0, now, now + Limits.pairingRequestTtlMs,
       );
-      return toRequest(this.db.prepare('SELECT * FROM pairing_requests WHERE id = ?').get(id) as Row);
+      return toRequest(this.store.prepare('SELECT * FROM pairing_requests WHERE id = ?').get(id) as Row);
     });
   }
 
   findPending(id: string): PairingRequest | undefined {
-    const row = this.db.prepare("SELECT * FROM pairing_requests WHERE id = ? COLLATE NOCASE AND status = 'pending' AND expires_at > ?").get(id, this.now()) as Row | undefined;
+    const row = this.store.prepare("SELECT * FROM pairing_requests WHERE id = ? COLLATE NOCASE AND status = 'pending' AND expires_at > ?").get(id, this.now()) as Row | undefined;
     return row ? toRequest(row) : undefined;
   }
 
@@ -134,7 +130,7 @@ export class DeviceRegistry {
     return this.store.transaction(() => {
       const request = this.findPending(id);
       if (!request) return undefined;
-      this.db.prepare("UPDATE pairing_requests SET status = 'approved', resolved_at = ? WHERE id = ?").run(this.now(), request.id);
+      this.store.prepare("UPDATE pairing_requests SET status = 'approved', resolved_at = ? WHERE id = ?").run(this.now(), request.id);
       return this.upsert(request, by);
     });
   }
@@ -142,7 +138,7 @@ export class DeviceRegistry {
   reject(id: string): PairingRequest | undefined {
     const request = this.findPending(id);
     if (!request) return undefined;
-    this.db.prepare("UPDATE pairing_requests SET status = 'rejected', resolved_at = ? WHERE id = ?").run(this.now(), request.id);
+    this.store.prepare("UPDATE pairing_requests SET status = 'rejected', resolved_at = ? WHERE id = ?").run(this.now(), request.id);
     return { ...request, status: 'rejected' };
   }
 
@@ -152,10 +148,10 @@ export class DeviceRegistry {
     const now = this.now();
     const known = this.get(deviceId);
     if (known && known.revokedAt === null) {
-      this.db.prepare('UPDATE devices SET role = ?, scopes = ? WHERE id = ?').run(claim.role, scopes, deviceId);
+      this.store.prepare('UPDATE devices SET role = ?, scopes = ? WHERE id = ?').run(claim.role, scopes, deviceId);
     } else {
-      this.db.prepare('DELETE FROM devices WHERE id = ?').run(deviceId);
-      this.db.prepare(`INSERT INTO devices (id, public_key, role, scopes, client_id, platform, token_hash, token_delivered, paired_at, paired_by)
+      this.store.prepare('DELETE FROM devices WHERE id = ?').run(deviceId);
+      this.store.prepare(`INSERT INTO devices (id, public_key, role, scopes, client_id, platform, token_hash, token_delivered, paired_at, paired_by)
         VALUES (?, ?, ?, ?, ?, ?, NULL, FALSE, ?, ?)`).run(deviceId, claim.publicKey, claim.role, scopes, claim.clientId, claim.platform, now, by);
     }
     return this.get(deviceId)!;
@@ -168,16 +164,16 @@ export class DeviceRegistry {
 
   /** The device's token, when it has never been handed to the device; a new one each time it is asked for. */
   issueTokenIfUndelivered(deviceId: string): string | undefined {
-    const row = this.db.prepare('SELECT token_delivered FROM devices WHERE id = ? AND revoked_at IS NULL').get(deviceId) as Row | undefined;
+    const row = this.store.prepare('SELECT token_delivered FROM devices WHERE id = ? AND revoked_at IS NULL').get(deviceId) as Row | undefined;
     if (!row || Number(row.token_delivered)) return undefined;
     const token = newToken();
-    this.db.prepare('UPDATE devices SET token_hash = ?, token_delivered = TRUE WHERE id = ?').run(hash(token), deviceId);
+    this.store.prepare('UPDATE devices SET token_hash = ?, token_delivered = TRUE WHERE id = ?').run(hash(token), deviceId);
     return token;
   }
 
   /** The device a token belongs to, if it is valid and the device is not revoked. */
   verifyToken(deviceId: string, token: string): Device | undefined {
-    const device = this.db.prepare('SELECT * FROM devices WHERE id = ? AND revoked_at IS NULL').get(deviceId) as Row | undefined;
+    const device = this.store.prepare('SELECT * FROM devices WHERE id = ? AND revoked_at IS NULL').get(deviceId) as Row | undefined;
     if (!device || device.token_hash === null) return undefined;
     const expected = Buffer.from(String(device.token_hash), 'hex');
     const given = Buffer.from(hash(token), 'hex');
@@ -185,18 +181,18 @@ export class DeviceRegistry {
   }
 
   markSeen(deviceId: string, address: string): void {
-    this.db.prepare('UPDATE devices SET last_seen_at = ?, last_address = ? WHERE id = ?').run(this.now(), address, deviceId);
+    this.store.prepare('UPDATE devices SET last_seen_at = ?, last_address = ? WHERE id = ?').run(this.now(), address, deviceId);
   }
 
   revoke(deviceId: string): Device | undefined {
-    const result = this.db.prepare('UPDATE devices SET revoked_at = ?, token_hash = NULL WHERE id = ? AND revoked_at IS NULL').run(this.now(), deviceId);
+    const result = this.store.prepare('UPDATE devices SET revoked_at = ?, token_hash = NULL WHERE id = ? AND revoked_at IS NULL').run(this.now(), deviceId);
     return Number(result.changes) === 1 ? this.get(deviceId) : undefined;
   }
 
   /** A new token at once; the old one stops working. Returns the new token, shown once. */
   rotate(deviceId: string): string | undefined {
     const token = newToken();
-    const result = this.db.prepare('UPDATE devices SET token_hash = ?, token_delivered = TRUE, rotated_at = ? WHERE id = ? AND revoked_at IS NULL')
+    const result = this.store.prepare('UPDATE devices SET token_hash = ?, token_delivered = TRUE, rotated_at = ? WHERE id = ? AND revoked_at IS NULL')
       .run(hash(token), this.now(), deviceId);
     return Number(result.changes) === 1 ? token : undefined;
   }
@@ -204,7 +200,7 @@ export class DeviceRegistry {
   createInvite(role: string, scopes: string[], ttlMs: number): { code: string; expiresAt: number } {
     const invite = `${code(4)}-${code(4)}-${code(4)}`;
     const now = this.now();
-    this.db.prepare('INSERT INTO device_invites (code_hash, role, scopes, created_at, expires_at) VALUES (?, ?, ?, ?, ?)')
+    this.store.prepare('INSERT INTO device_invites (code_hash, role, scopes, created_at, expires_at) VALUES (?, ?, ?, ?, ?)')
       .run(hash(invite), role, JSON.stringify([...scopes].sort()), now, now + ttlMs);
     return { code: invite, expiresAt: now + ttlMs };
   }
@@ -213,10 +209,10 @@ export class DeviceRegistry {
   redeemInvite(invite: string, deviceId: string): { role: string; scopes: string[] } | undefined {
     const key = hash(invite.trim().toUpperCase());
     return this.store.transaction(() => {
-      const result = this.db.prepare('UPDATE device_invites SET used_at = ?, used_by = ? WHERE code_hash = ? AND used_at IS NULL AND expires_at > ?')
+      const result = this.store.prepare('UPDATE device_invites SET used_at = ?, used_by = ? WHERE code_hash = ? AND used_at IS NULL AND expires_at > ?')
         .run(this.now(), deviceId, key, this.now());
       if (Number(result.changes) !== 1) return undefined;
-      const row = this.db.prepare('SELECT role, scopes FROM device_invites WHERE code_hash = ?').get(key) as Row;
+      const row = this.store.prepare('SELECT role, scopes FROM device_invites WHERE code_hash = ?').get(key) as Row;
       return { role: String(row.role), scopes: JSON.parse(String(row.scopes)) as string[] };
     });
   }

@@ -1,4 +1,4 @@
-import { DatabaseSync } from 'node:sqlite';
+import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { MIGRATIONS, type Migration } from './migrations.ts';
 
 export interface StoreOptions {
@@ -10,6 +10,7 @@ export interface StoreOptions {
 /** The profile's state: one SQLite database in WAL mode, migrated at start. */
 export class Store {
   readonly db: DatabaseSync;
+  private readonly statements = new Map<string, StatementSync>();
 
   constructor(options: StoreOptions, migrations: readonly Migration[] = MIGRATIONS) {
     this.db = new DatabaseSync(options.path);
@@ -41,6 +42,16 @@ export class Store {
     }
   }
 
+  /** A prepared statement, compiled once per daemon: preparing costs more than running. */
+  prepare(sql: string): StatementSync {
+    let statement = this.statements.get(sql);
+    if (!statement) {
+      statement = this.db.prepare(sql);
+      this.statements.set(sql, statement);
+    }
+    return statement;
+  }
+
   /** Runs work in one transaction: all of it commits, or none of it does. */
   transaction<T>(work: () => T): T {
     this.db.exec('BEGIN IMMEDIATE');
@@ -56,7 +67,7 @@ export class Store {
 
   /** Records an audit event; detail never carries a secret. */
   audit(kind: string, fields: { actor?: string; subject?: string; address?: string; detail?: Record<string, unknown> } = {}): void {
-    this.db.prepare('INSERT INTO audit_events (at, kind, actor, subject, address, detail) VALUES (?, ?, ?, ?, ?, ?)').run(
+    this.prepare('INSERT INTO audit_events (at, kind, actor, subject, address, detail) VALUES (?, ?, ?, ?, ?, ?)').run(
       Date.now(), kind, fields.actor ?? null, fields.subject ?? null, fields.address ?? null,
       fields.detail ? JSON.stringify(fields.detail) : null,
     );

@@ -104,7 +104,6 @@ export const MIGRATIONS: readonly Migration[] = [
         id TEXT PRIMARY KEY,
         kind TEXT NOT NULL,
         status TEXT NOT NULL,
-        payload TEXT NOT NULL,
         attempts INTEGER NOT NULL DEFAULT 0,
         max_attempts INTEGER NOT NULL,
         run_at BIGINT NOT NULL,
@@ -116,6 +115,11 @@ export const MIGRATIONS: readonly Migration[] = [
         source TEXT
       );
       CREATE INDEX jobs_claim ON jobs (status, run_at);
+      -- Payloads live apart, so status changes rewrite a small row, not kilobytes of payload.
+      CREATE TABLE job_payloads (
+        job_id TEXT PRIMARY KEY,
+        payload TEXT NOT NULL
+      );
       CREATE INDEX jobs_created ON jobs (created_at, id);
       CREATE TABLE webhook_deliveries (
         hook_id TEXT NOT NULL,

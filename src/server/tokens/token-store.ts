@@ -55,18 +55,18 @@ export class TokenStore {
     const token = generateAccessToken();
     const id = `tok_${randomBytes(9).toString('base64url')}`;
     const scopes = [...new Set(input.scopes)].sort();
-    this.store.db.prepare(`INSERT INTO access_tokens (id, owner, name, scopes, token_hash, last_four, created_at, expires_at)
+    this.store.prepare(`INSERT INTO access_tokens (id, owner, name, scopes, token_hash, last_four, created_at, expires_at)
       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`).run(id, owner, input.name, JSON.stringify(scopes), hash(token), token.slice(-4), createdAt, input.expiresAt);
     return { ...this.get(owner, id)!, token };
   }
 
   get(owner: string, id: string): AccessToken | undefined {
-    const row = this.store.db.prepare('SELECT * FROM access_tokens WHERE id = ? AND owner = ?').get(id, owner) as Row | undefined;
+    const row = this.store.prepare('SELECT * FROM access_tokens WHERE id = ? AND owner = ?').get(id, owner) as Row | undefined;
     return row ? view(row) : undefined;
   }
 
   list(owner: string): AccessToken[] {
-    return (this.store.db.prepare('SELECT * FROM access_tokens WHERE owner = ? ORDER BY created_at DESC, id').all(owner) as Row[]).map(view);
+    return (this.store.prepare('SELECT * FROM access_tokens WHERE owner = ? ORDER BY created_at DESC, id').all(owner) as Row[]).map(view);
   }
 
   /** Revokes one of the owner's tokens at once; undefined when the owner has no such token. */
@@ -74,7 +74,7 @@ export class TokenStore {
     const existing = this.get(owner, id);
     if (!existing) return undefined;
     if (existing.revokedAt === null) {
-      this.store.db.prepare('UPDATE access_tokens SET revoked_at = ? WHERE id = ? AND owner = ? AND revoked_at IS NULL').run(this.now(), id, owner);
+      this.store.prepare('UPDATE access_tokens SET revoked_at = ? WHERE id = ? AND owner = ? AND revoked_at IS NULL').run(this.now(), id, owner);
     }
     return this.get(owner, id);
   }
@@ -82,13 +82,13 @@ export class TokenStore {
   /** Checks a presented value: its shape and checksum first, offline, then the stored hash. */
   check(value: string): TokenCheck {
     if (!isWellFormedAccessToken(value)) return { ok: false, reason: 'unknown' };
-    const row = this.store.db.prepare('SELECT id, owner, scopes, expires_at, revoked_at, last_used_at FROM access_tokens WHERE token_hash = ?').get(hash(value)) as Row | undefined;
+    const row = this.store.prepare('SELECT id, owner, scopes, expires_at, revoked_at, last_used_at FROM access_tokens WHERE token_hash = ?').get(hash(value)) as Row | undefined;
     if (!row) return { ok: false, reason: 'unknown' };
     if (row.revoked_at !== null) return { ok: false, reason: 'revoked' };
     const now = this.now();
     if (Number(row.expires_at) <= now) return { ok: false, reason: 'expired' };
     if (row.last_used_at === null || Number(row.last_used_at) < now - LAST_USED_RESOLUTION_MS) {
-      this.store.db.prepare('UPDATE access_tokens SET last_used_at = ? WHERE id = ?').run(now, row.id as string);
+      this.store.prepare('UPDATE access_tokens SET last_used_at = ? WHERE id = ?').run(now, row.id as string);
     }
     return { ok: true, token: { id: String(row.id), owner: String(row.owner), scopes: JSON.parse(String(row.scopes)) as string[] } };
   }

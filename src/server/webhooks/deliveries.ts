@@ -5,8 +5,8 @@ export class DeliveryError extends Error {}
 
 const isObject = (value: unknown): value is Record<string, any> => value !== null && typeof value === 'object' && !Array.isArray(value);
 
-/** The payload of a delivery: a JSON body, or a form body whose payload field holds the JSON. */
-export function parseDelivery(raw: Buffer, form: boolean): Record<string, any> {
+/** The payload of a delivery, parsed and as JSON text: a JSON body, or a form body whose payload field holds the JSON. */
+export function parseDelivery(raw: Buffer, form: boolean): { body: Record<string, any>; json: string } {
   let text = raw.toString('utf8');
   if (form) {
     const field = new URLSearchParams(text).get('payload');
@@ -20,7 +20,7 @@ export function parseDelivery(raw: Buffer, form: boolean): Record<string, any> {
     throw new DeliveryError('The payload is not valid JSON.');
   }
   if (!isObject(body)) throw new DeliveryError('The payload must be a JSON object.');
-  return body;
+  return { body, json: text };
 }
 
 /** Checks the fields the built-in handlers use. */
@@ -49,15 +49,15 @@ export interface Accepted {
  * A redelivery (same hook id and delivery id) creates nothing. Without a hook
  * id the key is the delivery id alone: stored as "", since SQL NULLs never collide.
  */
-export function acceptDelivery(store: Store, queue: JobQueue, delivery: { event: string; deliveryId: string; hookId: string | undefined; body: Record<string, any> }): Accepted {
+export function acceptDelivery(store: Store, queue: JobQueue, delivery: { event: string; deliveryId: string; hookId: string | undefined; json: string }): Accepted {
   const hookKey = delivery.hookId ?? '';
   return store.transaction(() => {
-    const existing = store.db.prepare('SELECT job_id FROM webhook_deliveries WHERE hook_id = ? AND delivery_id = ?').get(hookKey, delivery.deliveryId) as { job_id: string } | undefined;
+    const existing = store.prepare('SELECT job_id FROM webhook_deliveries WHERE hook_id = ? AND delivery_id = ?').get(hookKey, delivery.deliveryId) as { job_id: string } | undefined;
     if (existing) return { deliveryId: delivery.deliveryId, jobId: existing.job_id, duplicate: true };
-    const jobId = queue.enqueue(`github.${delivery.event}`, {
-      event: delivery.event, deliveryId: delivery.deliveryId, hookId: delivery.hookId ?? null, body: delivery.body,
-    }, { source: delivery.deliveryId });
-    store.db.prepare('INSERT INTO webhook_deliveries (hook_id, delivery_id, event, received_at, job_id) VALUES (?, ?, ?, ?, ?)')
+    // The body is stored as it came (already checked to be a JSON object), not parsed and serialised again.
+    const serialized = `{"event":${JSON.stringify(delivery.event)},"deliveryId":${JSON.stringify(delivery.deliveryId)},"hookId":${JSON.stringify(delivery.hookId ?? null)},"body":${delivery.json}}`;
+    const jobId = queue.enqueue(`github.${delivery.event}`, undefined, { source: delivery.deliveryId, serialized });
+    store.prepare('INSERT INTO webhook_deliveries (hook_id, delivery_id, event, received_at, job_id) VALUES (?, ?, ?, ?, ?)')
       .run(hookKey, delivery.deliveryId, delivery.event, Date.now(), jobId);
     return { deliveryId: delivery.deliveryId, jobId, duplicate: false };
   });

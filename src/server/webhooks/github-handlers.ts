@@ -14,7 +14,7 @@ const now = () => Date.now();
 function recordInstallation(store: Store, installation: Record<string, any>, state: { suspended?: boolean; deleted?: boolean } = {}): void {
   const account = installation.account?.login ?? null;
   const targetType = installation.target_type ?? null;
-  store.db.prepare(`INSERT INTO installations (id, account, target_type, suspended_at, deleted_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+  store.prepare(`INSERT INTO installations (id, account, target_type, suspended_at, deleted_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
     ON CONFLICT (id) DO UPDATE SET account = COALESCE(excluded.account, installations.account), target_type = COALESCE(excluded.target_type, installations.target_type),
     suspended_at = excluded.suspended_at, deleted_at = excluded.deleted_at, updated_at = excluded.updated_at`).run(
     installation.id, account, targetType, state.suspended ? now() : null, state.deleted ? now() : null, now(),
@@ -31,7 +31,7 @@ export function registerGithubHandlers(handlers: JobHandlers): void {
       const { body, deliveryId } = payload as DeliveryPayload;
       const commits = Array.isArray(body.commits) ? body.commits.length : 0;
       const head = body.head_commit?.id ?? body.after ?? null;
-      store.db.prepare(`INSERT INTO pushes (delivery_id, repository, ref, head_commit, commit_count, received_at) VALUES (?, ?, ?, ?, ?, ?)
+      store.prepare(`INSERT INTO pushes (delivery_id, repository, ref, head_commit, commit_count, received_at) VALUES (?, ?, ?, ?, ?, ?)
         ON CONFLICT (delivery_id) DO NOTHING`).run(deliveryId, body.repository.full_name, body.ref, head, commits, now());
       return { repository: body.repository.full_name, ref: body.ref, headCommit: head, commits };
     })
@@ -42,10 +42,10 @@ export function registerGithubHandlers(handlers: JobHandlers): void {
         recordInstallation(store, body.installation, { suspended: action === 'suspend', deleted: action === 'deleted' });
         if (action === 'created') {
           for (const name of repositoryNames(body.repositories)) {
-            store.db.prepare('INSERT INTO installation_repositories (installation_id, full_name, added_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING').run(body.installation.id, name, now());
+            store.prepare('INSERT INTO installation_repositories (installation_id, full_name, added_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING').run(body.installation.id, name, now());
           }
         }
-        if (action === 'deleted') store.db.prepare('DELETE FROM installation_repositories WHERE installation_id = ?').run(body.installation.id);
+        if (action === 'deleted') store.prepare('DELETE FROM installation_repositories WHERE installation_id = ?').run(body.installation.id);
       });
       return { installation: body.installation.id, action };
     })
@@ -56,10 +56,10 @@ export function registerGithubHandlers(handlers: JobHandlers): void {
       store.transaction(() => {
         recordInstallation(store, body.installation);
         for (const name of added) {
-          store.db.prepare('INSERT INTO installation_repositories (installation_id, full_name, added_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING').run(body.installation.id, name, now());
+          store.prepare('INSERT INTO installation_repositories (installation_id, full_name, added_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING').run(body.installation.id, name, now());
         }
         for (const name of removed) {
-          store.db.prepare('DELETE FROM installation_repositories WHERE installation_id = ? AND full_name = ?').run(body.installation.id, name);
+          store.prepare('DELETE FROM installation_repositories WHERE installation_id = ? AND full_name = ?').run(body.installation.id, name);
         }
       });
       return { installation: body.installation.id, added, removed };

@@ -130,7 +130,7 @@ export const configSchema: SchemaNode = object({
     rateLimit: object({
       windowMs: int(60_000, 1000, 3_600_000, 'request rate window'),
       max: int(1200, 1, 10_000_000, 'requests per window per credential or address'),
-      webhooksMax: int(12_000, 1, 10_000_000, 'webhook deliveries per window per address'),
+      webhooksMax: int(600_000, 1, 100_000_000, 'webhook deliveries per window per address'),
     }),
     tools: object({
       allow: list({ type: 'string', minLength: 1 }, 'tools allowed over HTTP even when dangerous'),

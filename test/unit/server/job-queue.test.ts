@@ -23,20 +23,21 @@ describe('job queue', () => {
 
   it('retries a failed attempt with doubling backoff until its attempts run out', () => {
     const id = queue.enqueue('k', { a: 1 }, { maxAttempts: 3 });
-    const first = queue.claim()!;
+    const [first] = queue.claim();
     expect(first).to.include({ id, attempts: 1 });
-    expect(queue.claim()).to.equal(undefined);
+    expect(first!.payload).to.deep.equal({ a: 1 });
+    expect(queue.claim()).to.deep.equal([]);
     queue.fail(first, 'boom');
     expect(queue.get(id)).to.include({ status: 'queued', error: 'boom' });
-    expect(queue.claim()).to.equal(undefined);
+    expect(queue.claim()).to.deep.equal([]);
     now += 1000;
-    const second = queue.claim()!;
+    const [second] = queue.claim();
     expect(second.attempts).to.equal(2);
     queue.fail(second, 'boom');
     now += 1999;
-    expect(queue.claim()).to.equal(undefined);
+    expect(queue.claim()).to.deep.equal([]);
     now += 1;
-    const third = queue.claim()!;
+    const [third] = queue.claim();
     queue.fail(third, 'final');
     expect(queue.get(id)).to.include({ status: 'failed', attempts: 3, error: 'final' });
     expect(queue.retry(id)).to.include({ status: 'queued', attempts: 0 });
@@ -47,12 +48,12 @@ describe('job queue', () => {
     queue.enqueue('k', null);
     queue.claim();
     expect(queue.requeueInterrupted()).to.equal(1);
-    expect(queue.claim()?.attempts).to.equal(2);
+    expect(queue.claim()[0]?.attempts).to.equal(2);
   });
 
   it('prunes finished jobs and deliveries past the retention', () => {
     const old = queue.enqueue('k', null);
-    queue.succeed(queue.claim()!.id, 1);
+    queue.succeed(queue.claim()[0]!.id, 1);
     store.db.prepare("INSERT INTO webhook_deliveries (hook_id, delivery_id, event, received_at, job_id) VALUES ('', 'd', 'push', ?, ?)").run(now, old);
     now += 31 * 86_400_000;
     const fresh = queue.enqueue('k', null);

@@ -35,15 +35,15 @@ export function webhookRoutes(deps: WebhookRoutesDeps): Router {
     if (!signatureMatches(raw, ctx.get('x-hub-signature-256') || undefined, secrets)) {
       throw new HttpError(400, 'The X-Hub-Signature-256 signature does not match the body.');
     }
-    let body;
+    let parsed;
     try {
-      body = parseDelivery(raw, ctx.is('application/x-www-form-urlencoded') === 'application/x-www-form-urlencoded');
-      validateEvent(event, body);
+      parsed = parseDelivery(raw, ctx.is('application/x-www-form-urlencoded') === 'application/x-www-form-urlencoded');
+      validateEvent(event, parsed.body);
     } catch (error) {
       if (error instanceof DeliveryError) throw new HttpError(400, error.message);
       throw error;
     }
-    const accepted = acceptDelivery(deps.store, deps.queue, { event, deliveryId, hookId, body });
+    const accepted = acceptDelivery(deps.store, deps.queue, { event, deliveryId, hookId, json: parsed.json });
     ctx.status = 200;
     ctx.body = { ok: true, ...accepted };
   });

@@ -1,0 +1,52 @@
+import { createHmac, randomUUID } from 'node:crypto';
+import autocannon from 'autocannon';
+import { type Figure } from './support.ts';
+
+const SECRET = 'bench-webhook-secret';
+
+/** Realistic push bodies of 2-8 KB, each with its signature (the signature covers the body only). */
+function pushBodies(count: number): { body: string; signature: string }[] {
+  return Array.from({ length: count }, (_, index) => {
+    const target = 2048 + ((index * 6144) / count);
+    const commits = [];
+    for (let n = 0; JSON.stringify(commits).length < target; n++) {
+      commits.push({ id: randomUUID().replace(/-/g, ''), message: `change ${n}: ${'lorem ipsum '.repeat(8)}`, author: { name: 'dev', email: 'dev@example.com' }, added: [], removed: [], modified: ['src/a.ts'] });
+    }
+    const body = JSON.stringify({ ref: 'refs/heads/main', before: '0'.repeat(40), after: 'b'.repeat(40), repository: { id: 1, full_name: 'acme/widgets' }, head_commit: commits[0], commits });
+    return { body, signature: `sha256=${createHmac('sha256', SECRET).update(body).digest('hex')}` };
+  });
+}
+
+export const WEBHOOK_BENCH_SECRET = SECRET;
+
+/** Signed deliveries per second, each committed with its job before the answer, beside GET /healthz on the same daemon. */
+export async function runWebhookBench(port: number, duration: number, label: string): Promise<{ figure: Figure; rps: number }> {
+  const bodies = pushBodies(200);
+  let next = 0;
+  const deliveries = await autocannon({
+    url: `http://127.0.0.1:${port}/webhooks`,
+    connections: 50,
+    duration,
+    requests: [{
+      method: 'POST',
+      setupRequest: (request: any) => {
+        const { body, signature } = bodies[next++ % bodies.length]!;
+        return { ...request, body, headers: { 'content-type': 'application/json', 'x-github-event': 'push', 'x-github-delivery': randomUUID(), 'x-github-hook-id': '1', 'x-hub-signature-256': signature } };
+      },
+    }],
+  });
+  const probes = await autocannon({ url: `http://127.0.0.1:${port}/healthz`, connections: 50, duration });
+  const ok = deliveries.non2xx === 0;
+  const ratio = deliveries.requests.average / probes.requests.average;
+  return {
+    rps: deliveries.requests.average,
+    figure: {
+      name: `POST /webhooks (${label}), 50 conns`,
+      value: `${deliveries.requests.average.toFixed(0)} req/s (p99 ${deliveries.latency.p99} ms${ok ? '' : `, ${deliveries.non2xx} non-2xx`})`,
+      baseline: `${probes.requests.average.toFixed(0)} req/s GET /healthz, same daemon`,
+      comparison: `${ratio.toFixed(3)}x`,
+      target: '>= 0.08x',
+      ok: ok && ratio >= 0.08,
+    },
+  };
+}
