@@ -23,6 +23,8 @@ export const WEBHOOK_BENCH_SECRET = SECRET;
 export async function runWebhookBench(port: number, duration: number, label: string): Promise<{ figure: Figure; rps: number }> {
   const bodies = pushBodies(200);
   let next = 0;
+  // The probe baseline first, on an idle daemon; deliveries after, so their backlog cannot slow the baseline.
+  const probes = await autocannon({ url: `http://127.0.0.1:${port}/healthz`, connections: 50, duration });
   const deliveries = await autocannon({
     url: `http://127.0.0.1:${port}/webhooks`,
     connections: 50,
@@ -35,7 +37,6 @@ export async function runWebhookBench(port: number, duration: number, label: str
       },
     }],
   });
-  const probes = await autocannon({ url: `http://127.0.0.1:${port}/healthz`, connections: 50, duration });
   const ok = deliveries.non2xx === 0;
   const ratio = deliveries.requests.average / probes.requests.average;
   return {

@@ -15,17 +15,25 @@ export async function readRawBody(ctx: Context, options: { limit: number; types:
     ctx.set('connection', 'close');
     throw new HttpError(413, `The body is larger than ${options.limit} bytes.`);
   }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of ctx.req) {
-    size += (chunk as Buffer).length;
-    if (size > options.limit) {
-      ctx.set('connection', 'close');
-      throw new HttpError(413, `The body is larger than ${options.limit} bytes.`);
-    }
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks, size);
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const req = ctx.req;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > options.limit) {
+        req.off('data', onData);
+        req.resume();
+        ctx.set('connection', 'close');
+        reject(new HttpError(413, `The body is larger than ${options.limit} bytes.`));
+        return;
+      }
+      chunks.push(chunk);
+    };
+    req.on('data', onData);
+    req.once('end', () => resolve(Buffer.concat(chunks, size)));
+    req.once('error', reject);
+  });
 }
 
 /** Reads a JSON body (400 when it does not parse). */

@@ -3,6 +3,9 @@ import type { Store } from '../store/database.ts';
 import type { JobHandlers } from './job-handlers.ts';
 import type { ClaimedJob, JobQueue } from './job-queue.ts';
 
+const isThenable = (value: unknown): value is PromiseLike<unknown> =>
+  typeof (value as PromiseLike<unknown> | null)?.then === 'function';
+
 /** How often an idle worker looks for jobs whose time has come (enqueues wake it at once). */
 const IDLE_POLL_MS = 1000;
 
@@ -43,36 +46,74 @@ export class JobWorker {
     if (this.stopped) return;
     clearTimeout(this.timer);
     const free = this.options.concurrency - this.running.size;
-    for (const job of free > 0 ? this.options.queue.claim(free) : []) {
-      const run = this.run(job).finally(() => {
+    let claimed: ClaimedJob[] = [];
+    let waiting: [ClaimedJob, PromiseLike<unknown>][] = [];
+    // Claiming and running a group share one commit.
+    if (free > 0) {
+      this.options.store.transaction(() => {
+        claimed = this.options.queue.claim(free);
+        waiting = this.runGroup(claimed);
+      });
+    }
+    for (const [job, pending] of waiting) {
+      const run = this.finish(job, pending).finally(() => {
         this.running.delete(job.id);
         this.schedule();
       });
       this.running.set(job.id, run);
     }
+    if (claimed.length > 0 && claimed.length === free) this.schedule();
     const next = this.options.queue.nextRunAt();
     const wait = next === undefined ? IDLE_POLL_MS : Math.max(10, Math.min(IDLE_POLL_MS, next - Date.now()));
     this.timer = setTimeout(() => this.pump(), wait);
     this.timer.unref();
   }
 
-  private async run(job: ClaimedJob): Promise<void> {
+  /**
+   * Runs a group of claimed jobs in one transaction: each job's synchronous
+   * writes and its completion are a savepoint of it, so one failing job undoes
+   * only its own work. Returns the jobs whose handlers went asynchronous, with
+   * what they are waiting for; the rest are finished when this returns.
+   */
+  private runGroup(jobs: ClaimedJob[]): [ClaimedJob, PromiseLike<unknown>][] {
     const { queue, handlers, store, logger } = this.options;
-    const handler = handlers.find(job.kind);
-    if (!handler) {
-      queue.fail({ ...job, maxAttempts: job.attempts }, `no handler for job kind ${job.kind}`);
-      logger.warn({ job: job.id, kind: job.kind }, 'no handler for job kind');
-      return;
-    }
+    const waiting: [ClaimedJob, PromiseLike<unknown>][] = [];
+    if (jobs.length === 0) return waiting;
+    store.transaction(() => {
+      for (const job of jobs) {
+        const handler = handlers.find(job.kind);
+        if (!handler) {
+          queue.fail({ ...job, maxAttempts: job.attempts }, `no handler for job kind ${job.kind}`);
+          logger.warn({ job: job.id, kind: job.kind }, 'no handler for job kind');
+          continue;
+        }
+        try {
+          store.transaction(() => {
+            const result = handler(job.payload, { store, jobId: job.id, attempt: job.attempts });
+            if (isThenable(result)) waiting.push([job, result]);
+            else queue.succeed(job.id, result);
+          });
+        } catch (error) {
+          this.failed(job, error);
+        }
+      }
+    });
+    return waiting;
+  }
+
+  /** Completes a job whose handler went asynchronous. */
+  private async finish(job: ClaimedJob, pending: PromiseLike<unknown>): Promise<void> {
     try {
-      const result = await handler(job.payload, { store, jobId: job.id, attempt: job.attempts });
-      queue.succeed(job.id, result);
-      logger.debug({ job: job.id, kind: job.kind, attempt: job.attempts }, 'job succeeded');
+      this.options.queue.succeed(job.id, await pending);
     } catch (error) {
-      const message = (error as Error)?.message ?? String(error);
-      queue.fail(job, message.slice(0, 2000));
-      logger.warn({ job: job.id, kind: job.kind, attempt: job.attempts, err: error }, 'job attempt failed');
+      this.failed(job, error);
     }
+  }
+
+  private failed(job: ClaimedJob, error: unknown): void {
+    const message = (error as Error)?.message ?? String(error);
+    this.options.queue.fail(job, message.slice(0, 2000));
+    this.options.logger.warn({ job: job.id, kind: job.kind, attempt: job.attempts, err: error }, 'job attempt failed');
   }
 
   /** Stops claiming and waits for running jobs up to the bound; returns how many were still running. */

@@ -62,3 +62,46 @@ export function acceptDelivery(store: Store, queue: JobQueue, delivery: { event:
     return { deliveryId: delivery.deliveryId, jobId, duplicate: false };
   });
 }
+
+interface Pending {
+  delivery: Parameters<typeof acceptDelivery>[2];
+  resolve: (accepted: Accepted) => void;
+  reject: (error: unknown) => void;
+}
+
+/**
+ * Group commit: deliveries that arrive together are written in one
+ * transaction, and each is answered only after that transaction commits. The
+ * commit is the costly part of a delivery; sharing it among concurrent ones
+ * keeps every answer durable at a fraction of the cost. A failed commit fails
+ * the whole group and leaves nothing of it behind.
+ */
+export class DeliveryIntake {
+  private pending: Pending[] = [];
+  private readonly store: Store;
+  private readonly queue: JobQueue;
+
+  constructor(store: Store, queue: JobQueue) {
+    this.store = store;
+    this.queue = queue;
+  }
+
+  accept(delivery: Pending['delivery']): Promise<Accepted> {
+    return new Promise((resolve, reject) => {
+      if (this.pending.push({ delivery, resolve, reject }) === 1) setImmediate(() => this.flush());
+    });
+  }
+
+  private flush(): void {
+    const group = this.pending;
+    this.pending = [];
+    let results: Accepted[];
+    try {
+      results = this.store.transaction(() => group.map(({ delivery }) => acceptDelivery(this.store, this.queue, delivery)));
+    } catch (error) {
+      for (const { reject } of group) reject(error);
+      return;
+    }
+    group.forEach(({ resolve }, index) => resolve(results[index]!));
+  }
+}

@@ -165,7 +165,7 @@ export const configSchema: SchemaNode = object({
     retentionDays: int(30, 1, 3650, 'days to keep deliveries and finished jobs'),
   }),
   jobs: object({
-    concurrency: int(4, 1, 64, 'jobs the daemon runs at once'),
+    concurrency: int(16, 1, 256, 'jobs the daemon runs at once (and claims together)'),
   }),
   api: object({
     jwt: object({

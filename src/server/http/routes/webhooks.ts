@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import type { JobQueue } from '../../jobs/job-queue.ts';
 import type { Store } from '../../store/database.ts';
-import { acceptDelivery, DeliveryError, parseDelivery, validateEvent } from '../../webhooks/deliveries.ts';
+import { DeliveryError, DeliveryIntake, parseDelivery, validateEvent } from '../../webhooks/deliveries.ts';
 import { signatureMatches } from '../../webhooks/signature.ts';
 import { readRawBody } from '../body.ts';
 import { HttpError } from '../error-body.ts';
@@ -20,6 +20,7 @@ export interface WebhookRoutesDeps {
 /** POST /webhooks: authenticated by HMAC only, recorded durably, processed later by the job worker. */
 export function webhookRoutes(deps: WebhookRoutesDeps): Router {
   const router = new Router();
+  const intake = new DeliveryIntake(deps.store, deps.queue);
   router.post('/webhooks', async (ctx) => {
     const secrets = deps.secrets();
     if (secrets.length === 0) throw new HttpError(503, 'No webhook secret is configured: gateway secrets set webhooks.github.secret');
@@ -43,7 +44,7 @@ export function webhookRoutes(deps: WebhookRoutesDeps): Router {
       if (error instanceof DeliveryError) throw new HttpError(400, error.message);
       throw error;
     }
-    const accepted = acceptDelivery(deps.store, deps.queue, { event, deliveryId, hookId, json: parsed.json });
+    const accepted = await intake.accept({ event, deliveryId, hookId, json: parsed.json });
     ctx.status = 200;
     ctx.body = { ok: true, ...accepted };
   });
