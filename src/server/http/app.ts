@@ -1,7 +1,7 @@
 import Koa from 'koa';
 import type { Logger } from 'pino';
 import { errorBodyLayer, notFoundLayer } from './error-body.ts';
-import { randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type Router from '@koa/router';
 import type { RequestBudget } from '../auth/throttle.ts';
 import { queryCredentialLayer, requestBudgetLayer } from './guards.ts';
@@ -27,12 +27,17 @@ export function createHttpApp({ logger, budget, webhookBudget, surfaces }: HttpA
   app.silent = true;
 
   app.use(errorBodyLayer((error, ctx) => logger.error({ err: error, method: ctx.method, path: ctx.path, requestId: ctx.state.requestId }, 'request failed')));
+  // Request ids: this daemon's prefix and a counter, unique without drawing randomness per request.
+  const prefix = randomBytes(4).toString('hex');
+  let counter = 0;
   app.use(async (ctx, next) => {
-    ctx.state.requestId = randomUUID();
+    ctx.state.requestId = `${prefix}-${(++counter).toString(36)}`;
     ctx.set('x-request-id', ctx.state.requestId);
     const started = performance.now();
     await next();
-    logger.debug({ method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(performance.now() - started), requestId: ctx.state.requestId }, 'request');
+    if (logger.isLevelEnabled('debug')) {
+      logger.debug({ method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(performance.now() - started), requestId: ctx.state.requestId }, 'request');
+    }
   });
   app.use(queryCredentialLayer);
   app.use(requestBudgetLayer(budget, webhookBudget));
