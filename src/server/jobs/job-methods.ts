@@ -1,5 +1,5 @@
 import { HttpError } from '../http/error-body.ts';
-import { jobFilter, listJobs } from '../http/routes/jobs.ts';
+import { jobFilter, listJobs } from './job-filter.ts';
 import type { MethodTable } from '../ws/method-table.ts';
 import { invalidParams, RpcError } from '../ws/rpc-error.ts';
 import type { JobQueue } from './job-queue.ts';
