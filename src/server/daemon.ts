@@ -250,10 +250,12 @@ export class Daemon {
   private createServer(): Server {
     let handler: Promise<(req: IncomingMessage, res: ServerResponse) => Promise<void>> | undefined;
     const loadHandler = async () => {
-      const [{ createHttpApp }, { tokenRoutes }, { jobRoutes }, { webhookRoutes }] = await Promise.all([
+      const [{ createHttpApp }, { tokenRoutes }, { jobRoutes }, { webhookRoutes }, { apiContractRoutes }] = await Promise.all([
         import('./http/app.ts'), import('./http/routes/tokens.ts'), import('./http/routes/jobs.ts'), import('./http/routes/webhooks.ts'),
+        import('./http/routes/api-contract.ts'),
       ]);
       const surfaces = [
+        apiContractRoutes(),
         webhookRoutes({ store: this.store!, queue: this.queue!, secrets: () => this.webhookSecrets }),
         jobRoutes({ authenticator: this.authenticator!, queue: this.queue! }),
         tokenRoutes({

@@ -1,7 +1,6 @@
 import type { BearerVerifier } from '../auth/http-auth.ts';
 import type { MethodTable } from '../ws/method-table.ts';
 import { invalidParams, RpcError } from '../ws/rpc-error.ts';
-import { parseTokenRequest, TokenRequestError } from './token-request.ts';
 import type { TokenStore } from './token-store.ts';
 
 /** Tokens made from the host's CLI belong to the same owner as the gateway credential on HTTP. */
@@ -27,7 +26,9 @@ export interface TokenMethodDeps {
 /** tokens.create / tokens.list / tokens.revoke for the CLI. */
 export function registerTokenMethods(methods: MethodTable, deps: TokenMethodDeps): void {
   methods
-    .add('tokens.create', (params, client) => {
+    .add('tokens.create', async (params, client) => {
+      // Loaded on first use: the request schema's validator is not needed to start the daemon.
+      const { parseTokenRequest, TokenRequestError } = await import('./token-request.ts');
       const now = Date.now();
       let request;
       try {

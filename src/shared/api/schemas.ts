@@ -1,0 +1,93 @@
+import { TOKEN_SCOPES } from '../protocol/scopes.ts';
+
+/**
+ * JSON Schemas of the job, token and webhook API: the same objects validate
+ * requests in the daemon and make up the OpenAPI document at /openapi.json.
+ */
+type Schema = Record<string, unknown>;
+
+const isoTime: Schema = { type: 'string', format: 'date-time' };
+const nullable = (schema: Schema): Schema => ({ anyOf: [schema, { type: 'null' }] });
+
+export const ERROR_CATEGORIES = [
+  'bad_request', 'unauthorized', 'forbidden', 'not_found', 'conflict', 'payload_too_large',
+  'unsupported_media_type', 'rate_limited', 'internal', 'unavailable',
+] as const;
+
+export const schemas = {
+  Error: {
+    type: 'object',
+    required: ['error', 'message', 'statusCode'],
+    additionalProperties: false,
+    properties: {
+      error: { type: 'string', enum: [...ERROR_CATEGORIES] },
+      message: { type: 'string' },
+      statusCode: { type: 'integer', minimum: 400, maximum: 599 },
+    },
+  },
+  Probe: {
+    type: 'object',
+    required: ['ok', 'status'],
+    properties: { ok: { type: 'boolean' }, status: { type: 'string', enum: ['live', 'ready', 'starting', 'stopping'] } },
+  },
+  TokenCreateRequest: {
+    type: 'object',
+    required: ['name', 'scopes'],
+    additionalProperties: false,
+    properties: {
+      name: { type: 'string', minLength: 1, maxLength: 100, pattern: '\\S' },
+      scopes: { type: 'array', minItems: 1, uniqueItems: true, items: { type: 'string', enum: [...TOKEN_SCOPES] } },
+      expiresAt: { type: 'string', format: 'date-time', description: 'default: now + api.tokens.defaultExpiryDays (90 days)' },
+    },
+  },
+  TokenCreated: {
+    type: 'object',
+    required: ['id', 'name', 'scopes', 'createdAt', 'expiresAt', 'token'],
+    additionalProperties: false,
+    properties: {
+      id: { type: 'string' }, name: { type: 'string' }, scopes: { type: 'array', items: { type: 'string' } },
+      createdAt: isoTime, expiresAt: isoTime,
+      token: { type: 'string', pattern: '^gwt_[0-9A-Za-z]{36}$', description: 'shown once' },
+    },
+  },
+  Token: {
+    type: 'object',
+    required: ['id', 'name', 'scopes', 'createdAt', 'expiresAt', 'lastUsedAt', 'revokedAt', 'masked'],
+    additionalProperties: false,
+    properties: {
+      id: { type: 'string' }, name: { type: 'string' }, scopes: { type: 'array', items: { type: 'string' } },
+      createdAt: isoTime, expiresAt: isoTime, lastUsedAt: nullable(isoTime), revokedAt: nullable(isoTime),
+      masked: { type: 'string', description: 'prefix and last four characters' },
+    },
+  },
+  TokenList: {
+    type: 'object', required: ['tokens'], additionalProperties: false,
+    properties: { tokens: { type: 'array', items: { $ref: '#/components/schemas/Token' } } },
+  },
+  TokenRevoked: {
+    type: 'object', required: ['id', 'revokedAt'], additionalProperties: false,
+    properties: { id: { type: 'string' }, revokedAt: isoTime },
+  },
+  Job: {
+    type: 'object',
+    required: ['id', 'kind', 'status', 'attempts', 'maxAttempts', 'runAt', 'createdAt', 'startedAt', 'finishedAt', 'error', 'result', 'source'],
+    additionalProperties: false,
+    properties: {
+      id: { type: 'string' }, kind: { type: 'string' },
+      status: { type: 'string', enum: ['queued', 'running', 'succeeded', 'failed'] },
+      attempts: { type: 'integer', minimum: 0 }, maxAttempts: { type: 'integer', minimum: 1 },
+      runAt: isoTime, createdAt: isoTime, startedAt: nullable(isoTime), finishedAt: nullable(isoTime),
+      error: nullable({ type: 'string' }), result: {}, source: nullable({ type: 'string' }),
+    },
+  },
+  JobList: {
+    type: 'object', required: ['jobs', 'nextCursor'], additionalProperties: false,
+    properties: { jobs: { type: 'array', items: { $ref: '#/components/schemas/Job' } }, nextCursor: nullable({ type: 'string' }) },
+  },
+  DeliveryAccepted: {
+    type: 'object', required: ['ok', 'deliveryId', 'jobId', 'duplicate'], additionalProperties: false,
+    properties: { ok: { const: true }, deliveryId: { type: 'string' }, jobId: { type: 'string' }, duplicate: { type: 'boolean' } },
+  },
+} as const satisfies Record<string, Schema>;
+
+export type SchemaName = keyof typeof schemas;
