@@ -27,6 +27,7 @@ import { JobWorker } from './jobs/worker.ts';
 import { registerJobMethods } from './jobs/job-methods.ts';
 import { registerGithubHandlers } from './webhooks/github-handlers.ts';
 import { registerTokenMethods, tokenVerifier } from './tokens/token-methods.ts';
+import { jwtVerifier, serviceKeyVerifier } from './auth/external-credentials.ts';
 import { AuthLockout, RequestBudget } from './auth/throttle.ts';
 import { createLogger, type DaemonLogger } from './logger.ts';
 import { Store } from './store/database.ts';
@@ -177,6 +178,7 @@ export class Daemon {
 
     await this.loadCredentials();
     await this.loadWebhookSecrets();
+    await this.loadApiSecrets();
     this.store = new Store({ path: this.paths.db, synchronous: this.config.store.synchronous });
 
     const store = this.store;
@@ -187,7 +189,8 @@ export class Daemon {
     const tokens = new TokenStore(store);
     this.tokens = tokens;
     this.authenticator = new HttpAuthenticator({
-      config: () => this.config, credential: this.credential, lockout, audit, verifiers: [tokenVerifier(tokens)],
+      config: () => this.config, credential: this.credential, lockout, audit,
+      verifiers: [tokenVerifier(tokens), serviceKeyVerifier(() => this.apiSecrets.serviceKey), jwtVerifier(() => this.config, () => this.apiSecrets.jwt)],
     });
     const methods = new MethodTable();
     registerCoreMethods(methods, this);
@@ -339,6 +342,13 @@ export class Daemon {
   /** Writes an audit event; never give it a secret. */
   audit(kind: string, fields: Parameters<Store['audit']>[1]): void {
     this.store?.audit(kind, fields);
+  }
+
+  /** The service key and the JWT secret, read once and refreshed when they change. */
+  apiSecrets: { serviceKey?: string; jwt?: string } = {};
+
+  async loadApiSecrets(): Promise<void> {
+    this.apiSecrets = { serviceKey: await this.secrets.get('api.serviceKey'), jwt: await this.secrets.get('api.jwt.secret') };
   }
 
   /** Reads the webhook secrets into memory: the environment first, then the store. */

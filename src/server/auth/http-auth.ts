@@ -8,7 +8,7 @@ import { addressMatcher } from './trusted-proxies.ts';
 
 /** Who made an HTTP request, once authenticated. */
 export interface Principal {
-  kind: 'gateway' | 'proxy-user' | 'overlay' | 'anonymous' | 'token';
+  kind: 'gateway' | 'proxy-user' | 'overlay' | 'anonymous' | 'token' | 'jwt' | 'service';
   /** A stable name for logs and ownership: never a secret. */
   subject: string;
   /** Scopes held; the gateway's own credential holds every scope. */

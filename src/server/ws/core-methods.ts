@@ -85,6 +85,7 @@ export function registerCoreMethods(methods: MethodTable, daemon: Daemon): void 
       daemon.audit('secret.changed', { actor: client.deviceId, subject: name, address: client.address });
       if (name === 'gateway.token' || name === 'gateway.password') await daemon.loadCredentials().catch(() => undefined);
       if (name.startsWith('webhooks.github.secret')) await daemon.loadWebhookSecrets();
+      if (name === 'api.serviceKey' || name === 'api.jwt.secret') await daemon.loadApiSecrets();
       return { name, applied: true };
     })
     .add('shutdown', (_params, client) => {

@@ -188,7 +188,7 @@ export const configSchema: SchemaNode = object({
 });
 
 /** Keys the daemon applies as soon as they change; every other change needs a restart. */
-export const LIVE_KEYS: readonly string[] = ['log.level'];
+export const LIVE_KEYS: readonly string[] = ['log.level', 'api.jwt', 'api.tokens'];
 
 /** Keys that only the gateway itself writes. */
 export const READ_ONLY_KEYS: Readonly<Record<string, string>> = {
