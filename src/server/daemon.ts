@@ -19,6 +19,7 @@ import { openSecretStore, secretFromEnv, type SecretStore } from '../shared/secr
 import { gatewayVersion } from '../shared/version.ts';
 import { GatewayCredential } from './auth/gateway-credential.ts';
 import { answerProbe, type ProbeOptions, type Readiness } from './http/probes.ts';
+import { WebhookIngress } from './http/webhook-ingress.ts';
 import { HttpAuthenticator } from './auth/http-auth.ts';
 import { TokenStore } from './tokens/token-store.ts';
 import { JobQueue } from './jobs/job-queue.ts';
@@ -246,27 +247,25 @@ export class Daemon {
   }
 
   /**
-   * Probes are answered here, ahead of everything. The Koa application behind
+   * Probes and webhook deliveries are answered here, ahead of everything. The Koa application behind
    * every other route is loaded on the first request that needs it, so a
    * daemon that only serves probes and the control plane stays lean.
    */
   private createServer(): Server {
     let handler: Promise<(req: IncomingMessage, res: ServerResponse) => Promise<void>> | undefined;
     const loadHandler = async () => {
-      const [{ createHttpApp }, { tokenRoutes }, { jobRoutes }, { webhookRoutes }, { apiContractRoutes }] = await Promise.all([
-        import('./http/app.ts'), import('./http/routes/tokens.ts'), import('./http/routes/jobs.ts'), import('./http/routes/webhooks.ts'),
-        import('./http/routes/api-contract.ts'),
+      const [{ createHttpApp }, { tokenRoutes }, { jobRoutes }, { apiContractRoutes }] = await Promise.all([
+        import('./http/app.ts'), import('./http/routes/tokens.ts'), import('./http/routes/jobs.ts'), import('./http/routes/api-contract.ts'),
       ]);
       const surfaces = [
         apiContractRoutes(),
-        webhookRoutes({ store: this.store!, queue: this.queue!, secrets: () => this.webhookSecrets }),
         jobRoutes({ authenticator: this.authenticator!, queue: this.queue! }),
         tokenRoutes({
           authenticator: this.authenticator!, tokens: this.tokens!, audit: (kind, fields) => this.audit(kind, fields),
           maxBodyBytes: () => this.config.gateway.http.maxBodyBytes, defaultExpiryDays: () => this.config.api.tokens.defaultExpiryDays,
         }),
       ];
-      return createHttpApp({ logger: this.logger, budget: this.budget!, webhookBudget: this.webhookBudget!, surfaces }).callback();
+      return createHttpApp({ logger: this.logger, budget: this.budget!, surfaces }).callback();
     };
     const probes: ProbeOptions = {
       readiness: () => this.readiness,
@@ -279,8 +278,12 @@ export class Daemon {
         return { profile: this.paths.name, version: gatewayVersion(), instanceId: this.instanceId, uptimeMs: this.uptimeMs, connections: this.connections };
       },
     };
+    const webhooks = new WebhookIngress({
+      store: this.store!, queue: this.queue!, budget: this.webhookBudget!, logger: this.logger, secrets: () => this.webhookSecrets,
+    });
     return createServer({ keepAliveTimeout: 5000, requestTimeout: 30_000, headersTimeout: 10_000 }, (req, res) => {
       if (answerProbe(req, res, probes)) return;
+      if (webhooks.matches(req)) return webhooks.handle(req, res);
       handler ??= loadHandler();
       handler.then((handle) => handle(req, res), (error: unknown) => {
         this.logger.error({ err: error }, 'the HTTP application failed to load');

@@ -111,6 +111,12 @@ describe('webhook ingestion and jobs (e2e)', function () {
       expect(response.status, body).to.equal(status);
       expect(response.body.message, body).to.include(fragment);
     }
+    const get = await fetch(`${base}/webhooks`);
+    expect(get.status).to.equal(405);
+    expect(get.headers.get('allow')).to.equal('POST');
+    expect(await get.json()).to.include({ error: 'bad_request', statusCode: 405 });
+    const query = await deliver(base, 'push', push, { signature: 'sha256=00' }).then(() => fetch(`${base}/webhooks?token=abc`, { method: 'POST' }));
+    expect(query.status).to.equal(400);
     const xml = await deliver(base, 'push', push, { contentType: 'application/xml' });
     expect(xml.status).to.equal(415);
     expect(xml.body.error).to.equal('unsupported_media_type');

@@ -8,9 +8,8 @@ import { queryCredentialLayer, requestBudgetLayer } from './guards.ts';
 
 export interface HttpAppOptions {
   logger: Logger;
-  /** The request budget every surface shares, and the one of webhook deliveries. */
+  /** The request budget every surface shares. */
   budget: RequestBudget;
-  webhookBudget: RequestBudget;
   /** One router per surface, mounted in order. */
   surfaces: Router[];
 }
@@ -22,7 +21,7 @@ export interface HttpAppOptions {
  * 404 for the rest.
  * Probes never reach it (see probes.ts).
  */
-export function createHttpApp({ logger, budget, webhookBudget, surfaces }: HttpAppOptions): Koa {
+export function createHttpApp({ logger, budget, surfaces }: HttpAppOptions): Koa {
   const app = new Koa({ proxy: false });
   app.silent = true;
 
@@ -40,7 +39,7 @@ export function createHttpApp({ logger, budget, webhookBudget, surfaces }: HttpA
     }
   });
   app.use(queryCredentialLayer);
-  app.use(requestBudgetLayer(budget, webhookBudget));
+  app.use(requestBudgetLayer(budget));
   for (const surface of surfaces) {
     app.use(surface.routes());
     app.use(surface.allowedMethods());

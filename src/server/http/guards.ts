@@ -12,15 +12,12 @@ export async function queryCredentialLayer(ctx: Context, next: Next): Promise<vo
   await next();
 }
 
-/**
- * A request budget per credential, or per address for anonymous callers (429
- * with Retry-After). Webhook deliveries draw on their own, more generous budget.
- */
-export function requestBudgetLayer(budget: RequestBudget, webhooks: RequestBudget) {
+/** A request budget per credential, or per address for anonymous callers (429 with Retry-After). */
+export function requestBudgetLayer(budget: RequestBudget) {
   return async (ctx: Context, next: Next): Promise<void> => {
     const header = ctx.get('authorization');
     const key = header ? `cred:${fingerprint(header)}` : `addr:${ctx.req.socket.remoteAddress ?? 'unknown'}`;
-    const wait = ctx.path === '/webhooks' ? await webhooks.spend(`addr:${ctx.req.socket.remoteAddress ?? 'unknown'}`) : await budget.spend(key);
+    const wait = await budget.spend(key);
     if (wait > 0) throw new HttpError(429, `Too many requests; try again in ${Math.ceil(wait / 1000)} s.`, { 'retry-after': String(Math.ceil(wait / 1000)) });
     await next();
   };
