@@ -6,31 +6,38 @@ import { HttpError } from './error-body.ts';
 export const mediaType = (header: string | undefined): string => (header ?? '').split(';')[0]!.trim().toLowerCase();
 
 /**
- * Reads a request body as raw bytes up to a limit: 413 past it, announced or
- * streamed (the connection is then closed, since the rest goes unread). The raw
- * bytes matter: signatures are computed over them, never over re-serialised JSON.
+ * Past the limit, a body is still read and discarded up to this size, so the
+ * client finishes sending and reads the 413 instead of a reset connection;
+ * a larger one is cut off by closing the connection.
  */
-export function collectBody(req: IncomingMessage, limit: number, onTooLarge: () => void): Promise<Buffer> {
-  const tooLarge = () => {
-    onTooLarge();
-    return new HttpError(413, `The body is larger than ${limit} bytes.`);
-  };
-  if (Number(req.headers['content-length']) > limit) return Promise.reject(tooLarge());
+const DRAIN_LIMIT = 64 * 1024 * 1024;
+
+/**
+ * Reads a request body as raw bytes up to a limit: 413 past it, announced or
+ * streamed. The raw bytes matter: signatures are computed over them, never
+ * over re-serialised JSON.
+ */
+export function collectBody(req: IncomingMessage, limit: number, onAbandon: () => void): Promise<Buffer> {
+  const tooLarge = new HttpError(413, `The body is larger than ${limit} bytes.`);
+  const announced = Number(req.headers['content-length']);
+  if (announced > DRAIN_LIMIT) {
+    onAbandon();
+    return Promise.reject(tooLarge);
+  }
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    const onData = (chunk: Buffer) => {
+    req.on('data', (chunk: Buffer) => {
       size += chunk.length;
-      if (size > limit) {
-        req.off('data', onData);
-        req.resume();
-        reject(tooLarge());
-        return;
+      if (size <= limit) {
+        chunks.push(chunk);
+      } else if (size > DRAIN_LIMIT) {
+        onAbandon();
+        reject(tooLarge);
+        req.destroy();
       }
-      chunks.push(chunk);
-    };
-    req.on('data', onData);
-    req.once('end', () => resolve(Buffer.concat(chunks, size)));
+    });
+    req.once('end', () => (size > limit ? reject(tooLarge) : resolve(Buffer.concat(chunks, size))));
     req.once('error', reject);
   });
 }
