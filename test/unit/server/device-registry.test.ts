@@ -1,13 +1,11 @@
 import { expect } from 'chai';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { DeviceRegistry } from '../../../src/server/pairing/device-registry.ts';
-import { Store } from '../../../src/server/store/database.ts';
+import type { Store } from '../../../src/server/store/database.ts';
+import { freshStore } from '../../support/store.ts';
 import { newDevice } from '../../support/ws-client.ts';
 
 describe('device registry', () => {
-  let dir: string;
+  const current = freshStore();
   let store: Store;
   let now: number;
   let registry: DeviceRegistry;
@@ -16,14 +14,9 @@ describe('device registry', () => {
   });
 
   beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'gateway-registry-'));
-    store = new Store({ path: join(dir, 'state.db'), synchronous: 'normal' });
+    store = current();
     now = 1_000_000;
     registry = new DeviceRegistry(store, () => now);
-  });
-  afterEach(() => {
-    store.close();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   it('expires pending requests after five minutes', () => {

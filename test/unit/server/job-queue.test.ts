@@ -1,24 +1,17 @@
 import { expect } from 'chai';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { JobQueue } from '../../../src/server/jobs/job-queue.ts';
-import { Store } from '../../../src/server/store/database.ts';
+import type { Store } from '../../../src/server/store/database.ts';
+import { freshStore } from '../../support/store.ts';
 
 describe('job queue', () => {
-  let dir: string;
+  const current = freshStore();
   let store: Store;
   let now: number;
   let queue: JobQueue;
   beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'gateway-jobs-'));
-    store = new Store({ path: join(dir, 'state.db'), synchronous: 'normal' });
+    store = current();
     now = 1_000_000;
     queue = new JobQueue(store, () => now);
-  });
-  afterEach(() => {
-    store.close();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   it('retries a failed attempt with doubling backoff until its attempts run out', () => {
