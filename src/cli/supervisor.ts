@@ -2,7 +2,8 @@ import { openSync, closeSync } from 'node:fs';
 import { connect } from 'node:net';
 import { GatewayError } from '../shared/errors.ts';
 import { ExitCode } from '../shared/exit-codes.ts';
-import { inspectDaemon, processState, removeStaleLock, sleepSync } from '../shared/daemon-lock.ts';
+import { setTimeout as delay } from 'node:timers/promises';
+import { inspectDaemon, processState, removeStaleLock } from '../shared/daemon-lock.ts';
 import { isDaemonMessage, type DaemonMessage } from '../shared/daemon-messages.ts';
 import { connectHost, httpUrl } from '../shared/listen.ts';
 import type { ProfilePaths } from '../shared/profile.ts';
@@ -131,7 +132,7 @@ async function waitForExit(pid: number, host: string, port: number, timeoutMs: n
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (processState(pid) !== 'alive' && (await portFree(host, port))) return true;
-    sleepSync(25);
+    await delay(25);
   }
   return false;
 }
@@ -192,7 +193,7 @@ export async function stopRemote(client: RpcClient, url: string, timeoutMs: numb
   const deadline = Date.now() + timeoutMs;
   while (!(await portFree(host, Number(port) || 80))) {
     if (Date.now() > deadline) throw new GatewayError(`The gateway at ${url} did not stop within ${timeoutMs} ms.`);
-    sleepSync(50);
+    await delay(50);
   }
   return { profile, state: 'stopped', pid, method: 'rpc' };
 }

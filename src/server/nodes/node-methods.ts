@@ -1,13 +1,8 @@
 import type { MethodTable } from '../ws/method-table.ts';
-import { invalidParams, RpcError } from '../ws/rpc-error.ts';
+import { invalidParams, paramsObject, RpcError } from '../ws/rpc-error.ts';
 import { MAX_INVOKE_TIMEOUT_MS, type NodeRegistry } from './node-registry.ts';
 
 const DEFAULT_INVOKE_TIMEOUT_MS = 30_000;
-
-const object = (params: unknown): Record<string, unknown> => {
-  if (params === null || typeof params !== 'object' || Array.isArray(params)) throw invalidParams('params must be an object');
-  return params as Record<string, unknown>;
-};
 
 /** Listing nodes and relaying commands to them; nodes answer with node.invoke.result. */
 export function registerNodeMethods(methods: MethodTable, nodes: NodeRegistry): void {
@@ -20,7 +15,7 @@ export function registerNodeMethods(methods: MethodTable, nodes: NodeRegistry): 
       })),
     }))
     .add('nodes.invoke', (params) => {
-      const input = object(params);
+      const input = paramsObject(params);
       if (typeof input.node !== 'string' || input.node.length === 0) throw invalidParams('params.node must name a node');
       if (typeof input.command !== 'string' || input.command.length === 0) throw invalidParams('params.command must be a command name');
       const timeoutMs = input.timeoutMs ?? DEFAULT_INVOKE_TIMEOUT_MS;
@@ -30,7 +25,7 @@ export function registerNodeMethods(methods: MethodTable, nodes: NodeRegistry): 
       return nodes.invoke(input.node, input.command, input.args, timeoutMs).then((result) => ({ node: input.node, command: input.command, result }));
     })
     .add('node.invoke.result', (params, client) => {
-      const input = object(params);
+      const input = paramsObject(params);
       if (typeof input.invocationId !== 'string' || typeof input.ok !== 'boolean') throw invalidParams('params need invocationId and ok');
       const settled = nodes.settle(client.connectionId, input.invocationId, { ok: input.ok, result: input.result, error: typeof input.error === 'string' ? input.error : undefined });
       if (!settled) throw new RpcError('NOT_FOUND', `no pending invocation ${input.invocationId} for this node (timed out or unknown)`);

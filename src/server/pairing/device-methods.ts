@@ -3,20 +3,8 @@ import { isOperatorScope, OPERATOR_SCOPES, ROLES } from '../../shared/protocol/s
 import type { Store } from '../store/database.ts';
 import type { ControlPlane } from '../ws/control-plane.ts';
 import type { MethodTable, RpcClient } from '../ws/method-table.ts';
-import { invalidParams, RpcError } from '../ws/rpc-error.ts';
+import { idParam, invalidParams, paramsObject, RpcError } from '../ws/rpc-error.ts';
 import type { Device, DeviceRegistry, PairingRequest } from './device-registry.ts';
-
-const object = (params: unknown): Record<string, unknown> => {
-  if (params === undefined || params === null) return {};
-  if (typeof params !== 'object' || Array.isArray(params)) throw invalidParams('params must be an object');
-  return params as Record<string, unknown>;
-};
-
-const idParam = (params: Record<string, unknown>, name: string): string => {
-  const value = params[name];
-  if (typeof value !== 'string' || value.length === 0 || value.length > 128) throw invalidParams(`params.${name} must be a non-empty string`);
-  return value;
-};
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
@@ -49,7 +37,7 @@ export function registerDeviceMethods(methods: MethodTable, deps: DeviceMethodDe
   methods
     .add('devices.list', () => ({ paired: devices.list().map(deviceView), pending: devices.pending().map(requestView) }))
     .add('devices.approve', (params, client) => {
-      const input = object(params);
+      const input = paramsObject(params);
       const request = input.latest === true ? devices.latestPending() : devices.findPending(idParam(input, 'requestId'));
       if (!request) throw new RpcError('NOT_FOUND', input.latest === true ? 'no pairing request is pending' : `no pending pairing request ${String(input.requestId)} (unknown, expired or already decided)`);
       const device = devices.approve(request.id, client.deviceId)!;
@@ -57,14 +45,14 @@ export function registerDeviceMethods(methods: MethodTable, deps: DeviceMethodDe
       return { approved: true, requestId: request.id, device: deviceView(device) };
     })
     .add('devices.reject', (params, client) => {
-      const requestId = idParam(object(params), 'requestId');
+      const requestId = idParam(params, 'requestId');
       const request = devices.reject(requestId);
       if (!request) throw new RpcError('NOT_FOUND', `no pending pairing request ${requestId} (unknown, expired or already decided)`);
       resolved(request, 'rejected', client);
       return { rejected: true, requestId: request.id, deviceId: request.deviceId };
     })
     .add('devices.revoke', (params, client) => {
-      const deviceId = idParam(object(params), 'deviceId');
+      const deviceId = idParam(params, 'deviceId');
       const device = devices.revoke(deviceId);
       if (!device) throw new RpcError('NOT_FOUND', `no paired device ${deviceId}`);
       store.audit('device.revoked', { actor: client.deviceId, subject: deviceId, address: client.address });
@@ -72,7 +60,7 @@ export function registerDeviceMethods(methods: MethodTable, deps: DeviceMethodDe
       return { revoked: true, deviceId, closedConnections: closed };
     })
     .add('devices.rotate', (params, client) => {
-      const deviceId = idParam(object(params), 'deviceId');
+      const deviceId = idParam(params, 'deviceId');
       const token = devices.rotate(deviceId);
       if (!token) throw new RpcError('NOT_FOUND', `no paired device ${deviceId}`);
       store.audit('device.rotated', { actor: client.deviceId, subject: deviceId, address: client.address });
@@ -80,7 +68,7 @@ export function registerDeviceMethods(methods: MethodTable, deps: DeviceMethodDe
       return { rotated: true, deviceId, deviceToken: token, closedConnections: closed };
     })
     .add('devices.invite', (params, client) => {
-      const input = object(params);
+      const input = paramsObject(params);
       const role = input.role ?? 'operator';
       if (typeof role !== 'string' || !(ROLES as readonly string[]).includes(role)) throw invalidParams(`role must be one of ${ROLES.join(', ')}`);
       const scopes = input.scopes ?? (role === 'operator' ? ['operator.read'] : []);
@@ -94,7 +82,7 @@ export function registerDeviceMethods(methods: MethodTable, deps: DeviceMethodDe
       return { code: invite.code, expiresAt: new Date(invite.expiresAt).toISOString() };
     })
     .add('audit.list', (params) => {
-      const input = object(params);
+      const input = paramsObject(params);
       const since = input.since === undefined ? 0 : Number(input.since);
       const limit = input.limit === undefined ? 200 : Number(input.limit);
       if (!Number.isFinite(since) || !Number.isInteger(limit) || limit < 1 || limit > 1000) throw invalidParams('since must be a time in ms and limit 1-1000');

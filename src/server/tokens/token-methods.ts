@@ -1,6 +1,6 @@
 import type { BearerVerifier } from '../auth/http-auth.ts';
 import type { MethodTable } from '../ws/method-table.ts';
-import { invalidParams, RpcError } from '../ws/rpc-error.ts';
+import { idParam, invalidParams, RpcError } from '../ws/rpc-error.ts';
 import type { TokenStore } from './token-store.ts';
 
 /** Tokens made from the host's CLI belong to the same owner as the gateway credential on HTTP. */
@@ -43,8 +43,7 @@ export function registerTokenMethods(methods: MethodTable, deps: TokenMethodDeps
     })
     .add('tokens.list', () => ({ tokens: deps.tokens.list(GATEWAY_OWNER) }))
     .add('tokens.revoke', (params, client) => {
-      const id = (params as { id?: unknown } | undefined)?.id;
-      if (typeof id !== 'string' || id.length === 0) throw invalidParams('params.id must be a token id');
+      const id = idParam(params, 'id');
       const revoked = deps.tokens.revoke(GATEWAY_OWNER, id);
       if (!revoked) throw new RpcError('NOT_FOUND', `no token ${id}`);
       deps.audit('token.revoked', { actor: client.deviceId, subject: id, address: client.address });

@@ -5,13 +5,7 @@ import { isSecretName } from '../../shared/secrets/names.ts';
 import { gatewayVersion } from '../../shared/version.ts';
 import type { Daemon } from '../daemon.ts';
 import type { MethodTable } from './method-table.ts';
-import { invalidParams, RpcError } from './rpc-error.ts';
-
-const paramsObject = (params: unknown): Record<string, unknown> => {
-  if (params === undefined || params === null) return {};
-  if (typeof params !== 'object' || Array.isArray(params)) throw invalidParams('params must be an object');
-  return params as Record<string, unknown>;
-};
+import { invalidParams, paramsObject, RpcError } from './rpc-error.ts';
 
 const keyParam = (params: Record<string, unknown>, required: boolean): string | undefined => {
   const key = params.key;

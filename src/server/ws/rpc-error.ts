@@ -25,3 +25,17 @@ export class RpcError extends Error {
 }
 
 export const invalidParams = (message: string): RpcError => new RpcError('INVALID_REQUEST', message);
+
+/** A method's params as an object ({} when none were sent); INVALID_REQUEST otherwise. */
+export function paramsObject(params: unknown): Record<string, unknown> {
+  if (params === undefined || params === null) return {};
+  if (typeof params !== 'object' || Array.isArray(params)) throw invalidParams('params must be an object');
+  return params as Record<string, unknown>;
+}
+
+/** A required id-like string param (1-128 characters). */
+export function idParam(params: unknown, name: string): string {
+  const value = paramsObject(params)[name];
+  if (typeof value !== 'string' || value.length === 0 || value.length > 128) throw invalidParams(`params.${name} must be a non-empty string`);
+  return value;
+}
