@@ -1,6 +1,5 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { freePort, Home, waitFor } from '../support/cli.ts';
 import { deliver, pushPayload, TEST_WEBHOOK_SECRET } from '../support/webhooks.ts';
 
@@ -40,7 +39,7 @@ describe('durability under kill -9 (e2e)', function () {
     expect((await home.run(['status'])).code).to.equal(4);
 
     expect((await home.run(['start'])).code).to.equal(0);
-    const token = JSON.parse(readFileSync(home.file('secrets.json'), 'utf8')).secrets['gateway.token'];
+    const token = home.token();
     const all = async () => {
       const jobs: { source: string; status: string }[] = [];
       let cursor: string | null = null;

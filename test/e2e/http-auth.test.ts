@@ -1,5 +1,4 @@
 import { expect } from 'chai';
-import { readFileSync } from 'node:fs';
 import { freePort, Home } from '../support/cli.ts';
 import { newDevice, RawSocket } from '../support/ws-client.ts';
 import { loadDeviceKey } from '../../src/shared/protocol/device-auth.ts';
@@ -9,7 +8,7 @@ describe('HTTP auth, lockouts and rate limits (e2e)', function () {
   let home: Home;
   let port: number;
   let base: string;
-  const token = () => JSON.parse(readFileSync(home.file('secrets.json'), 'utf8')).secrets['gateway.token'];
+  const token = () => home.token();
   const start = async (settings: [string, string][] = [], args: string[] = []) => {
     for (const [key, value] of settings) expect((await home.run(['config', 'set', key, value])).code, key).to.equal(0);
     const started = await home.run(['start', ...args]);
@@ -78,7 +77,7 @@ describe('HTTP auth, lockouts and rate limits (e2e)', function () {
     expect(refused.error.details.retryAfterMs).to.be.within(250_000, 300_000);
     locked.close();
     // Device tokens are counted apart: the CLI's own device still gets in, and sees both lockouts.
-    const secrets = JSON.parse(readFileSync(home.file('secrets.json'), 'utf8')).secrets;
+    const secrets = home.secrets();
     const viaDevice = new RawSocket(`ws://127.0.0.1:${port}/`);
     expect((await viaDevice.connect({ deviceToken: secrets['device.token'] }, [], { device: loadDeviceKey(secrets['device.key']) })).ok).to.equal(true);
     const audit = await viaDevice.call('audit.list');

@@ -35,7 +35,7 @@ describe('daemon lifecycle (e2e)', function () {
     expect(statSync(home.file('secrets.json')).mode & 0o777).to.equal(0o600);
     expect(statSync(home.file('state.db')).mode & 0o777).to.equal(0o600);
     expect(home.lock()).to.include({ pid: started.json.pid, port, profile: 'default' });
-    const token = JSON.parse(readFileSync(home.file('secrets.json'), 'utf8')).secrets['gateway.token'];
+    const token = home.token();
     expect(Buffer.from(token, 'base64url').length).to.be.at.least(32);
     expect(readFileSync(home.file('config.json'), 'utf8')).not.to.include(token);
     expect(readFileSync(home.file('gateway.log'), 'utf8')).not.to.include(token);
@@ -160,7 +160,7 @@ describe('daemon lifecycle (e2e)', function () {
     let stderr = '';
     child.stderr!.on('data', (chunk) => { stderr += chunk; });
     await waitFor(() => stderr.includes('listening on'), 15_000, 'foreground ready');
-    const token = JSON.parse(readFileSync(home.file('secrets.json'), 'utf8')).secrets['gateway.token'];
+    const token = home.token();
     const socket = new RawSocket(`ws://127.0.0.1:${port}/`);
     const hello = await socket.connect({ token });
     expect(hello.ok).to.equal(true);
@@ -217,7 +217,7 @@ describe('daemon details (e2e)', function () {
 
   it('logs at debug level with --verbose', async () => {
     await home.run(['start', '--verbose']);
-    const token = JSON.parse(readFileSync(home.file('secrets.json'), 'utf8')).secrets['gateway.token'];
+    const token = home.token();
     const socket = new RawSocket(`ws://127.0.0.1:${port}/`);
     await socket.connect({ token });
     socket.close();

@@ -1,5 +1,4 @@
 import { expect } from 'chai';
-import { readFileSync } from 'node:fs';
 import { freePort, Home } from '../support/cli.ts';
 import { RawSocket } from '../support/ws-client.ts';
 
@@ -54,7 +53,7 @@ describe('companion nodes (e2e)', function () {
     await home.run(['config', 'set', 'gateway.nodes.denyCommands', '["shell.*"]']);
     expect((await home.run(['start'])).code).to.equal(0);
     node = new TestNode(port);
-    const token = JSON.parse(readFileSync(home.file('secrets.json'), 'utf8')).secrets['gateway.token'];
+    const token = home.token();
     const hello = await node.connect(token, ['echo', 'fail', 'hang', 'shell.exec']);
     expect(hello.ok).to.equal(true);
     expect(hello.payload.role).to.equal('node');

@@ -2,7 +2,6 @@ import { expect } from 'chai';
 import AjvModule from 'ajv';
 import formatsModule from 'ajv-formats';
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { freePort, Home } from '../support/cli.ts';
 import { deliver, pushPayload, TEST_WEBHOOK_SECRET } from '../support/webhooks.ts';
 
@@ -21,7 +20,7 @@ describe('API contract: every route answers as /openapi.json says (e2e)', functi
     base = `http://127.0.0.1:${port}`;
     home = new Home({ GATEWAY_PORT: String(port) });
     expect((await home.run(['start'])).code).to.equal(0);
-    token = JSON.parse(readFileSync(home.file('secrets.json'), 'utf8')).secrets['gateway.token'];
+    token = home.token();
     const response = await fetch(`${base}/openapi.json`);
     expect(response.status).to.equal(200);
     document = await response.json();

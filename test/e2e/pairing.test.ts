@@ -1,5 +1,4 @@
 import { expect } from 'chai';
-import { readFileSync } from 'node:fs';
 import { freePort, Home, sleep } from '../support/cli.ts';
 import { TestHost } from '../support/netns.ts';
 import { newDevice, RawSocket } from '../support/ws-client.ts';
@@ -21,7 +20,7 @@ describe('device pairing (e2e)', function () {
     home = new Home({ GATEWAY_PORT: String(port) });
     const started = await home.run(['start', '--bind', 'lan']);
     expect(started.code, started.stderr).to.equal(0);
-    token = JSON.parse(readFileSync(home.file('secrets.json'), 'utf8')).secrets['gateway.token'];
+    token = home.token();
   });
   afterEach(() => {
     sockets.splice(0).forEach((socket) => socket.close());

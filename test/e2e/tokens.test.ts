@@ -22,7 +22,7 @@ describe('product access tokens (e2e)', function () {
     base = `http://127.0.0.1:${port}`;
     home = new Home({ GATEWAY_PORT: String(port) });
     expect((await home.run(['start'])).code).to.equal(0);
-    gateway = JSON.parse(readFileSync(home.file('secrets.json'), 'utf8')).secrets['gateway.token'];
+    gateway = home.token();
   });
   after(() => home.cleanup());
 
@@ -140,7 +140,7 @@ describe('product access tokens (e2e)', function () {
     expect(created.json).to.include({ name: 'deploy' });
     expect(created.json.scopes).to.deep.equal(['jobs:read', 'tokens:read']);
     expect(Date.parse(created.json.expiresAt) - Date.now()).to.be.closeTo(30 * 86_400_000, 60_000);
-    const secrets = JSON.parse(readFileSync(home.file('secrets.json'), 'utf8')).secrets;
+    const secrets = home.secrets();
     expect(Object.values(secrets)).to.include(created.json.token);
     expect((await call('GET', '/tokens', created.json.token)).status).to.equal(200);
 

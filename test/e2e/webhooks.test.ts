@@ -1,7 +1,6 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import { sign } from '@octokit/webhooks-methods';
-import { readFileSync } from 'node:fs';
 import { freePort, Home, waitFor } from '../support/cli.ts';
 import { deliver, pushPayload, TEST_WEBHOOK_SECRET } from '../support/webhooks.ts';
 
@@ -25,7 +24,7 @@ describe('webhook ingestion and jobs (e2e)', function () {
     base = `http://127.0.0.1:${port}`;
     home = new Home({ GATEWAY_PORT: String(port) });
     expect((await home.run(['start'])).code).to.equal(0);
-    token = JSON.parse(readFileSync(home.file('secrets.json'), 'utf8')).secrets['gateway.token'];
+    token = home.token();
   });
   after(() => home.cleanup());
 

@@ -46,6 +46,16 @@ export class Home {
     return runCli(args, { ...options, env: { ...this.env, ...options.env } });
   }
 
+  /** The profile's secrets as its file store holds them (profiles on the file backend). */
+  secrets(profile = 'default'): Record<string, string> {
+    return JSON.parse(readFileSync(this.file('secrets.json', profile), 'utf8')).secrets;
+  }
+
+  /** The gateway token the daemon generated on first start. */
+  token(profile = 'default'): string {
+    return this.secrets(profile)['gateway.token']!;
+  }
+
   lock(profile = 'default'): any {
     return JSON.parse(readFileSync(this.file('daemon.json', profile), 'utf8'));
   }
