@@ -40,6 +40,11 @@ import { registerNodeMethods } from './nodes/node-methods.ts';
 import { admit } from './ws/handshake.ts';
 import { DeviceRegistry } from './pairing/device-registry.ts';
 import { registerDeviceMethods, requestView } from './pairing/device-methods.ts';
+import { builtinChannels } from './channels/builtin.ts';
+import { registerChannelMethods } from './channels/channel-methods.ts';
+import { DmPairing } from './channels/dm-pairing.ts';
+import { ChannelManager } from './channels/manager.ts';
+import { SessionStore } from './channels/sessions.ts';
 
 const PRUNE_JOB = 'store.prune';
 const PRUNE_INTERVAL_MS = 6 * 60 * 60_000;
@@ -77,6 +82,7 @@ export class Daemon {
   private worker?: JobWorker;
   private webhookBudget?: RequestBudget;
   private pruneTimer?: NodeJS.Timeout;
+  private channels?: ChannelManager;
   /** The webhook secret and, during rotation, the previous one: read once, refreshed when they change. */
   webhookSecrets: string[] = [];
   private tokens?: TokenStore;
@@ -201,12 +207,22 @@ export class Daemon {
     this.queue = queue;
     this.handlers = new JobHandlers();
     registerGithubHandlers(this.handlers);
-    this.handlers.handle(PRUNE_JOB, () => queue.prune(this.config.store.retentionDays));
+    const pairing = new DmPairing(store);
+    this.handlers.handle(PRUNE_JOB, () => ({
+      ...queue.prune(this.config.store.retentionDays),
+      pairingRequests: pairing.prune(this.config.store.retentionDays * 86_400_000),
+    }));
     registerJobMethods(methods, queue);
     this.worker = new JobWorker({ queue, handlers: this.handlers, store, logger: this.logger, concurrency: this.config.jobs.concurrency });
     this.webhookBudget = new RequestBudget(this.config.gateway.rateLimit.webhooksMax, this.config.gateway.rateLimit.windowMs);
     const nodes = new NodeRegistry(() => this.config.gateway.nodes);
     registerNodeMethods(methods, nodes);
+    const sessions = new SessionStore(store);
+    this.channels = new ChannelManager({
+      registry: builtinChannels(), config: () => this.config, secret: (name) => this.secrets.get(name), logger: this.logger,
+      pairing, sessions, emit: (event, payload, scope) => this.controlPlane?.broadcast(event, payload, scope),
+    });
+    registerChannelMethods(methods, { channels: this.channels, pairing, sessions, store });
     this.controlPlane = new ControlPlane({
       logger: this.logger,
       methods,
@@ -242,6 +258,7 @@ export class Daemon {
     this.readiness = 'ready';
     this.worker.start();
     this.schedulePrune();
+    await this.channels.start();
     this.store.audit('daemon.start', { detail: { port: this.port, bind: this.bind.mode } });
     this.logger.info({ url: this.url, ms: this.record.readyAt! - this.startedAt }, 'daemon ready');
   }
@@ -392,9 +409,10 @@ export class Daemon {
       this.server?.closeAllConnections();
     }, Math.min(this.config.gateway.drainTimeoutMs, 5000)).unref();
     clearInterval(this.pruneTimer);
+    const channelsStopped = this.channels?.stop() ?? Promise.resolve();
     const unfinished = await (this.worker?.drain(this.config.gateway.drainTimeoutMs) ?? Promise.resolve(0));
     if (unfinished > 0) this.logger.warn({ jobs: unfinished }, 'stopping with jobs still running; they run again at the next start');
-    await closed;
+    await Promise.all([closed, channelsStopped]);
     clearTimeout(deadline);
     await this.teardown();
     this.logger.info({ uptimeMs: this.uptimeMs }, 'daemon stopped');

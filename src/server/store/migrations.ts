@@ -154,4 +154,58 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 5,
+    name: 'channel pairing, allow-lists and sessions',
+    sql: `
+      CREATE TABLE channel_pairing_requests (
+        channel TEXT NOT NULL,
+        code TEXT NOT NULL,
+        account TEXT NOT NULL,
+        sender TEXT NOT NULL,
+        sender_name TEXT,
+        status TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        expires_at BIGINT NOT NULL,
+        resolved_at BIGINT,
+        resolved_by TEXT,
+        PRIMARY KEY (channel, code)
+      );
+      CREATE INDEX channel_pairing_sender ON channel_pairing_requests (channel, account, sender, expires_at);
+      CREATE INDEX channel_pairing_open ON channel_pairing_requests (channel, account, status, expires_at);
+      CREATE TABLE channel_allowlist (
+        channel TEXT NOT NULL,
+        sender TEXT NOT NULL,
+        account TEXT,
+        sender_name TEXT,
+        added_at BIGINT NOT NULL,
+        added_by TEXT NOT NULL,
+        code TEXT,
+        PRIMARY KEY (channel, sender)
+      );
+      CREATE TABLE sessions (
+        key TEXT PRIMARY KEY,
+        channel TEXT NOT NULL,
+        account TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        peer TEXT NOT NULL,
+        peer_name TEXT,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL,
+        message_count INTEGER NOT NULL DEFAULT 0
+      );
+      CREATE INDEX sessions_updated ON sessions (updated_at);
+      CREATE TABLE session_messages (
+        id INTEGER PRIMARY KEY,
+        session_key TEXT NOT NULL,
+        direction TEXT NOT NULL,
+        sender TEXT NOT NULL,
+        sender_name TEXT,
+        text TEXT NOT NULL,
+        at BIGINT NOT NULL,
+        via TEXT
+      );
+      CREATE INDEX session_messages_session ON session_messages (session_key, id);
+    `,
+  },
 ];

@@ -1,7 +1,7 @@
 import type { ErrorObject } from 'ajv';
 import validateDocument from './config-validator.generated.cjs';
 import { usageError } from '../errors.ts';
-import { configSchema, LIVE_KEYS, READ_ONLY_KEYS, type SchemaNode } from './schema.ts';
+import { configSchema, LIVE_KEY_PATTERNS, LIVE_KEYS, READ_ONLY_KEYS, type SchemaNode } from './schema.ts';
 import type { GatewayConfig } from './types.ts';
 
 /** Splits a dotted key, refusing empty segments. */
@@ -74,9 +74,26 @@ function describe(errors: ErrorObject[] | null | undefined): string[] {
   }).filter((line, index, all) => line && all.indexOf(line) === index);
 }
 
+function schemaProblems(document: unknown): string[] {
+  return validateDocument(document) ? [] : describe(validateDocument.errors);
+}
+
+/** Rules that span keys, which the schema cannot say. */
+function ruleProblems(document: Record<string, unknown>): string[] {
+  const problems: string[] = [];
+  const channels = (document.channels ?? {}) as Record<string, { dmPolicy?: string; allowFrom?: string[] }>;
+  for (const [id, channel] of Object.entries(channels)) {
+    if (channel.dmPolicy === 'open' && !(channel.allowFrom ?? []).includes('*')) {
+      problems.push(`channels.${id}.dmPolicy: "open" lets anyone write to the gateway, so it needs an explicit "*" in channels.${id}.allowFrom`);
+    }
+  }
+  return problems;
+}
+
 /** Problems of a whole config document, each naming its key; empty when valid. */
 export function documentProblems(document: unknown): string[] {
-  return validateDocument(document) ? [] : describe(validateDocument.errors);
+  const problems = schemaProblems(document);
+  return problems.length > 0 ? problems : ruleProblems(document as Record<string, unknown>);
 }
 
 /** Problems of a value for a key, each naming the key; empty when valid. */
@@ -84,7 +101,7 @@ export function problemsOf(key: string, value: unknown): string[] {
   if (key === '') return documentProblems(value);
   assertKnownKey(key);
   // The schema has no required keys at its levels, so a document holding only this key checks exactly it.
-  return documentProblems(setPath({}, key, value));
+  return schemaProblems(setPath({}, key, value));
 }
 
 export function assertValidValue(key: string, value: unknown): void {
@@ -157,7 +174,7 @@ export const effectiveConfig = (raw: unknown): GatewayConfig => withDefaults(con
 
 /** Whether a running daemon needs a restart before a change of this key takes effect. */
 export const needsRestart = (key: string): boolean =>
-  !LIVE_KEYS.some((live) => key === live || key.startsWith(`${live}.`));
+  !LIVE_KEYS.some((live) => key === live || key.startsWith(`${live}.`)) && !LIVE_KEY_PATTERNS.some((pattern) => pattern.test(key));
 
 /** Every leaf key of the schema, for listings and completion. */
 export function leafKeys(node: SchemaNode = configSchema, prefix = ''): string[] {

@@ -60,10 +60,8 @@ const cidr: SchemaNode = {
 const urlPath: SchemaNode = { type: 'string', pattern: '^/[A-Za-z0-9._~!$&\'()*+,;=:@/%-]*$' };
 const endpoint = (description: string): SchemaNode => object({ enabled: bool(false, description) });
 
-const channel: SchemaNode = object({
-  enabled: bool(false, 'connect this channel when the daemon starts'),
-  dmPolicy: oneOf(DM_POLICIES, 'pairing', 'what happens to direct messages from unknown senders'),
-  allowFrom: list({ type: 'string', minLength: 1 }, 'senders allowed without pairing ("*" allows everyone under the open policy)'),
+/** How to reach a server: the top level of a channel is its default account, `accounts` adds more. */
+const connection = {
   host: text('server host name or address'),
   port: int(undefined, 1, 65535, 'server port'),
   tls: bool(false, 'connect with TLS'),
@@ -72,7 +70,28 @@ const channel: SchemaNode = object({
   realname: text('real name'),
   sasl: bool(false, 'authenticate with SASL PLAIN using the secret channels.<id>.password'),
   rooms: list({ type: 'string', minLength: 1 }, 'rooms to join'),
+};
+
+const channelAccount: SchemaNode = object({
+  enabled: bool(true, 'connect this account'),
+  ...connection,
+  tls: { type: 'boolean', description: 'connect with TLS (else as the channel\'s default account)' },
+  sasl: { type: 'boolean', description: 'authenticate with SASL PLAIN using the secret channels.<id>.accounts.<name>.password' },
+  rooms: { type: 'array', items: { type: 'string', minLength: 1 }, description: 'rooms to join (none unless listed)' },
+}, 'another account of the channel');
+
+const channel: SchemaNode = object({
+  enabled: bool(false, 'connect this channel when the daemon starts'),
+  dmPolicy: oneOf(DM_POLICIES, 'pairing', 'what happens to direct messages from unknown senders'),
+  allowFrom: list({ type: 'string', minLength: 1 }, 'senders allowed without pairing ("*" allows everyone under the open policy)'),
+  ...connection,
   reconnectMaxDelayMs: int(60_000, 1000, 3_600_000, 'upper bound of the reconnect backoff'),
+  accounts: {
+    type: 'object',
+    description: 'further accounts by name (their password is the secret channels.<id>.accounts.<name>.password)',
+    propertyNames: { pattern: '^[a-z0-9][a-z0-9_-]{0,31}$' },
+    additionalProperties: channelAccount,
+  },
 }, 'a messaging channel');
 
 const hookMapping: SchemaNode = {
@@ -189,6 +208,9 @@ export const configSchema: SchemaNode = object({
 
 /** Keys the daemon applies as soon as they change; every other change needs a restart. */
 export const LIVE_KEYS: readonly string[] = ['log.level', 'api.jwt', 'api.tokens'];
+
+/** Live keys under an id of the user's choosing: who may write to a channel applies at once. */
+export const LIVE_KEY_PATTERNS: readonly RegExp[] = [/^channels\.[^.]+\.(dmPolicy|allowFrom)(\.|$)/];
 
 /** Keys that only the gateway itself writes. */
 export const READ_ONLY_KEYS: Readonly<Record<string, string>> = {

@@ -28,9 +28,22 @@ export const METHOD_SCOPES = {
   'nodes.list': 'operator.read',
   'nodes.invoke': 'operator.write',
   'node.invoke.result': NODE_SCOPE,
+  'channels.list': 'operator.read',
+  'channels.status': 'operator.read',
+  'pair.list': 'operator.pairing',
+  'pair.approve': 'operator.pairing',
+  'pair.reject': 'operator.pairing',
+  'pair.revoke': 'operator.pairing',
+  'pair.allowed': 'operator.pairing',
+  'sessions.list': 'operator.read',
+  'sessions.history': 'operator.read',
+  'message.send': 'operator.write',
 } as const satisfies Record<string, OperatorScope | typeof NODE_SCOPE>;
 
 export type MethodName = keyof typeof METHOD_SCOPES;
 
 /** Events the daemon pushes. */
-export const EVENTS = ['connect.challenge', 'tick', 'shutdown', 'device.pair.requested', 'device.pair.resolved', 'device.revoked', 'node.invoke'] as const;
+export const EVENTS = [
+  'connect.challenge', 'tick', 'shutdown', 'device.pair.requested', 'device.pair.resolved', 'device.revoked', 'node.invoke',
+  'channel.status', 'channel.pair.requested', 'channel.pair.resolved', 'session.message',
+] as const;

@@ -11,7 +11,7 @@ export const SECRET_NAMES = [
   'api.serviceKey',
 ] as const;
 
-const CHANNEL_PASSWORD = /^channels\.[a-z0-9][a-z0-9_-]{0,31}\.password$/;
+const CHANNEL_PASSWORD = /^channels\.[a-z0-9][a-z0-9_-]{0,31}(\.accounts\.[a-z0-9][a-z0-9_-]{0,31})?\.password$/;
 /** Keys the CLI keeps for itself (device identity, tokens issued to it); not set by hand. */
 const INTERNAL = /^(device\.(key|token)(\.[A-Za-z0-9_.:-]+)?|tokens\.saved\.[A-Za-z0-9_-]+)$/;
 
@@ -30,7 +30,7 @@ export const isSecretName = (name: string): boolean => isUserSecretName(name) ||
 
 export function assertUserSecretName(name: string): string {
   if (!isUserSecretName(name) || name.endsWith('.previous')) {
-    throw usageError(`Unknown secret ${JSON.stringify(name)}. Known: ${SECRET_NAMES.filter((n) => !n.endsWith('.previous')).join(', ')}, channels.<id>.password.`);
+    throw usageError(`Unknown secret ${JSON.stringify(name)}. Known: ${SECRET_NAMES.filter((n) => !n.endsWith('.previous')).join(', ')}, channels.<id>.password, channels.<id>.accounts.<account>.password.`);
   }
   return name;
 }

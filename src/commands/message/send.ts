@@ -1,0 +1,37 @@
+import { Args, Flags } from '@oclif/core';
+import { BaseCommand } from '../../cli/base-command.ts';
+import { usageError } from '../../shared/errors.ts';
+
+export default class MessageSend extends BaseCommand<Record<string, unknown>> {
+  static override summary = 'Send a message to a peer or room through a channel; it is recorded in the session.';
+  static override description = 'Pass the text as an argument, or "-" to read it from stdin.';
+  static override examples = [
+    '<%= config.bin %> message send --channel irc --to alice "Back in five minutes"',
+    'uptime | <%= config.bin %> message send --channel irc --to "#ops" -',
+  ];
+  static override args = { text: Args.string({ description: 'the message, or - for stdin', required: true }) };
+  static override flags = {
+    url: BaseCommand.urlFlag,
+    channel: Flags.string({ description: 'channel to send through, such as irc', required: true }),
+    to: Flags.string({ description: 'peer (for IRC a nick) or room (#room)', required: true }),
+    account: Flags.string({ description: 'channel account (when the channel has several)' }),
+  };
+
+  async run(): Promise<Record<string, unknown>> {
+    const { args, flags } = await this.parse(MessageSend);
+    let text = args.text;
+    if (text === '-') {
+      if (process.stdin.isTTY) throw usageError('"-" reads the message from stdin, but stdin is a terminal; pipe the text in or pass it as an argument.');
+      const chunks: Buffer[] = [];
+      for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+      text = Buffer.concat(chunks).toString('utf8').replace(/\n+$/, '');
+    }
+    if (text.trim().length === 0) throw usageError('The message is empty.');
+    const client = await this.rpc(this.selectProfile(flags.profile), flags.url);
+    const result = await client.call<{ sessionKey: string }>('message.send', {
+      channel: flags.channel, to: flags.to, text, ...(flags.account ? { account: flags.account } : {}),
+    });
+    this.say(`Sent to ${flags.to} on ${flags.channel} (session ${result.sessionKey}).`);
+    return result;
+  }
+}

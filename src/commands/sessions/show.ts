@@ -1,0 +1,30 @@
+import { Args, Flags } from '@oclif/core';
+import { BaseCommand } from '../../cli/base-command.ts';
+
+interface History {
+  session: { key: string; channel: string; account: string; kind: string; peer: string; peerName: string | null; messageCount: number };
+  messages: { id: number; direction: 'in' | 'out'; sender: string; senderName: string | null; text: string; at: string }[];
+}
+
+export default class SessionsShow extends BaseCommand<History> {
+  static override summary = 'Show a session and its recent messages (exit 5 when there is no such session).';
+  static override examples = ['<%= config.bin %> sessions show irc:default:dm:alice', '<%= config.bin %> sessions show "irc:default:group:#ops" --limit 20 --json'];
+  static override args = { key: Args.string({ description: 'session key from `sessions list`', required: true }) };
+  static override flags = {
+    url: BaseCommand.urlFlag,
+    limit: Flags.integer({ description: 'the last N messages (1-1000)', default: 200, min: 1, max: 1000 }),
+  };
+
+  async run(): Promise<History> {
+    const { args, flags } = await this.parse(SessionsShow);
+    const client = await this.rpc(this.selectProfile(flags.profile), flags.url);
+    const result = await client.call<History>('sessions.history', { key: args.key, limit: flags.limit });
+    const { session } = result;
+    this.say(`${session.key}: ${session.kind === 'group' ? 'room' : 'direct messages with'} ${session.peerName ?? session.peer} on ${session.channel} (${session.messageCount} messages)`);
+    for (const message of result.messages) {
+      const who = message.direction === 'in' ? `<${message.senderName ?? message.sender}>` : `-> ${message.sender}:`;
+      this.say(`${message.at}  ${who} ${message.text}`);
+    }
+    return result;
+  }
+}

@@ -1,0 +1,276 @@
+import { createRequire } from 'node:module';
+import type { ChannelState } from '../../shared/channels.ts';
+import type { AccountStatus, Channel, ChannelContext, ChannelSettings } from './channel.ts';
+import { checkIrcTarget, ircFold, isIrcRoom } from './irc-names.ts';
+
+/** The account the top-level `channels.<id>` settings describe; others live under `.accounts.<name>`. */
+export const DEFAULT_ACCOUNT = 'default';
+
+const QUIT_WAIT_MS = 2000;
+const FIRST_RETRY_MS = 1000;
+
+interface AccountSettings {
+  host?: string;
+  port?: number;
+  tls: boolean;
+  nick?: string;
+  username?: string;
+  realname?: string;
+  sasl: boolean;
+  rooms: string[];
+  enabled: boolean;
+}
+
+/** The accounts of an IRC channel's settings: the top level (when it names a host) and each entry of `accounts`. */
+export function ircAccounts(settings: ChannelSettings): Map<string, AccountSettings> {
+  const base = settings as unknown as AccountSettings & { accounts?: Record<string, Partial<AccountSettings>> };
+  const pick = (from: Partial<AccountSettings>, fallback: Partial<AccountSettings>): AccountSettings => ({
+    host: from.host ?? fallback.host,
+    port: from.port ?? fallback.port,
+    tls: from.tls ?? fallback.tls ?? false,
+    nick: from.nick ?? fallback.nick,
+    username: from.username ?? fallback.username,
+    realname: from.realname ?? fallback.realname,
+    sasl: from.sasl ?? fallback.sasl ?? false,
+    rooms: from.rooms ?? fallback.rooms ?? [],
+    enabled: from.enabled ?? true,
+  });
+  const accounts = new Map<string, AccountSettings>();
+  const extra = base.accounts ?? {};
+  if (base.host !== undefined || Object.keys(extra).length === 0) accounts.set(DEFAULT_ACCOUNT, pick(base, {}));
+  for (const [name, account] of Object.entries(extra)) accounts.set(name, pick(account, { ...base, rooms: [] }));
+  return accounts;
+}
+
+type IrcClient = {
+  connect(options: Record<string, unknown>): void;
+  quit(message?: string): void;
+  say(target: string, message: string): void;
+  join(channel: string): void;
+  changeNick(nick: string): void;
+  on(event: string, listener: (...args: any[]) => void): void;
+  removeAllListeners(): void;
+  connection: { end(data?: string): void };
+  user: { nick: string };
+};
+
+/** One connection to one IRC server, reconnecting with backoff until stopped. */
+class IrcAccount {
+  private client?: IrcClient;
+  private status: AccountStatus;
+  private attempt = 0;
+  private retry?: NodeJS.Timeout;
+  private stopped = false;
+  private registered = false;
+  private closed?: () => void;
+  private nickTries = 0;
+
+  private readonly channelId: string;
+  private readonly name: string;
+  private readonly settings: () => AccountSettings | undefined;
+  private readonly context: ChannelContext;
+  private readonly Client: new () => IrcClient;
+
+  constructor(channelId: string, name: string, settings: () => AccountSettings | undefined, context: ChannelContext, Client: new () => IrcClient) {
+    this.channelId = channelId;
+    this.name = name;
+    this.settings = settings;
+    this.context = context;
+    this.Client = Client;
+    this.status = { account: name, state: 'disconnected', since: Date.now() };
+  }
+
+  get current(): AccountStatus {
+    return { ...this.status };
+  }
+
+  private setState(state: ChannelState, detail?: string): void {
+    if (this.status.state === state && this.status.detail === detail) return;
+    this.status = { account: this.name, state, ...(detail ? { detail } : {}), since: Date.now() };
+    this.context.stateChanged(this.current);
+  }
+
+  private get log() {
+    return this.context.logger.child({ channel: this.channelId, account: this.name });
+  }
+
+  async connect(): Promise<void> {
+    if (this.stopped) return;
+    const settings = this.settings();
+    if (!settings?.host || !settings.nick) {
+      this.setState('error', `set channels.${this.channelId}${this.name === DEFAULT_ACCOUNT ? '' : `.accounts.${this.name}`}.host and .nick`);
+      return;
+    }
+    const secretName = this.name === DEFAULT_ACCOUNT ? `channels.${this.channelId}.password` : `channels.${this.channelId}.accounts.${this.name}.password`;
+    let password: string | undefined;
+    try {
+      password = await this.context.secret(secretName);
+    } catch (error) {
+      this.setState('error', `could not read the secret ${secretName}: ${(error as Error).message}`);
+      this.scheduleRetry();
+      return;
+    }
+    if (settings.sasl && !password) {
+      this.setState('error', `SASL is on but the secret ${secretName} is not set`);
+      return;
+    }
+    if (this.stopped) return;
+    const port = settings.port ?? (settings.tls ? 6697 : 6667);
+    this.setState('connecting', `${settings.host}:${port}`);
+    this.registered = false;
+    this.nickTries = 0;
+    const client = new this.Client();
+    this.client = client;
+    client.on('registered', (event: { nick: string }) => {
+      this.registered = true;
+      this.attempt = 0;
+      this.setState('connected', `${settings.host}:${port} as ${event.nick}`);
+      this.log.info({ server: `${settings.host}:${port}`, nick: event.nick }, 'IRC connected');
+      for (const room of settings.rooms) client.join(room);
+    });
+    client.on('nick in use', () => {
+      if (this.registered) return;
+      this.nickTries += 1;
+      const base = settings.nick!;
+      client.changeNick(this.nickTries <= 2 ? `${base}${'_'.repeat(this.nickTries)}` : `${base}${Math.floor(Math.random() * 1000)}`);
+    });
+    client.on('sasl failed', (event: { reason: string }) => {
+      this.setState('error', `SASL authentication failed (${event.reason})`);
+    });
+    client.on('irc error', (event: { error: string; reason?: string }) => {
+      this.log.warn({ error: event.error, reason: event.reason }, 'IRC server reported an error');
+    });
+    client.on('privmsg', (event: { nick?: string; target: string; message: string; from_server: boolean; time?: number }) => {
+      if (event.from_server || !event.nick || ircFold(event.nick) === ircFold(client.user.nick)) return;
+      const group = isIrcRoom(event.target);
+      this.context.inbound({
+        account: this.name,
+        sender: ircFold(event.nick),
+        senderName: event.nick,
+        kind: group ? 'group' : 'direct',
+        ...(group ? { room: ircFold(event.target) } : {}),
+        text: event.message,
+        at: event.time ?? Date.now(),
+      });
+    });
+    client.on('close', () => {
+      if (this.client !== client) return;
+      client.removeAllListeners();
+      this.client = undefined;
+      this.registered = false;
+      if (this.stopped) {
+        this.setState('disconnected');
+        this.closed?.();
+        return;
+      }
+      if (this.status.state !== 'error') this.setState('disconnected', `lost the connection to ${settings.host}:${port}`);
+      this.log.warn({ server: `${settings.host}:${port}` }, 'IRC connection closed');
+      this.scheduleRetry();
+    });
+    client.connect({
+      host: settings.host,
+      port,
+      tls: settings.tls,
+      rejectUnauthorized: true,
+      nick: settings.nick,
+      username: settings.username ?? (settings.nick.replace(/[^A-Za-z0-9]/g, '').slice(0, 10) || 'gateway'),
+      gecos: settings.realname ?? 'gateway',
+      ...(password && !settings.sasl ? { password } : {}),
+      ...(password && settings.sasl ? { account: { account: settings.username ?? settings.nick, password } } : {}),
+      sasl_disconnect_on_fail: true,
+      auto_reconnect: false,
+      version: 'gateway',
+      ping_interval: 30,
+      ping_timeout: 120,
+    });
+  }
+
+  private scheduleRetry(): void {
+    if (this.stopped) return;
+    const max = Number(this.context.settings().reconnectMaxDelayMs ?? 60_000);
+    const delay = Math.min(FIRST_RETRY_MS * 2 ** this.attempt, max) * (0.8 + Math.random() * 0.4);
+    this.attempt = Math.min(this.attempt + 1, 30);
+    this.log.info({ inMs: Math.round(delay) }, 'IRC reconnect scheduled');
+    this.retry = setTimeout(() => void this.connect(), delay);
+  }
+
+  send(to: string, text: string): void {
+    if (!this.client || !this.registered) throw new Error(`${this.channelId} account ${this.name} is ${this.status.state}; the message was not sent`);
+    this.client.say(to, text);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.retry);
+    const client = this.client;
+    if (!client) {
+      this.setState('disconnected');
+      return;
+    }
+    await new Promise<void>((resolve) => {
+      this.closed = resolve;
+      const bound = setTimeout(() => {
+        client.removeAllListeners();
+        client.connection.end();
+        this.client = undefined;
+        this.setState('disconnected');
+        resolve();
+      }, QUIT_WAIT_MS);
+      bound.unref();
+      client.quit('gateway stopping');
+    });
+  }
+}
+
+/** IRC through irc-framework: several accounts, rooms, server password or SASL PLAIN, reconnect with backoff. */
+export class IrcChannel implements Channel {
+  private readonly live = new Map<string, IrcAccount>();
+
+  readonly id: string;
+  private readonly context: ChannelContext;
+
+  constructor(id: string, context: ChannelContext) {
+    this.id = id;
+    this.context = context;
+  }
+
+  accounts(): string[] {
+    return [...ircAccounts(this.context.settings()).keys()];
+  }
+
+  async start(): Promise<void> {
+    const { Client } = createRequire(import.meta.url)('irc-framework') as { Client: new () => IrcClient };
+    for (const [name, settings] of ircAccounts(this.context.settings())) {
+      if (!settings.enabled) continue;
+      const account = new IrcAccount(this.id, name, () => ircAccounts(this.context.settings()).get(name), this.context, Client);
+      this.live.set(name, account);
+      void account.connect();
+    }
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([...this.live.values()].map((account) => account.stop()));
+  }
+
+  status(): AccountStatus[] {
+    return this.accounts().map((name) => this.live.get(name)?.current ?? { account: name, state: 'disconnected', detail: 'account disabled', since: Date.now() });
+  }
+
+  async send(account: string, to: string, text: string): Promise<void> {
+    const live = this.live.get(account);
+    if (!live) throw new Error(`${this.id} has no running account ${account}`);
+    live.send(to, text);
+  }
+
+  normalizePeer(peer: string): string {
+    return ircFold(peer);
+  }
+
+  isRoom(peer: string): boolean {
+    return isIrcRoom(peer);
+  }
+
+  checkPeer(peer: string): string | undefined {
+    return checkIrcTarget(peer);
+  }
+}

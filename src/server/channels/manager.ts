@@ -1,0 +1,287 @@
+import type { Logger } from 'pino';
+import { MAX_MESSAGE_CHARS, PAIRING_CODE_TTL_MS, type ChannelState } from '../../shared/channels.ts';
+import type { GatewayConfig } from '../../shared/config/types.ts';
+import type { AccountStatus, Channel, ChannelRegistry, ChannelSettings, InboundMessage } from './channel.ts';
+import type { DecisionFailure, DmPairing, DmPairingRequest } from './dm-pairing.ts';
+import type { Session, SessionMessage, SessionStore } from './sessions.ts';
+
+export interface ChannelStatus {
+  channel: string;
+  account: string;
+  state: ChannelState;
+  detail?: string;
+  since: string;
+}
+
+/** Why a channel operation failed, for the RPC layer to turn into a code. */
+export class ChannelError extends Error {
+  readonly kind: 'not-found' | 'unavailable' | 'invalid';
+
+  constructor(kind: 'not-found' | 'unavailable' | 'invalid', message: string) {
+    super(message);
+    this.kind = kind;
+  }
+}
+
+export interface ChannelManagerDeps {
+  registry: ChannelRegistry;
+  config: () => GatewayConfig;
+  secret: (name: string) => Promise<string | undefined>;
+  logger: Logger;
+  pairing: DmPairing;
+  sessions: SessionStore;
+  /** Pushes an event to operators holding the scope. */
+  emit: (event: string, payload: unknown, scope: string) => void;
+  now?: () => number;
+}
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+export const pairRequestView = (request: DmPairingRequest) => ({
+  channel: request.channel, account: request.account, code: request.code, sender: request.sender, senderName: request.senderName,
+  createdAt: iso(request.createdAt), expiresAt: iso(request.expiresAt),
+});
+
+export const sessionView = (session: Session, last?: SessionMessage) => ({
+  key: session.key, channel: session.channel, account: session.account, kind: session.kind, peer: session.peer,
+  peerName: session.peerName, createdAt: iso(session.createdAt), updatedAt: iso(session.updatedAt), messageCount: session.messageCount,
+  ...(last ? { lastMessage: messageView(last) } : {}),
+});
+
+export const messageView = (message: SessionMessage) => ({
+  id: message.id, direction: message.direction, sender: message.sender, senderName: message.senderName, text: message.text,
+  at: iso(message.at), ...(message.via ? { via: message.via } : {}),
+});
+
+const FAILURE_TEXT: Record<DecisionFailure, string> = {
+  unknown: 'is unknown',
+  expired: 'has expired',
+  rejected: 'was rejected',
+  approved: 'was already approved',
+};
+
+/**
+ * Runs the profile's channels and decides what each inbound message reaches:
+ * the DM policy, pairing codes for strangers, and sessions for everyone allowed.
+ */
+export class ChannelManager {
+  private readonly running = new Map<string, Channel>();
+  private readonly failed = new Map<string, string>();
+  private readonly now: () => number;
+  private readonly deps: ChannelManagerDeps;
+
+  constructor(deps: ChannelManagerDeps) {
+    this.deps = deps;
+    this.now = deps.now ?? Date.now;
+  }
+
+  private settings(id: string): ChannelSettings | undefined {
+    return this.deps.config().channels[id] as ChannelSettings | undefined;
+  }
+
+  /** Starts every enabled channel; connections are made in the background. */
+  async start(): Promise<void> {
+    for (const [id, settings] of Object.entries(this.deps.config().channels)) {
+      if (!settings.enabled) continue;
+      const kind = this.deps.registry.get(id);
+      if (!kind) {
+        this.failed.set(id, `no channel named ${id} is installed`);
+        this.deps.logger.error({ channel: id }, 'configured channel is not installed');
+        continue;
+      }
+      try {
+        const channel = await kind.create(id, {
+          settings: () => this.settings(id) ?? { enabled: false, dmPolicy: 'pairing', allowFrom: [] },
+          secret: this.deps.secret,
+          logger: this.deps.logger,
+          inbound: (message) => this.inbound(id, message),
+          stateChanged: (status) => this.deps.emit('channel.status', this.statusView(id, status), 'operator.read'),
+        });
+        this.running.set(id, channel);
+        await channel.start();
+      } catch (error) {
+        this.failed.set(id, (error as Error).message);
+        this.deps.logger.error({ channel: id, err: error }, 'channel failed to start');
+      }
+    }
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([...this.running.values()].map((channel) => channel.stop().catch((error: unknown) => {
+      this.deps.logger.warn({ channel: channel.id, err: error }, 'channel did not stop cleanly');
+    })));
+    this.running.clear();
+  }
+
+  private statusView(channel: string, status: AccountStatus): ChannelStatus {
+    return { channel, account: status.account, state: status.state, ...(status.detail ? { detail: status.detail } : {}), since: new Date(status.since).toISOString() };
+  }
+
+  /** Every configured account of every channel, with its connection state. */
+  status(): ChannelStatus[] {
+    const out: ChannelStatus[] = [];
+    for (const [id, settings] of Object.entries(this.deps.config().channels)) {
+      const channel = this.running.get(id);
+      if (channel) {
+        out.push(...channel.status().map((status) => this.statusView(id, status)));
+      } else {
+        const detail = this.failed.get(id) ?? (settings.enabled ? 'enabled since the daemon started; restart to connect' : 'not enabled');
+        out.push({ channel: id, account: 'default', state: this.failed.has(id) ? 'error' : 'disconnected', detail, since: new Date(this.now()).toISOString() });
+      }
+    }
+    return out;
+  }
+
+  /** The channels the gateway knows, configured or not. */
+  list() {
+    const config = this.deps.config().channels;
+    const ids = [...new Set([...this.deps.registry.ids(), ...Object.keys(config)])].sort();
+    return ids.map((id) => ({
+      channel: id,
+      label: this.deps.registry.get(id)?.label ?? 'not installed',
+      installed: this.deps.registry.has(id),
+      enabled: config[id]?.enabled ?? false,
+      running: this.running.has(id),
+      dmPolicy: config[id]?.dmPolicy ?? 'pairing',
+      allowFrom: config[id]?.allowFrom ?? [],
+      approvedSenders: this.deps.pairing.allowed(id).length,
+      accounts: this.running.get(id)?.accounts() ?? (config[id] ? ['default'] : []),
+    }));
+  }
+
+  /** The channel's peer folding (plain lower case for a channel that is not installed). */
+  normalizePeer(channel: string, peer: string): string {
+    return this.running.get(channel)?.normalizePeer(peer) ?? this.deps.registry.get(channel)?.normalizePeer(peer) ?? peer.toLowerCase();
+  }
+
+  /** Whether a sender may reach sessions: config allowFrom ("*" only under open), or the approved list. */
+  isAllowed(channel: string, sender: string): boolean {
+    const settings = this.settings(channel);
+    if (!settings) return false;
+    const allowFrom = settings.allowFrom.map((entry) => (entry === '*' ? entry : this.normalizePeer(channel, entry)));
+    if (settings.dmPolicy === 'open' && allowFrom.includes('*')) return true;
+    return allowFrom.includes(sender) || this.deps.pairing.isAllowed(channel, sender);
+  }
+
+  private inbound(channel: string, message: InboundMessage): void {
+    try {
+      if (message.kind === 'group') {
+        this.record(channel, message.account, 'group', message.room!, message.room!, { direction: 'in', sender: message.sender, senderName: message.senderName, text: message.text, at: message.at });
+        return;
+      }
+      const settings = this.settings(channel);
+      const policy = settings?.dmPolicy ?? 'disabled';
+      const log = this.deps.logger.child({ channel, account: message.account, sender: message.sender });
+      if (policy === 'disabled') {
+        log.debug('direct message ignored: the DM policy is disabled');
+        return;
+      }
+      if (this.isAllowed(channel, message.sender)) {
+        this.record(channel, message.account, 'direct', message.sender, message.senderName, { direction: 'in', sender: message.sender, senderName: message.senderName, text: message.text, at: message.at });
+        return;
+      }
+      if (policy !== 'pairing') {
+        log.debug(`direct message from an unknown sender dropped (DM policy ${policy})`);
+        return;
+      }
+      const outcome = this.deps.pairing.request(channel, message.account, message.sender, message.senderName);
+      if (outcome.kind === 'full') {
+        log.info('pairing request ignored: this account already has the most pending codes');
+        return;
+      }
+      if (outcome.kind === 'pending') return;
+      const { request } = outcome;
+      log.info({ expiresAt: new Date(request.expiresAt).toISOString() }, 'pairing code issued');
+      this.deps.emit('channel.pair.requested', pairRequestView(request), 'operator.pairing');
+      const minutes = Math.round(PAIRING_CODE_TTL_MS / 60_000);
+      const text = `Hello ${message.senderName}. This gateway only talks to people its operator has approved. `
+        + `Your pairing code is ${request.code} (valid for ${minutes} minutes). Ask the operator to run: gateway pair approve ${channel} ${request.code}`;
+      this.running.get(channel)?.send(message.account, message.senderName, text).catch((error: unknown) => {
+        log.warn({ err: error }, 'could not send the pairing code');
+      });
+    } catch (error) {
+      this.deps.logger.error({ channel, err: error }, 'inbound message could not be handled');
+    }
+  }
+
+  private record(channel: string, account: string, kind: 'direct' | 'group', peer: string, peerName: string, message: { direction: 'in' | 'out'; sender: string; senderName?: string; text: string; at: number; via?: string }) {
+    const recorded = this.deps.sessions.record({ channel, account, kind, peer, peerName, ...message });
+    this.deps.emit('session.message', { session: sessionView(recorded.session), message: messageView(recorded.message) }, 'operator.read');
+    return recorded;
+  }
+
+  private channel(id: string): Channel {
+    const channel = this.running.get(id);
+    if (channel) return channel;
+    if (!this.settings(id) && !this.deps.registry.has(id)) throw new ChannelError('not-found', `no channel named ${id}`);
+    throw new ChannelError('unavailable', `channel ${id} is not running (${this.failed.get(id) ?? (this.settings(id)?.enabled ? 'enabled after the daemon started; restart it' : `enable it: gateway config set channels.${id}.enabled true`)})`);
+  }
+
+  private account(channel: Channel, requested: string | undefined): string {
+    const accounts = channel.accounts();
+    if (requested !== undefined) {
+      if (!accounts.includes(requested)) throw new ChannelError('not-found', `channel ${channel.id} has no account ${requested} (accounts: ${accounts.join(', ')})`);
+      return requested;
+    }
+    if (accounts.length === 1) return accounts[0]!;
+    if (accounts.includes('default')) return 'default';
+    throw new ChannelError('invalid', `channel ${channel.id} has several accounts (${accounts.join(', ')}); name one`);
+  }
+
+  /** An operator's message: delivered through the channel, then recorded in its session. */
+  async send(input: { channel: string; account?: string; to: string; text: string; via: string }) {
+    const channel = this.channel(input.channel);
+    const account = this.account(channel, input.account);
+    const problem = channel.checkPeer(input.to);
+    if (problem) throw new ChannelError('invalid', `recipient ${JSON.stringify(input.to)} ${problem}`);
+    if (input.text.trim().length === 0) throw new ChannelError('invalid', 'the message is empty');
+    if (input.text.length > MAX_MESSAGE_CHARS) throw new ChannelError('invalid', `the message is longer than ${MAX_MESSAGE_CHARS} characters`);
+    try {
+      await channel.send(account, input.to, input.text);
+    } catch (error) {
+      throw new ChannelError('unavailable', (error as Error).message);
+    }
+    const kind = channel.isRoom(input.to) ? 'group' : 'direct';
+    const peer = channel.normalizePeer(input.to);
+    return this.record(input.channel, account, kind, peer, input.to, { direction: 'out', sender: 'operator', text: input.text, at: this.now(), via: input.via });
+  }
+
+  /** Approves a code; with notify, tells the sender. Failures name why the code cannot be approved. */
+  async approve(channelId: string, code: string, actor: string, notify: boolean) {
+    const outcome = this.deps.pairing.approve(channelId, code, actor);
+    if ('failure' in outcome) {
+      if (outcome.failure === 'approved') return { approved: true, alreadyApproved: true, ...pairRequestView(outcome.request!), notified: false };
+      throw new ChannelError('not-found', `pairing code ${code} on channel ${channelId} ${FAILURE_TEXT[outcome.failure]}`);
+    }
+    const { request } = outcome;
+    this.deps.emit('channel.pair.resolved', { ...pairRequestView(request), decision: 'approved' }, 'operator.pairing');
+    let notified = false;
+    let notifyError: string | undefined;
+    if (notify) {
+      try {
+        await this.channel(channelId).send(request.account, request.senderName ?? request.sender, 'You are approved: this gateway now accepts your messages.');
+        notified = true;
+      } catch (error) {
+        notifyError = (error as Error).message;
+      }
+    }
+    return { approved: true, alreadyApproved: false, ...pairRequestView(request), notified, ...(notifyError ? { notifyError } : {}) };
+  }
+
+  reject(channelId: string, code: string, actor: string) {
+    const outcome = this.deps.pairing.reject(channelId, code, actor);
+    if ('failure' in outcome) throw new ChannelError('not-found', `pairing code ${code} on channel ${channelId} ${FAILURE_TEXT[outcome.failure]}`);
+    this.deps.emit('channel.pair.resolved', { ...pairRequestView(outcome.request), decision: 'rejected' }, 'operator.pairing');
+    return { rejected: true, ...pairRequestView(outcome.request) };
+  }
+
+  revoke(channelId: string, sender: string) {
+    const folded = this.normalizePeer(channelId, sender);
+    if (this.deps.pairing.revoke(channelId, folded)) return { revoked: true, channel: channelId, sender: folded };
+    const inConfig = (this.settings(channelId)?.allowFrom ?? []).some((entry) => entry !== '*' && this.normalizePeer(channelId, entry) === folded);
+    if (inConfig) {
+      throw new ChannelError('invalid', `${sender} is allowed by channels.${channelId}.allowFrom in the config, not by pairing; change it with gateway config set channels.${channelId}.allowFrom`);
+    }
+    throw new ChannelError('not-found', `${sender} is not on the allow-list of channel ${channelId}`);
+  }
+}

@@ -1,0 +1,211 @@
+import { expect } from 'chai';
+import { freePort, Home, sleep, waitFor } from '../support/cli.ts';
+import { codeIn, IrcServer, IrcUser } from '../support/irc.ts';
+import { RawSocket } from '../support/ws-client.ts';
+
+describe('IRC channel, DM pairing and sessions against ngircd (e2e)', function () {
+  let ircd: IrcServer;
+  let home: Home;
+  let port: number;
+  let nick: string;
+  const users: IrcUser[] = [];
+  let serial = 0;
+
+  const person = async (name: string) => {
+    const user = await IrcUser.connect(ircd.port, `${name}${++serial}`);
+    users.push(user);
+    return user;
+  };
+  const json = async (args: string[]) => {
+    const result = await home.run([...args, '--json']);
+    expect(result.code, `${args.join(' ')}: ${result.stderr}`).to.equal(0);
+    return JSON.parse(result.stdout);
+  };
+  const state = async () => (await json(['channels', 'status'])).channels.find((c: any) => c.channel === 'irc').state as string;
+  const connected = () => waitFor(async () => (await state()) === 'connected', 20_000, 'the gateway to connect to IRC');
+  /** A stranger's first DM and the code it is answered with. */
+  const codeFor = async (user: IrcUser) => {
+    const seen = user.received.length;
+    user.say(nick, 'hello, who is there?');
+    return codeIn((await user.waitFor(/pairing code is/, { after: seen })).text);
+  };
+  const session = async (peer: string) => {
+    const result = await home.run(['sessions', 'show', `irc:default:dm:${peer.toLowerCase()}`, '--json']);
+    return result.code === 0 ? JSON.parse(result.stdout) : undefined;
+  };
+
+  before(async () => {
+    ircd = await IrcServer.start();
+  });
+  after(async () => {
+    await ircd?.stop();
+  });
+
+  beforeEach(async () => {
+    port = await freePort();
+    nick = `gw${++serial}`;
+    home = new Home({ GATEWAY_PORT: String(port) });
+    const set = await home.run(['config', 'set', 'channels.irc', JSON.stringify({ enabled: true, host: '127.0.0.1', port: ircd.port, nick, reconnectMaxDelayMs: 2000 })]);
+    expect(set.code, set.stderr).to.equal(0);
+    const started = await home.run(['start']);
+    expect(started.code, started.stderr).to.equal(0);
+    await connected();
+  });
+  afterEach(() => {
+    users.splice(0).forEach((user) => user.quit());
+    home.cleanup();
+  });
+
+  it('stranger -> code -> pair approve from the CLI -> session; the operator answers', async () => {
+    const operator = new RawSocket(`ws://127.0.0.1:${port}/`);
+    await operator.connect({ token: home.token() }, ['operator.read', 'operator.pairing']);
+    const stranger = await person('Stranger');
+    const code = await codeFor(stranger);
+    expect(code).to.match(/^[ABCDEFGHJKLMNPQRSTUVWXYZ23456789]{8}$/);
+    const requested = await operator.next((frame) => frame.event === 'channel.pair.requested');
+    expect(requested.payload).to.include({ channel: 'irc', account: 'default', code, sender: stranger.nick.toLowerCase() });
+
+    const listed = await json(['pair', 'list', 'irc']);
+    expect(listed.requests).to.have.length(1);
+    expect(listed.requests[0]).to.include({ channel: 'irc', account: 'default', code, sender: stranger.nick.toLowerCase() });
+    expect(Object.keys(listed.requests[0])).to.include.members(['createdAt', 'expiresAt']);
+    expect(await session(stranger.nick), 'nothing reaches a session before approval').to.equal(undefined);
+
+    const approved = await home.run(['pair', 'approve', 'irc', code.toLowerCase(), '--notify', '--json']);
+    expect(approved.code, approved.stderr).to.equal(0);
+    expect(JSON.parse(approved.stdout)).to.include({ approved: true, alreadyApproved: false, notified: true, sender: stranger.nick.toLowerCase() });
+    await stranger.waitFor(/approved/);
+    const resolved = await operator.next((frame) => frame.event === 'channel.pair.resolved');
+    expect(resolved.payload).to.include({ code, decision: 'approved' });
+    const again = await home.run(['pair', 'approve', 'irc', code, '--json']);
+    expect(again.code).to.equal(0);
+    expect(JSON.parse(again.stdout).alreadyApproved).to.equal(true);
+    expect((await json(['pair', 'list'])).requests).to.deep.equal([]);
+
+    stranger.say(nick, 'can you restart the build?');
+    const shown = await waitFor(() => session(stranger.nick), 10_000, 'the message to land in a session');
+    expect(shown.messages.map((m: any) => [m.direction, m.text])).to.deep.equal([['in', 'can you restart the build?']]);
+    const event = await operator.next((frame) => frame.event === 'session.message');
+    expect(event.payload.message).to.include({ direction: 'in', text: 'can you restart the build?' });
+    const human = await home.run(['sessions', 'show', `irc:default:dm:${stranger.nick.toLowerCase()}`]);
+    expect(human.stdout).to.contain(`<${stranger.nick}> can you restart the build?`);
+
+    const seen = stranger.received.length;
+    const sent = await home.run(['message', 'send', '--channel', 'irc', '--to', stranger.nick, 'Restarted, it is green now.']);
+    expect(sent.code, sent.stderr).to.equal(0);
+    const reply = await stranger.waitFor(/Restarted/, { after: seen });
+    expect(reply).to.include({ from: nick, type: 'privmsg' });
+    const history = await session(stranger.nick);
+    expect(history.messages.map((m: any) => m.direction)).to.deep.equal(['in', 'out']);
+    const list = await json(['sessions', 'list']);
+    expect(list.sessions[0]).to.include({ key: `irc:default:dm:${stranger.nick.toLowerCase()}`, kind: 'direct', messageCount: 2 });
+    operator.close();
+  });
+
+  it('refuses wrong, rejected and malformed codes with exit 5, and bad sends with clear errors', async () => {
+    const stranger = await person('Eve');
+    const code = await codeFor(stranger);
+    const wrong = await home.run(['pair', 'approve', 'irc', 'ABCDEFGH']);
+    expect(wrong.code).to.equal(5);
+    expect(wrong.stderr).to.match(/pairing code ABCDEFGH on channel irc is unknown/);
+    expect((await home.run(['pair', 'approve', 'irc', 'not a code at all'])).code).to.equal(5);
+    expect((await home.run(['pair', 'approve', 'slack', code])).code).to.equal(5);
+    expect((await home.run(['pair', 'reject', 'irc', code])).code).to.equal(0);
+    const rejected = await home.run(['pair', 'approve', 'irc', code, '--json']);
+    expect(rejected.code).to.equal(5);
+    expect(JSON.parse(rejected.stdout).error.message).to.match(/was rejected/);
+    const seen = stranger.received.length;
+    stranger.say(nick, 'please?');
+    await sleep(1000);
+    expect(stranger.received.length, 'a rejected sender is not answered again').to.equal(seen);
+    expect((await home.run(['pair', 'revoke', 'irc', 'nobody'])).code).to.equal(5);
+
+    expect((await home.run(['message', 'send', '--channel', 'irc', '--to', 'two words', 'hi'])).code).to.equal(2);
+    expect((await home.run(['message', 'send', '--channel', 'nope', '--to', 'x', 'hi'])).code).to.equal(5);
+    const injection = await home.run(['message', 'send', '--channel', 'irc', '--to', stranger.nick, 'line one\r\nQUIT :gone']);
+    expect(injection.code, injection.stderr).to.equal(0);
+    await stranger.waitFor(/QUIT :gone/);
+    expect(await state(), 'text cannot smuggle IRC commands').to.equal('connected');
+  });
+
+  it('answers at most three pending strangers; the fourth is ignored', async () => {
+    const strangers = await Promise.all(['Ann', 'Ben', 'Cid', 'Dot'].map((name) => person(name)));
+    for (const stranger of strangers.slice(0, 3)) await codeFor(stranger);
+    strangers[3]!.say(nick, 'me too');
+    strangers[0]!.say(nick, 'repeat from the first');
+    await sleep(1500);
+    expect(strangers[3]!.received, 'no answer to the fourth').to.deep.equal([]);
+    expect(strangers[0]!.received, 'no second code for a repeat').to.have.length(1);
+    const { requests } = await json(['pair', 'list']);
+    expect(requests.map((r: any) => r.sender).sort()).to.deep.equal(strangers.slice(0, 3).map((s) => s.nick.toLowerCase()).sort());
+  });
+
+  it('applies allowlist and disabled policies as soon as they are set', async () => {
+    expect((await home.run(['config', 'set', 'channels.irc.dmPolicy', 'allowlist'])).stdout).to.not.match(/restart/i);
+    const friend = await person('Friend');
+    expect((await home.run(['config', 'set', 'channels.irc.allowFrom', JSON.stringify([friend.nick.toUpperCase()])])).code).to.equal(0);
+    const stranger = await person('Nosy');
+    stranger.say(nick, 'let me in');
+    friend.say(nick, 'hi from a friend');
+    await waitFor(() => session(friend.nick), 10_000, 'the friend to reach a session');
+    await sleep(500);
+    expect(stranger.received, 'allowlist drops strangers silently').to.deep.equal([]);
+    expect((await json(['pair', 'list'])).requests).to.deep.equal([]);
+
+    expect((await home.run(['config', 'set', 'channels.irc.dmPolicy', 'disabled'])).code).to.equal(0);
+    friend.say(nick, 'are you there?');
+    stranger.say(nick, 'hello?');
+    await sleep(1000);
+    expect((await session(friend.nick)).messages, 'disabled ignores everyone').to.have.length(1);
+    expect(stranger.received).to.deep.equal([]);
+
+    const open = await home.run(['config', 'set', 'channels.irc.dmPolicy', 'open']);
+    expect(open.code).to.equal(2);
+    expect(open.stderr).to.match(/needs an explicit "\*" in channels\.irc\.allowFrom/);
+  });
+
+  it('reconnects when the IRC server goes away and comes back, keeping the allow-list', async () => {
+    const stranger = await person('Kim');
+    const code = await codeFor(stranger);
+    expect((await home.run(['pair', 'approve', 'irc', code])).code).to.equal(0);
+
+    await ircd.halt();
+    await waitFor(async () => (await state()) !== 'connected', 10_000, 'the gateway to notice');
+    await ircd.resume();
+    await connected();
+
+    // The same person comes back under the same nick: no new code, straight into the session.
+    const back = await IrcUser.connect(ircd.port, stranger.nick);
+    users.push(back);
+    back.say(nick, 'I am back');
+    const shown = await waitFor(() => session(back.nick), 10_000, 'a message after the reconnect');
+    expect(shown.messages.map((m: any) => m.text)).to.deep.equal(['I am back']);
+    expect(back.received, 'no pairing code for an approved sender').to.deep.equal([]);
+  });
+
+  it('keeps pending codes and the allow-list across a daemon restart', async () => {
+    const approved = await person('Lee');
+    const pending = await person('Max');
+    expect((await home.run(['pair', 'approve', 'irc', await codeFor(approved)])).code).to.equal(0);
+    const pendingCode = await codeFor(pending);
+
+    const restarted = await home.run(['restart']);
+    expect(restarted.code, restarted.stderr).to.equal(0);
+    await connected();
+
+    expect((await json(['pair', 'list'])).requests.map((r: any) => r.code)).to.deep.equal([pendingCode]);
+    approved.say(nick, 'still me');
+    await waitFor(() => session(approved.nick), 10_000, 'the approved sender to reach a session after the restart');
+    const seen = pending.received.length;
+    pending.say(nick, 'still waiting');
+    await sleep(700);
+    expect(pending.received.length, 'the pending request is reused, not answered again').to.equal(seen);
+    expect((await home.run(['pair', 'approve', 'irc', pendingCode])).code).to.equal(0);
+    pending.say(nick, 'now?');
+    await waitFor(() => session(pending.nick), 10_000, 'the newly approved sender to reach a session');
+
+    const revoked = await home.run(['pair', 'revoke', 'irc', approved.nick.toUpperCase(), '--json']);
+    expect(revoked.code, revoked.stderr).to.equal(0);
+    expect(await codeFor(approved), 'a revoked sender is a stranger again').to.match(/^[A-Z2-9]{8}$/);
+  });
+});

@@ -1,0 +1,190 @@
+import { expect } from 'chai';
+import { pino } from 'pino';
+import { ChannelRegistry, type AccountStatus, type Channel, type ChannelContext } from '../../../src/server/channels/channel.ts';
+import { DmPairing } from '../../../src/server/channels/dm-pairing.ts';
+import { ircFold } from '../../../src/server/channels/irc-names.ts';
+import { ChannelError, ChannelManager } from '../../../src/server/channels/manager.ts';
+import { SessionStore } from '../../../src/server/channels/sessions.ts';
+import { effectiveConfig } from '../../../src/shared/config/keys.ts';
+import type { GatewayConfig } from '../../../src/shared/config/types.ts';
+import { freshStore } from '../../support/store.ts';
+
+/**
+ * A channel that lives in memory: what the gateway sends is kept, and tests
+ * hand it inbound messages. The IRC channel is tested against a real server
+ * in test/e2e/irc.test.ts; this isolates the policy and the clock.
+ */
+class MemoryChannel implements Channel {
+  readonly sent: { account: string; to: string; text: string }[] = [];
+  connected = true;
+  readonly id: string;
+  readonly context: ChannelContext;
+
+  constructor(id: string, context: ChannelContext) {
+    this.id = id;
+    this.context = context;
+  }
+
+  accounts() { return ['default']; }
+  async start() {}
+  async stop() {}
+  status(): AccountStatus[] { return [{ account: 'default', state: this.connected ? 'connected' : 'disconnected', since: 0 }]; }
+  async send(account: string, to: string, text: string) {
+    if (!this.connected) throw new Error('not connected');
+    this.sent.push({ account, to, text });
+  }
+  normalizePeer(peer: string) { return ircFold(peer); }
+  isRoom(peer: string) { return peer.startsWith('#'); }
+  checkPeer(peer: string) { return /\s/.test(peer) ? 'has spaces' : undefined; }
+  dm(nick: string, text: string, at = 0) {
+    this.context.inbound({ account: 'default', sender: ircFold(nick), senderName: nick, kind: 'direct', text, at });
+  }
+}
+
+describe('channel manager: DM policy, pairing codes and sessions', () => {
+  const current = freshStore();
+  let now: number;
+  let config: GatewayConfig;
+  let channel: MemoryChannel;
+  let manager: ChannelManager;
+  let pairing: DmPairing;
+  let sessions: SessionStore;
+  let events: { event: string; payload: any }[];
+
+  const configure = (irc: Record<string, unknown>) => {
+    config = effectiveConfig({ channels: { irc: { enabled: true, host: 'irc.test', nick: 'gw', ...irc } } });
+  };
+  const codeIn = (text: string) => /pairing code is ([A-Z2-9]{8})/.exec(text)![1]!;
+
+  beforeEach(async () => {
+    now = Date.parse('2026-01-01T00:00:00Z');
+    configure({});
+    events = [];
+    pairing = new DmPairing(current(), () => now);
+    sessions = new SessionStore(current());
+    const registry = new ChannelRegistry().add('irc', {
+      label: 'memory', normalizePeer: ircFold,
+      create: (id, context) => { channel = new MemoryChannel(id, context); return channel; },
+    });
+    manager = new ChannelManager({
+      registry, config: () => config, secret: async () => undefined, logger: pino({ level: 'silent' }), pairing, sessions,
+      emit: (event, payload) => events.push({ event, payload }), now: () => now,
+    });
+    await manager.start();
+  });
+
+  it('answers a stranger once with a code from the alphabet, valid one hour, and keeps the message out of sessions', () => {
+    channel.dm('Alice', 'hi');
+    expect(channel.sent).to.have.length(1);
+    const code = codeIn(channel.sent[0]!.text);
+    expect(code).to.match(/^[ABCDEFGHJKLMNPQRSTUVWXYZ23456789]{8}$/);
+    expect(channel.sent[0]!.to).to.equal('Alice');
+    const [request] = pairing.pending('irc');
+    expect(request!.expiresAt - request!.createdAt).to.equal(60 * 60_000);
+    channel.dm('ALICE', 'hello again?');
+    expect(channel.sent, 'a repeat within the TTL reuses the request silently').to.have.length(1);
+    expect(sessions.list({ limit: 10 })).to.deep.equal([]);
+    expect(events.map((e) => e.event)).to.deep.equal(['channel.pair.requested']);
+  });
+
+  it('approves case-insensitively, then the sender reaches a session; approving twice says so', async () => {
+    channel.dm('Alice', 'hi');
+    const code = codeIn(channel.sent[0]!.text);
+    const approved = await manager.approve('irc', code.toLowerCase().toUpperCase(), 'op', true);
+    expect(approved).to.include({ approved: true, alreadyApproved: false, sender: 'alice', notified: true });
+    expect(channel.sent[1]!.text).to.match(/approved/);
+    expect((await manager.approve('irc', code, 'op', false)).alreadyApproved).to.equal(true);
+    channel.dm('alice', 'the real question', now);
+    const [session] = sessions.list({ limit: 10 });
+    expect(session!.key).to.equal('irc:default:dm:alice');
+    expect(sessions.history(session!.key, { limit: 10 }).map((m) => m.text)).to.deep.equal(['the real question']);
+    expect(events.map((e) => e.event)).to.include.members(['channel.pair.resolved', 'session.message']);
+  });
+
+  it('refuses an expired code, then gives the sender a new one', async () => {
+    channel.dm('bob', 'hi');
+    const code = codeIn(channel.sent[0]!.text);
+    now += 60 * 60_000 + 1;
+    expect(pairing.pending('irc')).to.deep.equal([]);
+    try {
+      await manager.approve('irc', code, 'op', false);
+      expect.fail('approved an expired code');
+    } catch (error) {
+      expect(error).to.be.instanceOf(ChannelError);
+      expect((error as ChannelError).kind).to.equal('not-found');
+      expect((error as Error).message).to.match(/has expired/);
+    }
+    channel.dm('bob', 'hi?');
+    expect(channel.sent).to.have.length(2);
+    expect(codeIn(channel.sent[1]!.text)).to.not.equal(code);
+  });
+
+  it('ignores a fourth pending sender without answering, and frees a slot when a code expires', () => {
+    for (const nick of ['a1', 'a2', 'a3', 'a4']) channel.dm(nick, 'hi');
+    expect(channel.sent.map((m) => m.to)).to.deep.equal(['a1', 'a2', 'a3']);
+    expect(pairing.pending('irc')).to.have.length(3);
+    now += 60 * 60_000 + 1;
+    channel.dm('a4', 'hi');
+    expect(channel.sent.map((m) => m.to)).to.deep.equal(['a1', 'a2', 'a3', 'a4']);
+  });
+
+  it('does not answer a rejected sender again while the code would have been valid', async () => {
+    channel.dm('mallory', 'hi');
+    const code = codeIn(channel.sent[0]!.text);
+    manager.reject('irc', code, 'op');
+    channel.dm('mallory', 'hi hi');
+    expect(channel.sent).to.have.length(1);
+    await manager.approve('irc', code, 'op', false).then(() => expect.fail('approved a rejected code'), (error: Error) => expect(error.message).to.match(/was rejected/));
+  });
+
+  it('allowlist drops unknown senders silently and admits allowFrom entries in any case', () => {
+    configure({ dmPolicy: 'allowlist', allowFrom: ['Friend'] });
+    channel.dm('stranger', 'hi');
+    channel.dm('FRIEND', 'hello');
+    expect(channel.sent).to.deep.equal([]);
+    expect(sessions.list({ limit: 10 }).map((s) => s.key)).to.deep.equal(['irc:default:dm:friend']);
+  });
+
+  it('disabled ignores every direct message, even from approved senders', () => {
+    configure({ dmPolicy: 'disabled', allowFrom: ['friend'] });
+    channel.dm('friend', 'hello');
+    channel.dm('stranger', 'hi');
+    expect(channel.sent).to.deep.equal([]);
+    expect(sessions.list({ limit: 10 })).to.deep.equal([]);
+  });
+
+  it('open admits everyone only with "*" in allowFrom', () => {
+    configure({ dmPolicy: 'open', allowFrom: ['*'] });
+    channel.dm('anyone', 'hello');
+    expect(sessions.list({ limit: 10 }).map((s) => s.key)).to.deep.equal(['irc:default:dm:anyone']);
+    configure({ dmPolicy: 'open', allowFrom: [] });
+    channel.dm('other', 'hello');
+    expect(channel.sent).to.deep.equal([]);
+    expect(sessions.list({ limit: 10 })).to.have.length(1);
+  });
+
+  it('revoking a sender makes them a stranger again; revoking a config entry or an unknown sender says why', async () => {
+    channel.dm('carol', 'hi');
+    await manager.approve('irc', codeIn(channel.sent[0]!.text), 'op', false);
+    expect(manager.revoke('irc', 'CAROL')).to.deep.equal({ revoked: true, channel: 'irc', sender: 'carol' });
+    channel.dm('carol', 'hi again');
+    expect(channel.sent).to.have.length(2);
+    expect(() => manager.revoke('irc', 'carol')).to.throw(ChannelError, /not on the allow-list/);
+    configure({ allowFrom: ['dave'] });
+    expect(() => manager.revoke('irc', 'Dave')).to.throw(ChannelError, /allowFrom in the config/);
+  });
+
+  it('records operator messages in the session and refuses bad recipients, empty text and a disconnected channel', async () => {
+    const sent = await manager.send({ channel: 'irc', to: 'Erin', text: 'hello Erin', via: 'dev1' });
+    expect(sent.session.key).to.equal('irc:default:dm:erin');
+    expect(sent.message).to.include({ direction: 'out', text: 'hello Erin', via: 'dev1' });
+    const room = await manager.send({ channel: 'irc', to: '#Ops', text: 'deploy done', via: 'dev1' });
+    expect(room.session.key).to.equal('irc:default:group:#ops');
+    await manager.send({ channel: 'irc', to: 'a b', text: 'x', via: 'd' }).then(() => expect.fail(), (e: ChannelError) => expect(e.kind).to.equal('invalid'));
+    await manager.send({ channel: 'irc', to: 'erin', text: '  ', via: 'd' }).then(() => expect.fail(), (e: ChannelError) => expect(e.kind).to.equal('invalid'));
+    await manager.send({ channel: 'nope', to: 'erin', text: 'x', via: 'd' }).then(() => expect.fail(), (e: ChannelError) => expect(e.kind).to.equal('not-found'));
+    channel.connected = false;
+    await manager.send({ channel: 'irc', to: 'erin', text: 'x', via: 'd' }).then(() => expect.fail(), (e: ChannelError) => expect(e.kind).to.equal('unavailable'));
+    expect(sessions.get('irc:default:dm:erin')!.messageCount, 'an unsent message is not recorded').to.equal(1);
+  });
+});
