@@ -164,6 +164,60 @@ describe('IRC channel, DM pairing and sessions against ngircd (e2e)', function (
     expect(open.stderr).to.match(/needs an explicit "\*" in channels\.irc\.allowFrom/);
   });
 
+  it('joins rooms into group sessions, answers in the room, and runs a second account', async () => {
+    const second = `${nick}b`;
+    expect((await home.run(['config', 'set', 'channels.irc.rooms', '["#ops"]'])).code).to.equal(0);
+    expect((await home.run(['config', 'set', 'channels.irc.accounts.second', JSON.stringify({ nick: second })])).code).to.equal(0);
+    expect((await home.run(['restart'])).code).to.equal(0);
+    await waitFor(async () => {
+      const { channels } = await json(['channels', 'status']);
+      return channels.length === 2 && channels.every((c: any) => c.state === 'connected') ? channels : undefined;
+    }, 20_000, 'both accounts to connect');
+    const listed = await json(['channels', 'list']);
+    expect(listed.channels.find((c: any) => c.channel === 'irc')).to.include({ enabled: true, running: true, dmPolicy: 'pairing' });
+    expect(listed.channels.find((c: any) => c.channel === 'irc').accounts).to.deep.equal(['default', 'second']);
+
+    const member = await person('Ops');
+    await member.join('#ops');
+    await sleep(300);
+    member.say('#ops', 'is the deploy done?');
+    const room = await waitFor(async () => {
+      const result = await home.run(['sessions', 'show', 'irc:default:group:#ops', '--json']);
+      return result.code === 0 ? JSON.parse(result.stdout) : undefined;
+    }, 10_000, 'the room message to land in a group session');
+    expect(room.session).to.include({ kind: 'group', peer: '#ops' });
+    expect(room.messages[0]).to.include({ direction: 'in', sender: member.nick.toLowerCase(), text: 'is the deploy done?' });
+
+    expect((await home.run(['message', 'send', '--channel', 'irc', '--to', '#ops', 'yes, all green'])).code).to.equal(0);
+    expect(await member.waitFor(/all green/)).to.include({ from: nick, target: '#ops' });
+    expect((await home.run(['message', 'send', '--channel', 'irc', '--account', 'second', '--to', member.nick, 'from the other account'])).code).to.equal(0);
+    expect(await member.waitFor(/other account/)).to.include({ from: second });
+    expect((await home.run(['message', 'send', '--channel', 'irc', '--account', 'third', '--to', member.nick, 'x'])).code).to.equal(5);
+  });
+
+  it('uses the server password from the secret store and reports a refused one', async () => {
+    const guarded = await IrcServer.start({ password: 'open sesame' });
+    try {
+      await home.run(['stop']);
+      await home.run(['config', 'set', 'channels.irc.port', String(guarded.port)]);
+      const wrong = await home.run(['secrets', 'set', 'channels.irc.password'], { input: 'not it' });
+      expect(wrong.code, wrong.stderr).to.equal(0);
+      expect((await home.run(['start'])).code).to.equal(0);
+      const refused = await waitFor(async () => {
+        const status = (await json(['channels', 'status'])).channels[0];
+        return status.state === 'error' ? status : undefined;
+      }, 10_000, 'the refusal to show');
+      expect(refused.detail).to.match(/refused the connection.*channels\.irc\.password/);
+      expect(JSON.stringify(refused)).to.not.contain('not it');
+
+      expect((await home.run(['secrets', 'set', 'channels.irc.password'], { input: 'open sesame' })).code).to.equal(0);
+      await connected();
+    } finally {
+      home.cleanup();
+      await guarded.stop();
+    }
+  });
+
   it('reconnects when the IRC server goes away and comes back, keeping the allow-list', async () => {
     const stranger = await person('Kim');
     const code = await codeFor(stranger);

@@ -26,7 +26,7 @@ export class IrcServer {
     this.dir = dir;
   }
 
-  static async start(): Promise<IrcServer> {
+  static async start(options: { password?: string } = {}): Promise<IrcServer> {
     const dir = mkdtempSync(join(tmpdir(), 'gateway-ircd-'));
     chmodSync(dir, 0o755);
     const server = new IrcServer(await freePort(), dir);
@@ -37,6 +37,7 @@ export class IrcServer {
       'Listen = 127.0.0.1',
       `Ports = ${server.port}`,
       'MotdPhrase = gateway test server',
+      ...(options.password ? [`Password = ${options.password}`] : []),
       '[Limits]',
       'MaxConnectionsIP = 0',
       'MaxNickLength = 30',
@@ -110,14 +111,14 @@ export class IrcUser {
     client.on('notice', keep('notice'));
   }
 
-  static async connect(port: number, nick: string): Promise<IrcUser> {
+  static async connect(port: number, nick: string, password?: string): Promise<IrcUser> {
     const { Client } = createRequire(import.meta.url)('irc-framework') as { Client: new () => Client };
     const client = new Client();
     const user = new IrcUser(nick, client);
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`${nick} could not register on port ${port}`)), 10_000);
       client.once('registered', () => { clearTimeout(timer); resolve(); });
-      client.connect({ host: '127.0.0.1', port, nick, username: nick.replace(/[^A-Za-z0-9]/g, '').slice(0, 9) || 'user', gecos: nick, auto_reconnect: false });
+      client.connect({ host: '127.0.0.1', port, nick, username: nick.replace(/[^A-Za-z0-9]/g, '').slice(0, 9) || 'user', gecos: nick, auto_reconnect: false, ...(password ? { password } : {}) });
     });
     return user;
   }

@@ -139,6 +139,11 @@ class IrcAccount {
     });
     client.on('irc error', (event: { error: string; reason?: string }) => {
       this.log.warn({ error: event.error, reason: event.reason }, 'IRC server reported an error');
+      // Refused before registration (a wrong password, a ban): say so until a later attempt succeeds.
+      if (!this.registered && (event.error === 'irc' || event.error === 'password_mismatch')) {
+        const hint = event.error === 'password_mismatch' || /password/i.test(event.reason ?? '') ? ` (check the secret ${secretName})` : '';
+        this.setState('error', `the server refused the connection: ${event.reason ?? event.error}${hint}`);
+      }
     });
     client.on('privmsg', (event: { nick?: string; target: string; message: string; from_server: boolean; time?: number }) => {
       if (event.from_server || !event.nick || ircFold(event.nick) === ircFold(client.user.nick)) return;
@@ -175,7 +180,8 @@ class IrcAccount {
       nick: settings.nick,
       username: settings.username ?? (settings.nick.replace(/[^A-Za-z0-9]/g, '').slice(0, 10) || 'gateway'),
       gecos: settings.realname ?? 'gateway',
-      ...(password && !settings.sasl ? { password } : {}),
+      // A server password only: an account object without credentials keeps the library from also trying it for SASL.
+      ...(password && !settings.sasl ? { password, account: {} } : {}),
       ...(password && settings.sasl ? { account: { account: settings.username ?? settings.nick, password } } : {}),
       sasl_disconnect_on_fail: true,
       auto_reconnect: false,
