@@ -25,13 +25,13 @@ export async function applyConfigChange(paths: ProfilePaths, key: string, value:
   }
   const { changeConfig } = await import('../shared/config/profile-config.ts');
   const change = await changeConfig(paths, key, value);
-  return { ...change, profile: paths.name, via: 'file', restartRequired: false };
+  return { ...change, profile: paths.name, via: 'file', restartRequired: false, reloadRequired: false };
 }
 
 export function describeChange(change: AppliedChange): string {
   const what = change.value === undefined ? `Unset ${change.key}` : `Set ${change.key} = ${JSON.stringify(change.value)}`;
   if (change.via === 'file') return `${what} (profile "${change.profile}"; takes effect when the daemon starts).`;
-  return change.restartRequired
-    ? `${what}. The running daemon needs a restart to apply it: gateway restart --profile ${change.profile}`
-    : `${what}. The running daemon applied it.`;
+  if (change.restartRequired) return `${what}. The running daemon needs a restart to apply it: gateway restart --profile ${change.profile}`;
+  if (change.reloadRequired) return `${what}. Apply it without a restart: gateway reload --profile ${change.profile}`;
+  return `${what}. The running daemon applied it.`;
 }

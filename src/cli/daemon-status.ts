@@ -20,6 +20,8 @@ export interface StatusResult {
   /** Why a daemon is stale. */
   reason?: string;
   rpc: { ok: boolean; error?: string };
+  /** Plugins that failed to load, when the daemon answered. */
+  plugins?: { loaded: string[]; errors: { plugin: string; error: string }[] };
 }
 
 /** The state of a profile's daemon from its lock and, when it runs, one RPC round trip. */
@@ -66,8 +68,11 @@ export async function daemonStatus(paths: ProfilePaths, options: { rpc: boolean 
     const { connectToDaemon } = await import('./rpc-client.ts');
     const client = await connectToDaemon(paths, { timeoutMs: 5000 });
     try {
-      const live = await client.call<{ uptimeMs: number; version: string; secretStore: string }>('status', undefined, 5000);
-      return { ...result, uptimeMs: live.uptimeMs, version: live.version, secretStore: live.secretStore, rpc: { ok: true } };
+      const live = await client.call<{ uptimeMs: number; version: string; secretStore: string; plugins?: StatusResult['plugins'] }>('status', undefined, 5000);
+      return {
+        ...result, uptimeMs: live.uptimeMs, version: live.version, secretStore: live.secretStore, rpc: { ok: true },
+        ...(live.plugins ? { plugins: { loaded: live.plugins.loaded, errors: live.plugins.errors } } : {}),
+      };
     } finally {
       client.close();
     }
@@ -93,6 +98,7 @@ export async function remoteStatus(url: string, connect: () => Promise<{ call: <
     return {
       profile: live.profile, state: 'running', ready: true, pid: live.pid, port: live.port, bind: live.bind, url,
       version: live.version, uptimeMs: live.uptimeMs, logFile: live.logFile, secretStore: live.secretStore, rpc: { ok: true },
+      ...(live.plugins ? { plugins: { loaded: live.plugins.loaded, errors: live.plugins.errors } } : {}),
     };
   } catch (error) {
     if (error instanceof RpcCallError) {

@@ -34,7 +34,11 @@ export default class Status extends BaseCommand<StatusResult> {
       ['Log', status.logFile],
     ];
     if (status.state === 'running') rows.push(['RPC', status.rpc.ok ? 'ok' : `failed: ${status.rpc.error}`]);
+    if (status.plugins && (status.plugins.loaded.length > 0 || status.plugins.errors.length > 0)) {
+      rows.push(['Plugins', [status.plugins.loaded.join(', '), ...status.plugins.errors.map((e) => `${e.plugin} FAILED: ${e.error}`)].filter(Boolean).join('; ')]);
+    }
     for (const [label, value] of rows) this.say(`${`${label}:`.padEnd(9)}${value}`);
+    for (const failure of status.plugins?.errors ?? []) this.warning(`plugin ${failure.plugin} failed to load: ${failure.error}`);
     return status;
   }
 }

@@ -45,6 +45,13 @@ import { registerChannelMethods } from './channels/channel-methods.ts';
 import { DmPairing } from './channels/dm-pairing.ts';
 import { ChannelManager } from './channels/manager.ts';
 import { SessionStore } from './channels/sessions.ts';
+import { PluginHost, type ReloadOutcome } from './plugins/host.ts';
+import { staticFolder } from './plugins/static-files.ts';
+import { pluginUpgrade } from './plugins/ws-routes.ts';
+import { builtinTools } from './tools/builtin-tools.ts';
+import { compileToolSchema, ToolRunner } from './tools/tool-runner.ts';
+import { METHOD_SCOPES } from '../shared/protocol/methods.ts';
+import { join } from 'node:path';
 
 const PRUNE_JOB = 'store.prune';
 const PRUNE_INTERVAL_MS = 6 * 60 * 60_000;
@@ -83,6 +90,8 @@ export class Daemon {
   private webhookBudget?: RequestBudget;
   private pruneTimer?: NodeJS.Timeout;
   private channels?: ChannelManager;
+  plugins?: PluginHost;
+  tools?: ToolRunner;
   /** The webhook secret and, during rotation, the previous one: read once, refreshed when they change. */
   webhookSecrets: string[] = [];
   private tokens?: TokenStore;
@@ -211,6 +220,7 @@ export class Daemon {
     this.handlers.handle(PRUNE_JOB, () => ({
       ...queue.prune(this.config.store.retentionDays),
       pairingRequests: pairing.prune(this.config.store.retentionDays * 86_400_000),
+      toolInvocations: this.tools?.prune() ?? 0,
     }));
     registerJobMethods(methods, queue);
     this.worker = new JobWorker({ queue, handlers: this.handlers, store, logger: this.logger, concurrency: this.config.jobs.concurrency });
@@ -218,11 +228,43 @@ export class Daemon {
     const nodes = new NodeRegistry(() => this.config.gateway.nodes);
     registerNodeMethods(methods, nodes);
     const sessions = new SessionStore(store);
+    const channelRegistry = builtinChannels();
     this.channels = new ChannelManager({
-      registry: builtinChannels(), config: () => this.config, secret: (name) => this.secrets.get(name), logger: this.logger,
+      registry: channelRegistry, config: () => this.config, secret: (name) => this.secrets.get(name), logger: this.logger,
       pairing, sessions, emit: (event, payload, scope) => this.controlPlane?.broadcast(event, payload, scope),
     });
     registerChannelMethods(methods, { channels: this.channels, pairing, sessions, store });
+
+    const handlers = this.handlers;
+    this.tools = new ToolRunner({ table: () => plugins.table, config: () => this.config, store, logger: this.logger });
+    const plugins = new PluginHost({
+      builtins: [
+        builtinTools({
+          queue, sessions, channels: this.channels, handles: (kind) => handlers.find(kind) !== undefined,
+          status: () => this.statusSummary(), reload: () => this.reload('tool gateway.reload'),
+        }),
+        staticFolder('canvas', () => this.config.plugins.canvas?.root ?? join(this.paths.dir, 'canvas')),
+        staticFolder('a2ui', () => this.config.plugins.a2ui?.root ?? join(this.paths.dir, 'a2ui')),
+      ],
+      specs: () => this.config.plugins.load,
+      profileDir: this.paths.dir,
+      logger: this.logger,
+      limits: {
+        reservedMethod: (name) => Object.hasOwn(METHOD_SCOPES, name),
+        reservedJobKind: (kind) => handlers.own(kind),
+        reservedChannel: (id) => channelRegistry.own(id),
+        reservedPaths: [this.config.hooks.path],
+        compileSchema: (schema) => void compileToolSchema(schema),
+      },
+    });
+    this.plugins = plugins;
+    methods.fallback = (name) => {
+      const entry = plugins.table.methods.get(name);
+      return entry ? { scope: entry.value.scope, handler: entry.value.handler } : undefined;
+    };
+    handlers.fallback = (kind) => plugins.table.jobs.get(kind)?.value;
+    channelRegistry.fallback = { get: (id) => plugins.table.channels.get(id)?.value, ids: () => [...plugins.table.channels.keys()] };
+    await plugins.start();
     this.controlPlane = new ControlPlane({
       logger: this.logger,
       methods,
@@ -245,6 +287,7 @@ export class Daemon {
         audit,
         onPairingRequested: (request) => this.controlPlane?.broadcast('device.pair.requested', requestView(request), 'operator.pairing'),
       }),
+      pluginUpgrade: pluginUpgrade(() => plugins.table, this.authenticator, this.logger),
       server: { version: record.version, instanceId: this.instanceId, profile: this.paths.name },
       accepting: () => this.readiness !== 'stopping',
     });
@@ -271,8 +314,9 @@ export class Daemon {
   private createServer(): Server {
     let handler: Promise<(req: IncomingMessage, res: ServerResponse) => Promise<void>> | undefined;
     const loadHandler = async () => {
-      const [{ createHttpApp }, { tokenRoutes }, { jobRoutes }, { apiContractRoutes }] = await Promise.all([
+      const [{ createHttpApp }, { tokenRoutes }, { jobRoutes }, { apiContractRoutes }, { toolRoutes }, { pluginRoutesLayer }] = await Promise.all([
         import('./http/app.ts'), import('./http/routes/tokens.ts'), import('./http/routes/jobs.ts'), import('./http/routes/api-contract.ts'),
+        import('./http/routes/tools.ts'), import('./http/plugin-routes.ts'),
       ]);
       const surfaces = [
         apiContractRoutes(),
@@ -281,8 +325,13 @@ export class Daemon {
           authenticator: this.authenticator!, tokens: this.tokens!, audit: (kind, fields) => this.audit(kind, fields),
           maxBodyBytes: () => this.config.gateway.http.maxBodyBytes, defaultExpiryDays: () => this.config.api.tokens.defaultExpiryDays,
         }),
+        toolRoutes({ authenticator: this.authenticator!, tools: this.tools!, maxBodyBytes: () => this.config.gateway.http.maxBodyBytes }),
       ];
-      return createHttpApp({ logger: this.logger, budget: this.budget!, surfaces }).callback();
+      return createHttpApp({
+        logger: this.logger, budget: this.budget!, surfaces,
+        after: [pluginRoutesLayer(() => this.plugins!.table, this.authenticator!)],
+        envelopePaths: new Set(['/tools/invoke']),
+      }).callback();
     };
     const probes: ProbeOptions = {
       readiness: () => this.readiness,
@@ -385,6 +434,42 @@ export class Daemon {
     this.pruneTimer.unref();
   }
 
+  /** What `gateway.status` (the tool) and the status RPC share beyond the basics. */
+  statusSummary(): Record<string, unknown> {
+    return {
+      profile: this.paths.name, version: gatewayVersion(), pid: process.pid, uptimeMs: this.uptimeMs, url: this.url,
+      channels: this.channels?.status() ?? [],
+      plugins: this.pluginSummary(),
+    };
+  }
+
+  pluginSummary() {
+    const plugins = this.plugins?.plugins ?? [];
+    return {
+      loaded: plugins.filter((p) => p.status === 'loaded' && !p.builtin).map((p) => p.name),
+      errors: plugins.filter((p) => p.status === 'error').map((p) => ({ plugin: p.name, error: p.error! })),
+      lastReload: this.plugins?.lastReload ?? null,
+    };
+  }
+
+  /**
+   * Re-reads the configuration (live settings apply at once) and the plugins,
+   * swapping the route, method and tool tables; the process and its
+   * connections stay. A plugin that fails keeps the previous table.
+   */
+  async reload(reason: string): Promise<{ ok: boolean; pid: number; config: { ok: boolean; error?: string }; plugins: ReloadOutcome }> {
+    this.logger.info({ reason }, 'reloading');
+    let config: { ok: boolean; error?: string } = { ok: true };
+    try {
+      this.applyConfig(loadConfig(this.paths).effective);
+    } catch (error) {
+      config = { ok: false, error: (error as Error).message };
+      this.logger.error({ error: config.error }, 'reload kept the previous configuration');
+    }
+    const plugins = await this.plugins!.reload();
+    return { ok: config.ok && plugins.ok, pid: process.pid, config, plugins };
+  }
+
   /** Applies a change of the live settings; others wait for a restart. */
   applyConfig(next: GatewayConfig): void {
     this.config = next;
@@ -414,6 +499,7 @@ export class Daemon {
     if (unfinished > 0) this.logger.warn({ jobs: unfinished }, 'stopping with jobs still running; they run again at the next start');
     await Promise.all([closed, channelsStopped]);
     clearTimeout(deadline);
+    await this.plugins?.close();
     await this.teardown();
     this.logger.info({ uptimeMs: this.uptimeMs }, 'daemon stopped');
     this.log.logger.flush?.();

@@ -29,8 +29,10 @@ export async function main(options: MainOptions): Promise<number> {
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
-  // A daemon has no terminal: a closed one must not kill it.
-  process.on('SIGHUP', () => undefined);
+  // A daemon has no terminal: SIGHUP means what it means to daemons, re-read the configuration and plugins.
+  process.on('SIGHUP', () => {
+    if (daemon?.readiness === 'ready') void daemon.reload('SIGHUP').catch(() => undefined);
+  });
 
   const report = (message: DaemonMessage) => {
     options.onReport?.(message);

@@ -75,6 +75,8 @@ export interface ChannelKind {
 /** The channels the gateway knows, by id: built-ins here, plugins add theirs. */
 export class ChannelRegistry {
   private readonly kinds = new Map<string, ChannelKind>();
+  /** Channels registered elsewhere (plugins), asked after the built-in ones. */
+  fallback?: { get: (id: string) => ChannelKind | undefined; ids: () => string[] };
 
   add(id: string, kind: ChannelKind): this {
     if (this.kinds.has(id)) throw new Error(`channel ${id} is already registered`);
@@ -83,14 +85,19 @@ export class ChannelRegistry {
   }
 
   get(id: string): ChannelKind | undefined {
-    return this.kinds.get(id);
+    return this.kinds.get(id) ?? this.fallback?.get(id);
   }
 
   has(id: string): boolean {
+    return this.get(id) !== undefined;
+  }
+
+  /** Whether the channel is built in (plugins cannot take its id). */
+  own(id: string): boolean {
     return this.kinds.has(id);
   }
 
   ids(): string[] {
-    return [...this.kinds.keys()].sort();
+    return [...new Set([...this.kinds.keys(), ...(this.fallback?.ids() ?? [])])].sort();
   }
 }

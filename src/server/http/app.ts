@@ -12,6 +12,10 @@ export interface HttpAppOptions {
   budget: RequestBudget;
   /** One router per surface, mounted in order. */
   surfaces: Router[];
+  /** Layers after the surfaces (plugin routes), before the 404. */
+  after?: Koa.Middleware[];
+  /** Paths whose answers carry ok: true/false, failures included. */
+  envelopePaths?: ReadonlySet<string>;
 }
 
 /**
@@ -21,11 +25,14 @@ export interface HttpAppOptions {
  * 404 for the rest.
  * Probes never reach it (see probes.ts).
  */
-export function createHttpApp({ logger, budget, surfaces }: HttpAppOptions): Koa {
+export function createHttpApp({ logger, budget, surfaces, after = [], envelopePaths = new Set() }: HttpAppOptions): Koa {
   const app = new Koa({ proxy: false });
   app.silent = true;
 
-  app.use(errorBodyLayer((error, ctx) => logger.error({ err: error, method: ctx.method, path: ctx.path, requestId: ctx.state.requestId }, 'request failed')));
+  app.use(errorBodyLayer(
+    (error, ctx) => logger.error({ err: error, method: ctx.method, path: ctx.path, requestId: ctx.state.requestId }, 'request failed'),
+    (ctx) => envelopePaths.has(ctx.path),
+  ));
   // Request ids: this daemon's prefix and a counter, unique without drawing randomness per request.
   const prefix = randomBytes(4).toString('hex');
   let counter = 0;
@@ -44,6 +51,7 @@ export function createHttpApp({ logger, budget, surfaces }: HttpAppOptions): Koa
     app.use(surface.routes());
     app.use(surface.allowedMethods());
   }
+  for (const layer of after) app.use(layer);
   app.use(notFoundLayer);
   return app;
 }

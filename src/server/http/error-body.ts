@@ -38,7 +38,7 @@ export class HttpError extends Error {
 }
 
 /** The outermost layer: every failure leaves as the error body; unexpected ones say nothing about internals. */
-export function errorBodyLayer(onUnexpected: (error: unknown, ctx: Context) => void) {
+export function errorBodyLayer(onUnexpected: (error: unknown, ctx: Context) => void, envelope: (ctx: Context) => boolean = () => false) {
   return async (ctx: Context, next: Next): Promise<void> => {
     try {
       await next();
@@ -47,7 +47,9 @@ export function errorBodyLayer(onUnexpected: (error: unknown, ctx: Context) => v
       const status = expose ? ((error as { status?: number }).status ?? 500) : 500;
       if (!expose) onUnexpected(error, ctx);
       ctx.status = status;
-      ctx.body = errorBody(status, expose ? (error as Error).message : 'An unexpected error occurred; the gateway log has the details.');
+      const body = errorBody(status, expose ? (error as Error).message : 'An unexpected error occurred; the gateway log has the details.');
+      // Routes that answer {ok: true, ...} say ok: false on every failure, whichever layer refused.
+      ctx.body = envelope(ctx) ? { ok: false, ...body } : body;
       if (error instanceof HttpError) ctx.set(error.headers);
     }
   };

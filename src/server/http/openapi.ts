@@ -86,6 +86,23 @@ export function openApiDocument(): Record<string, unknown> {
           responses: { 200: json('JobList', 'a page of jobs'), ...protectedErrors },
         },
       },
+      '/tools/invoke': {
+        post: {
+          summary: 'invoke a tool', ...security('POST /tools/invoke'),
+          requestBody: { required: true, content: { 'application/json': { schema: ref('ToolInvokeRequest') } } },
+          responses: {
+            200: json('ToolInvokeResult', 'the tool ran (or, with dryRun, would run)'),
+            400: json('ToolInvokeError', 'bad request or args that fail the tool\'s schema'),
+            401: json('ToolInvokeError', 'missing or wrong credential'),
+            403: json('ToolInvokeError', 'the credential lacks tools:invoke'),
+            404: json('ToolInvokeError', 'unknown tool, or one the policy denies over HTTP'),
+            409: json('ToolInvokeError', 'the idempotency key was used for another call'),
+            413: json('ToolInvokeError', 'body too large'),
+            429: error('too many requests; see Retry-After'),
+            500: json('ToolInvokeError', 'the tool failed'),
+          },
+        },
+      },
       '/jobs/{id}': {
         get: {
           summary: 'one job', ...security('GET /jobs/:id'),

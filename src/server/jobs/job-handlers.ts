@@ -13,6 +13,8 @@ export type JobHandler = (payload: unknown, context: JobContext) => unknown | Pr
 export class JobHandlers {
   private readonly handlers = new Map<string, JobHandler>();
   private readonly prefixes = new Map<string, JobHandler>();
+  /** Handlers registered elsewhere (plugins), asked after the gateway's own. */
+  fallback?: (kind: string) => JobHandler | undefined;
 
   handle(kind: string, handler: JobHandler): this {
     if (this.handlers.has(kind)) throw new Error(`a handler for ${kind} is already registered`);
@@ -26,11 +28,16 @@ export class JobHandlers {
     return this;
   }
 
+  /** Whether the gateway itself handles this kind (plugins cannot take it). */
+  own(kind: string): boolean {
+    return this.handlers.has(kind) || [...this.prefixes.keys()].some((prefix) => kind.startsWith(prefix));
+  }
+
   find(kind: string): JobHandler | undefined {
     const exact = this.handlers.get(kind);
     if (exact) return exact;
     for (const [prefix, handler] of this.prefixes) if (kind.startsWith(prefix)) return handler;
-    return undefined;
+    return this.fallback?.(kind);
   }
 
   kinds(): string[] {

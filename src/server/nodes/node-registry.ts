@@ -1,3 +1,4 @@
+import { matchesPattern } from '../../shared/patterns.ts';
 import { randomUUID } from 'node:crypto';
 import type { GatewayConfig } from '../../shared/config/types.ts';
 import { RpcError } from '../ws/rpc-error.ts';
@@ -29,8 +30,7 @@ interface Pending {
 
 export const MAX_INVOKE_TIMEOUT_MS = 10 * 60_000;
 
-const matches = (pattern: string, command: string) =>
-  pattern === command || (pattern.endsWith('*') && command.startsWith(pattern.slice(0, -1)));
+const matches = matchesPattern;
 
 /** Whether gateway.nodes allows a command: not denied, and allowed when an allow-list is set. */
 export function commandAllowed(policy: GatewayConfig['gateway']['nodes'], command: string): boolean {

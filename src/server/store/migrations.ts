@@ -208,4 +208,30 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX session_messages_session ON session_messages (session_key, id);
     `,
   },
+  {
+    version: 6,
+    name: 'tool and hook idempotency keys, session wake-ups',
+    sql: `
+      CREATE TABLE tool_invocations (
+        caller TEXT NOT NULL,
+        key TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        result TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        PRIMARY KEY (caller, key)
+      );
+      CREATE INDEX tool_invocations_created ON tool_invocations (created_at);
+      CREATE TABLE hook_requests (
+        hook TEXT NOT NULL,
+        key TEXT NOT NULL,
+        status INTEGER NOT NULL,
+        body TEXT,
+        created_at BIGINT NOT NULL,
+        PRIMARY KEY (hook, key)
+      );
+      CREATE INDEX hook_requests_created ON hook_requests (created_at);
+      ALTER TABLE sessions ADD COLUMN wake_requested_at BIGINT;
+    `,
+  },
 ];

@@ -21,6 +21,8 @@ export interface ControlPlaneOptions {
   admit: (params: ConnectParams, origin: Origin) => Admission;
   /** Failed connects per address and credential kind; a locked-out client is not checked at all. */
   lockout: AuthLockout;
+  /** Takes an upgrade on another path (plugin WebSocket routes); false when nothing serves the path. */
+  pluginUpgrade?: (request: IncomingMessage, socket: Duplex, head: Buffer) => boolean;
   /** The user a trusted proxy vouches for (trusted-proxy mode); throws HttpError to refuse the upgrade. */
   proxyUser?: (request: IncomingMessage) => string | undefined;
   /** Told when a client is admitted and when it leaves (nodes register here). */
@@ -76,6 +78,7 @@ export class ControlPlane {
       socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
       return;
     }
+    if (path !== '/' && this.options.accepting() && this.options.pluginUpgrade?.(request, socket, head)) return;
     if (path !== '/' || !this.options.accepting()) {
       const status = path !== '/' ? '404 Not Found' : '503 Service Unavailable';
       socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);

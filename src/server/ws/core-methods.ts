@@ -6,6 +6,7 @@ import { gatewayVersion } from '../../shared/version.ts';
 import type { Daemon } from '../daemon.ts';
 import type { MethodTable } from './method-table.ts';
 import { invalidParams, paramsObject, RpcError } from './rpc-error.ts';
+import { parseToolRequest, ToolError } from '../tools/tool-runner.ts';
 
 const keyParam = (params: Record<string, unknown>, required: boolean): string | undefined => {
   const key = params.key;
@@ -45,6 +46,7 @@ export function registerCoreMethods(methods: MethodTable, daemon: Daemon): void 
       secretStore: daemon.secrets.backend,
       authMode: daemon.config.gateway.auth.mode,
       connections: daemon.connections,
+      plugins: daemon.pluginSummary(),
     }))
     .add('config.get', (params) => {
       const key = keyParam(paramsObject(params), false);
@@ -81,6 +83,23 @@ export function registerCoreMethods(methods: MethodTable, daemon: Daemon): void 
       if (name.startsWith('webhooks.github.secret')) await daemon.loadWebhookSecrets();
       if (name === 'api.serviceKey' || name === 'api.jwt.secret') await daemon.loadApiSecrets();
       return { name, applied: true };
+    })
+    .add('reload', async (_params, client) => {
+      daemon.audit('daemon.reload', { actor: client.deviceId, address: client.address });
+      return daemon.reload(`rpc from ${client.clientId}`);
+    })
+    .add('plugins.list', () => ({ plugins: daemon.plugins?.plugins ?? [], lastReload: daemon.plugins?.lastReload ?? null }))
+    .add('tools.catalog', () => ({ tools: daemon.tools!.catalog('ws') }))
+    .add('tools.invoke', async (params, client) => {
+      try {
+        const request = parseToolRequest(paramsObject(params));
+        const outcome = await daemon.tools!.invoke(request, { name: `device:${client.deviceId}`, surface: 'ws', admin: client.scopes.has('operator.admin') });
+        return { ok: true, result: outcome.result, ...(outcome.dryRun ? { dryRun: true } : {}), ...(outcome.replayed ? { replayed: true } : {}) };
+      } catch (error) {
+        if (!(error instanceof ToolError)) throw error;
+        const code = error.status === 404 ? 'NOT_FOUND' : error.status === 403 ? 'FORBIDDEN' : error.status >= 500 ? 'INTERNAL' : 'INVALID_REQUEST';
+        throw new RpcError(code, error.message, { status: error.status });
+      }
     })
     .add('shutdown', (_params, client) => {
       daemon.logger.info({ client: client.clientId, address: client.address }, 'shutdown requested over RPC');

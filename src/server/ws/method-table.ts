@@ -22,6 +22,8 @@ export interface MethodEntry {
 /** The methods the daemon answers. Scopes come from the shared table, never from the handler. */
 export class MethodTable {
   private readonly entries = new Map<string, MethodEntry>();
+  /** Methods registered elsewhere (plugins), asked after the gateway's own. */
+  fallback?: (name: string) => MethodEntry | undefined;
 
   add(name: MethodName, handler: MethodHandler): this {
     this.entries.set(name, { scope: METHOD_SCOPES[name], handler });
@@ -29,7 +31,11 @@ export class MethodTable {
   }
 
   get(name: string): MethodEntry | undefined {
-    return this.entries.get(name);
+    return this.entries.get(name) ?? this.fallback?.(name);
+  }
+
+  has(name: string): boolean {
+    return this.entries.has(name);
   }
 
   names(): string[] {

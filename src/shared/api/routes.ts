@@ -7,6 +7,7 @@ export const ROUTE_SCOPES = {
   'DELETE /tokens/:id': 'tokens:write',
   'GET /jobs': 'jobs:read',
   'GET /jobs/:id': 'jobs:read',
+  'POST /tools/invoke': 'tools:invoke',
 } as const satisfies Record<string, TokenScope>;
 
 export type ProtectedRoute = keyof typeof ROUTE_SCOPES;

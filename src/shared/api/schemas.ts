@@ -88,6 +88,22 @@ export const schemas = {
     type: 'object', required: ['ok', 'deliveryId', 'jobId', 'duplicate'], additionalProperties: false,
     properties: { ok: { const: true }, deliveryId: { type: 'string' }, jobId: { type: 'string' }, duplicate: { type: 'boolean' } },
   },
+  ToolInvokeRequest: {
+    type: 'object', required: ['tool'], additionalProperties: false,
+    properties: {
+      tool: { type: 'string', minLength: 1, maxLength: 64 }, args: { type: 'object' }, sessionKey: { type: 'string' },
+      idempotencyKey: { type: 'string', pattern: '^[\\x21-\\x7e]{1,128}$', description: 'also accepted as the Idempotency-Key header; a retry answers the first result' },
+      dryRun: { type: 'boolean', description: 'check the tool, policy and args without running it' },
+    },
+  },
+  ToolInvokeResult: {
+    type: 'object', required: ['ok', 'result'], additionalProperties: false,
+    properties: { ok: { const: true }, result: {}, dryRun: { type: 'boolean' }, replayed: { type: 'boolean' } },
+  },
+  ToolInvokeError: {
+    type: 'object', required: ['ok', 'error', 'message', 'statusCode'], additionalProperties: false,
+    properties: { ok: { const: false }, error: { type: 'string' }, message: { type: 'string' }, statusCode: { type: 'integer' } },
+  },
 } as const satisfies Record<string, Schema>;
 
 export type SchemaName = keyof typeof schemas;

@@ -1,7 +1,7 @@
 import type { ErrorObject } from 'ajv';
 import validateDocument from './config-validator.generated.cjs';
 import { usageError } from '../errors.ts';
-import { configSchema, LIVE_KEY_PATTERNS, LIVE_KEYS, READ_ONLY_KEYS, type SchemaNode } from './schema.ts';
+import { configSchema, LIVE_KEY_PATTERNS, LIVE_KEYS, READ_ONLY_KEYS, RELOAD_KEYS, type SchemaNode } from './schema.ts';
 import type { GatewayConfig } from './types.ts';
 
 /** Splits a dotted key, refusing empty segments. */
@@ -173,7 +173,9 @@ export function withDefaults(node: SchemaNode, value: unknown): unknown {
 export const effectiveConfig = (raw: unknown): GatewayConfig => withDefaults(configSchema, raw) as GatewayConfig;
 
 /** Whether a running daemon needs a restart before a change of this key takes effect. */
-export const needsRestart = (key: string): boolean =>
+export const needsReload = (key: string): boolean => RELOAD_KEYS.some((reload) => key === reload || key.startsWith(`${reload}.`));
+
+export const needsRestart = (key: string): boolean => !needsReload(key) &&
   !LIVE_KEYS.some((live) => key === live || key.startsWith(`${live}.`)) && !LIVE_KEY_PATTERNS.some((pattern) => pattern.test(key));
 
 /** Every leaf key of the schema, for listings and completion. */

@@ -4,7 +4,7 @@ import type { ProfilePaths } from '../profile.ts';
 import { assertPortFree } from '../profiles.ts';
 import { configSchema } from './schema.ts';
 import {
-  assertValidValue, assertWritableKey, deletePath, documentProblems, effectiveConfig, getPath, needsRestart, setPath,
+  assertValidValue, assertWritableKey, deletePath, documentProblems, effectiveConfig, getPath, needsReload, needsRestart, setPath,
 } from './keys.ts';
 import type { GatewayConfig } from './types.ts';
 
@@ -92,6 +92,8 @@ export interface ConfigChange {
   value: unknown;
   previous: unknown;
   restartRequired: boolean;
+  /** The change applies at the next `gateway reload`. */
+  reloadRequired: boolean;
 }
 
 /**
@@ -111,5 +113,5 @@ export async function changeConfig(paths: ProfilePaths, key: string, value: unkn
   if (problems.length > 0) throw usageError(`Invalid setting: ${problems.join("; ")}.`);
   const store = await openConfigStore(paths);
   store.store = next;
-  return { key, value: getPath(effectiveConfig(next), key), previous, restartRequired: needsRestart(key) };
+  return { key, value: getPath(effectiveConfig(next), key), previous, restartRequired: needsRestart(key), reloadRequired: needsReload(key) };
 }

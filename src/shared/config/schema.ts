@@ -207,7 +207,10 @@ export const configSchema: SchemaNode = object({
 });
 
 /** Keys the daemon applies as soon as they change; every other change needs a restart. */
-export const LIVE_KEYS: readonly string[] = ['log.level', 'api.jwt', 'api.tokens'];
+export const LIVE_KEYS: readonly string[] = ['log.level', 'api.jwt', 'api.tokens', 'gateway.tools', 'hooks.enabled', 'hooks.maxBodyBytes', 'hooks.defaultSessionKey', 'hooks.allowedSessionKeyPrefixes', 'hooks.presets', 'hooks.mappings'];
+
+/** Keys that apply at the next `gateway reload` (or SIGHUP), without a restart. */
+export const RELOAD_KEYS: readonly string[] = ['plugins'];
 
 /** Live keys under an id of the user's choosing: who may write to a channel applies at once. */
 export const LIVE_KEY_PATTERNS: readonly RegExp[] = [/^channels\.[^.]+\.(dmPolicy|allowFrom)(\.|$)/];

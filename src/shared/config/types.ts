@@ -28,6 +28,6 @@ export interface GatewayConfig {
   store: { synchronous: 'normal' | 'full'; retentionDays: number };
   jobs: { concurrency: number };
   api: { jwt: { issuer?: string; audience?: string; jwksUrl?: string }; tokens: { defaultExpiryDays: number } };
-  plugins: Record<string, unknown> & { load: string[] };
+  plugins: { load: string[]; canvas: { root?: string }; a2ui: { root?: string } };
   log: { level: LogLevel; maxBytes: number; maxFiles: number };
 }

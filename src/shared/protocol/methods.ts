@@ -38,6 +38,10 @@ export const METHOD_SCOPES = {
   'sessions.list': 'operator.read',
   'sessions.history': 'operator.read',
   'message.send': 'operator.write',
+  reload: 'operator.admin',
+  'plugins.list': 'operator.read',
+  'tools.catalog': 'operator.read',
+  'tools.invoke': 'operator.write',
 } as const satisfies Record<string, OperatorScope | typeof NODE_SCOPE>;
 
 export type MethodName = keyof typeof METHOD_SCOPES;

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import {
-  assertKnownKey, deletePath, documentProblems, effectiveConfig, getPath, leafKeys, needsRestart, parseValue, problemsOf, schemaAt, setPath,
+  assertKnownKey, deletePath, documentProblems, effectiveConfig, getPath, leafKeys, needsReload, needsRestart, parseValue, problemsOf, schemaAt, setPath,
 } from '../../../src/shared/config/keys.ts';
 import { exposureProblems, isLoopbackAddress, resolveBind } from '../../../src/shared/config/exposure.ts';
 
@@ -63,6 +63,18 @@ describe('config keys', () => {
   it('says which changes need a restart', () => {
     expect(needsRestart('gateway.port')).to.equal(true);
     expect(needsRestart('log.level')).to.equal(false);
+    expect(needsRestart('channels.irc.dmPolicy')).to.equal(false);
+    expect(needsRestart('channels.irc.allowFrom')).to.equal(false);
+    expect(needsRestart('channels.irc.host')).to.equal(true);
+    expect(needsRestart('plugins.load')).to.equal(false);
+    expect(needsReload('plugins.load')).to.equal(true);
+    expect(needsReload('gateway.tools.allow')).to.equal(false);
+  });
+
+  it('refuses an open DM policy without an explicit "*"', () => {
+    expect(documentProblems({ channels: { irc: { dmPolicy: 'open' } } })[0]).to.match(/needs an explicit "\*" in channels\.irc\.allowFrom/);
+    expect(documentProblems({ channels: { irc: { dmPolicy: 'open', allowFrom: ['*'] } } })).to.deep.equal([]);
+    expect(problemsOf('channels.irc.dmPolicy', 'open'), 'one key alone is checked against the schema only').to.deep.equal([]);
   });
 });
 

@@ -1,0 +1,45 @@
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { Logger } from 'pino';
+import { WebSocketServer } from 'ws';
+import { Limits } from '../../shared/protocol/limits.ts';
+import { holds, type HttpAuthenticator } from '../auth/http-auth.ts';
+import type { PluginTable } from './registry.ts';
+
+const refuse = (socket: Duplex, status: number, reason: string, headers: Record<string, string> = {}) => {
+  const extra = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+  socket.end(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\n${extra}Content-Length: 0\r\n\r\n`);
+};
+
+/**
+ * Upgrades to plugin WebSocket endpoints. A reload swaps the table for new
+ * upgrades only: sockets already open stay open with the handler they got.
+ */
+export function pluginUpgrade(table: () => PluginTable, authenticator: HttpAuthenticator, logger: Logger) {
+  const wss = new WebSocketServer({ noServer: true, maxPayload: Limits.maxFrameBytes, clientTracking: false });
+  return (request: IncomingMessage, socket: Duplex, head: Buffer): boolean => {
+    const path = (request.url ?? '/').split('?')[0]!;
+    const entry = table().ws.get(path);
+    if (!entry) return false;
+    const accept = () => wss.handleUpgrade(request, socket, head, (ws) => {
+      try {
+        entry.value.handler(ws, request);
+      } catch (error) {
+        logger.error({ err: error, plugin: entry.plugin, path }, 'plugin WebSocket handler failed');
+        ws.close(1011, 'plugin failed');
+      }
+    });
+    if (entry.value.auth === 'plugin') {
+      accept();
+      return true;
+    }
+    authenticator.authenticate(request).then(
+      (principal) => (holds(principal, 'admin') ? accept() : refuse(socket, 403, 'Forbidden')),
+      (error: { status?: number; headers?: Record<string, string> }) => {
+        const status = error.status ?? 401;
+        refuse(socket, status, status === 429 ? 'Too Many Requests' : status === 400 ? 'Bad Request' : 'Unauthorized', error.headers);
+      },
+    );
+    return true;
+  };
+}

@@ -1,0 +1,177 @@
+import { createHash } from 'node:crypto';
+import AjvModule, { type ValidateFunction } from 'ajv';
+import formatsModule from 'ajv-formats';
+import type { Logger } from 'pino';
+import type { GatewayConfig } from '../../shared/config/types.ts';
+import { matchesPattern } from '../../shared/patterns.ts';
+import type { PluginTable, ToolDef } from '../plugins/registry.ts';
+import type { Store } from '../store/database.ts';
+
+const Ajv = AjvModule.default;
+const addFormats = formatsModule.default;
+
+/** A tool call refused or failed, with the HTTP status it answers with. */
+export class ToolError extends Error {
+  readonly status: number;
+
+  constructor(status: number, message: string) {
+    super(message);
+    this.status = status;
+  }
+}
+
+let ajv: InstanceType<typeof Ajv> | undefined;
+const compiled = new WeakMap<object, ValidateFunction>();
+
+/** Compiles (once) a tool's input schema; throws when it is not a valid JSON Schema. */
+export function compileToolSchema(schema: Record<string, unknown>): ValidateFunction {
+  let validate = compiled.get(schema);
+  if (!validate) {
+    if (!ajv) {
+      ajv = new Ajv({ allErrors: true, strict: false });
+      addFormats(ajv);
+    }
+    validate = ajv.compile(schema);
+    compiled.set(schema, validate);
+  }
+  return validate;
+}
+
+export interface ToolRequest {
+  tool: string;
+  args?: Record<string, unknown>;
+  sessionKey?: string;
+  idempotencyKey?: string;
+  dryRun?: boolean;
+}
+
+export interface ToolCaller {
+  /** Stable name of the caller (idempotency keys are per caller). */
+  name: string;
+  surface: 'http' | 'ws';
+  /** Whether the caller holds the admin grant (dangerous tools over the WebSocket need it). */
+  admin: boolean;
+}
+
+/** Checks a request's own shape (not the tool's args): 400 naming the field. */
+export function parseToolRequest(body: unknown): ToolRequest {
+  if (!body || typeof body !== 'object' || Array.isArray(body)) throw new ToolError(400, 'The body must be a JSON object with at least "tool".');
+  const input = body as Record<string, unknown>;
+  const unknown = Object.keys(input).filter((key) => !['tool', 'args', 'sessionKey', 'idempotencyKey', 'dryRun'].includes(key));
+  if (unknown.length > 0) throw new ToolError(400, `Unknown field${unknown.length > 1 ? 's' : ''}: ${unknown.join(', ')}.`);
+  if (typeof input.tool !== 'string' || input.tool.length === 0 || input.tool.length > 64) throw new ToolError(400, 'tool must be a tool name.');
+  if (input.args !== undefined && (input.args === null || typeof input.args !== 'object' || Array.isArray(input.args))) throw new ToolError(400, 'args must be an object.');
+  if (input.sessionKey !== undefined && (typeof input.sessionKey !== 'string' || input.sessionKey.length === 0 || input.sessionKey.length > 256)) throw new ToolError(400, 'sessionKey must be a session key.');
+  if (input.idempotencyKey !== undefined && (typeof input.idempotencyKey !== 'string' || !/^[\x21-\x7e]{1,128}$/.test(input.idempotencyKey))) throw new ToolError(400, 'idempotencyKey must be 1-128 visible ASCII characters.');
+  if (input.dryRun !== undefined && typeof input.dryRun !== 'boolean') throw new ToolError(400, 'dryRun must be true or false.');
+  return input as unknown as ToolRequest;
+}
+
+export interface ToolRunnerDeps {
+  table: () => PluginTable;
+  config: () => GatewayConfig;
+  store: Store;
+  logger: Logger;
+  now?: () => number;
+}
+
+/** How long an idempotency key remembers its result. */
+export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60_000;
+
+/** Runs tools under the policy: deny lists, dangerous tools, argument schemas, idempotency keys. */
+export class ToolRunner {
+  private readonly deps: ToolRunnerDeps;
+  private readonly inFlight = new Map<string, Promise<unknown>>();
+
+  constructor(deps: ToolRunnerDeps) {
+    this.deps = deps;
+  }
+
+  private denied(name: string): boolean {
+    return this.deps.config().gateway.tools.deny.some((pattern) => matchesPattern(pattern, name));
+  }
+
+  private allowedOverHttp(tool: ToolDef): boolean {
+    if (this.denied(tool.name)) return false;
+    return !tool.dangerous || this.deps.config().gateway.tools.allow.some((pattern) => matchesPattern(pattern, tool.name));
+  }
+
+  /** The tools a surface may call, with their schemas. */
+  catalog(surface: 'http' | 'ws') {
+    return [...this.deps.table().tools.values()]
+      .filter(({ value }) => (surface === 'http' ? this.allowedOverHttp(value) : !this.denied(value.name)))
+      .map(({ plugin, value }) => ({
+        name: value.name, description: value.description, inputSchema: value.inputSchema ?? { type: 'object' }, dangerous: value.dangerous === true,
+        plugin, overHttp: this.allowedOverHttp(value),
+      }))
+      .sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  /** The tool for a caller, or 404 / 403 saying why not (an unknown and a denied tool look the same over HTTP). */
+  private resolve(name: string, caller: ToolCaller): ToolDef {
+    const entry = this.deps.table().tools.get(name);
+    if (!entry || this.denied(name)) throw new ToolError(404, `No tool ${name} is available.`);
+    const tool = entry.value;
+    if (caller.surface === 'http' && !this.allowedOverHttp(tool)) throw new ToolError(404, `No tool ${name} is available over HTTP (it changes the host or the gateway; list it in gateway.tools.allow to allow it).`);
+    if (caller.surface === 'ws' && tool.dangerous && !caller.admin) throw new ToolError(403, `Tool ${name} changes the host or the gateway and needs the scope operator.admin.`);
+    return tool;
+  }
+
+  async invoke(request: ToolRequest, caller: ToolCaller): Promise<{ result: unknown; replayed?: boolean; dryRun?: boolean }> {
+    const tool = this.resolve(request.tool, caller);
+    const args = request.args ?? {};
+    if (tool.inputSchema) {
+      const validate = compileToolSchema(tool.inputSchema);
+      if (!validate(args)) {
+        const problems = [...new Set((validate.errors ?? []).map((e) => `${e.instancePath.slice(1).replace(/\//g, '.') || 'args'} ${e.message ?? 'is invalid'}`))];
+        throw new ToolError(400, `Invalid args for ${tool.name}: ${problems.join('; ')}.`);
+      }
+    }
+    if (request.dryRun) return { result: { tool: tool.name, valid: true }, dryRun: true };
+    if (!request.idempotencyKey) return { result: await this.run(tool, args, request, caller) };
+
+    const key = `${caller.name}\n${request.idempotencyKey}`;
+    const fingerprint = createHash('sha256').update(JSON.stringify([tool.name, args, request.sessionKey ?? null])).digest('hex');
+    const now = this.deps.now?.() ?? Date.now();
+    const earlier = this.deps.store.prepare('SELECT fingerprint, result FROM tool_invocations WHERE caller = ? AND key = ? AND created_at > ?')
+      .get(caller.name, request.idempotencyKey, now - IDEMPOTENCY_TTL_MS) as { fingerprint: string; result: string } | undefined;
+    if (earlier) {
+      if (earlier.fingerprint !== fingerprint) throw new ToolError(409, 'This idempotencyKey was used for a different call; use a new key.');
+      return { result: JSON.parse(earlier.result), replayed: true };
+    }
+    const running = this.inFlight.get(key);
+    if (running) return { result: await running, replayed: true };
+    const work = this.run(tool, args, request, caller).then((result) => {
+      this.deps.store.prepare(`
+        INSERT INTO tool_invocations (caller, key, tool, fingerprint, result, created_at) VALUES (?, ?, ?, ?, ?, ?)
+        ON CONFLICT (caller, key) DO UPDATE SET tool = excluded.tool, fingerprint = excluded.fingerprint, result = excluded.result, created_at = excluded.created_at
+      `).run(caller.name, request.idempotencyKey!, tool.name, fingerprint, JSON.stringify(result ?? null), now);
+      return result;
+    });
+    this.inFlight.set(key, work);
+    try {
+      return { result: await work };
+    } finally {
+      this.inFlight.delete(key);
+    }
+  }
+
+  private async run(tool: ToolDef, args: Record<string, unknown>, request: ToolRequest, caller: ToolCaller): Promise<unknown> {
+    const logger = this.deps.logger.child({ tool: tool.name });
+    try {
+      const result = await tool.handler(args, { caller: caller.name, surface: caller.surface, sessionKey: request.sessionKey, logger });
+      return result === undefined ? null : JSON.parse(JSON.stringify(result));
+    } catch (error) {
+      if (error instanceof ToolError) throw error;
+      const status = (error as { status?: unknown }).status;
+      if (typeof status === 'number' && status >= 400 && status < 500) throw new ToolError(status, (error as Error).message);
+      logger.error({ err: error, caller: caller.name }, 'tool failed');
+      throw new ToolError(500, `Tool ${tool.name} failed; the gateway log has the details.`);
+    }
+  }
+
+  prune(): number {
+    const cutoff = (this.deps.now?.() ?? Date.now()) - IDEMPOTENCY_TTL_MS;
+    return Number(this.deps.store.prepare('DELETE FROM tool_invocations WHERE created_at < ?').run(cutoff).changes);
+  }
+}
