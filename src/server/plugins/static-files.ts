@@ -84,11 +84,11 @@ async function serve(ctx: Context, root: string, mount: string): Promise<void> {
     if (!info.isFile()) throw notFound();
     ctx.status = 200;
     ctx.set('content-type', mimeTypeOf(file));
-    ctx.set('content-length', String(info.size));
     ctx.set('x-content-type-options', 'nosniff');
     ctx.set('cache-control', 'no-cache');
-    ctx.body = ctx.method === 'HEAD' ? null : createReadStream(file);
-    if (ctx.method === 'HEAD') ctx.length = info.size;
+    // HEAD opens nothing: an empty body, and the length the file would have.
+    ctx.body = ctx.method === 'HEAD' ? Buffer.alloc(0) : createReadStream(file);
+    ctx.length = info.size;
   } catch (error) {
     if (error instanceof HttpError) throw error;
     throw notFound();
