@@ -8,6 +8,7 @@ import autocannon from 'autocannon';
 import { freePort, median, printFigures, rssKiB, sleep, startBare, step, timeCommand, type Figure } from './support.ts';
 import { runConnectBench } from './connect.ts';
 import { runWebhookBench, WEBHOOK_BENCH_SECRET } from './webhooks.ts';
+import { runPluginBench, writeBenchPlugin } from './plugins.ts';
 
 const BIN = new URL('../bin/run.js', import.meta.url).pathname;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
@@ -78,6 +79,15 @@ try {
   const token = JSON.parse(readFileSync(join(home, 'profiles/bench/secrets.json'), 'utf8')).secrets['gateway.token'];
   step('WebSocket connect and first RPC');
   figures.push(await runConnectBench(port, token, ROUNDS * 30));
+
+  step(`plugin route lookup and tool invocation, ${DURATION} s each`);
+  // The request budget (1200 a minute per credential by default) would answer most of a load test with 429.
+  gateway('config', 'set', 'gateway.rateLimit.max', '10000000');
+  gateway('config', 'set', 'plugins.load', JSON.stringify([writeBenchPlugin(join(home, 'profiles/bench'))]));
+  gateway('restart');
+  figures.push(...(await runPluginBench(port, token, DURATION)));
+  gateway('config', 'set', 'plugins.load', '[]');
+  gateway('reload');
 
   step(`webhook deliveries, ${DURATION} s each, synchronous normal then full`);
   spawnSync(process.execPath, [BIN, 'secrets', 'set', 'webhooks.github.secret'], { env, input: WEBHOOK_BENCH_SECRET });

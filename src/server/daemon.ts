@@ -49,6 +49,7 @@ import { PluginHost, type ReloadOutcome } from './plugins/host.ts';
 import { staticFolder } from './plugins/static-files.ts';
 import { pluginUpgrade } from './plugins/ws-routes.ts';
 import { builtinTools } from './tools/builtin-tools.ts';
+import { HooksIngress } from './hooks/hooks-ingress.ts';
 import { compileToolSchema, ToolRunner } from './tools/tool-runner.ts';
 import { METHOD_SCOPES } from '../shared/protocol/methods.ts';
 import { join } from 'node:path';
@@ -90,6 +91,10 @@ export class Daemon {
   private webhookBudget?: RequestBudget;
   private pruneTimer?: NodeJS.Timeout;
   private channels?: ChannelManager;
+  private sessions?: SessionStore;
+  private lockout?: AuthLockout;
+  /** The hooks ingress token, read once and refreshed when it changes. */
+  hooksToken?: string;
   plugins?: PluginHost;
   tools?: ToolRunner;
   /** The webhook secret and, during rotation, the previous one: read once, refreshed when they change. */
@@ -195,12 +200,14 @@ export class Daemon {
     await this.loadCredentials();
     await this.loadWebhookSecrets();
     await this.loadApiSecrets();
+    await this.loadHooksToken();
     this.store = new Store({ path: this.paths.db, synchronous: this.config.store.synchronous });
 
     const store = this.store;
     const audit = (kind: string, fields: Parameters<Store['audit']>[1]) => store.audit(kind, fields);
     const devices = new DeviceRegistry(store);
     const lockout = new AuthLockout(this.config.gateway.auth.rateLimit);
+    this.lockout = lockout;
     this.budget = new RequestBudget(this.config.gateway.rateLimit.max, this.config.gateway.rateLimit.windowMs);
     const tokens = new TokenStore(store);
     this.tokens = tokens;
@@ -216,6 +223,8 @@ export class Daemon {
     this.queue = queue;
     this.handlers = new JobHandlers();
     registerGithubHandlers(this.handlers);
+    // A mail push names the mailbox and the point to sync from; the job's result records it.
+    this.handlers.handle('gmail.push', (payload) => payload);
     const pairing = new DmPairing(store);
     this.handlers.handle(PRUNE_JOB, () => ({
       ...queue.prune(this.config.store.retentionDays),
@@ -228,6 +237,7 @@ export class Daemon {
     const nodes = new NodeRegistry(() => this.config.gateway.nodes);
     registerNodeMethods(methods, nodes);
     const sessions = new SessionStore(store);
+    this.sessions = sessions;
     const channelRegistry = builtinChannels();
     this.channels = new ChannelManager({
       registry: channelRegistry, config: () => this.config, secret: (name) => this.secrets.get(name), logger: this.logger,
@@ -347,9 +357,14 @@ export class Daemon {
     const webhooks = new WebhookIngress({
       store: this.store!, queue: this.queue!, budget: this.webhookBudget!, logger: this.logger, secrets: () => this.webhookSecrets,
     });
+    const hooks = new HooksIngress({
+      config: () => this.config, token: () => this.hooksToken, lockout: this.lockout!, queue: this.queue!, channels: this.channels!,
+      sessions: this.sessions!, store: this.store!, logger: this.logger, emit: (event, payload, scope) => this.controlPlane?.broadcast(event, payload, scope),
+    });
     return createServer({ keepAliveTimeout: 5000, requestTimeout: 30_000, headersTimeout: 10_000 }, (req, res) => {
       if (answerProbe(req, res, probes)) return;
       if (webhooks.matches(req)) return webhooks.handle(req, res);
+      if (hooks.matches(req)) return hooks.handle(req, res);
       handler ??= loadHandler();
       handler.then((handle) => handle(req, res), (error: unknown) => {
         this.logger.error({ err: error }, 'the HTTP application failed to load');
@@ -418,6 +433,14 @@ export class Daemon {
 
   async loadApiSecrets(): Promise<void> {
     this.apiSecrets = { serviceKey: await this.secrets.get('api.serviceKey'), jwt: await this.secrets.get('api.jwt.secret') };
+  }
+
+  /** Reads the hooks token: the environment first, then the store; one equal to the gateway token is warned about. */
+  async loadHooksToken(): Promise<void> {
+    this.hooksToken = secretFromEnv('hooks.token') ?? (await this.secrets.get('hooks.token'));
+    if (this.hooksToken && this.config.gateway.auth.mode !== 'none' && this.credential.verifyBearer(this.hooksToken)) {
+      this.logger.warn('hooks.token equals the gateway token; give hooks a token of their own: gateway hooks token set');
+    }
   }
 
   /** Reads the webhook secrets into memory: the environment first, then the store. */

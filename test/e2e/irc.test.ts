@@ -218,6 +218,46 @@ describe('IRC channel, DM pairing and sessions against ngircd (e2e)', function (
     }
   });
 
+  it('a hook sends a templated message to a person and wakes their session', async () => {
+    const stranger = await person('Hana');
+    expect((await home.run(['pair', 'approve', 'irc', await codeFor(stranger)])).code).to.equal(0);
+    stranger.say(nick, 'ping me when the build is done');
+    const key = `irc:default:dm:${stranger.nick.toLowerCase()}`;
+    await waitFor(() => session(stranger.nick), 10_000, 'the session');
+    for (const [k, v] of Object.entries({
+      'hooks.enabled': true,
+      'hooks.mappings': [
+        { name: 'build', action: 'message', channel: 'irc', to: stranger.nick, text: 'Build {{build.id}} is {{build.status}}; {{build.missing}}done.' },
+        { name: 'nudge', action: 'wake', sessionKey: key },
+        { name: 'reply', action: 'message', text: 'Reply to {{who}}' },
+      ],
+      'hooks.allowedSessionKeyPrefixes': ['irc:default:dm:'],
+    })) expect((await home.run(['config', 'set', k, JSON.stringify(v)])).code).to.equal(0);
+    expect((await home.run(['hooks', 'token', 'set'], { input: 'hooks-secret-for-irc' })).code).to.equal(0);
+    const post = (name: string, body: unknown) => fetch(`http://127.0.0.1:${port}/hooks/${name}`, {
+      method: 'POST', headers: { authorization: 'Bearer hooks-secret-for-irc', 'content-type': 'application/json' }, body: JSON.stringify(body),
+    });
+    const operator = new RawSocket(`ws://127.0.0.1:${port}/`);
+    await operator.connect({ token: home.token() }, ['operator.read']);
+
+    const seen = stranger.received.length;
+    const sent = await post('build', { build: { id: 42, status: 'green', script: '${process.exit()}' } });
+    expect(sent.status).to.equal(200);
+    expect((await stranger.waitFor(/^Build 42/, { after: seen })).text).to.equal('Build 42 is green; done.');
+    const shown = await session(stranger.nick);
+    expect(shown.messages.at(-1)).to.include({ direction: 'out', text: 'Build 42 is green; done.' });
+
+    expect((await post('nudge', {})).status).to.equal(200);
+    const wake = await operator.next((frame) => frame.event === 'session.wake');
+    expect(wake.payload).to.include({ sessionKey: key, hook: 'nudge' });
+
+    const chosen = await post('reply', { sessionKey: key, who: 'you' });
+    expect(chosen.status, 'a caller may name a session under an allowed prefix').to.equal(200);
+    await stranger.waitFor(/^Reply to you$/);
+    expect((await post('reply', { sessionKey: 'irc:default:group:#ops', who: 'x' })).status).to.equal(400);
+    operator.close();
+  });
+
   it('reconnects when the IRC server goes away and comes back, keeping the allow-list', async () => {
     const stranger = await person('Kim');
     const code = await codeFor(stranger);

@@ -148,6 +148,27 @@ describe('plugins, reload, tools and static surfaces (e2e)', function () {
     expect((await home.run(['logs', '-n', '200', '--raw'])).stdout).to.match(/plugin failed to load/);
   });
 
+  it('a plugin channel runs beside the built-in ones, with the same policy and sessions', async () => {
+    await load(HELLO);
+    expect((await home.run(['config', 'set', 'channels.loopback', JSON.stringify({ enabled: true, allowFrom: ['Bob'] })])).code).to.equal(0);
+    expect((await home.run(['restart'])).code).to.equal(0);
+    const status = JSON.parse((await home.run(['channels', 'status', '--json'])).stdout).channels;
+    expect(status.find((c: any) => c.channel === 'loopback')).to.include({ account: 'default', state: 'connected' });
+    const listed = JSON.parse((await home.run(['channels', 'list', '--json'])).stdout).channels;
+    expect(listed.find((c: any) => c.channel === 'loopback')).to.include({ label: 'loopback (hello plugin)', installed: true, running: true });
+    expect((await home.run(['message', 'send', '--channel', 'loopback', '--to', 'Bob', 'hi'])).code).to.equal(0);
+    const shown = await waitFor(async () => {
+      const result = JSON.parse((await home.run(['sessions', 'show', 'loopback:default:dm:bob', '--json'])).stdout);
+      return result.messages.length === 2 ? result : undefined;
+    }, 10_000, 'the answer');
+    expect(shown.messages.map((m: any) => [m.direction, m.text])).to.deep.equal([['out', 'hi'], ['in', 'you said: hi']]);
+    expect((await home.run(['message', 'send', '--channel', 'loopback', '--to', 'Eve', 'hi'])).code).to.equal(0);
+    await sleep(300);
+    const eve = JSON.parse((await home.run(['sessions', 'show', 'loopback:default:dm:eve', '--json'])).stdout);
+    expect(eve.messages.map((m: any) => m.direction), 'a stranger\'s answer goes to pairing, not the session').to.deep.equal(['out']);
+    expect(JSON.parse((await home.run(['pair', 'list', 'loopback', '--json'])).stdout).requests).to.have.length(1);
+  });
+
   it('SIGHUP reloads too, keeping the pid', async () => {
     const before = pid();
     await load(HELLO);

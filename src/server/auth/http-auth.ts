@@ -40,7 +40,17 @@ export const bearerOf = (req: IncomingMessage): string | undefined => {
 };
 
 /** A short fingerprint of a credential, for rate-limit keys and logs. */
-export const fingerprint = (value: string): string => createHash('sha256').update(value).digest('base64url').slice(0, 16);
+const fingerprints = new Map<string, string>();
+export const fingerprint = (value: string): string => {
+  let print = fingerprints.get(value);
+  if (print === undefined) {
+    print = createHash('sha256').update(value).digest('base64url').slice(0, 16);
+    // Bounded: a flood of distinct values only resets the memo.
+    if (fingerprints.size >= 1024) fingerprints.clear();
+    fingerprints.set(value, print);
+  }
+  return print;
+};
 
 export interface HttpAuthDeps {
   config: () => GatewayConfig;

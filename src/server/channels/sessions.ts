@@ -100,6 +100,12 @@ export class SessionStore {
     return rows.reverse().map(toMessage);
   }
 
+  /** Marks a session to act (a hook's wake action); undefined when there is no such session. */
+  wake(key: string, at = Date.now()): Session | undefined {
+    const changed = this.store.prepare('UPDATE sessions SET wake_requested_at = ? WHERE key = ?').run(at, key).changes;
+    return Number(changed) === 1 ? this.get(key) : undefined;
+  }
+
   lastMessage(key: string): SessionMessage | undefined {
     return this.history(key, { limit: 1 })[0];
   }

@@ -14,7 +14,7 @@ export interface HttpRoute {
   /** GET, POST, ... or * for any method. HEAD falls back to GET. */
   method: string;
   path: string;
-  /** exact (default): the path only; prefix: the path and everything below it. */
+  /** exact (default): the path only; prefix: the path and everything below it, segment by segment. */
   match?: 'exact' | 'prefix';
   auth: RouteAuth;
   handler: (ctx: Context) => unknown | Promise<unknown>;
@@ -98,10 +98,24 @@ const routeKey = (method: string, path: string, match: string) => `${method} ${p
  * plugins registered: built complete, then swapped in at once, never changed
  * while it serves.
  */
+/** One level of the prefix-route tree: routes at this path, by method, and the next path segments. */
+interface PrefixNode {
+  routes: Map<string, Owned<HttpRoute>>;
+  children: Map<string, PrefixNode>;
+}
+
+const newNode = (): PrefixNode => ({ routes: new Map(), children: new Map() });
+const segmentsOf = (path: string): string[] => path.split('/').filter(Boolean);
+
+/**
+ * The routes, WebSocket endpoints, methods, tools, channels and job kinds that
+ * plugins registered: built complete, then swapped in at once, never changed
+ * while it serves. Exact routes are one map lookup; prefix routes sit in a tree
+ * of path segments, so a lookup costs the depth of the path, not the number of routes.
+ */
 export class PluginTable {
   readonly exact = new Map<string, Owned<HttpRoute>>();
-  /** Prefix routes, longest first. */
-  prefixes: { method: string; path: string; entry: Owned<HttpRoute> }[] = [];
+  prefixRoot: PrefixNode = newNode();
   readonly ws = new Map<string, Owned<WsRoute>>();
   readonly methods = new Map<string, Owned<RpcMethodDef>>();
   readonly tools = new Map<string, Owned<ToolDef>>();
@@ -109,29 +123,62 @@ export class PluginTable {
   readonly jobs = new Map<string, Owned<JobHandler>>();
   readonly registered = new Map<string, Registered>();
 
-  /** The route for a request, or undefined; HEAD falls back to GET, any method to *. */
+  addPrefix(method: string, path: string, entry: Owned<HttpRoute>): void {
+    let node = this.prefixRoot;
+    for (const segment of segmentsOf(path)) {
+      let child = node.children.get(segment);
+      if (!child) {
+        child = newNode();
+        node.children.set(segment, child);
+      }
+      node = child;
+    }
+    node.routes.set(method, entry);
+  }
+
+  private static pick(routes: Map<string, Owned<HttpRoute>>, method: string): Owned<HttpRoute> | undefined {
+    return routes.get(method) ?? (method === 'HEAD' ? routes.get('GET') : undefined) ?? routes.get('*');
+  }
+
+  /** The route for a request, or undefined: an exact route first, else the deepest prefix route; HEAD falls back to GET, any method to *. */
   route(method: string, path: string): Owned<HttpRoute> | undefined {
     const exact = this.exact.get(`${method} ${path}`) ?? (method === 'HEAD' ? this.exact.get(`GET ${path}`) : undefined) ?? this.exact.get(`* ${path}`);
     if (exact) return exact;
-    for (const candidate of this.prefixes) {
-      if (candidate.method !== method && candidate.method !== '*' && !(method === 'HEAD' && candidate.method === 'GET')) continue;
-      const prefix = candidate.path;
-      if (path === prefix || (path.startsWith(prefix) && (prefix.endsWith('/') || path[prefix.length] === '/'))) return candidate.entry;
+    let node: PrefixNode | undefined = this.prefixRoot;
+    let found: Owned<HttpRoute> | undefined;
+    let start = 1;
+    while (node) {
+      if (node.routes.size > 0) found = PluginTable.pick(node.routes, method) ?? found;
+      if (start > path.length) break;
+      let end = path.indexOf('/', start);
+      if (end === -1) end = path.length;
+      const segment = path.slice(start, end);
+      start = end + 1;
+      node = segment === '' ? node : node.children.get(segment);
     }
-    return undefined;
+    return found;
   }
 
-  /** Whether some route serves this path under another method (for 405). */
+  /** The methods some route serves this path with (for 405). */
   allowedMethods(path: string): string[] {
     const methods = new Set<string>();
-    for (const [key] of this.exact) {
-      const [method, at] = key.split(' ');
-      if (at === path) methods.add(method!);
+    for (const key of this.exact.keys()) {
+      const space = key.indexOf(' ');
+      if (key.slice(space + 1) === path) methods.add(key.slice(0, space));
     }
-    for (const candidate of this.prefixes) {
-      if (path === candidate.path || path.startsWith(candidate.path.endsWith('/') ? candidate.path : `${candidate.path}/`)) methods.add(candidate.method);
+    let node: PrefixNode | undefined = this.prefixRoot;
+    for (const segment of ['', ...segmentsOf(path)]) {
+      if (segment !== '') node = node?.children.get(segment);
+      if (!node) break;
+      for (const method of node.routes.keys()) methods.add(method);
     }
     return [...methods];
+  }
+
+  /** A copy of the prefix tree's structure (entries are shared), to undo a partial registration. */
+  clonePrefixes(): PrefixNode {
+    const copy = (node: PrefixNode): PrefixNode => ({ routes: new Map(node.routes), children: new Map([...node.children].map(([k, v]) => [k, copy(v)])) });
+    return copy(this.prefixRoot);
   }
 }
 
@@ -161,7 +208,7 @@ export class TableBuilder {
     const { table } = this;
     const maps = [table.exact, table.ws, table.methods, table.tools, table.channels, table.jobs, table.registered, this.routeKeys] as Map<string, unknown>[];
     const saved = maps.map((map) => new Map(map));
-    const prefixes = [...table.prefixes];
+    const prefixes = table.clonePrefixes();
     try {
       work();
     } catch (error) {
@@ -169,7 +216,7 @@ export class TableBuilder {
         map.clear();
         for (const [key, value] of saved[index]!) map.set(key, value);
       });
-      table.prefixes = prefixes;
+      table.prefixRoot = prefixes;
       throw error;
     }
   }
@@ -212,7 +259,7 @@ export class TableBuilder {
     if (route.auth !== 'gateway' && route.auth !== 'plugin') throw new RegistrationError(`plugin ${plugin}: route ${path}: auth must be gateway or plugin`);
     if (typeof route.handler !== 'function') throw new RegistrationError(`plugin ${plugin}: route ${path}: handler must be a function`);
     if (this.reservedPath(path, builtin)) throw new RegistrationError(`plugin ${plugin}: route ${path} overlaps a path the gateway serves itself`);
-    const key = routeKey(method, path, match);
+    const key = routeKey(method, match === 'prefix' ? `/${segmentsOf(path).join('/')}` : path, match);
     const existing = this.routeKeys.get(key);
     if (existing) {
       const auth = existing.value.auth === route.auth ? `both with auth ${route.auth}` : `auth ${existing.value.auth} vs ${route.auth}`;
@@ -221,10 +268,7 @@ export class TableBuilder {
     const entry = { plugin, value: { ...route, method, path, match } };
     this.routeKeys.set(key, entry);
     if (match === 'exact') this.table.exact.set(`${method} ${path}`, entry);
-    else {
-      this.table.prefixes.push({ method, path, entry });
-      this.table.prefixes.sort((a, b) => b.path.length - a.path.length);
-    }
+    else this.table.addPrefix(method, path, entry);
     this.note(plugin).routes.push(key);
   }
 

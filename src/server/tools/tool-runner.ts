@@ -82,6 +82,7 @@ export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60_000;
 export class ToolRunner {
   private readonly deps: ToolRunnerDeps;
   private readonly inFlight = new Map<string, Promise<unknown>>();
+  private readonly loggers = new Map<string, Logger>();
 
   constructor(deps: ToolRunnerDeps) {
     this.deps = deps;
@@ -157,7 +158,12 @@ export class ToolRunner {
   }
 
   private async run(tool: ToolDef, args: Record<string, unknown>, request: ToolRequest, caller: ToolCaller): Promise<unknown> {
-    const logger = this.deps.logger.child({ tool: tool.name });
+    let logger = this.loggers.get(tool.name);
+    if (!logger) {
+      logger = this.deps.logger.child({ tool: tool.name });
+      if (this.loggers.size > 1000) this.loggers.clear();
+      this.loggers.set(tool.name, logger);
+    }
     try {
       const result = await tool.handler(args, { caller: caller.name, surface: caller.surface, sessionKey: request.sessionKey, logger });
       return result === undefined ? null : JSON.parse(JSON.stringify(result));

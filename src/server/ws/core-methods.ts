@@ -82,6 +82,7 @@ export function registerCoreMethods(methods: MethodTable, daemon: Daemon): void 
       if (name === 'gateway.token' || name === 'gateway.password') await daemon.loadCredentials().catch(() => undefined);
       if (name.startsWith('webhooks.github.secret')) await daemon.loadWebhookSecrets();
       if (name === 'api.serviceKey' || name === 'api.jwt.secret') await daemon.loadApiSecrets();
+      if (name === 'hooks.token' || name === 'gateway.token') await daemon.loadHooksToken();
       return { name, applied: true };
     })
     .add('reload', async (_params, client) => {

@@ -87,6 +87,12 @@ function ruleProblems(document: Record<string, unknown>): string[] {
       problems.push(`channels.${id}.dmPolicy: "open" lets anyone write to the gateway, so it needs an explicit "*" in channels.${id}.allowFrom`);
     }
   }
+  const hooks = (document.hooks ?? {}) as { mappings?: { name: string; action: string; text?: string; channel?: string; to?: string }[] };
+  (hooks.mappings ?? []).forEach((mapping, index) => {
+    const where = `hooks.mappings.${index} (${mapping.name})`;
+    if (mapping.action === 'message' && mapping.text === undefined) problems.push(`${where}: a message mapping needs text`);
+    if ((mapping.channel === undefined) !== (mapping.to === undefined)) problems.push(`${where}: channel and to go together`);
+  });
   return problems;
 }
 

@@ -22,7 +22,15 @@ export interface GatewayConfig {
     discovery: { mdns: { enabled: boolean } };
     drainTimeoutMs: number;
   };
-  hooks: Record<string, unknown> & { enabled: boolean; path: string; maxBodyBytes: number };
+  hooks: {
+    enabled: boolean;
+    path: string;
+    maxBodyBytes: number;
+    defaultSessionKey?: string;
+    allowedSessionKeyPrefixes: string[];
+    presets: string[];
+    mappings: { name: string; match?: { field: string; equals?: unknown }; action: 'job' | 'message' | 'wake'; kind?: string; channel?: string; to?: string; sessionKey?: string; text?: string }[];
+  };
   channels: Record<string, Record<string, unknown> & { enabled: boolean; dmPolicy: string; allowFrom: string[] }>;
   secrets: { backend?: SecretBackendName };
   store: { synchronous: 'normal' | 'full'; retentionDays: number };

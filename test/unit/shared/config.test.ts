@@ -76,6 +76,12 @@ describe('config keys', () => {
     expect(documentProblems({ channels: { irc: { dmPolicy: 'open', allowFrom: ['*'] } } })).to.deep.equal([]);
     expect(problemsOf('channels.irc.dmPolicy', 'open'), 'one key alone is checked against the schema only').to.deep.equal([]);
   });
+
+  it('refuses hook mappings that cannot act', () => {
+    expect(documentProblems({ hooks: { mappings: [{ name: 'x', action: 'message', channel: 'irc', to: 'a' }] } })).to.deep.equal(['hooks.mappings.0 (x): a message mapping needs text']);
+    expect(documentProblems({ hooks: { mappings: [{ name: 'y', action: 'message', text: 'hi', channel: 'irc' }] } })).to.deep.equal(['hooks.mappings.0 (y): channel and to go together']);
+    expect(documentProblems({ hooks: { mappings: [{ name: 'z', action: 'job' }] } })).to.deep.equal([]);
+  });
 });
 
 describe('exposure rules', () => {
