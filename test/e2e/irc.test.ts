@@ -258,6 +258,33 @@ describe('IRC channel, DM pairing and sessions against ngircd (e2e)', function (
     operator.close();
   });
 
+  it('connects over TLS, checking the server certificate', async () => {
+    const secure = await IrcServer.start({ tls: true });
+    try {
+      await home.run(['stop']);
+      expect((await home.run(['config', 'set', 'channels.irc.port', String(secure.tlsPort)])).code).to.equal(0);
+      expect((await home.run(['config', 'set', 'channels.irc.tls', 'true'])).code).to.equal(0);
+      expect((await home.run(['start'])).code).to.equal(0);
+      const untrusted = await waitFor(async () => {
+        const status = (await json(['channels', 'status'])).channels[0];
+        return status.state === 'error' ? status : undefined;
+      }, 10_000, 'the certificate to be refused');
+      expect(untrusted.detail).to.match(/self-signed|certificate/i);
+
+      // Trusting the server's certificate (as an operator would add a private CA) lets it connect.
+      const trusted = await home.run(['restart'], { env: { NODE_EXTRA_CA_CERTS: secure.certificate } });
+      expect(trusted.code, trusted.stderr).to.equal(0);
+      await connected();
+      const tlsUser = await IrcUser.connect(secure.port, `Tls${++serial}`);
+      users.push(tlsUser);
+      tlsUser.say(nick, 'over a plain port to a TLS-connected gateway');
+      expect(codeIn((await tlsUser.waitFor(/pairing code is/)).text)).to.match(/^[A-Z2-9]{8}$/);
+    } finally {
+      home.cleanup();
+      await secure.stop();
+    }
+  });
+
   it('reconnects when the IRC server goes away and comes back, keeping the allow-list', async () => {
     const stranger = await person('Kim');
     const code = await codeFor(stranger);

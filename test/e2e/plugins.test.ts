@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { WebSocket } from 'ws';
@@ -167,6 +167,22 @@ describe('plugins, reload, tools and static surfaces (e2e)', function () {
     const eve = JSON.parse((await home.run(['sessions', 'show', 'loopback:default:dm:eve', '--json'])).stdout);
     expect(eve.messages.map((m: any) => m.direction), 'a stranger\'s answer goes to pairing, not the session').to.deep.equal(['out']);
     expect(JSON.parse((await home.run(['pair', 'list', 'loopback', '--json'])).stdout).requests).to.have.length(1);
+  });
+
+  it('loads a plugin installed as a package in the profile folder, by its name', async () => {
+    const installed = join(home.profileDir(), 'node_modules', '@acme', 'gateway-hello');
+    mkdirSync(installed, { recursive: true });
+    cpSync(HELLO, installed, { recursive: true });
+    writeFileSync(join(installed, 'package.json'), JSON.stringify({ name: '@acme/gateway-hello', type: 'module', exports: { '.': { import: './index.js' } } }));
+    await load('@acme/gateway-hello');
+    expect((await home.run(['reload'])).code).to.equal(0);
+    expect((await get('/hello')).status).to.equal(200);
+    const listed = JSON.parse((await home.run(['plugins', 'list', '--json'])).stdout);
+    expect(listed.plugins.find((p: any) => p.source === '@acme/gateway-hello')).to.include({ name: '@acme/gateway-hello', status: 'loaded' });
+    await load('not-installed-anywhere');
+    const missing = await home.run(['reload', '--json']);
+    expect(missing.code).to.equal(1);
+    expect(JSON.parse(missing.stdout).plugins.errors[0].error).to.match(/package not-installed-anywhere is not installed/);
   });
 
   it('SIGHUP reloads too, keeping the pid', async () => {

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { connect } from 'node:net';
@@ -26,10 +26,26 @@ export class IrcServer {
     this.dir = dir;
   }
 
-  static async start(options: { password?: string } = {}): Promise<IrcServer> {
+  /** With tls, the server also listens with TLS on tlsPort, with a self-signed certificate for 127.0.0.1 in `certificate`. */
+  tlsPort?: number;
+  certificate?: string;
+
+  static async start(options: { password?: string; tls?: boolean } = {}): Promise<IrcServer> {
     const dir = mkdtempSync(join(tmpdir(), 'gateway-ircd-'));
     chmodSync(dir, 0o755);
     const server = new IrcServer(await freePort(), dir);
+    const tls: string[] = [];
+    if (options.tls) {
+      server.tlsPort = await freePort();
+      server.certificate = join(dir, 'cert.pem');
+      const made = spawnSync('openssl', [
+        'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1',
+        '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', join(dir, 'key.pem'), '-out', server.certificate,
+      ], { encoding: 'utf8' });
+      if (made.status !== 0) throw new Error(`openssl failed: ${made.stderr}`);
+      chmodSync(join(dir, 'key.pem'), 0o644);
+      tls.push('[SSL]', `CertFile = ${server.certificate}`, `KeyFile = ${join(dir, 'key.pem')}`, `Ports = ${server.tlsPort}`);
+    }
     writeFileSync(join(dir, 'ngircd.conf'), [
       '[Global]',
       'Name = irc.gateway.test',
@@ -47,6 +63,7 @@ export class IrcServer {
       'DNS = no',
       'Ident = no',
       'PAM = no',
+      ...tls,
       '',
     ].join('\n'), { mode: 0o644 });
     await server.resume();

@@ -158,18 +158,24 @@ class IrcAccount {
         at: event.time ?? Date.now(),
       });
     });
+    let socketError: string | undefined;
+    client.on('socket close', (error?: Error | false) => {
+      if (error) socketError = error.message;
+    });
     client.on('close', () => {
       if (this.client !== client) return;
       client.removeAllListeners();
       this.client = undefined;
+      const wasRegistered = this.registered;
       this.registered = false;
       if (this.stopped) {
         this.setState('disconnected');
         this.closed?.();
         return;
       }
-      if (this.status.state !== 'error') this.setState('disconnected', `lost the connection to ${settings.host}:${port}`);
-      this.log.warn({ server: `${settings.host}:${port}` }, 'IRC connection closed');
+      if (socketError && !wasRegistered) this.setState('error', `could not connect to ${settings.host}:${port}: ${socketError}`);
+      else if (this.status.state !== 'error') this.setState('disconnected', `lost the connection to ${settings.host}:${port}${socketError ? ` (${socketError})` : ''}`);
+      this.log.warn({ server: `${settings.host}:${port}`, error: socketError }, 'IRC connection closed');
       this.scheduleRetry();
     });
     client.connect({
