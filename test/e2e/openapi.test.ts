@@ -89,6 +89,16 @@ describe('API contract: every route answers as /openapi.json says (e2e)', functi
     await conforms('GET', '/jobs/{id}', await fetch(`${base}/jobs/job_missing`, { headers: auth() }));
   });
 
+  it('tools', async () => {
+    await conforms('POST', '/tools/invoke', await fetch(`${base}/tools/invoke`, jsonBody({ tool: 'gateway.status' })));
+    await conforms('POST', '/tools/invoke', await fetch(`${base}/tools/invoke`, jsonBody({ tool: 'jobs.get', args: {} })));
+    await conforms('POST', '/tools/invoke', await fetch(`${base}/tools/invoke`, jsonBody({ tool: 'nope' })));
+    await conforms('POST', '/tools/invoke', await fetch(`${base}/tools/invoke`, jsonBody({ tool: 'gateway.reload' })));
+    await conforms('POST', '/tools/invoke', await fetch(`${base}/tools/invoke`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }));
+    const reader = JSON.parse((await home.run(['tokens', 'create', '--name', 'r', '--scope', 'jobs:read', '--json'])).stdout).token;
+    await conforms('POST', '/tools/invoke', await fetch(`${base}/tools/invoke`, { ...jsonBody({ tool: 'gateway.status' }), headers: { ...auth(reader), 'content-type': 'application/json' } }));
+  });
+
   async function rawDeliver(event: string, body: string): Promise<Response> {
     const { sign } = await import('@octokit/webhooks-methods');
     return fetch(`${base}/webhooks`, {
