@@ -36,8 +36,11 @@ const ratioFigure = (name: string, run: autocannon.Result, probes: autocannon.Re
 /** A plugin route found among 500 (the one looked at last), and POST /tools/invoke of a trivial tool, beside GET /healthz. */
 export async function runPluginBench(port: number, token: string, duration: number): Promise<Figure[]> {
   const base = `http://127.0.0.1:${port}`;
-  const warm = await fetch(`${base}/bench/p0/x`);
-  if (warm.status !== 200) throw new Error(`the bench plugin is not serving (${warm.status})`);
+  // fetch may first try a pooled connection to the daemon the restart replaced: retry once on a fresh one.
+  const probe = () => fetch(`${base}/bench/p0/x`).catch((error: Error) => ({ status: `${error.message} (${String((error.cause as Error | undefined)?.message)})` }));
+  let warm = await probe();
+  if (warm.status !== 200) warm = await probe();
+  if (warm.status !== 200) throw new Error(`the bench plugin is not serving: ${warm.status}`);
   const probes = await autocannon({ url: `${base}/healthz`, connections: 50, duration });
   const lookup = await autocannon({ url: `${base}/bench/p0/x`, connections: 50, duration });
   const tools = await autocannon({

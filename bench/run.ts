@@ -84,7 +84,8 @@ try {
   // The request budget (1200 a minute per credential by default) would answer most of a load test with 429.
   gateway('config', 'set', 'gateway.rateLimit.max', '10000000');
   gateway('config', 'set', 'plugins.load', JSON.stringify([writeBenchPlugin(join(home, 'profiles/bench'))]));
-  gateway('restart');
+  const restarted = gateway('restart');
+  if (restarted.status !== 0) throw new Error(`restart failed: ${restarted.stderr}`);
   figures.push(...(await runPluginBench(port, token, DURATION)));
   gateway('config', 'set', 'plugins.load', '[]');
   gateway('reload');

@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { GatewayError } from '../shared/errors.ts';
 import { ExitCode } from '../shared/exit-codes.ts';
@@ -49,10 +49,17 @@ import { PluginHost, type ReloadOutcome } from './plugins/host.ts';
 import { staticFolder } from './plugins/static-files.ts';
 import { pluginUpgrade } from './plugins/ws-routes.ts';
 import { builtinTools } from './tools/builtin-tools.ts';
-import { HooksIngress } from './hooks/hooks-ingress.ts';
-import { compileToolSchema, ToolRunner } from './tools/tool-runner.ts';
+import type { HooksIngress } from './hooks/hooks-ingress.ts';
+import { compileToolSchema, loadSchemaCompiler, ToolRunner } from './tools/tool-runner.ts';
 import { METHOD_SCOPES } from '../shared/protocol/methods.ts';
 import { join } from 'node:path';
+
+/**
+ * node:http through getBuiltinModule, not an ESM import: importing it as a
+ * module reads every export, and its lazy WebSocket getters load all of
+ * undici (megabytes of memory and milliseconds of start-up) for nothing.
+ */
+const { createServer } = process.getBuiltinModule('node:http');
 
 const PRUNE_JOB = 'store.prune';
 const PRUNE_INTERVAL_MS = 6 * 60 * 60_000;
@@ -264,6 +271,7 @@ export class Daemon {
         reservedJobKind: (kind) => handlers.own(kind),
         reservedChannel: (id) => channelRegistry.own(id),
         reservedPaths: [this.config.hooks.path],
+        prepare: loadSchemaCompiler,
         compileSchema: (schema) => void compileToolSchema(schema),
       },
     });
@@ -357,14 +365,28 @@ export class Daemon {
     const webhooks = new WebhookIngress({
       store: this.store!, queue: this.queue!, budget: this.webhookBudget!, logger: this.logger, secrets: () => this.webhookSecrets,
     });
-    const hooks = new HooksIngress({
+    // The hooks ingress loads on its first request: most daemons never receive one.
+    let hooks: Promise<HooksIngress> | undefined;
+    const loadHooks = () => import('./hooks/hooks-ingress.ts').then(({ HooksIngress: Ingress }) => new Ingress({
       config: () => this.config, token: () => this.hooksToken, lockout: this.lockout!, queue: this.queue!, channels: this.channels!,
       sessions: this.sessions!, store: this.store!, logger: this.logger, emit: (event, payload, scope) => this.controlPlane?.broadcast(event, payload, scope),
-    });
+    }));
+    const hooksPath = (url: string | undefined) => {
+      const path = (url ?? '/').split('?')[0]!;
+      const base = this.config.hooks.path.replace(/\/+$/, '') || '/';
+      return path === base || path.startsWith(`${base}/`);
+    };
     return createServer({ keepAliveTimeout: 5000, requestTimeout: 30_000, headersTimeout: 10_000 }, (req, res) => {
       if (answerProbe(req, res, probes)) return;
       if (webhooks.matches(req)) return webhooks.handle(req, res);
-      if (hooks.matches(req)) return hooks.handle(req, res);
+      if (hooksPath(req.url)) {
+        hooks ??= loadHooks();
+        hooks.then((ingress) => ingress.handle(req, res), (error: unknown) => {
+          this.logger.error({ err: error }, 'the hooks ingress failed to load');
+          res.writeHead(500, { 'content-type': 'application/json; charset=utf-8' }).end(JSON.stringify({ error: 'internal', message: 'The gateway could not load its hooks ingress; see its log.', statusCode: 500 }));
+        });
+        return;
+      }
       handler ??= loadHandler();
       handler.then((handle) => handle(req, res), (error: unknown) => {
         this.logger.error({ err: error }, 'the HTTP application failed to load');

@@ -70,12 +70,6 @@ export class HooksIngress {
     return this.deps.config().hooks.path.replace(/\/+$/, '') || '/';
   }
 
-  matches(req: IncomingMessage): boolean {
-    const path = (req.url ?? '/').split('?')[0]!;
-    const base = this.base;
-    return path === base || path.startsWith(`${base}/`);
-  }
-
   handle(req: IncomingMessage, res: ServerResponse): void {
     this.process(req, res).then(
       (answer) => this.send(res, answer),

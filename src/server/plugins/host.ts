@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { importPlugin, type RegisterFn } from './loader.ts';
+import type { RegisterFn } from './loader.ts';
 import { PluginTable, RegistrationError, TableBuilder, type BuildLimits, type PluginApi, type Registered } from './registry.ts';
 
 const REGISTER_TIMEOUT_MS = 10_000;
@@ -125,9 +125,12 @@ export class PluginHost {
     };
 
     for (const builtin of this.options.builtins) await add(builtin.name, 'built-in', true, builtin.register);
-    for (const spec of this.options.specs()) {
+    const specs = this.options.specs();
+    if (specs.length > 0) await limits.prepare?.();
+    for (const spec of specs) {
       let module;
       try {
+        const { importPlugin } = await import('./loader.ts');
         module = await importPlugin(spec, this.options.profileDir, generation);
       } catch (error) {
         const message = (error as Error).message;

@@ -189,7 +189,9 @@ export interface BuildLimits {
   reservedChannel: (id: string) => boolean;
   /** Extra paths plugins cannot take (such as the hooks path). */
   reservedPaths: string[];
-  /** Compiles a tool's input schema; throws when it is not a valid schema. */
+  /** Loads what compileSchema needs; awaited before plugins that are not built in register. */
+  prepare?: () => Promise<void>;
+  /** Compiles a tool's input schema; throws when it is not a valid JSON Schema (checked for plugins, not built-ins). */
   compileSchema: (schema: Record<string, unknown>) => void;
 }
 
@@ -239,7 +241,7 @@ export class TableBuilder {
       http: { route: (route) => this.addRoute(plugin, route, builtin) },
       ws: { route: (route) => this.addWsRoute(plugin, route) },
       rpc: { method: (method) => this.addMethod(plugin, method) },
-      tools: { add: (tool) => this.addTool(plugin, tool) },
+      tools: { add: (tool) => this.addTool(plugin, tool, builtin) },
       channels: { add: (id, kind) => this.addChannel(plugin, id, kind) },
       jobs: { handle: (kind, handler) => this.addJob(plugin, kind, handler) },
     };
@@ -295,14 +297,14 @@ export class TableBuilder {
     this.note(plugin).methods.push(name);
   }
 
-  private addTool(plugin: string, tool: ToolDef): void {
+  private addTool(plugin: string, tool: ToolDef, builtin: boolean): void {
     const name = tool?.name;
     if (typeof name !== 'string' || !NAME.test(name)) throw new RegistrationError(`plugin ${plugin}: tool name must be 1-64 letters, digits, . _ : -`);
     if (typeof tool.handler !== 'function') throw new RegistrationError(`plugin ${plugin}: tool ${name}: handler must be a function`);
     if (typeof tool.description !== 'string') throw new RegistrationError(`plugin ${plugin}: tool ${name}: description must be a string`);
     const existing = this.table.tools.get(name);
     if (existing) throw new RegistrationError(`tool ${name} of plugin ${plugin} conflicts with the tool of plugin ${existing.plugin}`);
-    if (tool.inputSchema !== undefined) {
+    if (tool.inputSchema !== undefined && !builtin) {
       try {
         this.limits.compileSchema(tool.inputSchema);
       } catch (error) {

@@ -16,12 +16,14 @@ const refuse = (socket: Duplex, status: number, reason: string, headers: Record<
  * upgrades only: sockets already open stay open with the handler they got.
  */
 export function pluginUpgrade(table: () => PluginTable, authenticator: HttpAuthenticator, logger: Logger) {
-  const wss = new WebSocketServer({ noServer: true, maxPayload: Limits.maxFrameBytes, clientTracking: false });
+  let wss: WebSocketServer | undefined;
   return (request: IncomingMessage, socket: Duplex, head: Buffer): boolean => {
     const path = (request.url ?? '/').split('?')[0]!;
     const entry = table().ws.get(path);
     if (!entry) return false;
-    const accept = () => wss.handleUpgrade(request, socket, head, (ws) => {
+    wss ??= new WebSocketServer({ noServer: true, maxPayload: Limits.maxFrameBytes, clientTracking: false });
+    const server = wss;
+    const accept = () => server.handleUpgrade(request, socket, head, (ws) => {
       try {
         entry.value.handler(ws, request);
       } catch (error) {

@@ -1,14 +1,11 @@
 import { createHash } from 'node:crypto';
-import AjvModule, { type ValidateFunction } from 'ajv';
-import formatsModule from 'ajv-formats';
+import type { ValidateFunction } from 'ajv';
 import type { Logger } from 'pino';
 import type { GatewayConfig } from '../../shared/config/types.ts';
 import { matchesPattern } from '../../shared/patterns.ts';
 import type { PluginTable, ToolDef } from '../plugins/registry.ts';
 import type { Store } from '../store/database.ts';
 
-const Ajv = AjvModule.default;
-const addFormats = formatsModule.default;
 
 /** A tool call refused or failed, with the HTTP status it answers with. */
 export class ToolError extends Error {
@@ -20,18 +17,27 @@ export class ToolError extends Error {
   }
 }
 
-let ajv: InstanceType<typeof Ajv> | undefined;
+type Compiler = { compile: (schema: object) => ValidateFunction };
+let compiler: Compiler | undefined;
+let loading: Promise<void> | undefined;
 const compiled = new WeakMap<object, ValidateFunction>();
 
-/** Compiles (once) a tool's input schema; throws when it is not a valid JSON Schema. */
+/** Loads the schema compiler (ajv) on first need: a daemon that never checks tool args never pays for it. */
+export function loadSchemaCompiler(): Promise<void> {
+  loading ??= Promise.all([import('ajv'), import('ajv-formats')]).then(([ajvModule, formatsModule]) => {
+    const instance = new ajvModule.default.default({ allErrors: true, strict: false });
+    formatsModule.default.default(instance);
+    compiler = instance;
+  });
+  return loading;
+}
+
+/** Compiles (once) a tool's input schema; throws when it is not a valid JSON Schema. Needs loadSchemaCompiler() first. */
 export function compileToolSchema(schema: Record<string, unknown>): ValidateFunction {
   let validate = compiled.get(schema);
   if (!validate) {
-    if (!ajv) {
-      ajv = new Ajv({ allErrors: true, strict: false });
-      addFormats(ajv);
-    }
-    validate = ajv.compile(schema);
+    if (!compiler) throw new Error('the schema compiler is not loaded');
+    validate = compiler.compile(schema);
     compiled.set(schema, validate);
   }
   return validate;
@@ -122,6 +128,7 @@ export class ToolRunner {
     const tool = this.resolve(request.tool, caller);
     const args = request.args ?? {};
     if (tool.inputSchema) {
+      await loadSchemaCompiler();
       const validate = compileToolSchema(tool.inputSchema);
       if (!validate(args)) {
         const problems = [...new Set((validate.errors ?? []).map((e) => `${e.instancePath.slice(1).replace(/\//g, '.') || 'args'} ${e.message ?? 'is invalid'}`))];

@@ -49,6 +49,12 @@ describe('plugin table', () => {
     expect(() => second.ws.route({ path: '/', auth: 'plugin', handler })).to.throw(RegistrationError, /control plane/);
   });
 
+  it('leaves built-in tools\' schemas to their first use', () => {
+    const b = builder();
+    b.api('core', log, true).tools.add({ name: 'trusted', description: '', inputSchema: { type: 'nonsense' }, handler });
+    expect(b.table.tools.has('trusted')).to.equal(true);
+  });
+
   it('undoes every registration of a plugin when one of them is refused', () => {
     const b = builder();
     b.api('first', log).tools.add({ name: 'taken', description: '', handler });
