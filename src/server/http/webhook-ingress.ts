@@ -97,6 +97,6 @@ export class WebhookIngress {
       if (error instanceof DeliveryError) throw new HttpError(400, error.message);
       throw error;
     }
-    return { ok: true, ...(await this.intake.accept({ event, deliveryId, hookId, json: parsed.json })) };
+    return { ok: true, ...(await this.intake.accept({ event, deliveryId, hookId, json: parsed.json, body: parsed.body })) };
   }
 }
