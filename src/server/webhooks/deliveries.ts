@@ -44,28 +44,29 @@ export interface Accepted {
   duplicate: boolean;
 }
 
+type DeliveryInput = { event: string; deliveryId: string; hookId: string | undefined; json: string; body?: Record<string, unknown> };
+
 /**
- * Records a delivery and its job in one transaction, before anything answers.
- * A redelivery (same hook id and delivery id) creates nothing. Without a hook
- * id the key is the delivery id alone: stored as "", since SQL NULLs never collide.
+ * The writes of one delivery and its job, inside the transaction the caller
+ * holds (committed before anything answers). A redelivery (same hook id and
+ * delivery id) creates nothing. Without a hook id the key is the delivery id
+ * alone: stored as "", since SQL NULLs never collide.
  */
-export function acceptDelivery(store: Store, queue: JobQueue, delivery: { event: string; deliveryId: string; hookId: string | undefined; json: string; body?: Record<string, unknown> }): Accepted {
+function recordDelivery(store: Store, queue: JobQueue, delivery: DeliveryInput): Accepted {
   const hookKey = delivery.hookId ?? '';
-  return store.transaction(() => {
-    const existing = store.prepare('SELECT job_id FROM webhook_deliveries WHERE hook_id = ? AND delivery_id = ?').get(hookKey, delivery.deliveryId) as { job_id: string } | undefined;
-    if (existing) return { deliveryId: delivery.deliveryId, jobId: existing.job_id, duplicate: true };
-    // The body is stored as it came (already checked to be a JSON object), not parsed and serialised again.
-    const serialized = `{"event":${JSON.stringify(delivery.event)},"deliveryId":${JSON.stringify(delivery.deliveryId)},"hookId":${JSON.stringify(delivery.hookId ?? null)},"body":${delivery.json}}`;
-    const parsed = delivery.body && { event: delivery.event, deliveryId: delivery.deliveryId, hookId: delivery.hookId ?? null, body: delivery.body };
-    const jobId = queue.enqueue(`github.${delivery.event}`, undefined, { source: delivery.deliveryId, serialized, parsed });
-    store.prepare('INSERT INTO webhook_deliveries (hook_id, delivery_id, event, received_at, job_id) VALUES (?, ?, ?, ?, ?)')
-      .run(hookKey, delivery.deliveryId, delivery.event, Date.now(), jobId);
-    return { deliveryId: delivery.deliveryId, jobId, duplicate: false };
-  });
+  const existing = store.prepare('SELECT job_id FROM webhook_deliveries WHERE hook_id = ? AND delivery_id = ?').get(hookKey, delivery.deliveryId) as { job_id: string } | undefined;
+  if (existing) return { deliveryId: delivery.deliveryId, jobId: existing.job_id, duplicate: true };
+  // The body is stored as it came (already checked to be a JSON object), not parsed and serialised again.
+  const serialized = `{"event":${JSON.stringify(delivery.event)},"deliveryId":${JSON.stringify(delivery.deliveryId)},"hookId":${JSON.stringify(delivery.hookId ?? null)},"body":${delivery.json}}`;
+  const parsed = delivery.body && { event: delivery.event, deliveryId: delivery.deliveryId, hookId: delivery.hookId ?? null, body: delivery.body };
+  const jobId = queue.enqueue(`github.${delivery.event}`, undefined, { source: delivery.deliveryId, serialized, parsed });
+  store.prepare('INSERT INTO webhook_deliveries (hook_id, delivery_id, event, received_at, job_id) VALUES (?, ?, ?, ?, ?)')
+    .run(hookKey, delivery.deliveryId, delivery.event, Date.now(), jobId);
+  return { deliveryId: delivery.deliveryId, jobId, duplicate: false };
 }
 
 interface Pending {
-  delivery: Parameters<typeof acceptDelivery>[2];
+  delivery: DeliveryInput;
   resolve: (accepted: Accepted) => void;
   reject: (error: unknown) => void;
 }
@@ -98,7 +99,8 @@ export class DeliveryIntake {
     this.pending = [];
     let results: Accepted[];
     try {
-      results = this.store.transaction(() => group.map(({ delivery }) => acceptDelivery(this.store, this.queue, delivery)));
+      // One transaction for the group, no savepoint per delivery: a failure fails the group anyway.
+      results = this.store.transaction(() => group.map(({ delivery }) => recordDelivery(this.store, this.queue, delivery)));
     } catch (error) {
       for (const { reject } of group) reject(error);
       return;
