@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { freePort, Home, sleep } from '../support/cli.ts';
+import { freePort, Home, sleep, waitFor } from '../support/cli.ts';
 import { TestHost } from '../support/netns.ts';
 import { newDevice, RawSocket } from '../support/ws-client.ts';
 
@@ -174,10 +174,11 @@ describe('device pairing (e2e)', function () {
 
     const reused = await open();
     expect((await reused.connect({ deviceToken }, [], { device })).payload.scopes).to.deep.equal(['operator.read']);
-    await home.run(['devices', 'revoke', device.id]);
-    await joined.closed;
+    const revoked = await home.run(['devices', 'revoke', device.id]);
+    expect(revoked.code, revoked.stderr).to.equal(0);
+    await waitFor(() => joined.closeCode, 5000, 'the revoked device\'s first connection to close');
     expect(joined.closeCode).to.equal(1008);
-    await reused.closed;
+    await waitFor(() => reused.closeCode, 5000, 'the revoked device\'s second connection to close');
     const after = await open();
     expect((await after.connect({ deviceToken }, [], { device })).error.code).to.equal('UNAUTHORIZED');
   });

@@ -147,8 +147,11 @@ export class PluginHost {
     if (!initial && errors.length > 0) {
       // The previous table keeps serving; what this attempt registered is let go.
       for (const dispose of disposers) await Promise.resolve().then(dispose).catch(() => undefined);
-      this.plugins = this.plugins.map((info) => ({ ...info, ...(errors.find((e) => e.plugin === info.name || e.plugin === info.source) ? { status: 'error' as const, error: errors.find((e) => e.plugin === info.name || e.plugin === info.source)!.error } : {}) }));
-      for (const failed of infos.filter((info) => info.status === 'error' && !this.plugins.some((p) => p.name === info.name))) this.plugins.push(failed);
+      // The listing keeps what still serves, marks the plugins that failed this time, and adds failed newcomers.
+      const failure = (info: PluginInfo) => errors.find((e) => e.plugin === info.name || e.plugin === info.source)?.error;
+      const serving = this.plugins.map((info) => (failure(info) ? { ...info, status: 'error' as const, error: failure(info) } : info));
+      const newcomers = infos.filter((info) => info.status === 'error' && !serving.some((p) => p.name === info.name));
+      this.plugins = [...serving, ...newcomers];
       logger.warn({ errors }, 'reload failed; the previous plugin table stays in place');
       return outcome;
     }
