@@ -184,7 +184,7 @@ export const configSchema: SchemaNode = object({
     retentionDays: int(30, 1, 3650, 'days to keep deliveries and finished jobs'),
   }),
   jobs: object({
-    concurrency: int(16, 1, 256, 'jobs the daemon runs at once (and claims together)'),
+    concurrency: int(32, 1, 256, 'jobs the daemon runs at once (and claims together)'),
   }),
   api: object({
     jwt: object({
