@@ -185,6 +185,17 @@ describe('plugins, reload, tools and static surfaces (e2e)', function () {
     expect(JSON.parse(missing.stdout).plugins.errors[0].error).to.match(/package not-installed-anywhere is not installed/);
   });
 
+  it('a damaged config file keeps the previous configuration on reload, and says so', async () => {
+    await load(HELLO);
+    expect((await home.run(['reload'])).code).to.equal(0);
+    writeFileSync(home.file('config.json'), '{"plugins": {"load": [');
+    const reload = await home.run(['reload']);
+    expect(reload.code, 'the CLI reports the damaged file itself').to.equal(78);
+    process.kill(pid(), 'SIGHUP');
+    await waitFor(async () => /reload kept the previous configuration/.test((await home.run(['logs', '-n', '50', '--raw'])).stdout), 10_000, 'the daemon to log the refusal');
+    expect((await get('/hello')).status, 'the plugins of the previous configuration still serve').to.equal(200);
+  });
+
   it('SIGHUP reloads too, keeping the pid', async () => {
     const before = pid();
     await load(HELLO);
