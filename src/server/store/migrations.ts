@@ -234,4 +234,14 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE sessions ADD COLUMN wake_requested_at BIGINT;
     `,
   },
+  {
+    version: 7,
+    name: 'due jobs in a partial index',
+    sql: `
+      -- Only queued jobs are looked up by due time, so only they are indexed: a job leaving the
+      -- queue leaves the index once, and running -> succeeded changes no index at all.
+      DROP INDEX jobs_claim;
+      CREATE INDEX jobs_due ON jobs (run_at, created_at) WHERE status = 'queued';
+    `,
+  },
 ];
