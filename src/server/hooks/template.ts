@@ -8,16 +8,16 @@ export function valueAt(payload: unknown, path: string): unknown {
   return node;
 }
 
-const PLACEHOLDER = /\{\{\s*([A-Za-z0-9_$-]+(?:\.[A-Za-z0-9_$-]+)*)\s*\}\}/g;
+const FIELD_REFERENCE = /\{\{\s*([A-Za-z0-9_$-]+(?:\.[A-Za-z0-9_$-]+)*)\s*\}\}/g;
 const MAX_TEXT = 4000;
 
 /**
- * Fills {{path.to.field}} placeholders from a payload. Nothing is evaluated:
- * a placeholder is a path, its value is text (objects as JSON, missing as
+ * Fills {{path.to.field}} references from a payload. Nothing is evaluated:
+ * a reference is a path, its value is text (objects as JSON, missing as
  * empty), and the result is cut at 4000 characters.
  */
 export function renderTemplate(template: string, payload: unknown): string {
-  const text = template.replace(PLACEHOLDER, (_match, path: string) => {
+  const text = template.replace(FIELD_REFERENCE, (_match, path: string) => {
     const value = valueAt(payload, path);
     if (value === undefined || value === null) return '';
     return typeof value === 'object' ? JSON.stringify(value) : String(value);
