@@ -45,7 +45,7 @@ function recordingApi(name: string, log: Logger, calls: Call[]): PluginApi {
     ws: { route: (route) => void calls.push((api) => api.ws.route(route)) },
     rpc: { method: (method) => void calls.push((api) => api.rpc.method(method)) },
     tools: { add: (tool) => void calls.push((api) => api.tools.add(tool)) },
-    channels: { add: (id, kind) => void calls.push((api) => api.channels.add(id, kind)) },
+    channels: { add: (channel) => void calls.push((api) => api.channels.add(channel)) },
     jobs: { handle: (kind, handler) => void calls.push((api) => api.jobs.handle(kind, handler)) },
   };
 }

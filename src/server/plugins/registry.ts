@@ -58,7 +58,8 @@ export interface PluginApi {
   ws: { route(route: WsRoute): void };
   rpc: { method(method: RpcMethodDef): void };
   tools: { add(tool: ToolDef): void };
-  channels: { add(id: string, kind: ChannelKind): void };
+  /** A channel: its id (the key under `channels.` in the config) with the channel kind's parts. */
+  channels: { add(channel: ChannelKind & { id: string }): void };
   jobs: { handle(kind: string, handler: JobHandler): void };
   log: Logger;
 }
@@ -242,7 +243,7 @@ export class TableBuilder {
       ws: { route: (route) => this.addWsRoute(plugin, route) },
       rpc: { method: (method) => this.addMethod(plugin, method) },
       tools: { add: (tool) => this.addTool(plugin, tool, builtin) },
-      channels: { add: (id, kind) => this.addChannel(plugin, id, kind) },
+      channels: { add: (channel) => this.addChannel(plugin, channel?.id, channel) },
       jobs: { handle: (kind, handler) => this.addJob(plugin, kind, handler) },
     };
   }

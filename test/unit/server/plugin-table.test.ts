@@ -44,7 +44,7 @@ describe('plugin table', () => {
     expect(() => second.rpc.method({ name: 'status', scope: 'operator.read', handler })).to.throw(RegistrationError, /gateway's own/);
     expect(() => second.rpc.method({ name: 'x', scope: 'root' as never, handler })).to.throw(RegistrationError, /operator scope/);
     expect(() => second.jobs.handle('github.push', handler)).to.throw(RegistrationError, /handled by the gateway/);
-    expect(() => second.channels.add('irc', { label: '', normalizePeer: (p) => p, create: handler as never })).to.throw(RegistrationError, /built in/);
+    expect(() => second.channels.add({ id: 'irc', label: '', normalizePeer: (p) => p, create: handler as never })).to.throw(RegistrationError, /built in/);
     expect(() => second.tools.add({ name: 'bad', description: '', inputSchema: { type: 'nonsense' }, handler })).to.throw(RegistrationError, /not a valid JSON Schema/);
     expect(() => second.ws.route({ path: '/', auth: 'plugin', handler })).to.throw(RegistrationError, /control plane/);
   });
