@@ -32,6 +32,7 @@ import { jwtVerifier, serviceKeyVerifier } from './auth/external-credentials.ts'
 import { AuthLockout, RequestBudget } from './auth/throttle.ts';
 import { createLogger, type DaemonLogger } from './logger.ts';
 import { Store } from './store/database.ts';
+import { Checkpointer } from './store/checkpointer.ts';
 import { ControlPlane } from './ws/control-plane.ts';
 import { registerCoreMethods } from './ws/core-methods.ts';
 import { MethodTable } from './ws/method-table.ts';
@@ -98,6 +99,7 @@ export class Daemon {
   private webhookBudget?: RequestBudget;
   private pruneTimer?: NodeJS.Timeout;
   private channels?: ChannelManager;
+  private checkpointer?: Checkpointer;
   private sessions?: SessionStore;
   private lockout?: AuthLockout;
   /** The hooks ingress token, read once and refreshed when it changes. */
@@ -209,6 +211,7 @@ export class Daemon {
     await this.loadApiSecrets();
     await this.loadHooksToken();
     this.store = new Store({ path: this.paths.db, synchronous: this.config.store.synchronous });
+    this.checkpointer = new Checkpointer(this.store, { path: this.paths.db, synchronous: this.config.store.synchronous, logger: this.logger });
 
     const store = this.store;
     const audit = (kind: string, fields: Parameters<Store['audit']>[1]) => store.audit(kind, fields);
@@ -320,6 +323,7 @@ export class Daemon {
     this.worker.start();
     this.schedulePrune();
     await this.channels.start();
+    this.checkpointer.watchWal();
     this.store.audit('daemon.start', { detail: { port: this.port, bind: this.bind.mode } });
     this.logger.info({ url: this.url, ms: this.record.readyAt! - this.startedAt }, 'daemon ready');
   }
@@ -545,6 +549,7 @@ export class Daemon {
     await Promise.all([closed, channelsStopped]);
     clearTimeout(deadline);
     await this.plugins?.close();
+    await this.checkpointer?.stop();
     await this.teardown();
     this.logger.info({ uptimeMs: this.uptimeMs }, 'daemon stopped');
     this.log.logger.flush?.();

@@ -21,9 +21,14 @@ export class Store {
     this.db.exec('PRAGMA busy_timeout = 5000');
     // A larger page cache and fewer, larger checkpoints: the daemon is the database's only writer.
     this.db.exec('PRAGMA cache_size = -16000');
-    this.db.exec('PRAGMA wal_autocheckpoint = 4000');
+    this.setAutocheckpoint();
     this.db.exec('PRAGMA temp_store = MEMORY');
     this.migrate(migrations);
+  }
+
+  /** How many WAL pages this connection lets accumulate before it checkpoints inline during a commit. */
+  setAutocheckpoint(pages = 4000): void {
+    this.db.exec(`PRAGMA wal_autocheckpoint = ${Math.trunc(pages)}`);
   }
 
   get schemaVersion(): number {
