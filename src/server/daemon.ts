@@ -51,6 +51,7 @@ import { staticFolder } from './plugins/static-files.ts';
 import { pluginUpgrade } from './plugins/ws-routes.ts';
 import { builtinTools } from './tools/builtin-tools.ts';
 import type { HooksIngress } from './hooks/hooks-ingress.ts';
+import { hookPathRest, hooksBase } from './hooks/hooks-path.ts';
 import { compileToolSchema, loadSchemaCompiler, ToolRunner } from './tools/tool-runner.ts';
 import { METHOD_SCOPES } from '../shared/protocol/methods.ts';
 import { join } from 'node:path';
@@ -375,27 +376,20 @@ export class Daemon {
       config: () => this.config, token: () => this.hooksToken, lockout: this.lockout!, queue: this.queue!, channels: this.channels!,
       sessions: this.sessions!, store: this.store!, logger: this.logger, emit: (event, payload, scope) => this.controlPlane?.broadcast(event, payload, scope),
     }));
-    const hooksPath = (url: string | undefined) => {
-      const path = (url ?? '/').split('?')[0]!;
-      const base = this.config.hooks.path.replace(/\/+$/, '') || '/';
-      return path === base || path.startsWith(`${base}/`);
+    const loadFailed = (res: ServerResponse, what: string, error: unknown) => {
+      this.logger.error({ err: error }, `the ${what} failed to load`);
+      res.writeHead(500, { 'content-type': 'application/json; charset=utf-8' }).end(JSON.stringify({ error: 'internal', message: `The gateway could not load its ${what}; see its log.`, statusCode: 500 }));
     };
     return createServer({ keepAliveTimeout: 5000, requestTimeout: 30_000, headersTimeout: 10_000 }, (req, res) => {
       if (answerProbe(req, res, probes)) return;
       if (webhooks.matches(req)) return webhooks.handle(req, res);
-      if (hooksPath(req.url)) {
+      if (hookPathRest(hooksBase(this.config.hooks.path), req.url) !== undefined) {
         hooks ??= loadHooks();
-        hooks.then((ingress) => ingress.handle(req, res), (error: unknown) => {
-          this.logger.error({ err: error }, 'the hooks ingress failed to load');
-          res.writeHead(500, { 'content-type': 'application/json; charset=utf-8' }).end(JSON.stringify({ error: 'internal', message: 'The gateway could not load its hooks ingress; see its log.', statusCode: 500 }));
-        });
+        hooks.then((ingress) => ingress.handle(req, res), (error: unknown) => loadFailed(res, 'hooks ingress', error));
         return;
       }
       handler ??= loadHandler();
-      handler.then((handle) => handle(req, res), (error: unknown) => {
-        this.logger.error({ err: error }, 'the HTTP application failed to load');
-        res.writeHead(500, { 'content-type': 'application/json; charset=utf-8' }).end(JSON.stringify({ error: 'internal', message: 'The gateway could not load its HTTP application; see its log.', statusCode: 500 }));
-      });
+      handler.then((handle) => handle(req, res), (error: unknown) => loadFailed(res, 'HTTP application', error));
     });
   }
 

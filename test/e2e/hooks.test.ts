@@ -65,6 +65,7 @@ describe('hooks ingress (e2e)', function () {
     const unknown = await post('/hooks/nope', '{}', bearer);
     expect(unknown.status).to.equal(404);
     expect(unknown.body).to.include({ error: 'not_found', statusCode: 404 });
+    expect((await post('/hooks/%ZZ', '{}', bearer)).status, 'a malformed escape names no hook').to.equal(404);
     expect((await post('/hooks/deploy', '{}', { 'x-gateway-token': HOOKS_TOKEN })).status, 'the x-gateway-token header works too').to.equal(200);
     expect((await post('/hooks/deploy', 'not json', bearer)).status).to.equal(400);
     expect((await post('/hooks/deploy', '[1,2]', bearer)).status).to.equal(400);

@@ -10,6 +10,7 @@ import { collectBody, mediaType } from '../http/body.ts';
 import { errorBody, HttpError } from '../http/error-body.ts';
 import type { JobQueue } from '../jobs/job-queue.ts';
 import type { Store } from '../store/database.ts';
+import { hookPathRest, hooksBase } from './hooks-path.ts';
 import { presetMappings } from './presets.ts';
 import { renderTemplate, valueAt } from './template.ts';
 
@@ -46,6 +47,14 @@ const header = (req: IncomingMessage, name: string): string | undefined => {
 };
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,128}$/;
 const HOOK_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+/** A hook name from the path; a malformed escape names no hook (404), it is not a failure. */
+const decodeName = (encoded: string): string => {
+  try {
+    return decodeURIComponent(encoded);
+  } catch {
+    return '';
+  }
+};
 
 interface Answer {
   status: number;
@@ -67,7 +76,7 @@ export class HooksIngress {
   }
 
   private get base(): string {
-    return this.deps.config().hooks.path.replace(/\/+$/, '') || '/';
+    return hooksBase(this.deps.config().hooks.path);
   }
 
   handle(req: IncomingMessage, res: ServerResponse): void {
@@ -107,7 +116,7 @@ export class HooksIngress {
     }
     await this.authenticate(req);
     const raw = await collectBody(req, hooks.maxBodyBytes, () => res.setHeader('connection', 'close'));
-    const name = decodeURIComponent(path.slice(this.base.length + 1));
+    const name = decodeName(hookPathRest(this.base, req.url) ?? '');
     const mappings = HOOK_NAME.test(name) ? this.mappings().filter((mapping) => mapping.name === name) : [];
     if (mappings.length === 0) throw new HttpError(404, `No hook named ${JSON.stringify(name)}.`);
 

@@ -30,12 +30,10 @@ interface Pending {
 
 export const MAX_INVOKE_TIMEOUT_MS = 10 * 60_000;
 
-const matches = matchesPattern;
-
 /** Whether gateway.nodes allows a command: not denied, and allowed when an allow-list is set. */
 export function commandAllowed(policy: GatewayConfig['gateway']['nodes'], command: string): boolean {
-  if (policy.denyCommands.some((pattern) => matches(pattern, command))) return false;
-  return policy.allowCommands.length === 0 || policy.allowCommands.some((pattern) => matches(pattern, command));
+  if (policy.denyCommands.some((pattern) => matchesPattern(pattern, command))) return false;
+  return policy.allowCommands.length === 0 || policy.allowCommands.some((pattern) => matchesPattern(pattern, command));
 }
 
 /** Connected nodes and the commands relayed to them. */

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { RegisterFn } from './loader.ts';
-import { PluginTable, RegistrationError, TableBuilder, type BuildLimits, type PluginApi, type Registered } from './registry.ts';
+import { emptyRegistered, PluginTable, RegistrationError, TableBuilder, type BuildLimits, type PluginApi, type Registered } from './registry.ts';
 
 const REGISTER_TIMEOUT_MS = 10_000;
 
@@ -102,7 +102,6 @@ export class PluginHost {
     const infos: PluginInfo[] = [];
     const disposers: (() => unknown)[] = [];
     const errors: { plugin: string; error: string }[] = [];
-    const empty = (): Registered => ({ routes: [], wsRoutes: [], methods: [], tools: [], channels: [], jobKinds: [] });
 
     const add = async (name: string, source: string, builtin: boolean, register: RegisterFn) => {
       const log = logger.child({ plugin: name });
@@ -115,11 +114,11 @@ export class PluginHost {
           for (const call of calls) call(api);
         });
         if (typeof returned === 'function') disposers.push(returned as () => unknown);
-        infos.push({ name, source, builtin, status: 'loaded', registered: builder.table.registered.get(name) ?? empty() });
+        infos.push({ name, source, builtin, status: 'loaded', registered: builder.table.registered.get(name) ?? emptyRegistered() });
       } catch (error) {
         const message = (error as Error).message;
         errors.push({ plugin: name, error: message });
-        infos.push({ name, source, builtin, status: 'error', error: message, registered: empty() });
+        infos.push({ name, source, builtin, status: 'error', error: message, registered: emptyRegistered() });
         log.error({ source, error: message }, 'plugin failed to load');
       }
     };
@@ -135,7 +134,7 @@ export class PluginHost {
       } catch (error) {
         const message = (error as Error).message;
         errors.push({ plugin: spec, error: message });
-        infos.push({ name: spec, source: spec, builtin: false, status: 'error', error: message, registered: empty() });
+        infos.push({ name: spec, source: spec, builtin: false, status: 'error', error: message, registered: emptyRegistered() });
         logger.error({ source: spec, error: message }, 'plugin failed to load');
         continue;
       }

@@ -78,6 +78,8 @@ export interface Registered {
   jobKinds: string[];
 }
 
+export const emptyRegistered = (): Registered => ({ routes: [], wsRoutes: [], methods: [], tools: [], channels: [], jobKinds: [] });
+
 /** A registration the table refuses; names both plugins when they collide. */
 export class RegistrationError extends Error {}
 
@@ -227,7 +229,7 @@ export class TableBuilder {
   private note(plugin: string): Registered {
     let registered = this.table.registered.get(plugin);
     if (!registered) {
-      registered = { routes: [], wsRoutes: [], methods: [], tools: [], channels: [], jobKinds: [] };
+      registered = emptyRegistered();
       this.table.registered.set(plugin, registered);
     }
     return registered;

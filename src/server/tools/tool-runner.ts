@@ -73,6 +73,11 @@ export function parseToolRequest(body: unknown): ToolRequest {
   return input as unknown as ToolRequest;
 }
 
+/** The answer to a tool call, the same over HTTP and the WebSocket. */
+export const toolAnswer = (outcome: { result: unknown; replayed?: boolean; dryRun?: boolean }) => ({
+  ok: true as const, result: outcome.result, ...(outcome.dryRun ? { dryRun: true } : {}), ...(outcome.replayed ? { replayed: true } : {}),
+});
+
 export interface ToolRunnerDeps {
   table: () => PluginTable;
   config: () => GatewayConfig;

@@ -6,7 +6,7 @@ import { gatewayVersion } from '../../shared/version.ts';
 import type { Daemon } from '../daemon.ts';
 import type { MethodTable } from './method-table.ts';
 import { invalidParams, paramsObject, RpcError } from './rpc-error.ts';
-import { parseToolRequest, ToolError } from '../tools/tool-runner.ts';
+import { parseToolRequest, toolAnswer, ToolError } from '../tools/tool-runner.ts';
 
 const keyParam = (params: Record<string, unknown>, required: boolean): string | undefined => {
   const key = params.key;
@@ -95,7 +95,7 @@ export function registerCoreMethods(methods: MethodTable, daemon: Daemon): void 
       try {
         const request = parseToolRequest(paramsObject(params));
         const outcome = await daemon.tools!.invoke(request, { name: `device:${client.deviceId}`, surface: 'ws', admin: client.scopes.has('operator.admin') });
-        return { ok: true, result: outcome.result, ...(outcome.dryRun ? { dryRun: true } : {}), ...(outcome.replayed ? { replayed: true } : {}) };
+        return toolAnswer(outcome);
       } catch (error) {
         if (!(error instanceof ToolError)) throw error;
         const code = error.status === 404 ? 'NOT_FOUND' : error.status === 403 ? 'FORBIDDEN' : error.status >= 500 ? 'INTERNAL' : 'INVALID_REQUEST';

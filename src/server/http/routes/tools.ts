@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import { ROUTE_SCOPES } from '../../../shared/api/routes.ts';
 import type { HttpAuthenticator, Principal } from '../../auth/http-auth.ts';
-import { parseToolRequest, ToolError, type ToolRunner } from '../../tools/tool-runner.ts';
+import { parseToolRequest, toolAnswer, ToolError, type ToolRunner } from '../../tools/tool-runner.ts';
 import { readJsonBody } from '../body.ts';
 import { HttpError } from '../error-body.ts';
 import { requireAuth } from '../guards.ts';
@@ -17,7 +17,7 @@ export function toolRoutes(deps: { authenticator: HttpAuthenticator; tools: Tool
       const header = ctx.get('idempotency-key');
       if (header && !request.idempotencyKey) request.idempotencyKey = header;
       const outcome = await deps.tools.invoke(request, { name: principal.subject, surface: 'http', admin: principal.scopes === 'all' || principal.scopes.has('admin') });
-      ctx.body = { ok: true, result: outcome.result, ...(outcome.dryRun ? { dryRun: true } : {}), ...(outcome.replayed ? { replayed: true } : {}) };
+      ctx.body = toolAnswer(outcome);
     } catch (error) {
       if (error instanceof ToolError) throw new HttpError(error.status, error.message);
       throw error;
