@@ -16,8 +16,8 @@ export async function applyConfigChange(paths: ProfilePaths, key: string, value:
     const client = await connectToDaemon(paths);
     try {
       const change = value === undefined
-        ? await client.call<ConfigChange>('config.unset', { key })
-        : await client.call<ConfigChange>('config.set', { key, value });
+        ? await client.call('config.unset', { key })
+        : await client.call('config.set', { key, value });
       return { ...change, profile: paths.name, via: 'daemon' };
     } finally {
       client.close();

@@ -3,6 +3,7 @@ import { readEffectiveConfig } from '../shared/config/profile-config.ts';
 import { inspectDaemon } from '../shared/daemon-lock.ts';
 import { httpUrl } from '../shared/listen.ts';
 import { derivedPort, type ProfilePaths } from '../shared/profile.ts';
+import type { RpcClient } from './rpc-client.ts';
 
 export interface StatusResult {
   profile: string;
@@ -68,7 +69,7 @@ export async function daemonStatus(paths: ProfilePaths, options: { rpc: boolean 
     const { connectToDaemon } = await import('./rpc-client.ts');
     const client = await connectToDaemon(paths, { timeoutMs: 5000 });
     try {
-      const live = await client.call<{ uptimeMs: number; version: string; secretStore: string; plugins?: StatusResult['plugins'] }>('status', undefined, 5000);
+      const live = await client.call('status', undefined, 5000);
       return {
         ...result, uptimeMs: live.uptimeMs, version: live.version, secretStore: live.secretStore, rpc: { ok: true },
         ...(live.plugins ? { plugins: { loaded: live.plugins.loaded, errors: live.plugins.errors } } : {}),
@@ -89,12 +90,12 @@ export function formatDuration(ms: number): string {
 }
 
 /** Status of a gateway at a URL: what its status method says, or stopped when nothing answers there. */
-export async function remoteStatus(url: string, connect: () => Promise<{ call: <T>(method: string) => Promise<T> }>): Promise<StatusResult> {
+export async function remoteStatus(url: string, connect: () => Promise<RpcClient>): Promise<StatusResult> {
   const { GatewayError } = await import('../shared/errors.ts');
   const { RpcCallError } = await import('./rpc-client.ts');
   try {
     const client = await connect();
-    const live = await client.call<StatusResult & { host: string }>('status');
+    const live = await client.call('status');
     return {
       profile: live.profile, state: 'running', ready: true, pid: live.pid, port: live.port, bind: live.bind, url,
       version: live.version, uptimeMs: live.uptimeMs, logFile: live.logFile, secretStore: live.secretStore, rpc: { ok: true },

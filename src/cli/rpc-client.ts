@@ -9,6 +9,9 @@ import { inspectDaemon, sleepSync, type DaemonRecord } from '../shared/daemon-lo
 import type { ConnectAuth, ConnectParams, EventFrame, HelloOk, ResponseFrame } from '../shared/protocol/frames.ts';
 import { parseFrame } from '../shared/protocol/frames.ts';
 import type { ErrorCode } from '../shared/protocol/error-codes.ts';
+import type { MethodName, MethodParamsMap } from '../shared/protocol/methods.ts';
+import type { MethodResult } from '../shared/protocol/results.ts';
+import { exitCodeForRpcError } from './exit-codes.ts';
 import { Limits, PROTOCOL_VERSION } from '../shared/protocol/limits.ts';
 import { connectHost } from '../shared/listen.ts';
 import type { ProfilePaths } from '../shared/profile.ts';
@@ -23,17 +26,10 @@ export class RpcCallError extends GatewayError {
   readonly details?: Record<string, unknown>;
 
   constructor(rpcCode: ErrorCode, message: string, details?: Record<string, unknown>) {
-    super(message, { exitCode: exitCodeFor(rpcCode, details), code: rpcCode, hints: hintsFor(rpcCode, details) });
+    super(message, { exitCode: exitCodeForRpcError(rpcCode, details), code: rpcCode, hints: hintsFor(rpcCode, details) });
     this.rpcCode = rpcCode;
     this.details = details;
   }
-}
-
-function exitCodeFor(code: ErrorCode, details?: Record<string, unknown>): ExitCode {
-  if (typeof details?.exitCode === 'number') return details.exitCode as ExitCode;
-  if (code === 'NOT_FOUND') return ExitCode.notFound;
-  if (code === 'INVALID_REQUEST') return ExitCode.usage;
-  return ExitCode.failure;
 }
 
 function hintsFor(code: ErrorCode, details?: Record<string, unknown>): string[] {
@@ -43,6 +39,16 @@ function hintsFor(code: ErrorCode, details?: Record<string, unknown>): string[] 
   if (code === 'FORBIDDEN' && details?.missingScope) return [`connect with the scope ${String(details.missingScope)}`];
   return [];
 }
+
+/** A method's params (optional when it needs none) and a timeout. */
+type CallArgs = {
+  [M in MethodName]: {} extends MethodParamsMap[M] ? [params?: MethodParamsMap[M], timeoutMs?: number] : [params: MethodParamsMap[M], timeoutMs?: number];
+};
+
+type Intersection<U> = (U extends unknown ? (value: U) => void : never) extends (value: infer I) => void ? I : never;
+
+/** One signature per method, told apart by its name: no inference runs over the whole protocol at each call. */
+type Call = Intersection<{ [M in MethodName]: (method: M, ...args: CallArgs[M]) => Promise<MethodResult<M>> }[MethodName]>;
 
 interface Pending {
   resolve: (value: unknown) => void;
@@ -113,7 +119,7 @@ export class RpcClient {
       auth: options.auth,
       ...(options.device ? { device: signIdentity(options.device, { nonce, role: 'operator', scopes, clientId }) } : {}),
     };
-    client.hello = await client.call<HelloOk>('connect', params, timeoutMs);
+    client.hello = await client.request<HelloOk>('connect', params, timeoutMs);
     return client;
   }
 
@@ -133,7 +139,14 @@ export class RpcClient {
     }
   }
 
-  call<T = unknown>(method: string, params?: unknown, timeoutMs: number = Limits.requestTimeoutMs): Promise<T> {
+  /**
+   * Calls a method of the protocol: its name, params and result are typed
+   * by their one declaration (src/shared/protocol/methods.ts, results.ts).
+   */
+  readonly call: Call = ((method: MethodName, params?: unknown, timeoutMs?: number) => this.request(method, params, timeoutMs)) as Call;
+
+  /** Sends one request frame and waits for its answer. */
+  request<T>(method: string, params?: unknown, timeoutMs: number = Limits.requestTimeoutMs): Promise<T> {
     if (this.closedError) return Promise.reject(this.closedError);
     const id = randomUUID();
     return new Promise<T>((resolve, reject) => {

@@ -185,8 +185,8 @@ export async function stopDaemon(paths: ProfilePaths, options: { force: boolean;
 
 /** Shuts down a gateway at a URL over RPC and waits until its port refuses connections. */
 export async function stopRemote(client: RpcClient, url: string, timeoutMs: number): Promise<StopOutcome> {
-  const { profile } = await client.call<{ profile: string }>('status');
-  const { pid } = await client.call<{ pid: number }>('shutdown');
+  const { profile } = await client.call('status');
+  const { pid } = await client.call('shutdown');
   client.close();
   const { hostname, port } = new URL(url);
   const host = hostname.replace(/^\[|\]$/g, '');

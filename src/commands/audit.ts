@@ -1,10 +1,9 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../cli/base-command.ts';
 import { table } from '../cli/table.ts';
+import type { MethodResults } from '../shared/protocol/results.ts';
 
-export interface AuditResult {
-  events: { id: number; at: string; kind: string; actor: string | null; subject: string | null; address: string | null; detail: unknown }[];
-}
+export type AuditResult = MethodResults['audit.list'];
 
 export default class Audit extends BaseCommand<AuditResult> {
   static override summary = 'Show the audit log: authentication failures, pairing decisions, revocations, secret changes.';
@@ -20,9 +19,9 @@ export default class Audit extends BaseCommand<AuditResult> {
     const { parseSince } = await import('../cli/duration.ts');
     const since = flags.since ? parseSince(flags.since) : 0;
     const client = await this.rpc(this.selectProfile(flags.profile), flags.url);
-    const result = await client.call<AuditResult>('audit.list', { since, limit: flags.limit });
+    const result = await client.call('audit.list', { since, limit: flags.limit });
     this.say(result.events.length ? table(['TIME', 'EVENT', 'SUBJECT', 'FROM', 'DETAIL'], result.events.map((e) => [
-      e.at, e.kind, e.subject ?? '-', e.address ?? '-', e.detail ? JSON.stringify(e.detail) : '',
+      e.at, e.kind, String(e.subject ?? '-'), String(e.address ?? '-'), e.detail ? JSON.stringify(e.detail) : '',
     ])) : 'No audit events.');
     return result;
   }

@@ -18,7 +18,7 @@ export default class Reload extends BaseCommand<ReloadResult> {
   async run(): Promise<ReloadResult> {
     const { flags } = await this.parse(Reload);
     const client = await this.rpc(this.selectProfile(flags.profile), flags.url);
-    const result = await client.call<ReloadResult>('reload', {}, 30_000);
+    const result = await client.call('reload', {}, 30_000);
     if (!result.config.ok) this.note(`Configuration not applied: ${result.config.error}`);
     for (const failure of result.plugins.errors) this.note(`Plugin ${failure.plugin} failed: ${failure.error}`);
     if (result.ok) this.say(`Reloaded (pid ${result.pid}, plugin table ${result.plugins.generation}).`);

@@ -13,7 +13,7 @@ export default class ChannelsList_ extends BaseCommand<ChannelsList> {
   async run(): Promise<ChannelsList> {
     const { flags } = await this.parse(ChannelsList_);
     const client = await this.rpc(this.selectProfile(flags.profile), flags.url);
-    const result = await client.call<ChannelsList>('channels.list');
+    const result = await client.call('channels.list');
     this.say(table(['CHANNEL', 'KIND', 'ENABLED', 'RUNNING', 'DM POLICY', 'APPROVED', 'ACCOUNTS'], result.channels.map((c) => [
       c.channel, c.label, c.enabled ? 'yes' : 'no', c.running ? 'yes' : 'no', c.dmPolicy,
       String(c.approvedSenders + c.allowFrom.length), c.accounts.join(',') || '-',

@@ -15,7 +15,7 @@ export default class ChannelsStatus_ extends BaseCommand<ChannelsStatus> {
   async run(): Promise<ChannelsStatus> {
     const { flags } = await this.parse(ChannelsStatus_);
     const client = await this.rpc(this.selectProfile(flags.profile), flags.url);
-    const result = await client.call<ChannelsStatus>('channels.status');
+    const result = await client.call('channels.status');
     this.say(table(['CHANNEL', 'ACCOUNT', 'STATE', 'SINCE', 'DETAIL'], result.channels.map((c) => [c.channel, c.account, c.state, c.since, c.detail ?? ''])));
     return result;
   }

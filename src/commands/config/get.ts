@@ -18,9 +18,10 @@ export default class ConfigGet extends BaseCommand<GetResult> {
     const { args, flags } = await this.parse(ConfigGet);
     if (flags.url) {
       const client = await this.rpc(this.selectProfile(flags.profile), flags.url);
-      const remote = await client.call<GetResult>('config.get', { key: args.key });
-      this.say(typeof remote.value === 'string' ? remote.value : JSON.stringify(remote.value ?? null, null, 2));
-      return remote;
+      const remote = await client.call('config.get', { key: args.key });
+      const value = 'value' in remote ? remote.value : undefined;
+      this.say(typeof value === 'string' ? value : JSON.stringify(value ?? null, null, 2));
+      return { profile: flags.url, key: args.key, value: value ?? null, source: 'source' in remote ? remote.source : 'default' };
     }
     const profile = this.existingProfile(flags.profile);
     const [{ assertKnownKey, getPath }, { loadConfig }, { derivedPort }] = await Promise.all([

@@ -1,5 +1,6 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.ts';
+import { GatewayError } from '../../shared/errors.ts';
 import type { GatewayConfig } from '../../shared/config/types.ts';
 
 export interface ListResult {
@@ -39,9 +40,10 @@ export default class ConfigList extends BaseCommand<ListResult> {
     let profile: { name: string; file: string };
     if (flags.url) {
       const client = await this.rpc(this.selectProfile(flags.profile), flags.url);
-      const remote = await client.call<{ config: GatewayConfig; set: Record<string, unknown> }>('config.get');
+      const remote = await client.call('config.get');
+      if (!('config' in remote)) throw new GatewayError(`The gateway at ${flags.url} did not answer with its configuration.`);
       ({ config: effective, set: raw } = remote);
-      const status = await client.call<{ profile: string; logFile: string }>('status');
+      const status = await client.call('status');
       profile = { name: status.profile, file: flags.url };
     } else {
       const local = this.existingProfile(flags.profile);

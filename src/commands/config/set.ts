@@ -1,7 +1,6 @@
 import { Args } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.ts';
 import type { AppliedChange } from '../../cli/config-access.ts';
-import type { ConfigChange } from '../../shared/config/profile-config.ts';
 
 export default class ConfigSet extends BaseCommand<AppliedChange> {
   static override summary = 'Change one setting; the value is parsed as JSON where it parses, else taken as text.';
@@ -31,7 +30,7 @@ export default class ConfigSet extends BaseCommand<AppliedChange> {
     assertValidValue(args.key, value);
     if (flags.url) {
       const client = await this.rpc(profile, flags.url);
-      const change: AppliedChange = { ...(await client.call<ConfigChange>('config.set', { key: args.key, value })), profile: flags.url, via: 'daemon' };
+      const change: AppliedChange = { ...(await client.call('config.set', { key: args.key, value })), profile: flags.url, via: 'daemon' };
       this.say(describeChange(change));
       return change;
     }

@@ -1,7 +1,6 @@
 import { Args } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.ts';
 import type { AppliedChange } from '../../cli/config-access.ts';
-import type { ConfigChange } from '../../shared/config/profile-config.ts';
 
 export default class ConfigUnset extends BaseCommand<AppliedChange> {
   static override summary = 'Remove one setting so its default applies again.';
@@ -18,7 +17,7 @@ export default class ConfigUnset extends BaseCommand<AppliedChange> {
     assertWritableKey(args.key);
     if (flags.url) {
       const client = await this.rpc(this.selectProfile(flags.profile), flags.url);
-      const change: AppliedChange = { ...(await client.call<ConfigChange>('config.unset', { key: args.key })), profile: flags.url, via: 'daemon' };
+      const change: AppliedChange = { ...(await client.call('config.unset', { key: args.key })), profile: flags.url, via: 'daemon' };
       this.say(describeChange(change));
       return change;
     }

@@ -16,7 +16,7 @@ export default class DevicesApprove extends BaseCommand<unknown> {
     if (!args.requestId && !flags.latest) throw usageError('Name the request to approve, or pass --latest.', ['gateway devices list --pending']);
     if (args.requestId && flags.latest) throw usageError('Pass a request id or --latest, not both.');
     const client = await this.rpc(this.selectProfile(flags.profile), flags.url);
-    const result = await client.call<{ requestId: string; device: { id: string; role: string; scopes: string[] } }>(
+    const result = await client.call(
       'devices.approve', flags.latest ? { latest: true } : { requestId: args.requestId },
     );
     this.say(`Approved request ${result.requestId}: device ${result.device.id} (${result.device.role}: ${result.device.scopes.join(', ')}).`);

@@ -1,11 +1,9 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.ts';
 import { table } from '../../cli/table.ts';
+import type { MethodResults } from '../../shared/protocol/results.ts';
 
-export interface DevicesList {
-  paired: { id: string; role: string; scopes: string[]; clientId: string | null; lastSeenAt: string | null; lastAddress: string | null }[];
-  pending: { requestId: string; deviceId: string; role: string; scopes: string[]; address: string | null; viaProxy: boolean; expiresAt: string }[];
-}
+export type DevicesList = MethodResults['devices.list'];
 
 export default class DevicesList_ extends BaseCommand<DevicesList> {
   static override summary = 'List paired devices and pending pairing requests.';
@@ -18,12 +16,12 @@ export default class DevicesList_ extends BaseCommand<DevicesList> {
   async run(): Promise<DevicesList> {
     const { flags } = await this.parse(DevicesList_);
     const client = await this.rpc(this.selectProfile(flags.profile), flags.url);
-    const result = await client.call<DevicesList>('devices.list');
+    const result = await client.call('devices.list');
     if (flags.pending) result.paired = [];
     if (result.pending.length > 0 || flags.pending) {
       this.say('Pending pairing requests (approve with: gateway devices approve <request>):');
       this.say(result.pending.length ? table(['REQUEST', 'DEVICE', 'ROLE', 'SCOPES', 'FROM', 'EXPIRES'], result.pending.map((r) => [
-        r.requestId, r.deviceId.slice(0, 12), r.role, r.scopes.join(','), `${r.address ?? '-'}${r.viaProxy ? ' (proxied)' : ''}`, r.expiresAt,
+        r.requestId, r.deviceId.slice(0, 12), r.role, r.scopes.join(','), `${r.address ?? '-'}${r.viaProxy ? ' (proxied)' : ''}`, r.expiresAt ?? '-',
       ])) : '  none');
     }
     if (!flags.pending) {

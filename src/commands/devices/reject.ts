@@ -10,7 +10,7 @@ export default class DevicesReject extends BaseCommand<unknown> {
   async run(): Promise<unknown> {
     const { args, flags } = await this.parse(DevicesReject);
     const client = await this.rpc(this.selectProfile(flags.profile), flags.url);
-    const result = await client.call<{ requestId: string }>('devices.reject', { requestId: args.requestId });
+    const result = await client.call('devices.reject', { requestId: args.requestId });
     this.say(`Rejected request ${result.requestId}.`);
     return result;
   }

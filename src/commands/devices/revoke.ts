@@ -10,7 +10,7 @@ export default class DevicesRevoke extends BaseCommand<unknown> {
   async run(): Promise<unknown> {
     const { args, flags } = await this.parse(DevicesRevoke);
     const client = await this.rpc(this.selectProfile(flags.profile), flags.url);
-    const result = await client.call<{ deviceId: string; closedConnections: number }>('devices.revoke', { deviceId: args.deviceId });
+    const result = await client.call('devices.revoke', { deviceId: args.deviceId });
     this.say(`Revoked device ${result.deviceId} (${result.closedConnections} connection(s) closed).`);
     return result;
   }

@@ -11,7 +11,7 @@ export default class DevicesRotate extends BaseCommand<unknown> {
   async run(): Promise<unknown> {
     const { args, flags } = await this.parse(DevicesRotate);
     const client = await this.rpc(this.selectProfile(flags.profile), flags.url);
-    const result = await client.call<{ deviceId: string; deviceToken: string; closedConnections: number }>('devices.rotate', { deviceId: args.deviceId });
+    const result = await client.call('devices.rotate', { deviceId: args.deviceId });
     this.say(`Rotated the token of device ${result.deviceId}; ${result.closedConnections} connection(s) closed. New token (shown once):`);
     this.say(result.deviceToken);
     return result;

@@ -1,17 +1,15 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.ts';
 import { table } from '../../cli/table.ts';
+import { JOB_STATUSES, type JobList } from '../../shared/protocol/results.ts';
 
-export interface JobList {
-  jobs: { id: string; kind: string; status: string; attempts: number; maxAttempts: number; createdAt: string; finishedAt: string | null; error: string | null; source: string | null }[];
-  nextCursor: string | null;
-}
+export type { JobList };
 
 export default class JobsList extends BaseCommand<JobList> {
   static override summary = 'List jobs, newest first.';
   static override examples = ['<%= config.bin %> jobs list --status failed', '<%= config.bin %> jobs list --kind github.push --limit 20 --json'];
   static override flags = {
-    status: Flags.string({ description: 'only jobs in this state', options: ['queued', 'running', 'succeeded', 'failed'] }),
+    status: Flags.option({ description: 'only jobs in this state', options: JOB_STATUSES })(),
     kind: Flags.string({ description: 'only jobs of this kind' }),
     limit: Flags.integer({ description: 'at most this many (1-200)', default: 50, min: 1, max: 200 }),
     cursor: Flags.string({ description: 'the nextCursor of a previous page' }),
@@ -21,7 +19,7 @@ export default class JobsList extends BaseCommand<JobList> {
   async run(): Promise<JobList> {
     const { flags } = await this.parse(JobsList);
     const client = await this.rpc(this.selectProfile(flags.profile), flags.url);
-    const result = await client.call<JobList>('jobs.list', { status: flags.status, kind: flags.kind, limit: flags.limit, cursor: flags.cursor });
+    const result = await client.call('jobs.list', { status: flags.status, kind: flags.kind, limit: flags.limit, cursor: flags.cursor });
     this.say(result.jobs.length ? table(['JOB', 'KIND', 'STATUS', 'ATTEMPTS', 'CREATED', 'SOURCE'], result.jobs.map((job) => [
       job.id, job.kind, job.status, `${job.attempts}/${job.maxAttempts}`, job.createdAt, job.source ?? '-',
     ])) : 'No jobs.');

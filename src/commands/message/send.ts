@@ -28,7 +28,7 @@ export default class MessageSend extends BaseCommand<Record<string, unknown>> {
     }
     if (text.trim().length === 0) throw usageError('The message is empty.');
     const client = await this.rpc(this.selectProfile(flags.profile), flags.url);
-    const result = await client.call<{ sessionKey: string }>('message.send', {
+    const result = await client.call('message.send', {
       channel: flags.channel, to: flags.to, text, ...(flags.account ? { account: flags.account } : {}),
     });
     this.say(`Sent to ${flags.to} on ${flags.channel} (session ${result.sessionKey}).`);

@@ -34,7 +34,7 @@ export default class NodesInvoke extends BaseCommand<InvokeResult> {
       }
     }
     const client = await this.rpc(this.selectProfile(flags.profile), flags.url);
-    const result = await client.call<InvokeResult>('nodes.invoke', { node: args.node, command: args.command, args: input, timeoutMs }, timeoutMs + 5000);
+    const result = await client.call('nodes.invoke', { node: args.node, command: args.command, args: input, timeoutMs }, timeoutMs + 5000);
     this.say(typeof result.result === 'string' ? result.result : JSON.stringify(result.result, null, 2));
     return result;
   }

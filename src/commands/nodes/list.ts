@@ -13,7 +13,7 @@ export default class NodesList_ extends BaseCommand<NodesList> {
   async run(): Promise<NodesList> {
     const { flags } = await this.parse(NodesList_);
     const client = await this.rpc(this.selectProfile(flags.profile), flags.url);
-    const result = await client.call<NodesList>('nodes.list');
+    const result = await client.call('nodes.list');
     this.say(result.nodes.length ? table(['NODE', 'DEVICE', 'FROM', 'CAPS', 'COMMANDS'], result.nodes.map((node) => [
       node.clientId, node.deviceId.slice(0, 12), node.address, node.caps.join(','), node.commands.join(','),
     ])) : 'No nodes are connected.');

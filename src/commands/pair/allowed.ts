@@ -15,7 +15,7 @@ export default class PairAllowed_ extends BaseCommand<PairAllowed> {
   async run(): Promise<PairAllowed> {
     const { args, flags } = await this.parse(PairAllowed_);
     const client = await this.rpc(this.selectProfile(flags.profile), flags.url);
-    const result = await client.call<PairAllowed>('pair.allowed', args.channel ? { channel: args.channel } : {});
+    const result = await client.call('pair.allowed', args.channel ? { channel: args.channel } : {});
     this.say(result.senders.length === 0 ? 'No senders are approved by pairing.'
       : table(['CHANNEL', 'SENDER', 'NAME', 'APPROVED', 'CODE'], result.senders.map((s) => [s.channel, s.sender, s.senderName ?? '-', s.addedAt, s.code ?? '-'])));
     return result;

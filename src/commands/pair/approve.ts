@@ -30,7 +30,7 @@ export default class PairApprove extends BaseCommand<PairApproved> {
   async run(): Promise<PairApproved> {
     const { args, flags } = await this.parse(PairApprove);
     const client = await this.rpc(this.selectProfile(flags.profile), flags.url);
-    const result = await client.call<PairApproved>('pair.approve', { channel: args.channel, code: args.code, notify: flags.notify });
+    const result = await client.call('pair.approve', { channel: args.channel, code: args.code, notify: flags.notify });
     const who = result.senderName ?? result.sender;
     if (result.alreadyApproved) {
       this.say(`Code ${result.code} was already approved: ${who} on ${result.channel} may talk to the gateway.`);

@@ -13,7 +13,7 @@ export default class PairRevoke extends BaseCommand<Record<string, unknown>> {
   async run(): Promise<Record<string, unknown>> {
     const { args, flags } = await this.parse(PairRevoke);
     const client = await this.rpc(this.selectProfile(flags.profile), flags.url);
-    const result = await client.call<{ channel: string; sender: string }>('pair.revoke', { channel: args.channel, sender: args.sender });
+    const result = await client.call('pair.revoke', { channel: args.channel, sender: args.sender });
     this.say(`Revoked ${result.sender} on ${result.channel}: their direct messages are treated as a stranger's again.`);
     return result;
   }

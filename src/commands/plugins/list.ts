@@ -15,7 +15,7 @@ export default class PluginsList_ extends BaseCommand<PluginsList> {
   async run(): Promise<PluginsList> {
     const { flags } = await this.parse(PluginsList_);
     const client = await this.rpc(this.selectProfile(flags.profile), flags.url);
-    const result = await client.call<PluginsList>('plugins.list');
+    const result = await client.call('plugins.list');
     const summary = (r: Registered) => [
       r.routes.length && `${r.routes.length} route${r.routes.length > 1 ? 's' : ''}`, r.wsRoutes.length && `${r.wsRoutes.length} ws`,
       r.methods.length && `methods ${r.methods.join(',')}`, r.tools.length && `tools ${r.tools.join(',')}`,

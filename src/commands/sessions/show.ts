@@ -1,10 +1,8 @@
 import { Args, Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.ts';
+import type { MethodResults } from '../../shared/protocol/results.ts';
 
-interface History {
-  session: { key: string; channel: string; account: string; kind: string; peer: string; peerName: string | null; messageCount: number };
-  messages: { id: number; direction: 'in' | 'out'; sender: string; senderName: string | null; text: string; at: string }[];
-}
+type History = MethodResults['sessions.history'];
 
 export default class SessionsShow extends BaseCommand<History> {
   static override summary = 'Show a session and its recent messages (exit 5 when there is no such session).';
@@ -18,7 +16,7 @@ export default class SessionsShow extends BaseCommand<History> {
   async run(): Promise<History> {
     const { args, flags } = await this.parse(SessionsShow);
     const client = await this.rpc(this.selectProfile(flags.profile), flags.url);
-    const result = await client.call<History>('sessions.history', { key: args.key, limit: flags.limit });
+    const result = await client.call('sessions.history', { key: args.key, limit: flags.limit });
     const { session } = result;
     this.say(`${session.key}: ${session.kind === 'group' ? 'room' : 'direct messages with'} ${session.peerName ?? session.peer} on ${session.channel} (${session.messageCount} messages)`);
     for (const message of result.messages) {

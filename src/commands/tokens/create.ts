@@ -1,15 +1,10 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.ts';
 import { usageError } from '../../shared/errors.ts';
+import type { TokenCreated } from '../../shared/protocol/results.ts';
 import { TOKEN_SCOPES } from '../../shared/protocol/scopes.ts';
 
-export interface CreatedToken {
-  id: string;
-  name: string;
-  scopes: string[];
-  createdAt: string;
-  expiresAt: string;
-  token: string;
+export interface CreatedToken extends TokenCreated {
   /** With --save: where the token was stored. */
   saved?: string;
 }
@@ -38,7 +33,7 @@ export default class TokensCreate extends BaseCommand<CreatedToken> {
     if (expiresAt !== undefined && Number.isNaN(Date.parse(expiresAt))) throw usageError('--expires-at must be an ISO 8601 time, such as 2027-01-31T00:00:00Z.');
     const profile = this.selectProfile(flags.profile);
     const client = await this.rpc(profile, flags.url);
-    const created = await client.call<CreatedToken>('tokens.create', { name: flags.name, scopes: flags.scope, ...(expiresAt ? { expiresAt } : {}) });
+    const created: CreatedToken = await client.call('tokens.create', { name: flags.name, scopes: flags.scope, ...(expiresAt ? { expiresAt } : {}) });
     if (flags.save) {
       const [{ ensureProfile }, { openSecretStore }] = await Promise.all([import('../../shared/profile-setup.ts'), import('../../shared/secrets/secret-store.ts')]);
       const store = openSecretStore(profile.paths, (await ensureProfile(profile.paths)).backend);

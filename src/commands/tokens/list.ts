@@ -13,7 +13,7 @@ export default class TokensList extends BaseCommand<TokenList> {
   async run(): Promise<TokenList> {
     const { flags } = await this.parse(TokensList);
     const client = await this.rpc(this.selectProfile(flags.profile), flags.url);
-    const result = await client.call<TokenList>('tokens.list');
+    const result = await client.call('tokens.list');
     this.say(result.tokens.length ? table(['ID', 'NAME', 'TOKEN', 'SCOPES', 'EXPIRES', 'LAST USED', 'STATE'], result.tokens.map((t) => [
       t.id, t.name, t.masked, t.scopes.join(','), t.expiresAt, t.lastUsedAt ?? '-', t.revokedAt ? 'revoked' : Date.parse(t.expiresAt) <= Date.now() ? 'expired' : 'active',
     ])) : 'No tokens.');

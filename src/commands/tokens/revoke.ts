@@ -1,16 +1,17 @@
 import { Args } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.ts';
+import type { MethodResults } from '../../shared/protocol/results.ts';
 
-export default class TokensRevoke extends BaseCommand<{ id: string; revokedAt: string }> {
+export default class TokensRevoke extends BaseCommand<MethodResults['tokens.revoke']> {
   static override summary = 'Revoke a product access token at once.';
   static override examples = ['<%= config.bin %> tokens revoke tok_3kq8ZtXbP1w2'];
   static override args = { id: Args.string({ description: 'token id from `tokens list`', required: true }) };
   static override flags = { url: BaseCommand.urlFlag };
 
-  async run(): Promise<{ id: string; revokedAt: string }> {
+  async run(): Promise<MethodResults['tokens.revoke']> {
     const { args, flags } = await this.parse(TokensRevoke);
     const client = await this.rpc(this.selectProfile(flags.profile), flags.url);
-    const result = await client.call<{ id: string; revokedAt: string }>('tokens.revoke', { id: args.id });
+    const result = await client.call('tokens.revoke', { id: args.id });
     this.say(`Revoked token ${result.id}.`);
     return result;
   }

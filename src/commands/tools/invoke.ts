@@ -1,8 +1,9 @@
 import { Args, Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.ts';
 import { usageError } from '../../shared/errors.ts';
+import type { ToolAnswer } from '../../shared/protocol/results.ts';
 
-export default class ToolsInvoke extends BaseCommand<Record<string, unknown>> {
+export default class ToolsInvoke extends BaseCommand<ToolAnswer> {
   static override summary = 'Invoke a tool with JSON arguments and print its result.';
   static override examples = [
     '<%= config.bin %> tools invoke gateway.status',
@@ -18,7 +19,7 @@ export default class ToolsInvoke extends BaseCommand<Record<string, unknown>> {
     'dry-run': Flags.boolean({ description: 'check the tool, the policy and the arguments without running it' }),
   };
 
-  async run(): Promise<Record<string, unknown>> {
+  async run(): Promise<ToolAnswer> {
     const { args, flags } = await this.parse(ToolsInvoke);
     let parsed: unknown;
     try {
@@ -28,8 +29,8 @@ export default class ToolsInvoke extends BaseCommand<Record<string, unknown>> {
     }
     if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw usageError('--args must be a JSON object.');
     const client = await this.rpc(this.selectProfile(flags.profile), flags.url);
-    const result = await client.call<Record<string, unknown>>('tools.invoke', {
-      tool: args.tool, args: parsed,
+    const result = await client.call('tools.invoke', {
+      tool: args.tool, args: parsed as Record<string, unknown>,
       ...(flags['session-key'] ? { sessionKey: flags['session-key'] } : {}),
       ...(flags['idempotency-key'] ? { idempotencyKey: flags['idempotency-key'] } : {}),
       ...(flags['dry-run'] ? { dryRun: true } : {}),

@@ -13,7 +13,7 @@ export default class ToolsList_ extends BaseCommand<ToolsList> {
   async run(): Promise<ToolsList> {
     const { flags } = await this.parse(ToolsList_);
     const client = await this.rpc(this.selectProfile(flags.profile), flags.url);
-    const result = await client.call<ToolsList>('tools.catalog');
+    const result = await client.call('tools.catalog');
     this.say(table(['TOOL', 'PLUGIN', 'HTTP', 'DESCRIPTION'], result.tools.map((t) => [
       t.name, t.plugin, t.overHttp ? 'yes' : t.dangerous ? 'no (dangerous)' : 'no', t.description,
     ])));

@@ -2,14 +2,14 @@ import RateLimiterMemory from 'rate-limiter-flexible/lib/RateLimiterMemory.js';
 import type { RateLimiterRes } from 'rate-limiter-flexible';
 import { isLoopbackAddress } from '../../shared/config/exposure.ts';
 import type { GatewayConfig } from '../../shared/config/types.ts';
+import type { LockoutKind } from '../kernel/module.ts';
 
 const isLimited = (error: unknown): error is RateLimiterRes =>
   typeof error === 'object' && error !== null && 'msBeforeNext' in error;
 
 const seconds = (ms: number) => Math.max(1, Math.ceil(ms / 1000));
 
-/** Kinds of credential counted apart, so a bad device token does not lock out the gateway token. */
-export type CredentialKind = 'gateway' | 'device' | 'invite' | 'bearer' | 'hooks';
+export type CredentialKind = LockoutKind;
 
 /**
  * Failed authentications per client address and credential kind: by default 10

@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import type { ChannelState } from '../../shared/channels.ts';
-import type { AccountStatus, Channel, ChannelContext, ChannelSettings } from './channel.ts';
+import type { AccountStatus, Channel, ChannelContext, ChannelSettings } from '../kernel/channel.ts';
 import { checkIrcTarget, ircFold, isIrcRoom } from './irc-names.ts';
 
 /** The account the top-level `channels.<id>` settings describe; others live under `.accounts.<name>`. */

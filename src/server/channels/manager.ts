@@ -1,30 +1,15 @@
 import type { Logger } from 'pino';
-import { MAX_MESSAGE_CHARS, PAIRING_CODE_TTL_MS, type ChannelState } from '../../shared/channels.ts';
+import { MAX_MESSAGE_CHARS, PAIRING_CODE_TTL_MS } from '../../shared/channels.ts';
 import type { GatewayConfig } from '../../shared/config/types.ts';
-import type { AccountStatus, Channel, ChannelRegistry, ChannelSettings, InboundMessage } from './channel.ts';
+import type { ChannelInfo, ChannelStatus, DmPairingRequestView, MessageView, PairApproved, SessionView } from '../../shared/protocol/results.ts';
+import type { AccountStatus, Channel, ChannelKind, ChannelSettings, InboundMessage } from '../kernel/channel.ts';
+import { DomainError } from '../kernel/errors.ts';
 import type { DecisionFailure, DmPairing, DmPairingRequest } from './dm-pairing.ts';
 import type { Session, SessionMessage, SessionStore } from './sessions.ts';
 
-export interface ChannelStatus {
-  channel: string;
-  account: string;
-  state: ChannelState;
-  detail?: string;
-  since: string;
-}
-
-/** Why a channel operation failed, for the RPC layer to turn into a code. */
-export class ChannelError extends Error {
-  readonly kind: 'not-found' | 'unavailable' | 'invalid';
-
-  constructor(kind: 'not-found' | 'unavailable' | 'invalid', message: string) {
-    super(message);
-    this.kind = kind;
-  }
-}
-
 export interface ChannelManagerDeps {
-  registry: ChannelRegistry;
+  /** The channel kinds in the table in force (built in and from plugins), by id. */
+  kinds: () => ReadonlyMap<string, { value: ChannelKind }>;
   config: () => GatewayConfig;
   secret: (name: string) => Promise<string | undefined>;
   logger: Logger;
@@ -37,18 +22,18 @@ export interface ChannelManagerDeps {
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
-export const pairRequestView = (request: DmPairingRequest) => ({
+export const pairRequestView = (request: DmPairingRequest): DmPairingRequestView => ({
   channel: request.channel, account: request.account, code: request.code, sender: request.sender, senderName: request.senderName,
   createdAt: iso(request.createdAt), expiresAt: iso(request.expiresAt),
 });
 
-export const sessionView = (session: Session, last?: SessionMessage) => ({
+export const sessionView = (session: Session, last?: SessionMessage): SessionView => ({
   key: session.key, channel: session.channel, account: session.account, kind: session.kind, peer: session.peer,
   peerName: session.peerName, createdAt: iso(session.createdAt), updatedAt: iso(session.updatedAt), messageCount: session.messageCount,
   ...(last ? { lastMessage: messageView(last) } : {}),
 });
 
-export const messageView = (message: SessionMessage) => ({
+export const messageView = (message: SessionMessage): MessageView => ({
   id: message.id, direction: message.direction, sender: message.sender, senderName: message.senderName, text: message.text,
   at: iso(message.at), ...(message.via ? { via: message.via } : {}),
 });
@@ -83,7 +68,7 @@ export class ChannelManager {
   async start(): Promise<void> {
     for (const [id, settings] of Object.entries(this.deps.config().channels)) {
       if (!settings.enabled) continue;
-      const kind = this.deps.registry.get(id);
+      const kind = this.kind(id);
       if (!kind) {
         this.failed.set(id, `no channel named ${id} is installed`);
         this.deps.logger.error({ channel: id }, 'configured channel is not installed');
@@ -132,14 +117,18 @@ export class ChannelManager {
     return out;
   }
 
+  private kind(id: string): ChannelKind | undefined {
+    return this.deps.kinds().get(id)?.value;
+  }
+
   /** The channels the gateway knows, configured or not. */
-  list() {
+  list(): ChannelInfo[] {
     const config = this.deps.config().channels;
-    const ids = [...new Set([...this.deps.registry.ids(), ...Object.keys(config)])].sort();
+    const ids = [...new Set([...this.deps.kinds().keys(), ...Object.keys(config)])].sort();
     return ids.map((id) => ({
       channel: id,
-      label: this.deps.registry.get(id)?.label ?? 'not installed',
-      installed: this.deps.registry.has(id),
+      label: this.kind(id)?.label ?? 'not installed',
+      installed: this.kind(id) !== undefined,
       enabled: config[id]?.enabled ?? false,
       running: this.running.has(id),
       dmPolicy: config[id]?.dmPolicy ?? 'pairing',
@@ -151,7 +140,7 @@ export class ChannelManager {
 
   /** The channel's peer folding (plain lower case for a channel that is not installed). */
   normalizePeer(channel: string, peer: string): string {
-    return this.running.get(channel)?.normalizePeer(peer) ?? this.deps.registry.get(channel)?.normalizePeer(peer) ?? peer.toLowerCase();
+    return this.running.get(channel)?.normalizePeer(peer) ?? this.kind(channel)?.normalizePeer(peer) ?? peer.toLowerCase();
   }
 
   /** Whether a sender may reach sessions: config allowFrom ("*" only under open), or the approved list. */
@@ -213,19 +202,19 @@ export class ChannelManager {
   private channel(id: string): Channel {
     const channel = this.running.get(id);
     if (channel) return channel;
-    if (!this.settings(id) && !this.deps.registry.has(id)) throw new ChannelError('not-found', `no channel named ${id}`);
-    throw new ChannelError('unavailable', `channel ${id} is not running (${this.failed.get(id) ?? (this.settings(id)?.enabled ? 'enabled after the daemon started; restart it' : `enable it: gateway config set channels.${id}.enabled true`)})`);
+    if (!this.settings(id) && !this.kind(id)) throw new DomainError('not_found', `no channel named ${id}`);
+    throw new DomainError('unavailable', `channel ${id} is not running (${this.failed.get(id) ?? (this.settings(id)?.enabled ? 'enabled after the daemon started; restart it' : `enable it: gateway config set channels.${id}.enabled true`)})`);
   }
 
   private account(channel: Channel, requested: string | undefined): string {
     const accounts = channel.accounts();
     if (requested !== undefined) {
-      if (!accounts.includes(requested)) throw new ChannelError('not-found', `channel ${channel.id} has no account ${requested} (accounts: ${accounts.join(', ')})`);
+      if (!accounts.includes(requested)) throw new DomainError('not_found', `channel ${channel.id} has no account ${requested} (accounts: ${accounts.join(', ')})`);
       return requested;
     }
     if (accounts.length === 1) return accounts[0]!;
     if (accounts.includes('default')) return 'default';
-    throw new ChannelError('invalid', `channel ${channel.id} has several accounts (${accounts.join(', ')}); name one`);
+    throw new DomainError('invalid', `channel ${channel.id} has several accounts (${accounts.join(', ')}); name one`);
   }
 
   /** An operator's message: delivered through the channel, then recorded in its session. */
@@ -233,13 +222,13 @@ export class ChannelManager {
     const channel = this.channel(input.channel);
     const account = this.account(channel, input.account);
     const problem = channel.checkPeer(input.to);
-    if (problem) throw new ChannelError('invalid', `recipient ${JSON.stringify(input.to)} ${problem}`);
-    if (input.text.trim().length === 0) throw new ChannelError('invalid', 'the message is empty');
-    if (input.text.length > MAX_MESSAGE_CHARS) throw new ChannelError('invalid', `the message is longer than ${MAX_MESSAGE_CHARS} characters`);
+    if (problem) throw new DomainError('invalid', `recipient ${JSON.stringify(input.to)} ${problem}`);
+    if (input.text.trim().length === 0) throw new DomainError('invalid', 'the message is empty');
+    if (input.text.length > MAX_MESSAGE_CHARS) throw new DomainError('invalid', `the message is longer than ${MAX_MESSAGE_CHARS} characters`);
     try {
       await channel.send(account, input.to, input.text);
     } catch (error) {
-      throw new ChannelError('unavailable', (error as Error).message);
+      throw new DomainError('unavailable', (error as Error).message);
     }
     const kind = channel.isRoom(input.to) ? 'group' : 'direct';
     const peer = channel.normalizePeer(input.to);
@@ -247,11 +236,11 @@ export class ChannelManager {
   }
 
   /** Approves a code; with notify, tells the sender. Failures name why the code cannot be approved. */
-  async approve(channelId: string, code: string, actor: string, notify: boolean) {
+  async approve(channelId: string, code: string, actor: string, notify: boolean): Promise<PairApproved> {
     const outcome = this.deps.pairing.approve(channelId, code, actor);
     if ('failure' in outcome) {
-      if (outcome.failure === 'approved') return { approved: true, alreadyApproved: true, ...pairRequestView(outcome.request!), notified: false };
-      throw new ChannelError('not-found', `pairing code ${code} on channel ${channelId} ${FAILURE_TEXT[outcome.failure]}`);
+      if (outcome.failure === 'approved') return { approved: true as const, alreadyApproved: true, ...pairRequestView(outcome.request!), notified: false };
+      throw new DomainError('not_found', `pairing code ${code} on channel ${channelId} ${FAILURE_TEXT[outcome.failure]}`);
     }
     const { request } = outcome;
     this.deps.emit('channel.pair.resolved', { ...pairRequestView(request), decision: 'approved' }, 'operator.pairing');
@@ -265,23 +254,23 @@ export class ChannelManager {
         notifyError = (error as Error).message;
       }
     }
-    return { approved: true, alreadyApproved: false, ...pairRequestView(request), notified, ...(notifyError ? { notifyError } : {}) };
+    return { approved: true as const, alreadyApproved: false, ...pairRequestView(request), notified, ...(notifyError ? { notifyError } : {}) };
   }
 
-  reject(channelId: string, code: string, actor: string) {
+  reject(channelId: string, code: string, actor: string): { rejected: true } & DmPairingRequestView {
     const outcome = this.deps.pairing.reject(channelId, code, actor);
-    if ('failure' in outcome) throw new ChannelError('not-found', `pairing code ${code} on channel ${channelId} ${FAILURE_TEXT[outcome.failure]}`);
+    if ('failure' in outcome) throw new DomainError('not_found', `pairing code ${code} on channel ${channelId} ${FAILURE_TEXT[outcome.failure]}`);
     this.deps.emit('channel.pair.resolved', { ...pairRequestView(outcome.request), decision: 'rejected' }, 'operator.pairing');
-    return { rejected: true, ...pairRequestView(outcome.request) };
+    return { rejected: true as const, ...pairRequestView(outcome.request) };
   }
 
-  revoke(channelId: string, sender: string) {
+  revoke(channelId: string, sender: string): { revoked: true; channel: string; sender: string } {
     const folded = this.normalizePeer(channelId, sender);
-    if (this.deps.pairing.revoke(channelId, folded)) return { revoked: true, channel: channelId, sender: folded };
+    if (this.deps.pairing.revoke(channelId, folded)) return { revoked: true as const, channel: channelId, sender: folded };
     const inConfig = (this.settings(channelId)?.allowFrom ?? []).some((entry) => entry !== '*' && this.normalizePeer(channelId, entry) === folded);
     if (inConfig) {
-      throw new ChannelError('invalid', `${sender} is allowed by channels.${channelId}.allowFrom in the config, not by pairing; change it with gateway config set channels.${channelId}.allowFrom`);
+      throw new DomainError('invalid', `${sender} is allowed by channels.${channelId}.allowFrom in the config, not by pairing; change it with gateway config set channels.${channelId}.allowFrom`);
     }
-    throw new ChannelError('not-found', `${sender} is not on the allow-list of channel ${channelId}`);
+    throw new DomainError('not_found', `${sender} is not on the allow-list of channel ${channelId}`);
   }
 }

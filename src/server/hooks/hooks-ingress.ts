@@ -2,13 +2,13 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { GatewayConfig } from '../../shared/config/types.ts';
-import { queryCarriesCredential, tooMany } from '../auth/http-auth.ts';
-import type { AuthLockout } from '../auth/throttle.ts';
-import { ChannelError, type ChannelManager } from '../channels/manager.ts';
-import type { SessionStore } from '../channels/sessions.ts';
-import { collectBody, mediaType } from '../http/body.ts';
-import { errorBody, HttpError } from '../http/error-body.ts';
-import type { JobQueue } from '../jobs/job-queue.ts';
+import { queryCarriesCredential } from '../auth/http-auth.ts';
+import type { ChannelManager, SessionStore } from '../channels/module.ts';
+import type { JobQueue } from '../jobs/module.ts';
+import { sendError, sendJson } from '../kernel/answer.ts';
+import { collectBody, mediaType, parseJson } from '../kernel/body.ts';
+import { DomainError, rateLimited } from '../kernel/errors.ts';
+import type { AuthLockoutView } from '../kernel/module.ts';
 import type { Store } from '../store/database.ts';
 import { hookPathRest, hooksBase } from './hooks-path.ts';
 import { presetMappings } from './presets.ts';
@@ -31,7 +31,7 @@ export interface HooksIngressDeps {
   config: () => GatewayConfig;
   /** The hooks token; undefined when none is set. */
   token: () => string | undefined;
-  lockout: AuthLockout;
+  lockout: AuthLockoutView;
   queue: JobQueue;
   channels: ChannelManager;
   sessions: SessionStore;
@@ -45,6 +45,7 @@ const header = (req: IncomingMessage, name: string): string | undefined => {
   const value = req.headers[name];
   return Array.isArray(value) ? value[0] : value;
 };
+const invalid = (message: string) => new DomainError('invalid', message);
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,128}$/;
 const HOOK_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 /** A hook name from the path; a malformed escape names no hook (404), it is not a failure. */
@@ -81,24 +82,12 @@ export class HooksIngress {
 
   handle(req: IncomingMessage, res: ServerResponse): void {
     this.process(req, res).then(
-      (answer) => this.send(res, answer),
-      (error: unknown) => {
-        if (error instanceof HttpError) return this.send(res, { status: error.status, body: errorBody(error.status, error.message), headers: error.headers });
-        this.deps.logger.error({ err: error }, 'hook failed');
-        this.send(res, { status: 500, body: errorBody(500, 'An unexpected error occurred; the gateway log has the details.') });
+      (answer) => {
+        if (answer.body !== undefined) return sendJson(res, answer.status, answer.body, answer.headers);
+        if (!res.headersSent) res.writeHead(answer.status, { 'cache-control': 'no-store', ...answer.headers }).end();
       },
+      (error: unknown) => sendError(res, error, (unexpected) => this.deps.logger.error({ err: unexpected }, 'hook failed')),
     );
-  }
-
-  private send(res: ServerResponse, answer: Answer): void {
-    if (res.headersSent) return;
-    if (answer.body === undefined) {
-      res.writeHead(answer.status, { 'cache-control': 'no-store', ...answer.headers }).end();
-      return;
-    }
-    const payload = Buffer.from(JSON.stringify(answer.body));
-    res.writeHead(answer.status, { 'content-type': 'application/json; charset=utf-8', 'content-length': payload.length, 'cache-control': 'no-store', ...answer.headers });
-    res.end(payload);
   }
 
   private mappings(): HookMapping[] {
@@ -109,28 +98,23 @@ export class HooksIngress {
   private async process(req: IncomingMessage, res: ServerResponse): Promise<Answer> {
     const { hooks } = this.deps.config();
     const path = (req.url ?? '/').split('?')[0]!;
-    if (!hooks.enabled) throw new HttpError(404, `No route for ${req.method} ${path}.`);
-    if (req.method !== 'POST') throw new HttpError(405, `Method ${req.method} is not allowed on hooks; POST to ${this.base}/<name>.`, { allow: 'POST' });
+    if (!hooks.enabled) throw new DomainError('not_found', `No route for ${req.method} ${path}.`);
+    if (req.method !== 'POST') throw new DomainError('method_not_allowed', `Method ${req.method} is not allowed on hooks; POST to ${this.base}/<name>.`, { headers: { allow: 'POST' } });
     if (queryCarriesCredential(req.url)) {
-      throw new HttpError(400, 'The hooks token never goes in the URL: send it as "Authorization: Bearer <token>" or "x-gateway-token: <token>".');
+      throw invalid('The hooks token never goes in the URL: send it as "Authorization: Bearer <token>" or "x-gateway-token: <token>".');
     }
     await this.authenticate(req);
     const raw = await collectBody(req, hooks.maxBodyBytes, () => res.setHeader('connection', 'close'));
     const name = decodeName(hookPathRest(this.base, req.url) ?? '');
     const mappings = HOOK_NAME.test(name) ? this.mappings().filter((mapping) => mapping.name === name) : [];
-    if (mappings.length === 0) throw new HttpError(404, `No hook named ${JSON.stringify(name)}.`);
+    if (mappings.length === 0) throw new DomainError('not_found', `No hook named ${JSON.stringify(name)}.`);
 
-    if (mediaType(header(req, 'content-type')) !== 'application/json') throw new HttpError(415, 'Send the hook payload as application/json.');
-    let payload: unknown;
-    try {
-      payload = raw.length === 0 ? {} : JSON.parse(raw.toString('utf8'));
-    } catch {
-      throw new HttpError(400, 'The body is not valid JSON.');
-    }
-    if (!payload || typeof payload !== 'object' || Array.isArray(payload)) throw new HttpError(400, 'The payload must be a JSON object.');
+    if (mediaType(header(req, 'content-type')) !== 'application/json') throw new DomainError('unsupported_media_type', 'Send the hook payload as application/json.');
+    const payload = raw.length === 0 ? {} : parseJson(raw.toString('utf8'));
+    if (!payload || typeof payload !== 'object' || Array.isArray(payload)) throw invalid('The payload must be a JSON object.');
 
     const key = header(req, 'idempotency-key');
-    if (key !== undefined && !IDEMPOTENCY_KEY.test(key)) throw new HttpError(400, 'Idempotency-Key must be 1-128 visible ASCII characters.');
+    if (key !== undefined && !IDEMPOTENCY_KEY.test(key)) throw invalid('Idempotency-Key must be 1-128 visible ASCII characters.');
     if (key !== undefined) {
       const earlier = this.deps.store.prepare('SELECT status, body FROM hook_requests WHERE hook = ? AND key = ?').get(name, key) as { status: number; body: string | null } | undefined;
       if (earlier) {
@@ -148,9 +132,9 @@ export class HooksIngress {
   private async authenticate(req: IncomingMessage): Promise<void> {
     const address = req.socket.remoteAddress ?? 'unknown';
     const wait = await this.deps.lockout.retryAfterMs(address, 'hooks');
-    if (wait > 0) throw tooMany(wait);
+    if (wait > 0) throw rateLimited(wait, 'Too many failed attempts');
     const expected = this.deps.token();
-    if (!expected) throw new HttpError(503, 'No hooks token is configured: gateway hooks token set');
+    if (!expected) throw new DomainError('unavailable', 'No hooks token is configured: gateway hooks token set');
     const bearer = /^Bearer\s+(\S+)\s*$/i.exec(header(req, 'authorization') ?? '')?.[1];
     const presented = bearer ?? header(req, 'x-gateway-token');
     if (presented !== undefined && timingSafeEqual(digest(presented), digest(expected))) {
@@ -159,10 +143,10 @@ export class HooksIngress {
     }
     const lockedFor = await this.deps.lockout.fail(address, 'hooks');
     this.deps.store.audit(lockedFor ? 'auth.lockout' : 'auth.failure', { address, detail: { kind: 'hooks', ...(lockedFor ? { lockoutMs: lockedFor } : {}) } });
-    if (lockedFor) throw tooMany(lockedFor);
-    throw new HttpError(401, presented === undefined
+    if (lockedFor) throw rateLimited(lockedFor, 'Too many failed attempts');
+    throw new DomainError('unauthorized', presented === undefined
       ? 'Hooks need the hooks token: "Authorization: Bearer <token>" or "x-gateway-token: <token>".'
-      : 'The hooks token is not valid.', { 'www-authenticate': 'Bearer' });
+      : 'The hooks token is not valid.', { headers: { 'www-authenticate': 'Bearer' } });
   }
 
   /** The session a mapping acts on: the caller's choice within the allowed prefixes, else the mapping's, else the default. */
@@ -170,9 +154,9 @@ export class HooksIngress {
     const { hooks } = this.deps.config();
     const asked = payload.sessionKey;
     if (asked !== undefined) {
-      if (typeof asked !== 'string' || asked.length === 0 || asked.length > 256) throw new HttpError(400, 'sessionKey must be a session key.');
+      if (typeof asked !== 'string' || asked.length === 0 || asked.length > 256) throw invalid('sessionKey must be a session key.');
       if (!hooks.allowedSessionKeyPrefixes.some((prefix) => asked.startsWith(prefix))) {
-        throw new HttpError(400, hooks.allowedSessionKeyPrefixes.length === 0
+        throw invalid(hooks.allowedSessionKeyPrefixes.length === 0
           ? 'This gateway does not let hook callers choose a session (hooks.allowedSessionKeyPrefixes is empty).'
           : `sessionKey must start with one of: ${hooks.allowedSessionKeyPrefixes.join(', ')}.`);
       }
@@ -195,9 +179,9 @@ export class HooksIngress {
         results.push(await this.message(name, mapping, payload));
       } else {
         const key = this.sessionKey(mapping, original);
-        if (!key) throw new HttpError(400, `Hook ${name} wakes a session but none is named (set the mapping's sessionKey or hooks.defaultSessionKey).`);
+        if (!key) throw invalid(`Hook ${name} wakes a session but none is named (set the mapping's sessionKey or hooks.defaultSessionKey).`);
         const session = this.deps.sessions.wake(key);
-        if (!session) throw new HttpError(400, `There is no session ${key} to wake.`);
+        if (!session) throw invalid(`There is no session ${key} to wake.`);
         this.deps.emit('session.wake', { sessionKey: key, hook: name, at: new Date().toISOString() }, 'operator.read');
         results.push({ action: 'wake', sessionKey: key });
       }
@@ -209,22 +193,17 @@ export class HooksIngress {
 
   private async message(name: string, mapping: HookMapping, payload: Record<string, unknown>): Promise<Record<string, unknown>> {
     const text = renderTemplate(mapping.text ?? '', payload);
-    if (text.trim().length === 0) throw new HttpError(400, `Hook ${name} rendered an empty message.`);
+    if (text.trim().length === 0) throw invalid(`Hook ${name} rendered an empty message.`);
     let target: { channel: string; to: string; account?: string };
     if (mapping.channel && mapping.to) {
       target = { channel: mapping.channel, to: mapping.to };
     } else {
       const key = this.sessionKey(mapping, payload);
       const session = key ? this.deps.sessions.get(key) : undefined;
-      if (!session) throw new HttpError(400, key ? `There is no session ${key} to message.` : `Hook ${name} names no channel peer or session.`);
+      if (!session) throw invalid(key ? `There is no session ${key} to message.` : `Hook ${name} names no channel peer or session.`);
       target = { channel: session.channel, account: session.account, to: session.peerName ?? session.peer };
     }
-    try {
-      const sent = await this.deps.channels.send({ ...target, text, via: `hook:${name}` });
-      return { action: 'message', sessionKey: sent.session.key, messageId: sent.message.id };
-    } catch (error) {
-      if (error instanceof ChannelError) throw new HttpError(error.kind === 'unavailable' ? 503 : 400, error.message);
-      throw error;
-    }
+    const sent = await this.deps.channels.send({ ...target, text, via: `hook:${name}` });
+    return { action: 'message', sessionKey: sent.session.key, messageId: sent.message.id };
   }
 }

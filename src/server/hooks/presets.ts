@@ -1,4 +1,4 @@
-import { HttpError } from '../http/error-body.ts';
+import { DomainError } from '../kernel/errors.ts';
 import type { HookMapping } from './hooks-ingress.ts';
 
 /**
@@ -8,16 +8,16 @@ import type { HookMapping } from './hooks-ingress.ts';
  */
 function gmailPush(payload: Record<string, unknown>): Record<string, unknown> {
   const message = payload.message as Record<string, unknown> | undefined;
-  if (!message || typeof message !== 'object' || typeof message.data !== 'string') throw new HttpError(400, 'A mail push needs message.data (base64).');
+  if (!message || typeof message !== 'object' || typeof message.data !== 'string') throw new DomainError('invalid', 'A mail push needs message.data (base64).');
   let data: Record<string, unknown>;
   try {
     data = JSON.parse(Buffer.from(message.data, 'base64').toString('utf8')) as Record<string, unknown>;
   } catch {
-    throw new HttpError(400, 'message.data of a mail push must be base64 of a JSON object.');
+    throw new DomainError('invalid', 'message.data of a mail push must be base64 of a JSON object.');
   }
   const historyId = data?.historyId;
   if (typeof data?.emailAddress !== 'string' || (typeof historyId !== 'string' && typeof historyId !== 'number')) {
-    throw new HttpError(400, 'A mail push names emailAddress and historyId.');
+    throw new DomainError('invalid', 'A mail push names emailAddress and historyId.');
   }
   return {
     emailAddress: data.emailAddress, historyId: String(historyId),

@@ -1,42 +1,61 @@
 import Koa from 'koa';
+import type { Context, Next } from 'koa';
 import type { Logger } from 'pino';
-import { errorBodyLayer, notFoundLayer } from './error-body.ts';
 import { randomBytes } from 'node:crypto';
-import type Router from '@koa/router';
+import { holds, queryCarriesCredential, queryCredentialRefused, fingerprint, type HttpAuthenticator } from '../auth/http-auth.ts';
 import type { RequestBudget } from '../auth/throttle.ts';
-import { queryCredentialLayer, requestBudgetLayer } from './guards.ts';
+import { answerOf, DomainError, rateLimited, toDomainError } from '../kernel/errors.ts';
+import type { RegistryTable } from '../kernel/registry.ts';
 
 export interface HttpAppOptions {
   logger: Logger;
   /** The request budget every surface shares. */
   budget: RequestBudget;
-  /** One router per surface, mounted in order. */
-  surfaces: Router[];
-  /** Layers after the surfaces (plugin routes), before the 404. */
-  after?: Koa.Middleware[];
-  /** Paths whose answers carry ok: true/false, failures included. */
-  envelopePaths?: ReadonlySet<string>;
+  authenticator: HttpAuthenticator;
+  /** The table in force when a request arrives: a reload swaps it, and requests already inside finish on the old one. */
+  table: () => RegistryTable;
 }
 
 /**
  * The HTTP application, read top to bottom as its layers: error body, request
  * id and access log, no credentials in query strings, the request budget, then
- * one router per surface (each protecting its routes with requireAuth), then
- * 404 for the rest.
- * Probes never reach it (see probes.ts).
+ * the routes of every module and plugin from the table in force (each
+ * protected as it declares), then 404. Probes and fast routes never reach it.
  */
-export function createHttpApp({ logger, budget, surfaces, after = [], envelopePaths = new Set() }: HttpAppOptions): Koa {
+export function createHttpApp({ logger, budget, authenticator, table }: HttpAppOptions): Koa {
   const app = new Koa({ proxy: false });
   app.silent = true;
+  app.use(errorBodyLayer(logger));
+  app.use(requestIdLayer(logger));
+  app.use(queryCredentialLayer);
+  app.use(requestBudgetLayer(budget));
+  app.use(routesLayer(table, authenticator));
+  app.use(notFoundLayer);
+  return app;
+}
 
-  app.use(errorBodyLayer(
-    (error, ctx) => logger.error({ err: error, method: ctx.method, path: ctx.path, requestId: ctx.state.requestId }, 'request failed'),
-    (ctx) => envelopePaths.has(ctx.path),
-  ));
-  // Request ids: this daemon's prefix and a counter, unique without drawing randomness per request.
+/** The outermost layer: every failure leaves as the error body; unexpected ones say nothing about internals. */
+function errorBodyLayer(logger: Logger) {
+  return async (ctx: Context, next: Next): Promise<void> => {
+    try {
+      await next();
+    } catch (thrown) {
+      const { error, unexpected } = toDomainError(thrown);
+      if (unexpected) logger.error({ err: thrown, method: ctx.method, path: ctx.path, requestId: ctx.state.requestId }, 'request failed');
+      const answer = answerOf(error);
+      ctx.status = answer.status;
+      // Routes that answer {ok: true, ...} say ok: false on every failure, whichever layer refused.
+      ctx.body = ctx.state.envelope ? { ok: false, ...answer.body } : answer.body;
+      ctx.set(answer.headers);
+    }
+  };
+}
+
+/** Request ids: this daemon's prefix and a counter, unique without drawing randomness per request. */
+function requestIdLayer(logger: Logger) {
   const prefix = randomBytes(4).toString('hex');
   let counter = 0;
-  app.use(async (ctx, next) => {
+  return async (ctx: Context, next: Next): Promise<void> => {
     ctx.state.requestId = `${prefix}-${(++counter).toString(36)}`;
     ctx.set('x-request-id', ctx.state.requestId);
     const started = performance.now();
@@ -44,14 +63,60 @@ export function createHttpApp({ logger, budget, surfaces, after = [], envelopePa
     if (logger.isLevelEnabled('debug')) {
       logger.debug({ method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(performance.now() - started), requestId: ctx.state.requestId }, 'request');
     }
-  });
-  app.use(queryCredentialLayer);
-  app.use(requestBudgetLayer(budget));
-  for (const surface of surfaces) {
-    app.use(surface.routes());
-    app.use(surface.allowedMethods());
-  }
-  for (const layer of after) app.use(layer);
-  app.use(notFoundLayer);
-  return app;
+  };
+}
+
+/** Refuses any request that carries a credential in its query string (400). */
+async function queryCredentialLayer(ctx: Context, next: Next): Promise<void> {
+  if (queryCarriesCredential(ctx.url)) throw queryCredentialRefused();
+  await next();
+}
+
+/** A request budget per credential, or per address for anonymous callers (429 with Retry-After). */
+function requestBudgetLayer(budget: RequestBudget) {
+  return async (ctx: Context, next: Next): Promise<void> => {
+    const header = ctx.get('authorization');
+    const key = header ? `cred:${fingerprint(header)}` : `addr:${ctx.req.socket.remoteAddress ?? 'unknown'}`;
+    const wait = await budget.spend(key);
+    if (wait > 0) throw rateLimited(wait);
+    await next();
+  };
+}
+
+/**
+ * The route of the table in force: authenticated as it declares (a scope, the
+ * gateway's own credential, or the handler's own check), with its path
+ * parameters in ctx.params. A path served only with other methods is 405.
+ */
+function routesLayer(table: () => RegistryTable, authenticator: HttpAuthenticator) {
+  return async (ctx: Context, next: Next): Promise<void> => {
+    const current = table();
+    const match = current.route(ctx.method, ctx.path);
+    if (!match) {
+      const allowed = current.allowedMethods(ctx.path);
+      if (allowed.length > 0 && !allowed.includes('*')) {
+        throw new DomainError('method_not_allowed', `${ctx.method} is not allowed here; use ${allowed.join(', ')}.`, { headers: { allow: allowed.join(', ') } });
+      }
+      await next();
+      return;
+    }
+    const { entry, params } = match;
+    const route = entry.value;
+    ctx.state.envelope = route.envelope === true;
+    ctx.state.owner = entry.owner;
+    (ctx as Context & { params: Record<string, string> }).params = params;
+    const auth = route.auth;
+    if (auth !== 'public' && auth !== 'plugin') {
+      const principal = await authenticator.authenticate(ctx.req);
+      if (auth === 'gateway' && !holds(principal, 'admin')) throw new DomainError('forbidden', 'This route needs the gateway\'s own credential.');
+      if (typeof auth === 'object' && !holds(principal, auth.scope)) throw new DomainError('forbidden', `This route needs the scope ${auth.scope}.`);
+      ctx.state.principal = principal;
+    }
+    await route.handler(ctx);
+  };
+}
+
+/** The innermost layer: any path no route claimed. */
+async function notFoundLayer(ctx: Context): Promise<void> {
+  throw new DomainError('not_found', `No route for ${ctx.method} ${ctx.path}.`);
 }

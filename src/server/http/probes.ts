@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isLoopbackAddress } from '../../shared/config/exposure.ts';
-import { queryCarriesCredential } from '../auth/http-auth.ts';
-import { errorBody, HttpError } from './error-body.ts';
+import { queryCarriesCredential, queryCredentialRefused } from '../auth/http-auth.ts';
+import { DomainError, errorBody, rateLimited } from '../kernel/errors.ts';
 
 const LIVENESS = new Set(['/healthz', '/health']);
 const READINESS = new Set(['/readyz', '/ready']);
@@ -11,16 +11,19 @@ const LIVE = body({ ok: true, status: 'live' });
 const READY = body({ ok: true, status: 'ready' });
 const STARTING = body({ ok: false, status: 'starting' });
 const STOPPING = body({ ok: false, status: 'stopping' });
+const UNAVAILABLE = body({ ok: false, status: 'unavailable' });
 
 export type Readiness = 'starting' | 'ready' | 'stopping';
 
 export interface ProbeOptions {
   readiness: () => Readiness;
+  /** Readiness checks that fail, by name: the daemon listens but cannot serve. */
+  problems: () => Record<string, string>;
   /** Whether the request presents a credential (a bearer, or a trusted proxy's user header). */
   presentsCredential: (req: IncomingMessage) => boolean;
   /** Whether the bind reaches beyond loopback, where readiness needs a credential from remote callers. */
   exposed: boolean;
-  /** Readiness detail for authenticated callers; throws HttpError when the credential is refused. */
+  /** Readiness detail for authenticated callers; throws a DomainError when the credential is refused. */
   detail: (req: IncomingMessage) => Promise<Record<string, unknown>>;
   /** Spends one request of a non-loopback caller's budget; resolves with ms to wait, or 0. */
   budget: (address: string) => Promise<number>;
@@ -36,7 +39,7 @@ function send(res: ServerResponse, status: number, payload: Buffer, head: boolea
   res.end(head ? undefined : payload);
 }
 
-const sendError = (res: ServerResponse, error: HttpError) => send(res, error.status, body(errorBody(error.status, error.message)), false, error.headers);
+const sendError = (res: ServerResponse, error: DomainError) => send(res, error.status, body(errorBody(error)), false, error.headers);
 
 /**
  * Probes are answered ahead of the middleware stack: monitors hit them hard and
@@ -54,25 +57,29 @@ export function answerProbe(req: IncomingMessage, res: ServerResponse, options: 
   if (!live && !READINESS.has(path)) return false;
   const head = req.method === 'HEAD';
   if (req.method !== 'GET' && !head) {
-    send(res, 405, body(errorBody(405, `Method ${req.method} is not allowed on ${path}; use GET or HEAD.`)), false, { allow: 'GET, HEAD' });
+    sendError(res, new DomainError('method_not_allowed', `Method ${req.method} is not allowed on ${path}; use GET or HEAD.`, { headers: { allow: 'GET, HEAD' } }));
     return true;
   }
   const answer = () => {
     if (live) return send(res, 200, LIVE, head);
-    const state = options.readiness();
+    const problems = options.problems();
+    const readiness = options.readiness();
+    // A daemon that listens but cannot serve (its store unreachable, its disk full) is not ready.
+    const state = readiness === 'ready' && Object.keys(problems).length > 0 ? 'unavailable' : readiness;
     if (!options.presentsCredential(req)) {
       if (options.exposed && !isLoopbackAddress(req.socket.remoteAddress ?? '')) {
-        return sendError(res, new HttpError(401, 'Readiness needs a credential beyond loopback: "Authorization: Bearer <credential>".', { 'www-authenticate': 'Bearer' }));
+        return sendError(res, new DomainError('unauthorized', 'Readiness needs a credential beyond loopback: "Authorization: Bearer <credential>".', { headers: { 'www-authenticate': 'Bearer' } }));
       }
-      return send(res, state === 'ready' ? 200 : 503, state === 'ready' ? READY : state === 'starting' ? STARTING : STOPPING, head);
+      const plain = state === 'ready' ? READY : state === 'starting' ? STARTING : state === 'stopping' ? STOPPING : UNAVAILABLE;
+      return send(res, state === 'ready' ? 200 : 503, plain, head);
     }
     options.detail(req).then(
-      (detail) => send(res, state === 'ready' ? 200 : 503, body({ ok: state === 'ready', status: state, ...detail }), head),
-      (error: unknown) => sendError(res, error instanceof HttpError ? error : new HttpError(500, 'readiness detail failed')),
+      (detail) => send(res, state === 'ready' ? 200 : 503, body({ ok: state === 'ready', status: state, ...detail, ...(Object.keys(problems).length ? { problems } : {}) }), head),
+      (error: unknown) => sendError(res, error instanceof DomainError ? error : new DomainError('internal', 'readiness detail failed')),
     );
   };
   if (queryCarriesCredential(url)) {
-    sendError(res, new HttpError(400, 'Credentials are never accepted in the query string; send them as "Authorization: Bearer <credential>".'));
+    sendError(res, queryCredentialRefused());
     return true;
   }
   const address = req.socket.remoteAddress ?? '';
@@ -81,8 +88,8 @@ export function answerProbe(req: IncomingMessage, res: ServerResponse, options: 
     return true;
   }
   options.budget(address).then((wait) => {
-    if (wait > 0) sendError(res, new HttpError(429, `Too many requests; try again in ${Math.ceil(wait / 1000)} s.`, { 'retry-after': String(Math.ceil(wait / 1000)) }));
+    if (wait > 0) sendError(res, rateLimited(wait));
     else answer();
-  }, () => sendError(res, new HttpError(500, 'rate limiting failed')));
+  }, () => sendError(res, new DomainError('internal', 'rate limiting failed')));
   return true;
 }

@@ -1,23 +1,7 @@
 import { randomFillSync } from 'node:crypto';
+import type { Job, JobStatus } from '../../shared/protocol/results.ts';
+import { DomainError } from '../kernel/errors.ts';
 import type { Store } from '../store/database.ts';
-
-export const JOB_STATUSES = ['queued', 'running', 'succeeded', 'failed'] as const;
-export type JobStatus = (typeof JOB_STATUSES)[number];
-
-export interface Job {
-  id: string;
-  kind: string;
-  status: JobStatus;
-  attempts: number;
-  maxAttempts: number;
-  runAt: string;
-  createdAt: string;
-  startedAt: string | null;
-  finishedAt: string | null;
-  error: string | null;
-  result: unknown;
-  source: string | null;
-}
 
 export interface ClaimedJob {
   id: string;
@@ -48,7 +32,6 @@ function view(row: Row): Job {
   };
 }
 
-export class CursorError extends Error {}
 
 let lastIdTime = 0;
 let sequence = 0;
@@ -80,7 +63,7 @@ const encodeCursor = (createdAt: number, id: string) => Buffer.from(`${createdAt
 function decodeCursor(cursor: string): [number, string] {
   const text = Buffer.from(cursor, 'base64url').toString('utf8');
   const match = /^(\d{1,16}):(job_[A-Za-z0-9_-]{1,64})$/.exec(text);
-  if (!match) throw new CursorError('cursor is not one this API returned');
+  if (!match) throw new DomainError('invalid', 'cursor is not one this API returned');
   return [Number(match[1]), match[2]!];
 }
 

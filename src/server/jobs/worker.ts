@@ -1,7 +1,16 @@
 import type { Logger } from 'pino';
+import type { JobHandler } from '../kernel/module.ts';
 import type { Store } from '../store/database.ts';
-import type { JobHandlers } from './job-handlers.ts';
 import type { ClaimedJob, JobQueue } from './job-queue.ts';
+
+export interface JobWorkerOptions {
+  queue: JobQueue;
+  /** The handler of a job kind in the table in force. */
+  handler: (kind: string) => JobHandler | undefined;
+  store: Store;
+  logger: Logger;
+  concurrency: number;
+}
 
 const isThenable = (value: unknown): value is PromiseLike<unknown> =>
   typeof (value as PromiseLike<unknown> | null)?.then === 'function';
@@ -15,9 +24,9 @@ export class JobWorker {
   private stopped = false;
   private scheduled = false;
   private timer?: NodeJS.Timeout;
-  private readonly options: { queue: JobQueue; handlers: JobHandlers; store: Store; logger: Logger; concurrency: number };
+  private readonly options: JobWorkerOptions;
 
-  constructor(options: { queue: JobQueue; handlers: JobHandlers; store: Store; logger: Logger; concurrency: number }) {
+  constructor(options: JobWorkerOptions) {
     this.options = options;
     options.queue.onEnqueued(() => this.schedule());
   }
@@ -76,12 +85,12 @@ export class JobWorker {
    * what they are waiting for; the rest are finished when this returns.
    */
   private runGroup(jobs: ClaimedJob[]): [ClaimedJob, PromiseLike<unknown>][] {
-    const { queue, handlers, store, logger } = this.options;
+    const { queue, store, logger } = this.options;
     const waiting: [ClaimedJob, PromiseLike<unknown>][] = [];
     if (jobs.length === 0) return waiting;
     store.transaction(() => {
       for (const job of jobs) {
-        const handler = handlers.find(job.kind);
+        const handler = this.options.handler(job.kind);
         if (!handler) {
           queue.fail({ ...job, maxAttempts: job.attempts }, `no handler for job kind ${job.kind}`);
           logger.warn({ job: job.id, kind: job.kind }, 'no handler for job kind');

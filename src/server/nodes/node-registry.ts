@@ -1,7 +1,7 @@
 import { matchesPattern } from '../../shared/patterns.ts';
 import { randomUUID } from 'node:crypto';
 import type { GatewayConfig } from '../../shared/config/types.ts';
-import { RpcError } from '../ws/rpc-error.ts';
+import { DomainError } from '../kernel/errors.ts';
 
 /** A connected companion node and what it offers, after the gateway's policy. */
 export interface ConnectedNode {
@@ -24,11 +24,10 @@ export interface ConnectedNode {
 interface Pending {
   nodeConnection: string;
   resolve: (value: unknown) => void;
-  reject: (error: RpcError) => void;
+  reject: (error: DomainError) => void;
   timer: NodeJS.Timeout;
 }
 
-export const MAX_INVOKE_TIMEOUT_MS = 10 * 60_000;
 
 /** Whether gateway.nodes allows a command: not denied, and allowed when an allow-list is set. */
 export function commandAllowed(policy: GatewayConfig['gateway']['nodes'], command: string): boolean {
@@ -58,7 +57,7 @@ export class NodeRegistry {
       if (pending.nodeConnection !== connectionId) continue;
       clearTimeout(pending.timer);
       this.pending.delete(id);
-      pending.reject(new RpcError('UNAVAILABLE', 'the node disconnected before it answered', undefined, true));
+      pending.reject(new DomainError('unavailable', 'the node disconnected before it answered', { retryable: true }));
     }
   }
 
@@ -78,16 +77,16 @@ export class NodeRegistry {
   /** Relays a command to a node and resolves with its result, or fails on refusal, error or timeout. */
   invoke(name: string, command: string, args: unknown, timeoutMs: number): Promise<unknown> {
     const node = this.find(name);
-    if (!node) return Promise.reject(new RpcError('NOT_FOUND', `no connected node ${JSON.stringify(name)}`));
-    if (!node.declared.includes(command)) return Promise.reject(new RpcError('NOT_FOUND', `node ${node.clientId} does not offer ${command}`));
+    if (!node) return Promise.reject(new DomainError('not_found', `no connected node ${JSON.stringify(name)}`));
+    if (!node.declared.includes(command)) return Promise.reject(new DomainError('not_found', `node ${node.clientId} does not offer ${command}`));
     if (!node.commands.includes(command)) {
-      return Promise.reject(new RpcError('FORBIDDEN', `${command} is not allowed by gateway.nodes.allowCommands / denyCommands`));
+      return Promise.reject(new DomainError('forbidden', `${command} is not allowed by gateway.nodes.allowCommands / denyCommands`));
     }
     const invocationId = randomUUID();
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(invocationId);
-        reject(new RpcError('UNAVAILABLE', `node ${node.clientId} did not answer ${command} within ${timeoutMs} ms`, { timeoutMs }, true));
+        reject(new DomainError('unavailable', `node ${node.clientId} did not answer ${command} within ${timeoutMs} ms`, { details: { timeoutMs }, retryable: true }));
       }, timeoutMs);
       this.pending.set(invocationId, { nodeConnection: node.connectionId, resolve, reject, timer });
       node.push('node.invoke', { invocationId, command, args: args ?? null });
@@ -101,7 +100,7 @@ export class NodeRegistry {
     this.pending.delete(invocationId);
     clearTimeout(pending.timer);
     if (outcome.ok) pending.resolve(outcome.result ?? null);
-    else pending.reject(new RpcError('INTERNAL', `the node failed: ${String(outcome.error ?? 'no reason given').slice(0, 500)}`));
+    else pending.reject(new DomainError('unavailable', `the node failed: ${String(outcome.error ?? 'no reason given').slice(0, 500)}`));
     return true;
   }
 }

@@ -3,10 +3,7 @@ import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { PluginApi } from './registry.ts';
-
-/** What a plugin module gives: its register function, and optionally something to call when it is unloaded. */
-export type RegisterFn = (api: PluginApi) => unknown;
+import type { RegisterFn, RegistrationApi } from '../kernel/module.ts';
 
 export interface LoadedModule {
   name: string;
@@ -79,7 +76,7 @@ export async function importPlugin(spec: string, profileDir: string, generation:
   } catch (error) {
     throw new PluginLoadError(`${entry} failed to import: ${(error as Error).message}`);
   }
-  const fallback = module.default as Record<string, unknown> | ((api: PluginApi) => unknown) | undefined;
+  const fallback = module.default as Record<string, unknown> | ((api: RegistrationApi) => unknown) | undefined;
   const register = typeof module.register === 'function' ? module.register
     : fallback && typeof fallback === 'object' && typeof fallback.register === 'function' ? fallback.register
       : undefined;

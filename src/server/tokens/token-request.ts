@@ -1,8 +1,7 @@
 import type { ErrorObject } from 'ajv';
 import { TOKEN_SCOPES } from '../../shared/protocol/scopes.ts';
-import { schemaProblems } from '../http/schema-check.ts';
-
-export class TokenRequestError extends Error {}
+import { DomainError } from '../kernel/errors.ts';
+import { apiSchemaProblems, loadSchemaCompiler } from '../kernel/schema.ts';
 
 export interface TokenRequest {
   name: string;
@@ -11,23 +10,25 @@ export interface TokenRequest {
 }
 
 const DAY_MS = 86_400_000;
+const invalid = (message: string) => new DomainError('invalid', message);
 
 /**
  * Checks a token request: a non-empty name, known scopes, and an expiry in the
  * future; without one, the default (api.tokens.defaultExpiryDays, 90 days).
  * `grantable` bounds the scopes: a token never creates a token stronger than itself.
  */
-export function parseTokenRequest(body: unknown, options: { defaultExpiryDays: number; now: number; grantable: (scope: string) => boolean }): TokenRequest {
+export async function parseTokenRequest(body: unknown, options: { defaultExpiryDays: number; now: number; grantable: (scope: string) => boolean }): Promise<TokenRequest> {
   // The structure is checked by the schema the OpenAPI document publishes; what it cannot say is checked after.
-  const problems = schemaProblems('TokenCreateRequest', body, describe);
-  if (problems.length > 0) throw new TokenRequestError(problems.join(' '));
+  await loadSchemaCompiler();
+  const problems = apiSchemaProblems('TokenCreateRequest', body, describe);
+  if (problems.length > 0) throw invalid(problems.join(' '));
   const { name, scopes, expiresAt } = body as { name: string; scopes: string[]; expiresAt?: string };
   const beyond = scopes.filter((scope) => !options.grantable(scope));
-  if (beyond.length > 0) throw new TokenRequestError(`A token cannot grant scopes its creator does not hold: ${beyond.join(', ')}.`);
+  if (beyond.length > 0) throw invalid(`A token cannot grant scopes its creator does not hold: ${beyond.join(', ')}.`);
   let expires = options.now + options.defaultExpiryDays * DAY_MS;
   if (expiresAt !== undefined) {
     expires = Date.parse(expiresAt);
-    if (expires <= options.now) throw new TokenRequestError('expiresAt is in the past.');
+    if (expires <= options.now) throw invalid('expiresAt is in the past.');
   }
   return { name: name.trim(), scopes, expiresAt: expires };
 }

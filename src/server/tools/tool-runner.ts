@@ -1,47 +1,15 @@
 import { createHash } from 'node:crypto';
-import type { ValidateFunction } from 'ajv';
 import type { Logger } from 'pino';
 import type { GatewayConfig } from '../../shared/config/types.ts';
 import { matchesPattern } from '../../shared/patterns.ts';
-import type { PluginTable, ToolDef } from '../plugins/registry.ts';
+import type { ToolAnswer, ToolCatalogEntry } from '../../shared/protocol/results.ts';
+import { DomainError, toDomainError } from '../kernel/errors.ts';
+import type { ToolDef } from '../kernel/module.ts';
+import type { RegistryTable } from '../kernel/registry.ts';
+import { compileSchema, describeProblems, loadSchemaCompiler } from '../kernel/schema.ts';
 import type { Store } from '../store/database.ts';
 
-
-/** A tool call refused or failed, with the HTTP status it answers with. */
-export class ToolError extends Error {
-  readonly status: number;
-
-  constructor(status: number, message: string) {
-    super(message);
-    this.status = status;
-  }
-}
-
-type Compiler = { compile: (schema: object) => ValidateFunction };
-let compiler: Compiler | undefined;
-let loading: Promise<void> | undefined;
-const compiled = new WeakMap<object, ValidateFunction>();
-
-/** Loads the schema compiler (ajv) on first need: a daemon that never checks tool args never pays for it. */
-export function loadSchemaCompiler(): Promise<void> {
-  loading ??= Promise.all([import('ajv'), import('ajv-formats')]).then(([ajvModule, formatsModule]) => {
-    const instance = new ajvModule.default.default({ allErrors: true, strict: false });
-    formatsModule.default.default(instance);
-    compiler = instance;
-  });
-  return loading;
-}
-
-/** Compiles (once) a tool's input schema; throws when it is not a valid JSON Schema. Needs loadSchemaCompiler() first. */
-export function compileToolSchema(schema: Record<string, unknown>): ValidateFunction {
-  let validate = compiled.get(schema);
-  if (!validate) {
-    if (!compiler) throw new Error('the schema compiler is not loaded');
-    validate = compiler.compile(schema);
-    compiled.set(schema, validate);
-  }
-  return validate;
-}
+const invalid = (message: string) => new DomainError('invalid', message);
 
 export interface ToolRequest {
   tool: string;
@@ -54,32 +22,32 @@ export interface ToolRequest {
 export interface ToolCaller {
   /** Stable name of the caller (idempotency keys are per caller). */
   name: string;
-  surface: 'http' | 'ws';
+  surface: 'http' | 'ws' | 'agent';
   /** Whether the caller holds the admin grant (dangerous tools over the WebSocket need it). */
   admin: boolean;
 }
 
 /** Checks a request's own shape (not the tool's args): 400 naming the field. */
 export function parseToolRequest(body: unknown): ToolRequest {
-  if (!body || typeof body !== 'object' || Array.isArray(body)) throw new ToolError(400, 'The body must be a JSON object with at least "tool".');
+  if (!body || typeof body !== 'object' || Array.isArray(body)) throw invalid('The body must be a JSON object with at least "tool".');
   const input = body as Record<string, unknown>;
   const unknown = Object.keys(input).filter((key) => !['tool', 'args', 'sessionKey', 'idempotencyKey', 'dryRun'].includes(key));
-  if (unknown.length > 0) throw new ToolError(400, `Unknown field${unknown.length > 1 ? 's' : ''}: ${unknown.join(', ')}.`);
-  if (typeof input.tool !== 'string' || input.tool.length === 0 || input.tool.length > 64) throw new ToolError(400, 'tool must be a tool name.');
-  if (input.args !== undefined && (input.args === null || typeof input.args !== 'object' || Array.isArray(input.args))) throw new ToolError(400, 'args must be an object.');
-  if (input.sessionKey !== undefined && (typeof input.sessionKey !== 'string' || input.sessionKey.length === 0 || input.sessionKey.length > 256)) throw new ToolError(400, 'sessionKey must be a session key.');
-  if (input.idempotencyKey !== undefined && (typeof input.idempotencyKey !== 'string' || !/^[\x21-\x7e]{1,128}$/.test(input.idempotencyKey))) throw new ToolError(400, 'idempotencyKey must be 1-128 visible ASCII characters.');
-  if (input.dryRun !== undefined && typeof input.dryRun !== 'boolean') throw new ToolError(400, 'dryRun must be true or false.');
+  if (unknown.length > 0) throw invalid(`Unknown field${unknown.length > 1 ? 's' : ''}: ${unknown.join(', ')}.`);
+  if (typeof input.tool !== 'string' || input.tool.length === 0 || input.tool.length > 64) throw invalid('tool must be a tool name.');
+  if (input.args !== undefined && (input.args === null || typeof input.args !== 'object' || Array.isArray(input.args))) throw invalid('args must be an object.');
+  if (input.sessionKey !== undefined && (typeof input.sessionKey !== 'string' || input.sessionKey.length === 0 || input.sessionKey.length > 256)) throw invalid('sessionKey must be a session key.');
+  if (input.idempotencyKey !== undefined && (typeof input.idempotencyKey !== 'string' || !/^[\x21-\x7e]{1,128}$/.test(input.idempotencyKey))) throw invalid('idempotencyKey must be 1-128 visible ASCII characters.');
+  if (input.dryRun !== undefined && typeof input.dryRun !== 'boolean') throw invalid('dryRun must be true or false.');
   return input as unknown as ToolRequest;
 }
 
 /** The answer to a tool call, the same over HTTP and the WebSocket. */
-export const toolAnswer = (outcome: { result: unknown; replayed?: boolean; dryRun?: boolean }) => ({
-  ok: true as const, result: outcome.result, ...(outcome.dryRun ? { dryRun: true } : {}), ...(outcome.replayed ? { replayed: true } : {}),
+export const toolAnswer = (outcome: { result: unknown; replayed?: boolean; dryRun?: boolean }): ToolAnswer => ({
+  ok: true as const, result: outcome.result, ...(outcome.dryRun ? { dryRun: true as const } : {}), ...(outcome.replayed ? { replayed: true as const } : {}),
 });
 
 export interface ToolRunnerDeps {
-  table: () => PluginTable;
+  table: () => RegistryTable;
   config: () => GatewayConfig;
   store: Store;
   logger: Logger;
@@ -109,12 +77,12 @@ export class ToolRunner {
   }
 
   /** The tools a surface may call, with their schemas. */
-  catalog(surface: 'http' | 'ws') {
+  catalog(surface: 'http' | 'ws'): ToolCatalogEntry[] {
     return [...this.deps.table().tools.values()]
       .filter(({ value }) => (surface === 'http' ? this.allowedOverHttp(value) : !this.denied(value.name)))
-      .map(({ plugin, value }) => ({
+      .map(({ owner, value }) => ({
         name: value.name, description: value.description, inputSchema: value.inputSchema ?? { type: 'object' }, dangerous: value.dangerous === true,
-        plugin, overHttp: this.allowedOverHttp(value),
+        plugin: owner, overHttp: this.allowedOverHttp(value),
       }))
       .sort((a, b) => a.name.localeCompare(b.name));
   }
@@ -122,10 +90,10 @@ export class ToolRunner {
   /** The tool for a caller, or 404 / 403 saying why not (an unknown and a denied tool look the same over HTTP). */
   private resolve(name: string, caller: ToolCaller): ToolDef {
     const entry = this.deps.table().tools.get(name);
-    if (!entry || this.denied(name)) throw new ToolError(404, `No tool ${name} is available.`);
+    if (!entry || this.denied(name)) throw new DomainError('not_found', `No tool ${name} is available.`);
     const tool = entry.value;
-    if (caller.surface === 'http' && !this.allowedOverHttp(tool)) throw new ToolError(404, `No tool ${name} is available over HTTP (it changes the host or the gateway; list it in gateway.tools.allow to allow it).`);
-    if (caller.surface === 'ws' && tool.dangerous && !caller.admin) throw new ToolError(403, `Tool ${name} changes the host or the gateway and needs the scope operator.admin.`);
+    if (caller.surface === 'http' && !this.allowedOverHttp(tool)) throw new DomainError('not_found', `No tool ${name} is available over HTTP (it changes the host or the gateway; list it in gateway.tools.allow to allow it).`);
+    if (caller.surface === 'ws' && tool.dangerous && !caller.admin) throw new DomainError('forbidden', `Tool ${name} changes the host or the gateway and needs the scope operator.admin.`);
     return tool;
   }
 
@@ -134,11 +102,8 @@ export class ToolRunner {
     const args = request.args ?? {};
     if (tool.inputSchema) {
       await loadSchemaCompiler();
-      const validate = compileToolSchema(tool.inputSchema);
-      if (!validate(args)) {
-        const problems = [...new Set((validate.errors ?? []).map((e) => `${e.instancePath.slice(1).replace(/\//g, '.') || 'args'} ${e.message ?? 'is invalid'}`))];
-        throw new ToolError(400, `Invalid args for ${tool.name}: ${problems.join('; ')}.`);
-      }
+      const validate = compileSchema(tool.inputSchema);
+      if (!validate(args)) throw invalid(`Invalid args for ${tool.name}: ${describeProblems(validate.errors, 'args').join('; ')}.`);
     }
     if (request.dryRun) return { result: { tool: tool.name, valid: true }, dryRun: true };
     if (!request.idempotencyKey) return { result: await this.run(tool, args, request, caller) };
@@ -149,7 +114,7 @@ export class ToolRunner {
     const earlier = this.deps.store.prepare('SELECT fingerprint, result FROM tool_invocations WHERE caller = ? AND key = ? AND created_at > ?')
       .get(caller.name, request.idempotencyKey, now - IDEMPOTENCY_TTL_MS) as { fingerprint: string; result: string } | undefined;
     if (earlier) {
-      if (earlier.fingerprint !== fingerprint) throw new ToolError(409, 'This idempotencyKey was used for a different call; use a new key.');
+      if (earlier.fingerprint !== fingerprint) throw new DomainError('conflict', 'This idempotencyKey was used for a different call; use a new key.');
       return { result: JSON.parse(earlier.result), replayed: true };
     }
     const running = this.inFlight.get(key);
@@ -179,12 +144,12 @@ export class ToolRunner {
     try {
       const result = await tool.handler(args, { caller: caller.name, surface: caller.surface, sessionKey: request.sessionKey, logger });
       return result === undefined ? null : JSON.parse(JSON.stringify(result));
-    } catch (error) {
-      if (error instanceof ToolError) throw error;
-      const status = (error as { status?: unknown }).status;
-      if (typeof status === 'number' && status >= 400 && status < 500) throw new ToolError(status, (error as Error).message);
-      logger.error({ err: error, caller: caller.name }, 'tool failed');
-      throw new ToolError(500, `Tool ${tool.name} failed; the gateway log has the details.`);
+    } catch (thrown) {
+      // A handler's own refusal (a DomainError, or an error with a status of 400-499) answers as it says; anything else is the tool failing.
+      const { error, unexpected } = toDomainError(thrown);
+      if (!unexpected && error.status < 500) throw error;
+      logger.error({ err: thrown, caller: caller.name }, 'tool failed');
+      throw new DomainError('internal', `Tool ${tool.name} failed; the gateway log has the details.`);
     }
   }
 

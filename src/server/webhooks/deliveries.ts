@@ -1,7 +1,9 @@
-import type { JobQueue } from '../jobs/job-queue.ts';
+import type { JobQueue } from '../jobs/module.ts';
 import type { Store } from '../store/database.ts';
 
-export class DeliveryError extends Error {}
+import { DomainError } from '../kernel/errors.ts';
+
+const invalid = (message: string) => new DomainError('invalid', message);
 
 const isObject = (value: unknown): value is Record<string, any> => value !== null && typeof value === 'object' && !Array.isArray(value);
 
@@ -10,16 +12,16 @@ export function parseDelivery(raw: Buffer, form: boolean): { body: Record<string
   let text = raw.toString('utf8');
   if (form) {
     const field = new URLSearchParams(text).get('payload');
-    if (field === null) throw new DeliveryError('A form-encoded delivery needs a payload= field.');
+    if (field === null) throw invalid('A form-encoded delivery needs a payload= field.');
     text = field;
   }
   let body: unknown;
   try {
     body = JSON.parse(text);
   } catch {
-    throw new DeliveryError('The payload is not valid JSON.');
+    throw invalid('The payload is not valid JSON.');
   }
-  if (!isObject(body)) throw new DeliveryError('The payload must be a JSON object.');
+  if (!isObject(body)) throw invalid('The payload must be a JSON object.');
   return { body, json: text };
 }
 
@@ -35,7 +37,7 @@ export function validateEvent(event: string, body: Record<string, any>): void {
     if (typeof body.action !== 'string') missing.push('action');
     if (typeof body.installation?.id !== 'number') missing.push('installation.id');
   }
-  if (missing.length > 0) throw new DeliveryError(`The ${event} payload lacks ${missing.join(', ')}.`);
+  if (missing.length > 0) throw invalid(`The ${event} payload lacks ${missing.join(', ')}.`);
 }
 
 export interface Accepted {

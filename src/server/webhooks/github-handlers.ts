@@ -1,4 +1,4 @@
-import type { JobHandlers } from '../jobs/job-handlers.ts';
+import type { RegistrationApi } from '../kernel/module.ts';
 import type { Store } from '../store/database.ts';
 
 /** What a delivery's job carries. */
@@ -25,17 +25,16 @@ const repositoryNames = (list: unknown): string[] =>
   Array.isArray(list) ? list.map((repository) => repository?.full_name).filter((name): name is string => typeof name === 'string') : [];
 
 /** Built-in handlers: installations and their repositories kept current, pushes recorded, everything else acknowledged. */
-export function registerGithubHandlers(handlers: JobHandlers): void {
-  handlers
-    .handle('github.push', (payload, { store }) => {
+export function registerGithubHandlers(jobs: RegistrationApi['jobs']): void {
+  jobs.handle('github.push', (payload, { store }) => {
       const { body, deliveryId } = payload as DeliveryPayload;
       const commits = Array.isArray(body.commits) ? body.commits.length : 0;
       const head = body.head_commit?.id ?? body.after ?? null;
       store.prepare(`INSERT INTO pushes (delivery_id, repository, ref, head_commit, commit_count, received_at) VALUES (?, ?, ?, ?, ?, ?)
         ON CONFLICT (delivery_id) DO NOTHING`).run(deliveryId, body.repository.full_name, body.ref, head, commits, now());
       return { repository: body.repository.full_name, ref: body.ref, headCommit: head, commits };
-    })
-    .handle('github.installation', (payload, { store }) => {
+    });
+  jobs.handle('github.installation', (payload, { store }) => {
       const { body } = payload as DeliveryPayload;
       const action = String(body.action);
       store.transaction(() => {
@@ -48,8 +47,8 @@ export function registerGithubHandlers(handlers: JobHandlers): void {
         if (action === 'deleted') store.prepare('DELETE FROM installation_repositories WHERE installation_id = ?').run(body.installation.id);
       });
       return { installation: body.installation.id, action };
-    })
-    .handle('github.installation_repositories', (payload, { store }) => {
+    });
+  jobs.handle('github.installation_repositories', (payload, { store }) => {
       const { body } = payload as DeliveryPayload;
       const added = repositoryNames(body.repositories_added);
       const removed = repositoryNames(body.repositories_removed);
@@ -63,8 +62,8 @@ export function registerGithubHandlers(handlers: JobHandlers): void {
         }
       });
       return { installation: body.installation.id, added, removed };
-    })
-    .handlePrefix('github.', (payload) => {
+    });
+  jobs.handle('github.*', (payload) => {
       const { event, body } = payload as DeliveryPayload;
       return { event, action: typeof body.action === 'string' ? body.action : null, acknowledged: true };
     });

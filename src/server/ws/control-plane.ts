@@ -1,4 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import { createRequire } from 'node:module';
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
@@ -6,28 +7,43 @@ import { WebSocket, WebSocketServer, type RawData } from 'ws';
 import type { ConnectParams, EventFrame, HelloOk, RequestFrame, ResponseFrame } from '../../shared/protocol/frames.ts';
 import { parseFrame } from '../../shared/protocol/frames.ts';
 import { CloseCode, Limits, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION } from '../../shared/protocol/limits.ts';
-import { isOperatorScope, ROLES } from '../../shared/protocol/scopes.ts';
-import { originOf, type Admission, type Origin } from './handshake.ts';
 import { NODE_SCOPE } from '../../shared/protocol/methods.ts';
+import { validatorExport } from '../../shared/protocol/validator-names.ts';
 import { queryCarriesCredential } from '../auth/http-auth.ts';
 import type { AuthLockout, CredentialKind } from '../auth/throttle.ts';
-import type { MethodTable, RpcClient } from './method-table.ts';
-import { RpcError } from './rpc-error.ts';
+import type { ConnectionsHub } from '../kernel/connections.ts';
+import { DomainError, rateLimited, rpcErrorOf, toDomainError } from '../kernel/errors.ts';
+import type { EventBus } from '../kernel/events.ts';
+import type { Admission, ConnectionOrigin, RpcClient } from '../kernel/module.ts';
+import type { MethodEntry, RegistryTable } from '../kernel/registry.ts';
+import { compileSchema, describeProblems, loadSchemaCompiler } from '../kernel/schema.ts';
+
+type Validate = ((data: unknown) => boolean) & { errors?: Parameters<typeof describeProblems>[0] };
+/** The build-time validators of connect and of each declared method's params (see scripts/build-validators.ts). */
+const validators = createRequire(import.meta.url)('../../shared/protocol/validators.generated.cjs') as Record<string, Validate | undefined> & { connect: Validate };
+
+/** Where a connection came from, as admission needs it. */
+export const originOf = (request: IncomingMessage, nonce: string, proxyUser?: string): ConnectionOrigin => ({
+  nonce,
+  address: request.socket.remoteAddress ?? 'unknown',
+  viaProxy: Boolean(proxyUser || request.headers.forwarded || request.headers['x-forwarded-for'] || request.headers['x-real-ip']),
+  proxyUser,
+  ...(typeof request.headers.origin === 'string' ? { browserOrigin: request.headers.origin } : {}),
+});
 
 export interface ControlPlaneOptions {
   logger: Logger;
-  methods: MethodTable;
-  /** Decides who gets in (credential, device signature, pairing); throws RpcError otherwise. */
-  admit: (params: ConnectParams, origin: Origin) => Admission;
+  /** The table in force: its methods are what clients may call. */
+  table: () => RegistryTable;
+  /** Admission (decided by the module that owns pairing) and who is told of clients coming and going. */
+  hub: ConnectionsHub;
+  events: EventBus;
   /** Failed connects per address and credential kind; a locked-out client is not checked at all. */
   lockout: AuthLockout;
-  /** Takes an upgrade on another path (plugin WebSocket routes); false when nothing serves the path. */
-  pluginUpgrade?: (request: IncomingMessage, socket: Duplex, head: Buffer) => boolean;
-  /** The user a trusted proxy vouches for (trusted-proxy mode); throws HttpError to refuse the upgrade. */
+  /** Takes an upgrade on another path (WebSocket routes of modules and plugins); false when nothing serves the path. */
+  routeUpgrade?: (request: IncomingMessage, socket: Duplex, head: Buffer) => boolean;
+  /** The user a trusted proxy vouches for (trusted-proxy mode); throws a DomainError to refuse the upgrade. */
   proxyUser?: (request: IncomingMessage) => string | undefined;
-  /** Told when a client is admitted and when it leaves (nodes register here). */
-  onAdmitted?: (client: RpcClient, params: ConnectParams, push: (event: string, payload: unknown) => void) => void;
-  onClosed?: (client: RpcClient) => void;
   audit: (kind: string, fields: { subject?: string; address?: string; detail?: Record<string, unknown> }) => void;
   server: { version: string; instanceId: string; profile: string };
   /** Whether the daemon accepts new work (false while stopping). */
@@ -39,7 +55,7 @@ interface Connection {
   socket: WebSocket;
   address: string;
   nonce: string;
-  origin: Origin;
+  origin: ConnectionOrigin;
   deviceId?: string;
   client?: RpcClient;
   /** The connect being decided; frames that arrive meanwhile wait for it. */
@@ -55,6 +71,7 @@ export class ControlPlane {
   private readonly connections = new Set<Connection>();
   private readonly heartbeat: NodeJS.Timeout;
   private seq = 0;
+  private readonly unsubscribe: () => void;
 
   private readonly options: ControlPlaneOptions;
 
@@ -62,6 +79,8 @@ export class ControlPlane {
     this.options = options;
     this.wss = new WebSocketServer({ noServer: true, maxPayload: Limits.maxFrameBytes, clientTracking: false });
     this.heartbeat = setInterval(() => this.tick(), Limits.tickIntervalMs).unref();
+    this.unsubscribe = options.events.subscribe(({ event, payload, scope }) => this.broadcast(event, payload, scope));
+    options.hub.attach(this);
   }
 
   attach(server: Server): void {
@@ -78,7 +97,7 @@ export class ControlPlane {
       socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
       return;
     }
-    if (path !== '/' && this.options.accepting() && this.options.pluginUpgrade?.(request, socket, head)) return;
+    if (path !== '/' && this.options.accepting() && this.options.routeUpgrade?.(request, socket, head)) return;
     if (path !== '/' || !this.options.accepting()) {
       const status = path !== '/' ? '404 Not Found' : '503 Service Unavailable';
       socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
@@ -87,8 +106,8 @@ export class ControlPlane {
     let proxyUser: string | undefined;
     try {
       proxyUser = this.options.proxyUser?.(request);
-    } catch (error) {
-      const status = (error as { status?: number }).status ?? 401;
+    } catch (thrown) {
+      const status = toDomainError(thrown).error.status;
       socket.end(`HTTP/1.1 ${status} ${status === 403 ? 'Forbidden' : 'Unauthorized'}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
       return;
     }
@@ -117,7 +136,7 @@ export class ControlPlane {
     socket.on('close', () => {
       clearTimeout(connection.handshakeTimer);
       this.connections.delete(connection);
-      if (connection.client) this.options.onClosed?.(connection.client);
+      if (connection.client) for (const listener of this.options.hub.closed) listener(connection.client);
     });
     socket.on('error', (error) => this.options.logger.debug({ connection: connection.id, err: error }, 'websocket error'));
     this.send(connection, { type: 'event', event: 'connect.challenge', payload: { nonce: connection.nonce, ts: Date.now() } });
@@ -127,13 +146,14 @@ export class ControlPlane {
     if (connection.socket.readyState === WebSocket.OPEN) connection.socket.send(JSON.stringify(frame));
   }
 
-  private fail(connection: Connection, id: string, error: RpcError): void {
-    this.send(connection, { type: 'res', id, ok: false, error: error.toShape() });
+  private fail(connection: Connection, id: string, error: DomainError): void {
+    this.send(connection, { type: 'res', id, ok: false, error: rpcErrorOf(error) });
   }
 
-  private refuse(connection: Connection, id: string, error: RpcError): void {
-    this.fail(connection, id, error);
-    connection.socket.close(CloseCode.policyViolation, error.code);
+  private refuse(connection: Connection, id: string, error: DomainError): void {
+    const shape = rpcErrorOf(error);
+    this.send(connection, { type: 'res', id, ok: false, error: shape });
+    connection.socket.close(CloseCode.policyViolation, shape.code);
   }
 
   private receive(connection: Connection, data: RawData, isBinary: boolean): void {
@@ -150,43 +170,43 @@ export class ControlPlane {
     if (!connection.client) {
       if (!frame || frame.type !== 'req' || frame.method !== 'connect') {
         const id = frame && 'id' in frame ? frame.id : '';
-        this.refuse(connection, id, new RpcError('INVALID_REQUEST', 'the first frame must be a connect request'));
+        this.refuse(connection, id, new DomainError('invalid', 'the first frame must be a connect request'));
         return;
       }
       connection.connecting = this.connect(connection, frame).finally(() => { connection.connecting = undefined; });
       return;
     }
     if (!frame || frame.type !== 'req') {
-      this.fail(connection, frame && 'id' in frame ? frame.id : '', new RpcError('INVALID_REQUEST', 'expected a request frame {type:"req", id, method, params?}'));
+      this.fail(connection, frame && 'id' in frame ? frame.id : '', new DomainError('invalid', 'expected a request frame {type:"req", id, method, params?}'));
       return;
     }
     void this.dispatch(connection, frame);
   }
 
   private async connect(connection: Connection, frame: RequestFrame): Promise<void> {
-    const params = frame.params as Partial<ConnectParams> | undefined;
-    const problem = connectProblem(params);
+    const problem = connectProblem(frame.params);
     if (problem) {
-      this.refuse(connection, frame.id, new RpcError('INVALID_REQUEST', problem));
+      this.refuse(connection, frame.id, new DomainError('invalid', problem));
       return;
     }
-    const connect = params as ConnectParams;
+    const connect = frame.params as ConnectParams;
     const auth = connect.auth ?? {};
     const kind: CredentialKind = auth.token || auth.password ? 'gateway' : auth.deviceToken ? 'device' : auth.inviteCode ? 'invite' : 'gateway';
-    const { lockout, audit, logger } = this.options;
+    const { lockout, audit, logger, hub } = this.options;
     const retryAfterMs = await lockout.retryAfterMs(connection.address, kind);
     if (retryAfterMs > 0) {
-      this.refuse(connection, frame.id, new RpcError('RATE_LIMITED', `too many failed attempts; try again in ${Math.ceil(retryAfterMs / 1000)} s`, { retryAfterMs }, true));
+      this.refuse(connection, frame.id, rateLimited(retryAfterMs, 'too many failed attempts'));
       return;
     }
     let admission: Admission;
     try {
-      admission = this.options.admit(connect, connection.origin);
-    } catch (error) {
-      const refusal = error instanceof RpcError ? error : new RpcError('INTERNAL', 'the handshake failed unexpectedly');
-      if (!(error instanceof RpcError)) logger.error({ err: error }, 'handshake failed');
-      logger.info({ connection: connection.id, address: connection.address, client: connect.client.id, code: refusal.code }, 'connect refused');
-      if (refusal.code === 'UNAUTHORIZED') {
+      if (!hub.admit) throw new DomainError('unavailable', 'this gateway admits no clients (no module decides who connects)');
+      admission = hub.admit(connect, connection.origin);
+    } catch (thrown) {
+      const { error: refusal, unexpected } = toDomainError(thrown);
+      if (unexpected) logger.error({ err: thrown }, 'handshake failed');
+      logger.info({ connection: connection.id, address: connection.address, client: connect.client.id, code: rpcErrorOf(refusal).code }, 'connect refused');
+      if (refusal.kind === 'unauthorized') {
         const lockedFor = await lockout.fail(connection.address, kind);
         audit(lockedFor ? 'auth.lockout' : 'auth.failure', { address: connection.address, detail: { kind, surface: 'websocket', reason: refusal.message, ...(lockedFor ? { lockoutMs: lockedFor } : {}) } });
       }
@@ -205,7 +225,8 @@ export class ControlPlane {
       address: connection.address,
       deviceId: admission.deviceId,
     };
-    this.options.onAdmitted?.(connection.client, connect, (event, payload) => this.send(connection, { type: 'event', event, payload, seq: ++this.seq }));
+    const push = (event: string, payload: unknown) => this.send(connection, { type: 'event', event, payload, seq: ++this.seq });
+    for (const listener of hub.admitted) listener(connection.client, connect, push);
     const hello: HelloOk = {
       type: 'hello-ok',
       protocol: PROTOCOL_VERSION,
@@ -222,29 +243,31 @@ export class ControlPlane {
 
   private async dispatch(connection: Connection, frame: RequestFrame): Promise<void> {
     const client = connection.client!;
-    const entry = this.options.methods.get(frame.method);
+    const entry = this.options.table().methods.get(frame.method)?.value;
     if (!entry) {
-      this.fail(connection, frame.id, new RpcError('NOT_FOUND', `unknown method ${JSON.stringify(frame.method)}`));
+      this.fail(connection, frame.id, new DomainError('not_found', `unknown method ${JSON.stringify(frame.method)}`));
       return;
     }
     if (!client.scopes.has(entry.scope) && !client.scopes.has('operator.admin')) {
-      this.fail(connection, frame.id, new RpcError('FORBIDDEN', `${frame.method} needs the scope ${entry.scope}`, { missingScope: entry.scope }));
+      this.fail(connection, frame.id, new DomainError('forbidden', `${frame.method} needs the scope ${entry.scope}`, { details: { missingScope: entry.scope } }));
       return;
     }
     if (connection.inFlight >= Limits.maxInFlightRequests) {
-      this.fail(connection, frame.id, new RpcError('RATE_LIMITED', `more than ${Limits.maxInFlightRequests} requests in flight`, { retryAfterMs: 100 }, true));
+      this.fail(connection, frame.id, new DomainError('rate_limited', `more than ${Limits.maxInFlightRequests} requests in flight`, { details: { retryAfterMs: 100 }, retryable: true }));
       return;
     }
     connection.inFlight++;
     try {
-      const payload = await entry.handler(frame.params, client);
+      const params = await checkParams(entry, frame.params);
+      const payload = await entry.handler(params, client);
       this.send(connection, { type: 'res', id: frame.id, ok: true, payload });
-    } catch (error) {
-      if (error instanceof RpcError) {
-        this.fail(connection, frame.id, error);
+    } catch (thrown) {
+      const { error, unexpected } = toDomainError(thrown);
+      if (unexpected) {
+        this.options.logger.error({ err: thrown, method: frame.method }, 'method failed');
+        this.fail(connection, frame.id, new DomainError('internal', `${frame.method} failed unexpectedly; the gateway log has the details`));
       } else {
-        this.options.logger.error({ err: error, method: frame.method }, 'method failed');
-        this.fail(connection, frame.id, new RpcError('INTERNAL', `${frame.method} failed unexpectedly; the gateway log has the details`));
+        this.fail(connection, frame.id, error);
       }
     } finally {
       connection.inFlight--;
@@ -291,6 +314,7 @@ export class ControlPlane {
   /** Closes every connection with 1001 and stops the heartbeat. */
   close(reason = 'gateway shutting down'): void {
     clearInterval(this.heartbeat);
+    this.unsubscribe();
     for (const connection of this.connections) {
       this.send(connection, { type: 'event', event: 'shutdown', payload: { reason } });
       connection.socket.close(CloseCode.goingAway, reason);
@@ -303,28 +327,27 @@ export class ControlPlane {
   }
 }
 
-function connectProblem(params: Partial<ConnectParams> | undefined): string | undefined {
-  if (!params || typeof params !== 'object') return 'connect needs params';
-  if (typeof params.minProtocol !== 'number' || typeof params.maxProtocol !== 'number') return 'connect needs minProtocol and maxProtocol';
-  if (params.minProtocol > PROTOCOL_VERSION || params.maxProtocol < MIN_PROTOCOL_VERSION) {
-    return `protocol ${params.minProtocol}-${params.maxProtocol} is not supported; this gateway speaks ${MIN_PROTOCOL_VERSION}-${PROTOCOL_VERSION}`;
-  }
-  const client = params.client;
-  if (!client || typeof client.id !== 'string' || typeof client.version !== 'string') return 'connect needs client {id, version, platform, mode}';
-  if (!(ROLES as readonly string[]).includes(params.role as string)) return `role must be one of ${ROLES.join(', ')}`;
-  if (!Array.isArray(params.scopes)) return 'scopes must be an array';
-  const unknown = params.scopes.filter((scope) => !isOperatorScope(scope));
-  if (unknown.length > 0) return `unknown scopes: ${unknown.join(', ')}`;
-  if (params.auth !== undefined && (params.auth === null || typeof params.auth !== 'object')) return 'auth must be an object';
-  for (const field of ['caps', 'commands'] as const) {
-    const list = params[field];
-    if (list === undefined) continue;
-    if (!Array.isArray(list) || list.length > 256 || !list.every((item) => typeof item === 'string' && item.length > 0 && item.length <= 128)) {
-      return `${field} must be an array of at most 256 names`;
-    }
-  }
-  if (params.permissions !== undefined && (params.permissions === null || typeof params.permissions !== 'object' || Array.isArray(params.permissions))) {
-    return 'permissions must be an object';
+/** What is wrong with a connect's params, checked against their schema with a bound on every field; undefined when nothing is. */
+function connectProblem(params: unknown): string | undefined {
+  if (!validators.connect(params)) return `connect: ${describeProblems(validators.connect.errors, 'params').join('; ')}`;
+  const { minProtocol, maxProtocol } = params as ConnectParams;
+  if (minProtocol > PROTOCOL_VERSION || maxProtocol < MIN_PROTOCOL_VERSION) {
+    return `protocol ${minProtocol}-${maxProtocol} is not supported; this gateway speaks ${MIN_PROTOCOL_VERSION}-${PROTOCOL_VERSION}`;
   }
   return undefined;
+}
+
+/** A method's params, checked against its schema (absent params are an empty object): INVALID_REQUEST naming each problem. */
+async function checkParams(entry: MethodEntry, params: unknown): Promise<unknown> {
+  const value = params === undefined || params === null ? {} : params;
+  let validate: Validate | undefined;
+  if (entry.declared) validate = validators[validatorExport(entry.name)];
+  else if (entry.params) {
+    await loadSchemaCompiler();
+    validate = compileSchema(entry.params);
+  } else {
+    return params;
+  }
+  if (validate && !validate(value)) throw new DomainError('invalid', `${entry.name}: ${describeProblems(validate.errors, 'params').map((p) => `params.${p}`.replace('params.params', 'params')).join('; ')}`);
+  return value;
 }

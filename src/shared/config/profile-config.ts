@@ -6,6 +6,7 @@ import { configSchema } from './schema.ts';
 import {
   assertValidValue, assertWritableKey, deletePath, documentProblems, effectiveConfig, getPath, needsReload, needsRestart, setPath,
 } from './keys.ts';
+import type { ConfigChange } from '../protocol/results.ts';
 import type { GatewayConfig } from './types.ts';
 
 export interface LoadedConfig {
@@ -87,14 +88,7 @@ export async function openConfigStore(paths: ProfilePaths) {
   });
 }
 
-export interface ConfigChange {
-  key: string;
-  value: unknown;
-  previous: unknown;
-  restartRequired: boolean;
-  /** The change applies at the next `gateway reload`. */
-  reloadRequired: boolean;
-}
+export type { ConfigChange };
 
 /**
  * Sets (or, with value undefined, unsets) one key: the key and value are checked

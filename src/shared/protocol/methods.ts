@@ -1,53 +1,123 @@
+/**
+ * Every RPC method of the gateway: the scope it needs and the JSON Schema of
+ * its params, declared once. The daemon checks params against these schemas
+ * before a handler runs (validators compiled at build time); the CLI's client
+ * and the daemon's handlers take their types from the same declarations, so a
+ * wrong name or shape fails to compile. Results are typed in results.ts.
+ */
+import type { FromSchema } from 'json-schema-to-ts';
 import type { OperatorScope } from './scopes.ts';
 
 /** Held by every connection of role node, and only by them: what a node may call. */
 export const NODE_SCOPE = 'node';
 
-/** Every RPC method and the scope it needs: the one table both sides read. */
-export const METHOD_SCOPES = {
-  health: 'operator.read',
-  status: 'operator.read',
-  'config.get': 'operator.read',
-  'config.set': 'operator.admin',
-  'config.unset': 'operator.admin',
-  'secrets.changed': 'operator.admin',
-  shutdown: 'operator.admin',
-  'devices.list': 'operator.pairing',
-  'devices.approve': 'operator.pairing',
-  'devices.reject': 'operator.pairing',
-  'devices.revoke': 'operator.pairing',
-  'devices.rotate': 'operator.admin',
-  'devices.invite': 'operator.pairing',
-  'audit.list': 'operator.admin',
-  'tokens.create': 'operator.admin',
-  'tokens.list': 'operator.read',
-  'tokens.revoke': 'operator.admin',
-  'jobs.list': 'operator.read',
-  'jobs.get': 'operator.read',
-  'jobs.retry': 'operator.write',
-  'nodes.list': 'operator.read',
-  'nodes.invoke': 'operator.write',
-  'node.invoke.result': NODE_SCOPE,
-  'channels.list': 'operator.read',
-  'channels.status': 'operator.read',
-  'pair.list': 'operator.pairing',
-  'pair.approve': 'operator.pairing',
-  'pair.reject': 'operator.pairing',
-  'pair.revoke': 'operator.pairing',
-  'pair.allowed': 'operator.pairing',
-  'sessions.list': 'operator.read',
-  'sessions.history': 'operator.read',
-  'message.send': 'operator.write',
-  reload: 'operator.admin',
-  'plugins.list': 'operator.read',
-  'tools.catalog': 'operator.read',
-  'tools.invoke': 'operator.write',
-} as const satisfies Record<string, OperatorScope | typeof NODE_SCOPE>;
+const id = { type: 'string', minLength: 1, maxLength: 128 } as const;
+const channelId = { type: 'string', pattern: '^[a-z0-9][a-z0-9_-]{0,31}$' } as const;
+const configKey = { type: 'string', minLength: 1, maxLength: 256 } as const;
+const none = { type: 'object', additionalProperties: false, properties: {} } as const;
+const object = <const P extends Record<string, unknown>, const R extends readonly string[] = []>(properties: P, required?: R) =>
+  ({ type: 'object', additionalProperties: false, properties, required: required ?? ([] as unknown as R) }) as const;
 
-export type MethodName = keyof typeof METHOD_SCOPES;
+export const METHODS = {
+  health: { scope: 'operator.read', params: none },
+  status: { scope: 'operator.read', params: none },
+  'config.get': { scope: 'operator.read', params: object({ key: configKey }) },
+  'config.set': { scope: 'operator.admin', params: object({ key: configKey, value: {} }, ['key', 'value'] as const) },
+  'config.unset': { scope: 'operator.admin', params: object({ key: configKey }, ['key'] as const) },
+  'secrets.changed': { scope: 'operator.admin', params: object({ name: { type: 'string', minLength: 1, maxLength: 200 } }, ['name'] as const) },
+  shutdown: { scope: 'operator.admin', params: none },
+  'devices.list': { scope: 'operator.pairing', params: none },
+  'devices.approve': { scope: 'operator.pairing', params: object({ requestId: id, latest: { type: 'boolean' } }) },
+  'devices.reject': { scope: 'operator.pairing', params: object({ requestId: id }, ['requestId'] as const) },
+  'devices.revoke': { scope: 'operator.pairing', params: object({ deviceId: id }, ['deviceId'] as const) },
+  'devices.rotate': { scope: 'operator.admin', params: object({ deviceId: id }, ['deviceId'] as const) },
+  'devices.invite': {
+    scope: 'operator.pairing',
+    params: object({
+      role: { type: 'string', enum: ['operator', 'node'] },
+      scopes: { type: 'array', maxItems: 4, items: { type: 'string', enum: ['operator.read', 'operator.write', 'operator.pairing', 'operator.admin'] } },
+      ttlMs: { type: 'integer', minimum: 1000, maximum: 7 * 24 * 60 * 60_000 },
+    }),
+  },
+  'audit.list': { scope: 'operator.admin', params: object({ since: { type: 'number', minimum: 0 }, limit: { type: 'integer', minimum: 1, maximum: 1000 } }) },
+  'tokens.create': {
+    scope: 'operator.admin',
+    // The token request's own schema (shared/api/schemas.ts) checks the rest, with messages of its own.
+    params: { type: 'object', properties: { name: { type: 'string' }, scopes: { type: 'array', items: { type: 'string' } }, expiresAt: { type: 'string' } } },
+  },
+  'tokens.list': { scope: 'operator.read', params: none },
+  'tokens.revoke': { scope: 'operator.admin', params: object({ id }, ['id'] as const) },
+  'jobs.list': {
+    scope: 'operator.read',
+    params: object({
+      status: { type: 'string', enum: ['queued', 'running', 'succeeded', 'failed'] },
+      kind: { type: 'string', minLength: 1, maxLength: 200 },
+      limit: { type: 'integer', minimum: 1, maximum: 200 },
+      cursor: { type: 'string', minLength: 1, maxLength: 200 },
+    }),
+  },
+  'jobs.get': { scope: 'operator.read', params: object({ id }, ['id'] as const) },
+  'jobs.retry': { scope: 'operator.write', params: object({ id }, ['id'] as const) },
+  'nodes.list': { scope: 'operator.read', params: none },
+  'nodes.invoke': {
+    scope: 'operator.write',
+    params: object({
+      node: { type: 'string', minLength: 1, maxLength: 200 }, command: { type: 'string', minLength: 1, maxLength: 128 }, args: {},
+      timeoutMs: { type: 'integer', minimum: 100, maximum: 10 * 60_000 },
+    }, ['node', 'command'] as const),
+  },
+  'node.invoke.result': {
+    scope: NODE_SCOPE,
+    params: object({ invocationId: id, ok: { type: 'boolean' }, result: {}, error: { type: 'string', maxLength: 4000 } }, ['invocationId', 'ok'] as const),
+  },
+  'channels.list': { scope: 'operator.read', params: none },
+  'channels.status': { scope: 'operator.read', params: none },
+  'pair.list': { scope: 'operator.pairing', params: object({ channel: channelId }) },
+  'pair.approve': { scope: 'operator.pairing', params: object({ channel: channelId, code: id, notify: { type: 'boolean' } }, ['channel', 'code'] as const) },
+  'pair.reject': { scope: 'operator.pairing', params: object({ channel: channelId, code: id }, ['channel', 'code'] as const) },
+  'pair.revoke': { scope: 'operator.pairing', params: object({ channel: channelId, sender: id }, ['channel', 'sender'] as const) },
+  'pair.allowed': { scope: 'operator.pairing', params: object({ channel: channelId }) },
+  'sessions.list': { scope: 'operator.read', params: object({ channel: channelId, limit: { type: 'integer', minimum: 1, maximum: 1000 } }) },
+  'sessions.history': {
+    scope: 'operator.read',
+    params: object({
+      key: { type: 'string', minLength: 1, maxLength: 256 }, limit: { type: 'integer', minimum: 1, maximum: 1000 }, before: { type: 'integer', minimum: 1 },
+    }, ['key'] as const),
+  },
+  'message.send': {
+    scope: 'operator.write',
+    params: object({ channel: channelId, to: id, text: { type: 'string' }, account: channelId }, ['channel', 'to', 'text'] as const),
+  },
+  reload: { scope: 'operator.admin', params: none },
+  'plugins.list': { scope: 'operator.read', params: none },
+  'tools.catalog': { scope: 'operator.read', params: none },
+  'tools.invoke': {
+    scope: 'operator.write',
+    params: object({
+      tool: { type: 'string', minLength: 1, maxLength: 64 },
+      args: { type: 'object' },
+      sessionKey: { type: 'string', minLength: 1, maxLength: 256 },
+      idempotencyKey: { type: 'string', pattern: '^[\\x21-\\x7e]{1,128}$' },
+      dryRun: { type: 'boolean' },
+    }, ['tool'] as const),
+  },
+} as const satisfies Record<string, { scope: OperatorScope | typeof NODE_SCOPE; params: Record<string, unknown> }>;
+
+export type MethodName = keyof typeof METHODS;
+
+/** The params of every method, as their schemas declare them (computed once, then looked up). */
+export type MethodParamsMap = { [M in MethodName]: FromSchema<(typeof METHODS)[M]['params']> };
+
+/** The params a method takes. */
+export type MethodParams<M extends MethodName> = MethodParamsMap[M];
+
+/** Every method and the scope it needs: the one table both sides read. */
+export const METHOD_SCOPES = Object.fromEntries(Object.entries(METHODS).map(([name, method]) => [name, method.scope])) as {
+  [M in MethodName]: (typeof METHODS)[M]['scope'];
+};
 
 /** Events the daemon pushes. */
 export const EVENTS = [
   'connect.challenge', 'tick', 'shutdown', 'device.pair.requested', 'device.pair.resolved', 'device.revoked', 'node.invoke',
-  'channel.status', 'channel.pair.requested', 'channel.pair.resolved', 'session.message',
+  'channel.status', 'channel.pair.requested', 'channel.pair.resolved', 'session.message', 'session.wake',
 ] as const;

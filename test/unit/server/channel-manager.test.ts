@@ -1,9 +1,10 @@
 import { expect } from 'chai';
 import { pino } from 'pino';
-import { ChannelRegistry, type AccountStatus, type Channel, type ChannelContext } from '../../../src/server/channels/channel.ts';
+import type { AccountStatus, Channel, ChannelContext, ChannelKind } from '../../../src/server/kernel/channel.ts';
+import { DomainError } from '../../../src/server/kernel/errors.ts';
 import { DmPairing } from '../../../src/server/channels/dm-pairing.ts';
 import { ircFold } from '../../../src/server/channels/irc-names.ts';
-import { ChannelError, ChannelManager } from '../../../src/server/channels/manager.ts';
+import { ChannelManager } from '../../../src/server/channels/manager.ts';
 import { SessionStore } from '../../../src/server/channels/sessions.ts';
 import { effectiveConfig } from '../../../src/shared/config/keys.ts';
 import type { GatewayConfig } from '../../../src/shared/config/types.ts';
@@ -62,12 +63,12 @@ describe('channel manager: DM policy, pairing codes and sessions', () => {
     events = [];
     pairing = new DmPairing(current(), () => now);
     sessions = new SessionStore(current());
-    const registry = new ChannelRegistry().add('irc', {
+    const irc: ChannelKind = {
       label: 'memory', normalizePeer: ircFold,
       create: (id, context) => { channel = new MemoryChannel(id, context); return channel; },
-    });
+    };
     manager = new ChannelManager({
-      registry, config: () => config, secret: async () => undefined, logger: pino({ level: 'silent' }), pairing, sessions,
+      kinds: () => new Map([['irc', { value: irc }]]), config: () => config, secret: async () => undefined, logger: pino({ level: 'silent' }), pairing, sessions,
       emit: (event, payload) => events.push({ event, payload }), now: () => now,
     });
     await manager.start();
@@ -110,8 +111,8 @@ describe('channel manager: DM policy, pairing codes and sessions', () => {
       await manager.approve('irc', code, 'op', false);
       expect.fail('approved an expired code');
     } catch (error) {
-      expect(error).to.be.instanceOf(ChannelError);
-      expect((error as ChannelError).kind).to.equal('not-found');
+      expect(error).to.be.instanceOf(DomainError);
+      expect((error as DomainError).kind).to.equal('not_found');
       expect((error as Error).message).to.match(/has expired/);
     }
     channel.dm('bob', 'hi?');
@@ -169,9 +170,9 @@ describe('channel manager: DM policy, pairing codes and sessions', () => {
     expect(manager.revoke('irc', 'CAROL')).to.deep.equal({ revoked: true, channel: 'irc', sender: 'carol' });
     channel.dm('carol', 'hi again');
     expect(channel.sent).to.have.length(2);
-    expect(() => manager.revoke('irc', 'carol')).to.throw(ChannelError, /not on the allow-list/);
+    expect(() => manager.revoke('irc', 'carol')).to.throw(DomainError, /not on the allow-list/);
     configure({ allowFrom: ['dave'] });
-    expect(() => manager.revoke('irc', 'Dave')).to.throw(ChannelError, /allowFrom in the config/);
+    expect(() => manager.revoke('irc', 'Dave')).to.throw(DomainError, /allowFrom in the config/);
   });
 
   it('records operator messages in the session and refuses bad recipients, empty text and a disconnected channel', async () => {
@@ -180,11 +181,11 @@ describe('channel manager: DM policy, pairing codes and sessions', () => {
     expect(sent.message).to.include({ direction: 'out', text: 'hello Erin', via: 'dev1' });
     const room = await manager.send({ channel: 'irc', to: '#Ops', text: 'deploy done', via: 'dev1' });
     expect(room.session.key).to.equal('irc:default:group:#ops');
-    await manager.send({ channel: 'irc', to: 'a b', text: 'x', via: 'd' }).then(() => expect.fail(), (e: ChannelError) => expect(e.kind).to.equal('invalid'));
-    await manager.send({ channel: 'irc', to: 'erin', text: '  ', via: 'd' }).then(() => expect.fail(), (e: ChannelError) => expect(e.kind).to.equal('invalid'));
-    await manager.send({ channel: 'nope', to: 'erin', text: 'x', via: 'd' }).then(() => expect.fail(), (e: ChannelError) => expect(e.kind).to.equal('not-found'));
+    await manager.send({ channel: 'irc', to: 'a b', text: 'x', via: 'd' }).then(() => expect.fail(), (e: DomainError) => expect(e.kind).to.equal('invalid'));
+    await manager.send({ channel: 'irc', to: 'erin', text: '  ', via: 'd' }).then(() => expect.fail(), (e: DomainError) => expect(e.kind).to.equal('invalid'));
+    await manager.send({ channel: 'nope', to: 'erin', text: 'x', via: 'd' }).then(() => expect.fail(), (e: DomainError) => expect(e.kind).to.equal('not_found'));
     channel.connected = false;
-    await manager.send({ channel: 'irc', to: 'erin', text: 'x', via: 'd' }).then(() => expect.fail(), (e: ChannelError) => expect(e.kind).to.equal('unavailable'));
+    await manager.send({ channel: 'irc', to: 'erin', text: 'x', via: 'd' }).then(() => expect.fail(), (e: DomainError) => expect(e.kind).to.equal('unavailable'));
     expect(sessions.get('irc:default:dm:erin')!.messageCount, 'an unsent message is not recorded').to.equal(1);
   });
 });

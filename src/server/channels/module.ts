@@ -1,0 +1,145 @@
+/**
+ * Messaging channels: IRC built in, more from plugins; the DM policy and
+ * pairing codes for strangers; sessions with their history; operator messages.
+ */
+import { normalizePairingCode } from '../../shared/channels.ts';
+import { DomainError } from '../kernel/errors.ts';
+import { defineModule, type RpcClient } from '../kernel/module.ts';
+import jobsModule from '../jobs/module.ts';
+import { DmPairing } from './dm-pairing.ts';
+import { ircFold } from './irc-names.ts';
+import { ChannelManager, messageView, pairRequestView, sessionView } from './manager.ts';
+import { SessionStore } from './sessions.ts';
+
+export type { ChannelManager, SessionStore };
+
+/** What other modules get from this one. */
+export interface Channels {
+  channels: ChannelManager;
+  sessions: SessionStore;
+}
+
+const CHANNEL_ID = { type: 'string', pattern: '^[a-z0-9][a-z0-9_-]{0,31}$' };
+
+export default defineModule<Channels>({
+  id: 'channels',
+  needs: [jobsModule],
+  setup(ctx) {
+    const { store, events } = ctx;
+    const pairing = new DmPairing(store);
+    const sessions = new SessionStore(store);
+    const channels = new ChannelManager({
+      kinds: () => ctx.table().channels, config: ctx.config, secret: (name) => ctx.secrets.get(name), logger: ctx.log,
+      pairing, sessions, emit: (event, payload, scope) => events.emit(event, payload, scope),
+    });
+    ctx.use(jobsModule).retention('pairingRequests', (retentionMs) => pairing.prune(retentionMs));
+    ctx.onStart(() => channels.start());
+    ctx.onStop(() => channels.stop());
+
+    // Each channel loads its client library only when it starts.
+    ctx.channels.add({
+      id: 'irc',
+      label: 'IRC',
+      normalizePeer: ircFold,
+      create: async (id, context) => {
+        const { IrcChannel } = await import('./irc.ts');
+        return new IrcChannel(id, context);
+      },
+    });
+
+    const audit = (kind: string, client: RpcClient, subject: string, detail: Record<string, unknown>) =>
+      store.audit(kind, { actor: client.deviceId, subject, address: client.address, detail });
+
+    ctx.rpc.method({ name: 'channels.list', handler: () => ({ channels: channels.list() }) });
+    ctx.rpc.method({ name: 'channels.status', handler: () => ({ channels: channels.status() }) });
+    ctx.rpc.method({ name: 'pair.list', handler: ({ channel }) => ({ requests: pairing.pending(channel).map(pairRequestView) }) });
+    ctx.rpc.method({
+      name: 'pair.approve',
+      handler: async (params, client) => {
+        const code = normalizePairingCode(params.code);
+        const result = await channels.approve(params.channel, code, client.deviceId, params.notify === true);
+        if (!result.alreadyApproved) audit('channel.pair.approved', client, `${params.channel}:${result.sender}`, { code, account: result.account, notified: result.notified });
+        return result;
+      },
+    });
+    ctx.rpc.method({
+      name: 'pair.reject',
+      handler: (params, client) => {
+        const result = channels.reject(params.channel, normalizePairingCode(params.code), client.deviceId);
+        audit('channel.pair.rejected', client, `${params.channel}:${result.sender}`, { code: result.code, account: result.account });
+        return result;
+      },
+    });
+    ctx.rpc.method({
+      name: 'pair.revoke',
+      handler: (params, client) => {
+        const result = channels.revoke(params.channel, params.sender);
+        audit('channel.sender.revoked', client, `${params.channel}:${result.sender}`, {});
+        return result;
+      },
+    });
+    ctx.rpc.method({
+      name: 'pair.allowed',
+      handler: ({ channel }) => ({
+        senders: pairing.allowed(channel).map((entry) => ({
+          channel: entry.channel, sender: entry.sender, senderName: entry.senderName, account: entry.account,
+          addedAt: new Date(entry.addedAt).toISOString(), addedBy: entry.addedBy, code: entry.code,
+        })),
+      }),
+    });
+    ctx.rpc.method({
+      name: 'sessions.list',
+      handler: ({ channel, limit }) => ({
+        sessions: sessions.list({ channel, limit: limit ?? 100 }).map((session) => sessionView(session, sessions.lastMessage(session.key))),
+      }),
+    });
+    ctx.rpc.method({
+      name: 'sessions.history',
+      handler: ({ key, limit, before }) => {
+        const session = sessions.get(key);
+        if (!session) throw new DomainError('not_found', `no session ${key}`);
+        return { session: sessionView(session), messages: sessions.history(key, { limit: limit ?? 200, before }).map(messageView) };
+      },
+    });
+    ctx.rpc.method({
+      name: 'message.send',
+      handler: async (params, client) => {
+        const sent = await channels.send({ channel: params.channel, account: params.account, to: params.to, text: params.text, via: client.deviceId });
+        audit('message.sent', client, sent.session.key, { messageId: sent.message.id });
+        return { sent: true, sessionKey: sent.session.key, message: messageView(sent.message) };
+      },
+    });
+
+    ctx.tools.add({
+      name: 'sessions.list',
+      description: 'Conversations with approved senders and rooms, most recent first.',
+      inputSchema: { type: 'object', additionalProperties: false, properties: { channel: CHANNEL_ID, limit: { type: 'integer', minimum: 1, maximum: 1000 } } },
+      handler: (args) => ({
+        sessions: sessions.list({ channel: args.channel as string | undefined, limit: Number(args.limit ?? 100) }).map((session) => sessionView(session)),
+      }),
+    });
+    ctx.tools.add({
+      name: 'message.send',
+      description: 'Send a message to a peer or room through a channel; it is recorded in the session.',
+      inputSchema: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['channel', 'to', 'text'],
+        properties: {
+          channel: CHANNEL_ID, account: CHANNEL_ID,
+          to: { type: 'string', minLength: 1, maxLength: 64 },
+          text: { type: 'string', minLength: 1, maxLength: 4000 },
+        },
+      },
+      handler: async (args, context) => {
+        const sent = await channels.send({
+          channel: String(args.channel), to: String(args.to), text: String(args.text), via: `tool:${context.caller}`,
+          ...(args.account ? { account: String(args.account) } : {}),
+        });
+        return { sent: true, sessionKey: sent.session.key, messageId: sent.message.id };
+      },
+    });
+
+    return { channels, sessions };
+  },
+});

@@ -1,0 +1,16 @@
+/**
+ * The daemon's built-in modules, one line each: a feature is its folder and
+ * its line here. Order is free; each module's `needs` decide the order of
+ * set-up and start (and the reverse, of stop).
+ */
+export { default as core } from './core/module.ts';
+export { default as pairing } from './pairing/module.ts';
+export { default as nodes } from './nodes/module.ts';
+export { default as tokens } from './tokens/module.ts';
+export { default as jobs } from './jobs/module.ts';
+export { default as webhooks } from './webhooks/module.ts';
+export { default as hooks } from './hooks/module.ts';
+export { default as channels } from './channels/module.ts';
+export { default as tools } from './tools/module.ts';
+export { default as surfaces } from './surfaces/module.ts';
+export { default as plugins } from './plugins/module.ts';

@@ -1,0 +1,173 @@
+/**
+ * The daemon's own surface: health and status, the configuration, secret
+ * changes, reload and shutdown over RPC; the audit log; the API contract at
+ * /openapi.json; and the gateway.status and gateway.reload tools.
+ */
+import { ERROR_CATEGORIES, schemas } from '../../shared/api/schemas.ts';
+import { getPath } from '../../shared/config/keys.ts';
+import { changeConfig, loadConfig } from '../../shared/config/profile-config.ts';
+import type { PluginSummary, StatusPayload } from '../../shared/protocol/results.ts';
+import { isSecretName } from '../../shared/secrets/names.ts';
+import channelsModule from '../channels/module.ts';
+import { jsonResponse } from '../kernel/api-doc.ts';
+import { DomainError } from '../kernel/errors.ts';
+import { defineModule, type ModuleContext, type RpcClient } from '../kernel/module.ts';
+
+function pluginSummary(ctx: ModuleContext): PluginSummary {
+  const { plugins, lastReload } = ctx.daemon.plugins();
+  return {
+    loaded: plugins.filter((p) => p.status === 'loaded' && !p.builtin).map((p) => p.name),
+    errors: plugins.filter((p) => p.status === 'error').map((p) => ({ plugin: p.name, error: p.error! })),
+    lastReload,
+  };
+}
+
+function status(ctx: ModuleContext): StatusPayload {
+  const { daemon } = ctx;
+  const problems = daemon.problems();
+  return {
+    profile: daemon.profile,
+    state: 'running',
+    readiness: daemon.readiness(),
+    pid: process.pid,
+    port: daemon.port,
+    bind: daemon.bind.mode,
+    host: daemon.bind.host,
+    url: daemon.url,
+    version: daemon.version,
+    instanceId: daemon.instanceId,
+    startedAt: daemon.startedAt,
+    uptimeMs: Date.now() - daemon.startedAt,
+    logFile: daemon.paths.log,
+    secretStore: daemon.secretStore,
+    authMode: ctx.config().gateway.auth.mode,
+    connections: ctx.connections.count(),
+    plugins: pluginSummary(ctx),
+    ...(Object.keys(problems).length > 0 ? { problems } : {}),
+  };
+}
+
+/** The OpenAPI 3.1 document of the HTTP API: what every module documented, with the schemas that validate requests. */
+function apiDocument(ctx: ModuleContext): Record<string, unknown> {
+  const parts = ctx.daemon.apiDocument();
+  const paths = Object.fromEntries(Object.entries(parts.paths).sort(([a], [b]) => a.localeCompare(b)));
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'gateway HTTP API',
+      version: ctx.daemon.version,
+      description: `Errors answer {error, message, statusCode} with error one of ${ERROR_CATEGORIES.join(', ')}.`,
+    },
+    components: {
+      schemas: { ...schemas, ...parts.schemas },
+      securitySchemes: {
+        bearer: { type: 'http', scheme: 'bearer', description: 'the gateway credential, a product access token (gwt_...), a JWT of the configured issuer or the service key; never in a query string' },
+        hubSignature: { type: 'apiKey', in: 'header', name: 'X-Hub-Signature-256', description: 'sha256=<hex HMAC-SHA256 of the raw body>' },
+      },
+    },
+    paths,
+  };
+}
+
+export default defineModule({
+  id: 'core',
+  needs: [channelsModule],
+  setup(ctx) {
+    const { daemon, store } = ctx;
+    const { channels } = ctx.use(channelsModule);
+    const audit = (kind: string, client: RpcClient, subject?: string) => store.audit(kind, { actor: client.deviceId, subject, address: client.address });
+
+    ctx.rpc.method({ name: 'health', handler: () => ({ ok: daemon.readiness() === 'ready', status: daemon.readiness() }) });
+    ctx.rpc.method({ name: 'status', handler: () => status(ctx) });
+    ctx.rpc.method({
+      name: 'config.get',
+      handler: ({ key }) => {
+        const { raw, effective } = loadConfig(daemon.paths);
+        if (key === undefined) return { config: effective, set: raw };
+        return { key, value: getPath(effective, key), source: getPath(raw, key) === undefined ? 'default' : 'config' };
+      },
+    });
+    const change = async (key: string, value: unknown, client: RpcClient) => {
+      const changed = await changeConfig(daemon.paths, key, value);
+      daemon.applyConfig(loadConfig(daemon.paths).effective);
+      ctx.log.info({ key, restartRequired: changed.restartRequired, client: client.clientId }, value === undefined ? 'configuration key removed' : 'configuration changed');
+      audit('config.changed', client, key);
+      return changed;
+    };
+    ctx.rpc.method({ name: 'config.set', handler: ({ key, value }, client) => change(key, value, client) });
+    ctx.rpc.method({ name: 'config.unset', handler: ({ key }, client) => change(key, undefined, client) });
+    ctx.rpc.method({
+      name: 'secrets.changed',
+      handler: async ({ name }, client) => {
+        if (!isSecretName(name)) throw new DomainError('invalid', 'params.name must be a secret name');
+        ctx.log.info({ secret: name, client: client.clientId }, 'secret changed');
+        audit('secret.changed', client, name);
+        await daemon.secretChanged(name);
+        return { name, applied: true };
+      },
+    });
+    ctx.rpc.method({
+      name: 'reload',
+      handler: (_params, client) => {
+        audit('daemon.reload', client);
+        return daemon.reload(`rpc from ${client.clientId}`);
+      },
+    });
+    ctx.rpc.method({ name: 'plugins.list', handler: () => daemon.plugins() });
+    ctx.rpc.method({
+      name: 'shutdown',
+      handler: (_params, client) => {
+        ctx.log.info({ client: client.clientId, address: client.address }, 'shutdown requested over RPC');
+        // Answer first, then stop: the caller waits for the process to exit.
+        setImmediate(() => void daemon.stop('rpc shutdown'));
+        return { stopping: true, pid: process.pid };
+      },
+    });
+    ctx.rpc.method({
+      name: 'audit.list',
+      handler: ({ since, limit }) => {
+        const rows = store.prepare('SELECT * FROM audit_events WHERE at >= ? ORDER BY id DESC LIMIT ?').all(since ?? 0, limit ?? 200) as Record<string, unknown>[];
+        return {
+          events: rows.reverse().map((row) => ({
+            id: Number(row.id), at: new Date(Number(row.at)).toISOString(), kind: String(row.kind), actor: row.actor, subject: row.subject,
+            address: row.address, detail: row.detail === null ? null : JSON.parse(String(row.detail)),
+          })),
+        };
+      },
+    });
+
+    let document: string | undefined;
+    ctx.http.route({
+      method: 'GET', path: '/openapi.json', auth: 'public',
+      handler: (http) => {
+        document ??= JSON.stringify(apiDocument(ctx));
+        http.type = 'application/json';
+        http.body = document;
+      },
+    });
+    ctx.http.document({
+      paths: {
+        '/healthz': { get: { summary: 'liveness', responses: { 200: jsonResponse('Probe', 'live') } } },
+        '/readyz': { get: { summary: 'readiness', responses: { 200: jsonResponse('Probe', 'ready'), 503: jsonResponse('Probe', 'starting, stopping or unable to serve') } } },
+        '/openapi.json': { get: { summary: 'this document', responses: { 200: { description: 'OpenAPI 3.1 document' } } } },
+      },
+    });
+
+    ctx.tools.add({
+      name: 'gateway.status',
+      description: 'The gateway\'s profile, version, uptime, channels and plugins.',
+      inputSchema: { type: 'object', additionalProperties: false, properties: {} },
+      handler: () => ({
+        profile: daemon.profile, version: daemon.version, pid: process.pid, uptimeMs: Date.now() - daemon.startedAt, url: daemon.url,
+        channels: channels.status(), plugins: pluginSummary(ctx),
+      }),
+    });
+    ctx.tools.add({
+      name: 'gateway.reload',
+      description: 'Re-read the configuration and plugins without a restart.',
+      inputSchema: { type: 'object', additionalProperties: false, properties: {} },
+      dangerous: true,
+      handler: () => daemon.reload('tool gateway.reload'),
+    });
+  },
+});

@@ -1,0 +1,49 @@
+/**
+ * The hooks ingress: POST <hooks.path>/<name> with a token of its own, mapped
+ * to jobs, channel messages and session wake-ups. The ingress loads on its
+ * first request: most daemons never receive one.
+ */
+import { sendError } from '../kernel/answer.ts';
+import { defineModule } from '../kernel/module.ts';
+import { secretFromEnv } from '../../shared/secrets/secret-store.ts';
+import channelsModule from '../channels/module.ts';
+import jobsModule from '../jobs/module.ts';
+import type { HooksIngress } from './hooks-ingress.ts';
+import { hooksBase } from './hooks-path.ts';
+
+export default defineModule({
+  id: 'hooks',
+  needs: [jobsModule, channelsModule],
+  async setup(ctx) {
+    const { queue } = ctx.use(jobsModule);
+    const { channels, sessions } = ctx.use(channelsModule);
+
+    // The hooks token: the environment first, then the store; one equal to the gateway token is warned about.
+    let token: string | undefined;
+    const loadToken = async () => {
+      token = secretFromEnv('hooks.token') ?? (await ctx.secrets.get('hooks.token'));
+      if (token && ctx.credential.mode !== 'none' && ctx.credential.verifyBearer(token)) {
+        ctx.log.warn('hooks.token equals the gateway token; give hooks a token of their own: gateway hooks token set');
+      }
+    };
+    await loadToken();
+    ctx.watch.secrets(['hooks.token', 'gateway.token'], loadToken);
+
+    let ingress: Promise<HooksIngress> | undefined;
+    const load = () => import('./hooks-ingress.ts').then(({ HooksIngress: Ingress }) => new Ingress({
+      config: ctx.config, token: () => token, lockout: ctx.lockout, queue, channels, sessions, store: ctx.store, logger: ctx.log,
+      emit: (event, payload, scope) => ctx.events.emit(event, payload, scope),
+    }));
+    // hooks.path applies at a restart: the route is fixed when the daemon starts.
+    ctx.http.fast({
+      path: hooksBase(ctx.config().hooks.path),
+      match: 'prefix',
+      handler: (req, res) => {
+        ingress ??= load();
+        ingress.then((loaded) => loaded.handle(req, res), (error: unknown) => sendError(res, error, (failure) => ctx.log.error({ err: failure }, 'the hooks ingress failed to load')));
+      },
+    });
+    // A mail push names the mailbox and the point to sync from; the job's result records it.
+    ctx.jobs.handle('gmail.push', (payload) => payload);
+  },
+});

@@ -1,0 +1,141 @@
+/**
+ * Durable jobs: the queue in the profile's database, the worker that runs
+ * them with the handlers in the table, GET /jobs, their RPC methods and
+ * tools, and the retention job that prunes what every module keeps.
+ */
+import { ROUTE_SCOPES } from '../../shared/api/routes.ts';
+import { DomainError } from '../kernel/errors.ts';
+import { errorResponse, jsonResponse, protectedErrors, security } from '../kernel/api-doc.ts';
+import { defineModule } from '../kernel/module.ts';
+import { jobFilter } from './job-filter.ts';
+import { JobQueue } from './job-queue.ts';
+import { JobWorker } from './worker.ts';
+
+const PRUNE_JOB = 'store.prune';
+const PRUNE_INTERVAL_MS = 6 * 60 * 60_000;
+
+export type { JobQueue };
+
+/** What other modules get from this one. */
+export interface Jobs {
+  queue: JobQueue;
+  /** Whether some handler in the table runs jobs of this kind. */
+  handles(kind: string): boolean;
+  /** Adds a pruner to the retention job: it deletes what is older than the retention (in ms) and says how much. */
+  retention(name: string, prune: (retentionMs: number) => number): void;
+}
+
+
+export default defineModule<Jobs>({
+  id: 'jobs',
+  setup(ctx) {
+    const { store } = ctx;
+    const queue = new JobQueue(store);
+    const handles = (kind: string) => ctx.table().jobHandler(kind) !== undefined;
+    const existing = (id: string) => {
+      const job = queue.get(id);
+      if (!job) throw new DomainError('not_found', `No job ${id}.`);
+      return job;
+    };
+    const pruners = new Map<string, (retentionMs: number) => number>();
+    const worker = new JobWorker({
+      queue, store, logger: ctx.log, concurrency: ctx.config().jobs.concurrency, handler: (kind) => ctx.table().jobHandler(kind)?.value,
+    });
+
+    ctx.jobs.handle(PRUNE_JOB, () => {
+      const days = ctx.config().store.retentionDays;
+      return { ...queue.prune(days), ...Object.fromEntries([...pruners].map(([name, prune]) => [name, prune(days * 86_400_000)])) };
+    });
+    let pruneTimer: NodeJS.Timeout | undefined;
+    ctx.onStart(() => {
+      worker.start();
+      // Retention runs as a job: at start, then every PRUNE_INTERVAL_MS.
+      queue.enqueue(PRUNE_JOB, null, { maxAttempts: 1 });
+      pruneTimer = setInterval(() => queue.enqueue(PRUNE_JOB, null, { maxAttempts: 1 }), PRUNE_INTERVAL_MS).unref();
+    });
+    ctx.onStop(async (deadline) => {
+      clearInterval(pruneTimer);
+      const unfinished = await worker.drain(Math.max(0, deadline - Date.now()));
+      if (unfinished > 0) ctx.log.warn({ jobs: unfinished }, 'stopping with jobs still running; they run again at the next start');
+    });
+
+    ctx.http.reserve('/jobs');
+    ctx.http.document({
+      paths: {
+        '/jobs': {
+          get: {
+            summary: 'list jobs, newest first', ...security('GET /jobs'),
+            parameters: [
+              { name: 'status', in: 'query', schema: { type: 'string', enum: ['queued', 'running', 'succeeded', 'failed'] } },
+              { name: 'kind', in: 'query', schema: { type: 'string' } },
+              { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 } },
+              { name: 'cursor', in: 'query', schema: { type: 'string' } },
+            ],
+            responses: { 200: jsonResponse('JobList', 'a page of jobs'), ...protectedErrors },
+          },
+        },
+        '/jobs/{id}': {
+          get: {
+            summary: 'one job', ...security('GET /jobs/:id'),
+            parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
+            responses: { 200: jsonResponse('Job', 'the job'), ...protectedErrors, 404: errorResponse('no such job') },
+          },
+        },
+      },
+    });
+    ctx.http.route({
+      method: 'GET', path: '/jobs', auth: { scope: ROUTE_SCOPES['GET /jobs'] },
+      handler: (http) => { http.body = queue.list(jobFilter(http.query)); },
+    });
+    ctx.http.route({
+      method: 'GET', path: '/jobs/:id', auth: { scope: ROUTE_SCOPES['GET /jobs/:id'] },
+      handler: (http) => { http.body = existing((http.params as Record<string, string>).id!); },
+    });
+
+    ctx.rpc.method({ name: 'jobs.list', handler: (params) => queue.list(jobFilter(Object.fromEntries(Object.entries(params).map(([key, value]) => [key, String(value)])))) });
+    ctx.rpc.method({ name: 'jobs.get', handler: ({ id }) => existing(id) });
+    ctx.rpc.method({
+      name: 'jobs.retry',
+      handler: ({ id }) => {
+        const outcome = queue.retry(id);
+        if (outcome === undefined) throw new DomainError('not_found', `No job ${id}.`);
+        if (outcome === 'not-failed') throw new DomainError('conflict', `Job ${id} has not failed; only a failed job can be retried.`);
+        return outcome;
+      },
+    });
+
+    ctx.tools.add({
+      name: 'jobs.enqueue',
+      description: 'Queue a job of a kind some handler runs; returns the job.',
+      inputSchema: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['kind'],
+        properties: {
+          kind: { type: 'string', minLength: 1, maxLength: 64 },
+          payload: {},
+          maxAttempts: { type: 'integer', minimum: 1, maximum: 20 },
+          runAt: { type: 'string', format: 'date-time' },
+        },
+      },
+      handler: (args) => {
+        const kind = String(args.kind);
+        if (!handles(kind)) throw new DomainError('invalid', `No handler runs jobs of kind ${kind}.`);
+        const id = queue.enqueue(kind, args.payload ?? null, {
+          source: 'tools',
+          ...(args.maxAttempts ? { maxAttempts: Number(args.maxAttempts) } : {}),
+          ...(args.runAt ? { runAt: Date.parse(String(args.runAt)) } : {}),
+        });
+        return queue.get(id);
+      },
+    });
+    ctx.tools.add({
+      name: 'jobs.get',
+      description: 'One job: its state, attempts, error and result.',
+      inputSchema: { type: 'object', additionalProperties: false, required: ['id'], properties: { id: { type: 'string', minLength: 1, maxLength: 128 } } },
+      handler: (args) => existing(String(args.id)),
+    });
+
+    return { queue, handles, retention: (name, prune) => void pruners.set(name, prune) };
+  },
+});

@@ -1,0 +1,69 @@
+/** Reading request bodies: raw bytes up to a limit, and JSON within bounds. */
+import type { IncomingMessage } from 'node:http';
+import { DomainError } from './errors.ts';
+
+/** The media type of a Content-Type header, lower-cased, without parameters. */
+export const mediaType = (header: string | string[] | undefined): string => (Array.isArray(header) ? header[0] ?? '' : header ?? '').split(';')[0]!.trim().toLowerCase();
+
+/**
+ * Past the limit, a body is still read and discarded up to this size, so the
+ * client finishes sending and reads the 413 instead of a reset connection;
+ * a larger one is cut off by closing the connection.
+ */
+const DRAIN_LIMIT = 64 * 1024 * 1024;
+
+/**
+ * Reads a request body as raw bytes up to a limit: 413 past it, announced or
+ * streamed. The raw bytes matter: signatures are computed over them, never
+ * over re-serialised JSON. `onAbandon` is told when the connection must close.
+ */
+export function collectBody(req: IncomingMessage, limit: number, onAbandon: () => void): Promise<Buffer> {
+  // Made only when needed: an error captures a stack, which costs more than reading a small body.
+  const tooLarge = () => new DomainError('too_large', `The body is larger than ${limit} bytes.`);
+  const announced = Number(req.headers['content-length']);
+  if (announced > DRAIN_LIMIT) {
+    onAbandon();
+    return Promise.reject(tooLarge());
+  }
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= limit) {
+        chunks.push(chunk);
+      } else if (size > DRAIN_LIMIT) {
+        onAbandon();
+        reject(tooLarge());
+        req.destroy();
+      }
+    });
+    req.once('end', () => (size > limit ? reject(tooLarge()) : resolve(Buffer.concat(chunks, size))));
+    req.once('error', reject);
+  });
+}
+
+/** Checks the Content-Type against the accepted types (415 naming them). */
+export function requireMediaType(header: string | string[] | undefined, types: readonly string[]): string {
+  const type = mediaType(header);
+  if (!types.includes(type)) {
+    throw new DomainError('unsupported_media_type', `Send the body as ${types.join(' or ')}${type ? ` (got ${type})` : ''}.`);
+  }
+  return type;
+}
+
+/** Parses JSON text (400 when it does not parse). */
+export function parseJson(text: string, what = 'The body'): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new DomainError('invalid', `${what} is not valid JSON.`);
+  }
+}
+
+/** Reads a JSON request body: its type checked (415), its size bounded (413), parsed (400). */
+export async function readJsonBody(req: IncomingMessage, limit: number, onAbandon: () => void): Promise<unknown> {
+  requireMediaType(req.headers['content-type'], ['application/json']);
+  const raw = await collectBody(req, limit, onAbandon);
+  return parseJson(raw.toString('utf8'));
+}

@@ -1,0 +1,74 @@
+import type { Logger } from 'pino';
+import type { ChannelState, SessionKind } from '../../shared/channels.ts';
+
+/** The settings of one channel id (`channels.<id>` of the profile's config, defaults filled in). */
+export type ChannelSettings = Record<string, unknown> & { enabled: boolean; dmPolicy: string; allowFrom: string[] };
+
+/** A message that reached one of the channel's accounts. */
+export interface InboundMessage {
+  account: string;
+  /** Stable id of the sender on the channel (for IRC the case-folded nick). */
+  sender: string;
+  /** How the sender shows up (for IRC the nick as typed). */
+  senderName: string;
+  kind: SessionKind;
+  /** For group messages: the room it was said in (normalized like a peer). */
+  room?: string;
+  text: string;
+  at: number;
+}
+
+export interface AccountStatus {
+  account: string;
+  state: ChannelState;
+  /** Why the account is in the error or disconnected state, or where it is connected. */
+  detail?: string;
+  since: number;
+}
+
+/** What the gateway gives a channel when it starts one. */
+export interface ChannelContext {
+  /** This channel's current settings (they may change while it runs). */
+  settings: () => ChannelSettings;
+  /** Reads a secret of this channel, such as `channels.<id>.password`; undefined when unset. */
+  secret: (name: string) => Promise<string | undefined>;
+  logger: Logger;
+  /** Hands an inbound message to the gateway (policy, pairing, sessions). */
+  inbound: (message: InboundMessage) => void;
+  /** Reports a change of an account's connection state. */
+  stateChanged: (status: AccountStatus) => void;
+}
+
+/**
+ * A messaging channel: one connection per account, started and stopped with
+ * the daemon. Built-in channels and plugins implement this same interface,
+ * and register it with `channels.add({id, label, normalizePeer, create})`.
+ */
+export interface Channel {
+  readonly id: string;
+  /** Accounts this channel's settings describe, whether connected or not. */
+  accounts(): string[];
+  start(): Promise<void>;
+  /** Disconnects every account; resolves once they are closed (or the bound passes). */
+  stop(): Promise<void>;
+  status(): AccountStatus[];
+  /** Delivers text to a peer or room; rejects when the account cannot send now. */
+  send(account: string, to: string, text: string): Promise<void>;
+  /** The stable id for a peer name as people type it (the same folding as InboundMessage.sender). */
+  normalizePeer(peer: string): string;
+  /** Whether a peer name is a room (a group session) rather than a person. */
+  isRoom(peer: string): boolean;
+  /** Checks a peer name; returns a reason when it cannot be sent to. */
+  checkPeer(peer: string): string | undefined;
+}
+
+/** Makes a channel for its id and context. */
+export type ChannelFactory = (id: string, context: ChannelContext) => Channel | Promise<Channel>;
+
+export interface ChannelKind {
+  /** A short description for listings. */
+  label: string;
+  /** The channel's peer folding, also needed while the channel is not running. */
+  normalizePeer: (peer: string) => string;
+  create: ChannelFactory;
+}

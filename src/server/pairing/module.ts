@@ -1,0 +1,93 @@
+/** Device pairing: who may connect to the control plane, pending requests, invites, revocation and rotation. */
+import { defineModule } from '../kernel/module.ts';
+import type { RpcClient } from '../kernel/module.ts';
+import { DomainError } from '../kernel/errors.ts';
+import type { DevicePairingRequestView, DeviceView } from '../../shared/protocol/results.ts';
+import { Limits } from '../../shared/protocol/limits.ts';
+import { DeviceRegistry, type Device, type PairingRequest } from './device-registry.ts';
+import { admit } from './handshake.ts';
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+const deviceView = (device: Device): DeviceView => ({
+  id: device.id, role: device.role, scopes: device.scopes, clientId: device.clientId, platform: device.platform,
+  pairedAt: iso(device.pairedAt), pairedBy: device.pairedBy, lastSeenAt: iso(device.lastSeenAt), lastAddress: device.lastAddress,
+  rotatedAt: iso(device.rotatedAt),
+});
+
+const requestView = (request: PairingRequest): DevicePairingRequestView => ({
+  requestId: request.id, deviceId: request.deviceId, role: request.role, scopes: request.scopes, clientId: request.clientId,
+  platform: request.platform, address: request.address, viaProxy: request.viaProxy,
+  createdAt: iso(request.createdAt), expiresAt: iso(request.expiresAt),
+});
+
+const undecided = (requestId: string) => new DomainError('not_found', `no pending pairing request ${requestId} (unknown, expired or already decided)`);
+
+export default defineModule({
+  id: 'pairing',
+  setup(ctx) {
+    const { store, events, connections } = ctx;
+    const devices = new DeviceRegistry(store);
+
+    connections.admission((params, origin) => admit(params, origin, {
+      credential: ctx.credential,
+      devices,
+      audit: (kind, fields) => store.audit(kind, fields),
+      onPairingRequested: (request) => events.emit('device.pair.requested', requestView(request), 'operator.pairing'),
+    }));
+
+    const resolved = (request: PairingRequest, decision: 'approved' | 'rejected', client: RpcClient) => {
+      store.audit(`device.pair.${decision}`, { actor: client.deviceId, subject: request.deviceId, address: client.address, detail: { requestId: request.id, role: request.role, scopes: request.scopes } });
+      events.emit('device.pair.resolved', { requestId: request.id, deviceId: request.deviceId, decision }, 'operator.pairing');
+    };
+
+    ctx.rpc.method({ name: 'devices.list', handler: () => ({ paired: devices.list().map(deviceView), pending: devices.pending().map(requestView) }) });
+    ctx.rpc.method({
+      name: 'devices.approve',
+      handler: (params, client) => {
+        if (params.latest !== true && params.requestId === undefined) throw new DomainError('invalid', 'name the request: params.requestId, or params.latest');
+        const request = params.latest === true ? devices.latestPending() : devices.findPending(params.requestId!);
+        if (!request) throw params.latest === true ? new DomainError('not_found', 'no pairing request is pending') : undecided(String(params.requestId));
+        const device = devices.approve(request.id, client.deviceId)!;
+        resolved(request, 'approved', client);
+        return { approved: true, requestId: request.id, device: deviceView(device) };
+      },
+    });
+    ctx.rpc.method({
+      name: 'devices.reject',
+      handler: ({ requestId }, client) => {
+        const request = devices.reject(requestId);
+        if (!request) throw undecided(requestId);
+        resolved(request, 'rejected', client);
+        return { rejected: true, requestId: request.id, deviceId: request.deviceId };
+      },
+    });
+    ctx.rpc.method({
+      name: 'devices.revoke',
+      handler: ({ deviceId }, client) => {
+        if (!devices.revoke(deviceId)) throw new DomainError('not_found', `no paired device ${deviceId}`);
+        store.audit('device.revoked', { actor: client.deviceId, subject: deviceId, address: client.address });
+        return { revoked: true, deviceId, closedConnections: connections.closeDevice(deviceId, 'device revoked') };
+      },
+    });
+    ctx.rpc.method({
+      name: 'devices.rotate',
+      handler: ({ deviceId }, client) => {
+        const token = devices.rotate(deviceId);
+        if (!token) throw new DomainError('not_found', `no paired device ${deviceId}`);
+        store.audit('device.rotated', { actor: client.deviceId, subject: deviceId, address: client.address });
+        return { rotated: true, deviceId, deviceToken: token, closedConnections: connections.closeDevice(deviceId, 'device token rotated') };
+      },
+    });
+    ctx.rpc.method({
+      name: 'devices.invite',
+      handler: (params, client) => {
+        const role = params.role ?? 'operator';
+        const scopes = params.scopes ?? (role === 'operator' ? ['operator.read'] : []);
+        const invite = devices.createInvite(role, scopes, params.ttlMs ?? Limits.inviteDefaultTtlMs);
+        store.audit('device.invite.created', { actor: client.deviceId, address: client.address, detail: { role, scopes, expiresAt: invite.expiresAt } });
+        return { code: invite.code, expiresAt: new Date(invite.expiresAt).toISOString() };
+      },
+    });
+  },
+});

@@ -1,0 +1,121 @@
+/**
+ * Product access tokens (POST/GET/DELETE /tokens and their RPC methods) and
+ * the bearer credentials of the HTTP API: tokens, the service key and JWTs
+ * of the configured issuer.
+ */
+import { holds } from '../auth/http-auth.ts';
+import { DomainError } from '../kernel/errors.ts';
+import { readJsonBody } from '../kernel/body.ts';
+import { errorResponse, jsonResponse, protectedErrors, ref, security } from '../kernel/api-doc.ts';
+import { defineModule, type BearerVerifier, type Principal } from '../kernel/module.ts';
+import { ROUTE_SCOPES } from '../../shared/api/routes.ts';
+import type { TokenCreated } from '../../shared/protocol/results.ts';
+import { jwtVerifier, serviceKeyVerifier } from './api-credentials.ts';
+import { parseTokenRequest } from './token-request.ts';
+import { TokenStore, type AccessToken } from './token-store.ts';
+
+/** Tokens made from the host's CLI belong to the same owner as the gateway credential on HTTP. */
+export const GATEWAY_OWNER = 'gateway';
+
+const created = (token: AccessToken & { token: string }): TokenCreated => ({
+  id: token.id, name: token.name, scopes: token.scopes, createdAt: token.createdAt, expiresAt: token.expiresAt, token: token.token,
+});
+
+export default defineModule({
+  id: 'tokens',
+  async setup(ctx) {
+    const { store } = ctx;
+    const tokens = new TokenStore(store);
+    const audit = (kind: string, fields: Parameters<typeof store.audit>[1]) => store.audit(kind, fields);
+    const defaultExpiryDays = () => ctx.config().api.tokens.defaultExpiryDays;
+
+    // The service key and the JWT secret, read once and again when they change.
+    let secrets: { serviceKey?: string; jwt?: string } = {};
+    const loadSecrets = async () => {
+      secrets = { serviceKey: await ctx.secrets.get('api.serviceKey'), jwt: await ctx.secrets.get('api.jwt.secret') };
+    };
+    await loadSecrets();
+    ctx.watch.secrets(['api.serviceKey', 'api.jwt.secret'], loadSecrets);
+
+    const tokenVerifier: BearerVerifier = (value) => {
+      const check = tokens.check(value);
+      if (check.ok) return { kind: 'token', subject: check.token.owner, scopes: new Set(check.token.scopes) };
+      if (check.reason === 'expired') return 'The token has expired.';
+      if (check.reason === 'revoked') return 'The token was revoked.';
+      return undefined;
+    };
+    ctx.http.bearer(tokenVerifier);
+    ctx.http.bearer(serviceKeyVerifier(() => secrets.serviceKey));
+    ctx.http.bearer(jwtVerifier(ctx.config, () => secrets.jwt));
+
+    ctx.http.reserve('/tokens');
+    ctx.http.document({
+      paths: {
+        '/tokens': {
+          post: {
+            summary: 'create a product access token', ...security('POST /tokens'),
+            requestBody: { required: true, content: { 'application/json': { schema: ref('TokenCreateRequest') } } },
+            responses: { 201: jsonResponse('TokenCreated', 'created; the token is shown once'), ...protectedErrors, 413: errorResponse('body too large'), 415: errorResponse('not JSON') },
+          },
+          get: { summary: "list the caller's tokens, masked", ...security('GET /tokens'), responses: { 200: jsonResponse('TokenList', 'tokens'), ...protectedErrors } },
+        },
+        '/tokens/{id}': {
+          delete: {
+            summary: 'revoke a token', ...security('DELETE /tokens/:id'),
+            parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
+            responses: { 200: jsonResponse('TokenRevoked', 'revoked'), ...protectedErrors, 404: errorResponse("not one of the caller's tokens") },
+          },
+        },
+      },
+    });
+    ctx.http.route({
+      method: 'POST', path: '/tokens', auth: { scope: ROUTE_SCOPES['POST /tokens'] },
+      handler: async (http) => {
+        const principal = http.state.principal as Principal;
+        const body = await readJsonBody(http.req, ctx.config().gateway.http.maxBodyBytes, () => http.set('connection', 'close'));
+        const now = Date.now();
+        const request = await parseTokenRequest(body, { defaultExpiryDays: defaultExpiryDays(), now, grantable: (scope) => holds(principal, scope) });
+        const token = tokens.create(principal.subject, request, now);
+        audit('token.created', { actor: principal.subject, subject: token.id, address: http.req.socket.remoteAddress, detail: { name: token.name, scopes: token.scopes } });
+        http.status = 201;
+        http.body = created(token);
+      },
+    });
+    ctx.http.route({
+      method: 'GET', path: '/tokens', auth: { scope: ROUTE_SCOPES['GET /tokens'] },
+      handler: (http) => { http.body = { tokens: tokens.list((http.state.principal as Principal).subject) }; },
+    });
+    ctx.http.route({
+      method: 'DELETE', path: '/tokens/:id', auth: { scope: ROUTE_SCOPES['DELETE /tokens/:id'] },
+      handler: (http) => {
+        const principal = http.state.principal as Principal;
+        const id = (http.params as Record<string, string>).id!;
+        const revoked = tokens.revoke(principal.subject, id);
+        if (!revoked) throw new DomainError('not_found', `No token ${id} of yours.`);
+        audit('token.revoked', { actor: principal.subject, subject: revoked.id, address: http.req.socket.remoteAddress });
+        http.body = { id: revoked.id, revokedAt: revoked.revokedAt };
+      },
+    });
+
+    ctx.rpc.method({
+      name: 'tokens.create',
+      handler: async (params, client) => {
+        const now = Date.now();
+        const request = await parseTokenRequest(params, { defaultExpiryDays: defaultExpiryDays(), now, grantable: () => true });
+        const token = tokens.create(GATEWAY_OWNER, request, now);
+        audit('token.created', { actor: client.deviceId, subject: token.id, address: client.address, detail: { name: token.name, scopes: token.scopes } });
+        return created(token);
+      },
+    });
+    ctx.rpc.method({ name: 'tokens.list', handler: () => ({ tokens: tokens.list(GATEWAY_OWNER) }) });
+    ctx.rpc.method({
+      name: 'tokens.revoke',
+      handler: ({ id }, client) => {
+        const revoked = tokens.revoke(GATEWAY_OWNER, id);
+        if (!revoked) throw new DomainError('not_found', `no token ${id}`);
+        audit('token.revoked', { actor: client.deviceId, subject: id, address: client.address });
+        return { id: revoked.id, revokedAt: revoked.revokedAt };
+      },
+    });
+  },
+});

@@ -1,0 +1,66 @@
+/**
+ * Tools: the one registry behind POST /tools/invoke, the tools RPC methods and
+ * (later) agents, with its policy (deny lists, dangerous tools), argument
+ * schemas and idempotency keys.
+ */
+import { ROUTE_SCOPES } from '../../shared/api/routes.ts';
+import { readJsonBody } from '../kernel/body.ts';
+import { errorResponse, jsonResponse, ref, security } from '../kernel/api-doc.ts';
+import { defineModule, type Principal } from '../kernel/module.ts';
+import jobsModule from '../jobs/module.ts';
+import { parseToolRequest, toolAnswer, ToolRunner } from './tool-runner.ts';
+
+export type { ToolRunner };
+
+export default defineModule<{ runner: ToolRunner }>({
+  id: 'tools',
+  needs: [jobsModule],
+  setup(ctx) {
+    const runner = new ToolRunner({ table: ctx.table, config: ctx.config, store: ctx.store, logger: ctx.log });
+    ctx.use(jobsModule).retention('toolInvocations', () => runner.prune());
+
+    ctx.http.reserve('/tools');
+    ctx.http.document({
+      paths: {
+        '/tools/invoke': {
+          post: {
+            summary: 'invoke a tool', ...security('POST /tools/invoke'),
+            requestBody: { required: true, content: { 'application/json': { schema: ref('ToolInvokeRequest') } } },
+            responses: {
+              200: jsonResponse('ToolInvokeResult', 'the tool ran (or, with dryRun, would run)'),
+              400: jsonResponse('ToolInvokeError', 'bad request or args that fail the tool\'s schema'),
+              401: jsonResponse('ToolInvokeError', 'missing or wrong credential'),
+              403: jsonResponse('ToolInvokeError', 'the credential lacks tools:invoke'),
+              404: jsonResponse('ToolInvokeError', 'unknown tool, or one the policy denies over HTTP'),
+              409: jsonResponse('ToolInvokeError', 'the idempotency key was used for another call'),
+              413: jsonResponse('ToolInvokeError', 'body too large'),
+              429: errorResponse('too many requests; see Retry-After'),
+              500: jsonResponse('ToolInvokeError', 'the tool failed'),
+            },
+          },
+        },
+      },
+    });
+    ctx.http.route({
+      method: 'POST', path: '/tools/invoke', auth: { scope: ROUTE_SCOPES['POST /tools/invoke'] }, envelope: true,
+      handler: async (http) => {
+        const principal = http.state.principal as Principal;
+        const request = parseToolRequest(await readJsonBody(http.req, ctx.config().gateway.http.maxBodyBytes, () => http.set('connection', 'close')));
+        const header = http.get('idempotency-key');
+        if (header && !request.idempotencyKey) request.idempotencyKey = header;
+        const admin = principal.scopes === 'all' || principal.scopes.has('admin');
+        http.body = toolAnswer(await runner.invoke(request, { name: principal.subject, surface: 'http', admin }));
+      },
+    });
+
+    ctx.rpc.method({ name: 'tools.catalog', handler: () => ({ tools: runner.catalog('ws') }) });
+    ctx.rpc.method({
+      name: 'tools.invoke',
+      handler: async (params, client) => toolAnswer(await runner.invoke(parseToolRequest(params), {
+        name: `device:${client.deviceId}`, surface: 'ws', admin: client.scopes.has('operator.admin'),
+      })),
+    });
+
+    return { runner };
+  },
+});

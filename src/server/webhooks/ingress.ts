@@ -1,0 +1,81 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+import { queryCarriesCredential } from '../auth/http-auth.ts';
+import type { RequestBudget } from '../auth/throttle.ts';
+import type { JobQueue } from '../jobs/module.ts';
+import { sendError, sendJson } from '../kernel/answer.ts';
+import { collectBody, requireMediaType } from '../kernel/body.ts';
+import { DomainError, rateLimited } from '../kernel/errors.ts';
+import type { Store } from '../store/database.ts';
+import { DeliveryIntake, parseDelivery, validateEvent } from './deliveries.ts';
+import { signatureMatches } from './signature.ts';
+
+/** The code-hosting platform's cap on a delivery. */
+export const WEBHOOK_MAX_BYTES = 25 * 1024 * 1024;
+const TYPES = ['application/json', 'application/x-www-form-urlencoded'];
+const HEADER_VALUE = /^[\x21-\x7e]{1,200}$/;
+
+export interface WebhookIngressDeps {
+  store: Store;
+  queue: JobQueue;
+  budget: RequestBudget;
+  logger: Logger;
+  /** The current secret and, during rotation, the previous one; empty when none is set. */
+  secrets: () => readonly string[];
+}
+
+const header = (req: IncomingMessage, name: string): string | undefined => {
+  const value = req.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+};
+
+/**
+ * POST /webhooks, answered ahead of the Koa stack like the probes: it is the
+ * gateway's hottest write path. Authenticated by HMAC only; every delivery is
+ * committed with its job before the answer, and processed later by the job
+ * worker. Checks, in order: method (405), credentials in the query (400), the
+ * webhook budget (429), a configured secret (503), content type (415), size
+ * (413), headers (400), signature (400), payload (400).
+ */
+export class WebhookIngress {
+  private readonly deps: WebhookIngressDeps;
+  private readonly intake: DeliveryIntake;
+
+  constructor(deps: WebhookIngressDeps) {
+    this.deps = deps;
+    this.intake = new DeliveryIntake(deps.store, deps.queue);
+  }
+
+  handle(req: IncomingMessage, res: ServerResponse): void {
+    this.process(req, res).then(
+      (body) => sendJson(res, 200, body),
+      (error: unknown) => sendError(res, error, (unexpected) => this.deps.logger.error({ err: unexpected }, 'webhook delivery failed'),
+        'An unexpected error occurred; nothing of this delivery was recorded. Redeliver it.'),
+    );
+  }
+
+  private async process(req: IncomingMessage, res: ServerResponse): Promise<unknown> {
+    if (req.method !== 'POST') throw new DomainError('method_not_allowed', `Method ${req.method} is not allowed on /webhooks; deliveries are POSTed.`, { headers: { allow: 'POST' } });
+    if (queryCarriesCredential(req.url)) throw new DomainError('invalid', 'Credentials are never accepted in the query string; deliveries are authenticated by their signature.');
+    const wait = await this.deps.budget.spend(`addr:${req.socket.remoteAddress ?? 'unknown'}`);
+    if (wait > 0) throw rateLimited(wait, 'Too many deliveries');
+    const secrets = this.deps.secrets();
+    if (secrets.length === 0) throw new DomainError('unavailable', 'No webhook secret is configured: gateway secrets set webhooks.github.secret');
+    const type = requireMediaType(req.headers['content-type'], TYPES);
+    const raw = await collectBody(req, WEBHOOK_MAX_BYTES, () => res.setHeader('connection', 'close'));
+    const event = header(req, 'x-github-event');
+    const deliveryId = header(req, 'x-github-delivery');
+    const hookId = header(req, 'x-github-hook-id') || undefined;
+    if (!event || !deliveryId) throw new DomainError('invalid', 'X-GitHub-Event and X-GitHub-Delivery are required.');
+    if (!HEADER_VALUE.test(event) || !HEADER_VALUE.test(deliveryId) || (hookId && !HEADER_VALUE.test(hookId))) {
+      throw new DomainError('invalid', 'X-GitHub-Event, X-GitHub-Delivery and X-GitHub-Hook-ID must be short printable values.');
+    }
+    // The signature is checked before anything is parsed or stored: an invalid one reserves nothing.
+    if (!signatureMatches(raw, header(req, 'x-hub-signature-256'), secrets)) {
+      throw new DomainError('invalid', 'The X-Hub-Signature-256 signature does not match the body.');
+    }
+    const parsed = parseDelivery(raw, type === 'application/x-www-form-urlencoded');
+    validateEvent(event, parsed.body);
+    return { ok: true, ...(await this.intake.accept({ event, deliveryId, hookId, json: parsed.json, body: parsed.body })) };
+  }
+}

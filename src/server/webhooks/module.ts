@@ -1,0 +1,61 @@
+/**
+ * Webhook ingestion: POST /webhooks answered ahead of the HTTP application,
+ * each delivery committed with its job before the answer; the built-in
+ * handlers of those jobs; the webhook secret, read again when it changes.
+ */
+import { RequestBudget } from '../auth/throttle.ts';
+import { errorResponse, jsonResponse } from '../kernel/api-doc.ts';
+import { defineModule } from '../kernel/module.ts';
+import { secretFromEnv } from '../../shared/secrets/secret-store.ts';
+import jobsModule from '../jobs/module.ts';
+import { registerGithubHandlers } from './github-handlers.ts';
+import { WebhookIngress } from './ingress.ts';
+
+export default defineModule({
+  id: 'webhooks',
+  needs: [jobsModule],
+  async setup(ctx) {
+    const { queue } = ctx.use(jobsModule);
+    // The current secret and, during rotation, the previous one: the environment first, then the store.
+    let secrets: string[] = [];
+    const loadSecrets = async () => {
+      const current = secretFromEnv('webhooks.github.secret') ?? (await ctx.secrets.get('webhooks.github.secret'));
+      const previous = await ctx.secrets.get('webhooks.github.secret.previous');
+      secrets = [current, previous].filter((value): value is string => Boolean(value));
+    };
+    await loadSecrets();
+    ctx.watch.secrets(['webhooks.github.secret*'], loadSecrets);
+
+    const { rateLimit } = ctx.config().gateway;
+    const ingress = new WebhookIngress({
+      store: ctx.store, queue, budget: new RequestBudget(rateLimit.webhooksMax, rateLimit.windowMs), logger: ctx.log, secrets: () => secrets,
+    });
+    ctx.http.fast({ path: '/webhooks', handler: (req, res) => ingress.handle(req, res) });
+    ctx.http.document({
+      paths: {
+        '/webhooks': {
+          post: {
+            summary: 'receive a webhook delivery',
+            security: [{ hubSignature: [] }],
+            parameters: [
+              { name: 'X-GitHub-Event', in: 'header', required: true, schema: { type: 'string' } },
+              { name: 'X-GitHub-Delivery', in: 'header', required: true, schema: { type: 'string' } },
+              { name: 'X-GitHub-Hook-ID', in: 'header', required: false, schema: { type: 'string' } },
+              { name: 'X-Hub-Signature-256', in: 'header', required: true, schema: { type: 'string', pattern: '^sha256=[0-9a-f]{64}$' } },
+            ],
+            requestBody: { required: true, content: { 'application/json': { schema: { type: 'object' } }, 'application/x-www-form-urlencoded': { schema: { type: 'object', properties: { payload: { type: 'string' } } } } } },
+            responses: {
+              200: jsonResponse('DeliveryAccepted', 'recorded (or a duplicate of a recorded delivery)'),
+              400: errorResponse('invalid signature, missing headers or bad payload'),
+              413: errorResponse('over 25 MB'),
+              415: errorResponse('another content type'),
+              429: errorResponse('too many deliveries; see Retry-After'),
+              503: errorResponse('no webhook secret configured'),
+            },
+          },
+        },
+      },
+    });
+    registerGithubHandlers(ctx.jobs);
+  },
+});

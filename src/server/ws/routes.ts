@@ -1,0 +1,49 @@
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { Logger } from 'pino';
+import { WebSocketServer } from 'ws';
+import { Limits } from '../../shared/protocol/limits.ts';
+import { holds, type HttpAuthenticator } from '../auth/http-auth.ts';
+import { toDomainError } from '../kernel/errors.ts';
+import type { RegistryTable } from '../kernel/registry.ts';
+
+const refuse = (socket: Duplex, status: number, reason: string, headers: Record<string, string> = {}) => {
+  const extra = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+  socket.end(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\n${extra}Content-Length: 0\r\n\r\n`);
+};
+
+/**
+ * Upgrades to the WebSocket endpoints modules and plugins registered. A reload
+ * swaps the table for new upgrades only: sockets already open stay open with
+ * the handler they got.
+ */
+export function routeUpgrade(table: () => RegistryTable, authenticator: HttpAuthenticator, logger: Logger) {
+  let wss: WebSocketServer | undefined;
+  return (request: IncomingMessage, socket: Duplex, head: Buffer): boolean => {
+    const path = (request.url ?? '/').split('?')[0]!;
+    const entry = table().ws.get(path);
+    if (!entry) return false;
+    wss ??= new WebSocketServer({ noServer: true, maxPayload: Limits.maxFrameBytes, clientTracking: false });
+    const server = wss;
+    const accept = () => server.handleUpgrade(request, socket, head, (ws) => {
+      try {
+        entry.value.handler(ws, request);
+      } catch (error) {
+        logger.error({ err: error, owner: entry.owner, path }, 'WebSocket handler failed');
+        ws.close(1011, 'plugin failed');
+      }
+    });
+    if (entry.value.auth === 'plugin') {
+      accept();
+      return true;
+    }
+    authenticator.authenticate(request).then(
+      (principal) => (holds(principal, 'admin') ? accept() : refuse(socket, 403, 'Forbidden')),
+      (thrown: unknown) => {
+        const { error } = toDomainError(thrown);
+        refuse(socket, error.status, error.status === 429 ? 'Too Many Requests' : error.status === 400 ? 'Bad Request' : 'Unauthorized', error.headers);
+      },
+    );
+    return true;
+  };
+}

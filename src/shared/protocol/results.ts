@@ -1,0 +1,223 @@
+/**
+ * What each RPC method answers: the shapes the daemon returns and the CLI
+ * reads, declared once. Times are ISO 8601 strings.
+ */
+import type { ChannelState, SessionKind } from '../channels.ts';
+import type { GatewayConfig } from '../config/types.ts';
+import type { MethodName } from './methods.ts';
+
+export interface HealthResult { ok: boolean; status: string }
+
+export interface PluginSummary {
+  loaded: string[];
+  errors: { plugin: string; error: string }[];
+  lastReload: BuildOutcome | null;
+}
+
+export interface StatusPayload {
+  profile: string;
+  state: 'running';
+  readiness: 'starting' | 'ready' | 'stopping';
+  pid: number;
+  port: number;
+  bind: string;
+  host: string;
+  url: string;
+  version: string;
+  instanceId: string;
+  startedAt: number;
+  uptimeMs: number;
+  logFile: string;
+  secretStore: string;
+  authMode: string;
+  connections: number;
+  plugins: PluginSummary;
+  /** Readiness checks that fail, by name, with the reason. */
+  problems?: Record<string, string>;
+}
+
+export type ConfigGetResult =
+  | { config: GatewayConfig; set: Record<string, unknown> }
+  | { key: string; value: unknown; source: 'default' | 'config' };
+
+export interface ConfigChange {
+  key: string;
+  value: unknown;
+  previous: unknown;
+  restartRequired: boolean;
+  /** The change applies at the next `gateway reload`. */
+  reloadRequired: boolean;
+}
+
+export interface DeviceView {
+  id: string; role: string; scopes: string[]; clientId: string | null; platform: string | null;
+  pairedAt: string | null; pairedBy: string; lastSeenAt: string | null; lastAddress: string | null; rotatedAt: string | null;
+}
+
+export interface DevicePairingRequestView {
+  requestId: string; deviceId: string; role: string; scopes: string[]; clientId: string | null; platform: string | null;
+  address: string | null; viaProxy: boolean; createdAt: string | null; expiresAt: string | null;
+}
+
+export interface AuditEvent {
+  id: number; at: string; kind: string; actor: unknown; subject: unknown; address: unknown; detail: unknown;
+}
+
+export interface AccessTokenView {
+  id: string;
+  name: string;
+  scopes: string[];
+  createdAt: string;
+  expiresAt: string;
+  lastUsedAt: string | null;
+  revokedAt: string | null;
+  /** The prefix and last four characters; never the token. */
+  masked: string;
+}
+
+export interface TokenCreated {
+  id: string; name: string; scopes: string[]; createdAt: string; expiresAt: string;
+  /** Shown once. */
+  token: string;
+}
+
+export const JOB_STATUSES = ['queued', 'running', 'succeeded', 'failed'] as const;
+export type JobStatus = (typeof JOB_STATUSES)[number];
+
+export interface Job {
+  id: string;
+  kind: string;
+  status: JobStatus;
+  attempts: number;
+  maxAttempts: number;
+  runAt: string;
+  createdAt: string;
+  startedAt: string | null;
+  finishedAt: string | null;
+  error: string | null;
+  result: unknown;
+  source: string | null;
+}
+
+export interface JobList { jobs: Job[]; nextCursor: string | null }
+
+export interface NodeView {
+  deviceId: string; clientId: string; platform: string; address: string; caps: string[]; commands: string[];
+  deniedCommands: string[]; permissions: Record<string, unknown>; connectedAt: string;
+}
+
+export interface ChannelStatus {
+  channel: string;
+  account: string;
+  state: ChannelState;
+  detail?: string;
+  since: string;
+}
+
+export interface ChannelInfo {
+  channel: string; label: string; installed: boolean; enabled: boolean; running: boolean; dmPolicy: string;
+  allowFrom: string[]; approvedSenders: number; accounts: string[];
+}
+
+export interface DmPairingRequestView {
+  channel: string; account: string; code: string; sender: string; senderName: string | null; createdAt: string | null; expiresAt: string | null;
+}
+
+export interface PairApproved extends DmPairingRequestView {
+  approved: true;
+  alreadyApproved: boolean;
+  notified: boolean;
+  notifyError?: string;
+}
+
+export interface AllowedSenderView {
+  channel: string; sender: string; senderName: string | null; account: string | null; addedAt: string; addedBy: string; code: string | null;
+}
+
+export interface MessageView {
+  id: number; direction: 'in' | 'out'; sender: string; senderName: string | null; text: string; at: string | null; via?: string;
+}
+
+export interface SessionView {
+  key: string; channel: string; account: string; kind: SessionKind; peer: string; peerName: string | null;
+  createdAt: string | null; updatedAt: string | null; messageCount: number; lastMessage?: MessageView;
+}
+
+export interface ToolCatalogEntry {
+  name: string; description: string; inputSchema: Record<string, unknown>; dangerous: boolean;
+  /** The module or plugin that registered it. */
+  plugin: string;
+  overHttp: boolean;
+}
+
+export interface ToolAnswer { ok: true; result: unknown; dryRun?: true; replayed?: true }
+
+export interface Registered {
+  routes: string[]; wsRoutes: string[]; methods: string[]; tools: string[]; channels: string[]; jobKinds: string[];
+}
+
+export interface PluginInfo {
+  name: string;
+  source: string;
+  builtin: boolean;
+  status: 'loaded' | 'error';
+  error?: string;
+  registered: Registered;
+}
+
+export interface BuildOutcome {
+  ok: boolean;
+  at: string;
+  generation: number;
+  errors: { plugin: string; error: string }[];
+}
+
+export interface ReloadResult {
+  ok: boolean;
+  pid: number;
+  config: { ok: boolean; error?: string };
+  plugins: BuildOutcome;
+}
+
+/** What each method answers. */
+export interface MethodResults {
+  health: HealthResult;
+  status: StatusPayload;
+  'config.get': ConfigGetResult;
+  'config.set': ConfigChange;
+  'config.unset': ConfigChange;
+  'secrets.changed': { name: string; applied: boolean };
+  shutdown: { stopping: true; pid: number };
+  'devices.list': { paired: DeviceView[]; pending: DevicePairingRequestView[] };
+  'devices.approve': { approved: true; requestId: string; device: DeviceView };
+  'devices.reject': { rejected: true; requestId: string; deviceId: string };
+  'devices.revoke': { revoked: true; deviceId: string; closedConnections: number };
+  'devices.rotate': { rotated: true; deviceId: string; deviceToken: string; closedConnections: number };
+  'devices.invite': { code: string; expiresAt: string };
+  'audit.list': { events: AuditEvent[] };
+  'tokens.create': TokenCreated;
+  'tokens.list': { tokens: AccessTokenView[] };
+  'tokens.revoke': { id: string; revokedAt: string | null };
+  'jobs.list': JobList;
+  'jobs.get': Job;
+  'jobs.retry': Job;
+  'nodes.list': { nodes: NodeView[] };
+  'nodes.invoke': { node: string; command: string; result: unknown };
+  'node.invoke.result': { accepted: true };
+  'channels.list': { channels: ChannelInfo[] };
+  'channels.status': { channels: ChannelStatus[] };
+  'pair.list': { requests: DmPairingRequestView[] };
+  'pair.approve': PairApproved;
+  'pair.reject': { rejected: true } & DmPairingRequestView;
+  'pair.revoke': { revoked: true; channel: string; sender: string };
+  'pair.allowed': { senders: AllowedSenderView[] };
+  'sessions.list': { sessions: SessionView[] };
+  'sessions.history': { session: SessionView; messages: MessageView[] };
+  'message.send': { sent: true; sessionKey: string; message: MessageView };
+  reload: ReloadResult;
+  'plugins.list': { plugins: PluginInfo[]; lastReload: BuildOutcome | null };
+  'tools.catalog': { tools: ToolCatalogEntry[] };
+  'tools.invoke': ToolAnswer;
+}
+
+export type MethodResult<M extends MethodName> = M extends keyof MethodResults ? MethodResults[M] : never;
