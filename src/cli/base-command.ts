@@ -1,5 +1,5 @@
 import { Command, Flags } from '@oclif/core';
-import { GatewayError } from '../shared/errors.ts';
+import { errorJson, errorText, GatewayError } from '../shared/errors.ts';
 import { ExitCode } from '../shared/exit-codes.ts';
 import { gatewayHome, profilePaths, type ProfilePaths } from '../shared/profile.ts';
 import { requireProfile, selectProfileName } from '../shared/profiles.ts';
@@ -12,9 +12,6 @@ export interface ProfileRef {
   paths: ProfilePaths;
 }
 
-export interface ErrorJson {
-  error: { code: string; message: string; exitCode: number; hints: string[] };
-}
 
 /**
  * Every command extends this: it owns --profile and --json, the exit codes,
@@ -102,12 +99,8 @@ export abstract class BaseCommand<T> extends Command {
   override async catch(error: Error & { oclif?: { exit?: number }; exitCode?: number }): Promise<unknown> {
     const failure = toGatewayError(error);
     process.exitCode = failure.exitCode;
-    if (this.jsonEnabled()) {
-      const body: ErrorJson = { error: { code: failure.code, message: failure.message, exitCode: failure.exitCode, hints: failure.hints } };
-      this.logJson(body);
-    }
-    const hints = failure.hints.length > 0 ? `\nTry this:\n${failure.hints.map((hint) => `  ${hint}`).join('\n')}` : '';
-    process.stderr.write(`Error: ${failure.message}${hints}\n`);
+    if (this.jsonEnabled()) this.logJson(errorJson(failure));
+    process.stderr.write(errorText(failure));
     if (!(failure.exitCode === ExitCode.usage || error instanceof GatewayError) && process.env.GATEWAY_DEBUG) {
       process.stderr.write(`${error.stack}\n`);
     }

@@ -1,49 +1,34 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../cli/base-command.ts';
-import { GatewayError } from '../shared/errors.ts';
-import { ExitCode } from '../shared/exit-codes.ts';
 import { BIND_MODES } from '../shared/config/schema.ts';
-import type { DaemonMessage } from '../shared/daemon-messages.ts';
+import { RUN_OPTIONS } from '../shared/run-args.ts';
 
 export interface RunResult {
   profile: string;
   exitCode: number;
 }
 
+/**
+ * The daemon in the foreground. The executable runs `gateway run` without
+ * loading oclif (see bin/run.js); this command gives it its help and, when
+ * oclif is in front, hands the arguments to the same parser.
+ */
 export default class Run extends BaseCommand<RunResult> {
   static override summary = 'Run the profile\'s daemon in the foreground (for systemd, launchd and containers).';
   static override description = 'SIGTERM or SIGINT stops accepting, closes WebSockets with 1001, drains running work and exits 0; a second signal exits at once.';
   static override examples = ['<%= config.bin %> run --profile staging'];
+  static override enableJsonFlag = false;
   static override flags = {
-    port: Flags.integer({ description: 'listen port for this run', min: 1, max: 65535 }),
-    bind: Flags.string({ description: 'bind mode for this run', options: [...BIND_MODES] }),
-    verbose: Flags.boolean({ description: 'log at debug level' }),
-    detached: Flags.boolean({ hidden: true, description: 'started by `gateway start`; reports over IPC' }),
+    port: Flags.integer({ description: RUN_OPTIONS.port.description, min: 1, max: 65535 }),
+    bind: Flags.string({ description: RUN_OPTIONS.bind.description, options: [...BIND_MODES] }),
+    verbose: Flags.boolean({ description: RUN_OPTIONS.verbose.description }),
+    json: Flags.boolean({ description: RUN_OPTIONS.json.description }),
+    detached: Flags.boolean({ hidden: true, description: RUN_OPTIONS.detached.description }),
   };
 
   async run(): Promise<RunResult> {
-    const { flags } = await this.parse(Run);
-    const profile = this.selectProfile(flags.profile);
-    const { main } = await import('../server/main.ts');
-    let refusal: DaemonMessage | undefined;
-    const code = await main({
-      profile: profile.name,
-      port: flags.port,
-      bind: flags.bind,
-      verbose: flags.verbose,
-      onReport: (message) => {
-        if (flags.detached) return;
-        if (message.type === 'ready') this.note(`Gateway (profile "${profile.name}") listening on ${message.url} (pid ${message.pid}).`);
-        else refusal = message;
-      },
-    });
-    if (refusal?.type === 'error') throw new GatewayError(refusal.message, { exitCode: refusal.exitCode as ExitCode, hints: refusal.hints });
-    if (refusal?.type === 'running') {
-      throw new GatewayError(`Profile "${profile.name}" already has a running daemon (pid ${refusal.pid}, port ${refusal.port}).`, {
-        hints: [`gateway stop --profile ${profile.name}`],
-      });
-    }
-    this.exitWith(code as ExitCode);
-    return { profile: profile.name, exitCode: code };
+    const { runCommand } = await import('../server/main.ts');
+    process.exitCode = await runCommand(this.argv);
+    return { profile: '', exitCode: Number(process.exitCode) };
   }
 }

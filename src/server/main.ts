@@ -1,4 +1,8 @@
+import { errorJson, errorText, GatewayError } from '../shared/errors.ts';
+import { ExitCode } from '../shared/exit-codes.ts';
 import type { DaemonMessage } from '../shared/daemon-messages.ts';
+import { selectProfileName } from '../shared/profiles.ts';
+import { parseRunArgs } from '../shared/run-args.ts';
 import { Daemon } from './daemon.ts';
 
 export interface MainOptions {
@@ -40,7 +44,7 @@ export async function main(options: MainOptions): Promise<number> {
       process.send(message, () => process.connected && process.disconnect());
     }
   };
-  const code = await Daemon.run({
+  return Daemon.run({
     profile: options.profile,
     port: options.port,
     bind: options.bind,
@@ -48,5 +52,41 @@ export async function main(options: MainOptions): Promise<number> {
     report: (message) => report(message),
     onCreated: (created) => { daemon = created; },
   });
-  return code;
+}
+
+/**
+ * `gateway run [flags]`: parses the flags (one parser, shared with the help of
+ * the `run` command), runs the daemon and says what happened. A daemon spawned
+ * by `gateway start` (--detached) reports over IPC only.
+ */
+export async function runCommand(argv: readonly string[]): Promise<number> {
+  let json = argv.includes('--json');
+  let profile = '';
+  const fail = (failure: GatewayError): number => {
+    if (json) process.stdout.write(`${JSON.stringify(errorJson(failure), null, 2)}\n`);
+    process.stderr.write(errorText(failure));
+    return failure.exitCode;
+  };
+  try {
+    const args = parseRunArgs(argv);
+    json = args.json;
+    profile = selectProfileName(args.profile).name;
+    let refusal: DaemonMessage | undefined;
+    const code = await main({
+      profile, port: args.port, bind: args.bind, verbose: args.verbose,
+      onReport: (message) => {
+        if (args.detached) return;
+        if (message.type === 'ready') process.stderr.write(`Gateway (profile "${profile}") listening on ${message.url} (pid ${message.pid}).\n`);
+        else refusal = message;
+      },
+    });
+    if (refusal?.type === 'error') return fail(new GatewayError(refusal.message, { exitCode: refusal.exitCode as ExitCode, hints: refusal.hints }));
+    if (refusal?.type === 'running') {
+      return fail(new GatewayError(`Profile "${profile}" already has a running daemon (pid ${refusal.pid}, port ${refusal.port}).`, { hints: [`gateway stop --profile ${profile}`] }));
+    }
+    if (json) process.stdout.write(`${JSON.stringify({ profile, exitCode: code }, null, 2)}\n`);
+    return code;
+  } catch (error) {
+    return fail(error instanceof GatewayError ? error : new GatewayError((error as Error).message, { cause: error }));
+  }
 }

@@ -39,6 +39,19 @@ function codeFor(exitCode: ExitCode): string {
   }
 }
 
+/** What a failed command prints with --json: one document on stdout. */
+export interface ErrorJson {
+  error: { code: string; message: string; exitCode: number; hints: string[] };
+}
+
+export const errorJson = (failure: GatewayError): ErrorJson => ({
+  error: { code: failure.code, message: failure.message, exitCode: failure.exitCode, hints: failure.hints },
+});
+
+/** What a failed command prints on stderr: the message, then the next steps. */
+export const errorText = (failure: GatewayError): string =>
+  `Error: ${failure.message}${failure.hints.length > 0 ? `\nTry this:\n${failure.hints.map((hint) => `  ${hint}`).join('\n')}` : ''}\n`;
+
 export const usageError = (message: string, hints?: string[]) =>
   new GatewayError(message, { exitCode: ExitCode.usage, hints });
 

@@ -1,7 +1,8 @@
 import { expect } from 'chai';
 import { readFileSync, statSync, existsSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
-import { freePort, Home, spawnForeground, waitFor } from '../support/cli.ts';
+import { join } from 'node:path';
+import { freePort, Home, PLUGIN_FIXTURES, spawnForeground, waitFor } from '../support/cli.ts';
 import { RawSocket } from '../support/ws-client.ts';
 
 describe('daemon lifecycle (e2e)', function () {
@@ -84,7 +85,9 @@ describe('daemon lifecycle (e2e)', function () {
   });
 
   it('waits for a half-started daemon instead of starting a second one', async () => {
-    const slow = home.run(['start', '--json'], { env: { GATEWAY_TEST_READY_DELAY_MS: '1500' } });
+    // A plugin that takes 1.5 s to register holds the daemon between taking the lock and being ready.
+    await home.run(['config', 'set', 'plugins.load', JSON.stringify([join(PLUGIN_FIXTURES, 'slow-start')])]);
+    const slow = home.run(['start', '--json']);
     await waitFor(() => existsSync(home.file('daemon.json')), 10_000, 'the lock');
     const second = await home.run(['start', '--json']);
     const first = await slow;
@@ -170,6 +173,19 @@ describe('daemon lifecycle (e2e)', function () {
     expect(socket.closeCode).to.equal(1001);
     expect(await exited).to.equal(0);
     expect(existsSync(home.file('daemon.json'))).to.equal(false);
+  });
+
+  it('refuses run flags that do not fit before anything starts: a bad profile name, port or bind mode (exit 2)', async () => {
+    for (const args of [['--profile', 'Not A Profile'], ['--port', 'abc'], ['--port', '70000'], ['--bind', 'everywhere'], ['--unknown'], ['extra']]) {
+      const result = await home.run(['run', ...args, '--detached']);
+      expect(result.code, args.join(' ')).to.equal(2);
+      expect(result.stderr, args.join(' ')).to.match(/^Error: /);
+    }
+    const json = await home.run(['run', '--profile', '../etc', '--json']);
+    expect(json.code).to.equal(2);
+    expect(json.json.error).to.include({ code: 'USAGE', exitCode: 2 });
+    expect(json.json.error.message).to.include('Invalid profile name');
+    expect(existsSync(home.profileDir())).to.equal(false);
   });
 
   it('passes the daemon\'s start-up failure and exit code on to start', async () => {

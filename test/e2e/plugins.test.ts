@@ -3,11 +3,10 @@ import { cpSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { WebSocket } from 'ws';
-import { freePort, Home, ROOT, sleep, waitFor } from '../support/cli.ts';
+import { freePort, Home, PLUGIN_FIXTURES, sleep, waitFor } from '../support/cli.ts';
 import { RawSocket } from '../support/ws-client.ts';
 
-const FIXTURES = join(ROOT, 'test/fixtures/plugins');
-const HELLO = join(FIXTURES, 'hello');
+const HELLO = join(PLUGIN_FIXTURES, 'hello');
 
 /** A request with the path exactly as written: no client-side normalisation of dot segments or escapes. */
 function raw(port: number, method: string, path: string, headers: Record<string, string> = {}, body?: string): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
@@ -120,7 +119,7 @@ describe('plugins, reload, tools and static surfaces (e2e)', function () {
   it('a plugin that fails to load leaves the previous table in place and says so in status, plugins list and the log', async () => {
     await load(HELLO);
     expect((await home.run(['reload'])).code).to.equal(0);
-    await load(HELLO, join(FIXTURES, 'broken'));
+    await load(HELLO, join(PLUGIN_FIXTURES, 'broken'));
     const failed = await home.run(['reload']);
     expect(failed.code).to.equal(1);
     expect(failed.stderr).to.match(/the broken plugin refuses to start/);
@@ -135,12 +134,12 @@ describe('plugins, reload, tools and static surfaces (e2e)', function () {
     expect(listed.plugins.find((p: any) => p.name === 'broken')).to.include({ status: 'error' });
     expect(listed.lastReload.ok).to.equal(false);
 
-    await load(HELLO, join(FIXTURES, 'clash'));
+    await load(HELLO, join(PLUGIN_FIXTURES, 'clash'));
     const clash = await home.run(['reload', '--json']);
     expect(clash.code).to.equal(1);
     expect(JSON.parse(clash.stdout).plugins.errors[0].error).to.match(/tool hello\.echo of plugin clash conflicts with the tool of plugin hello-plugin/);
 
-    await load(join(FIXTURES, 'nowhere'));
+    await load(join(PLUGIN_FIXTURES, 'nowhere'));
     const missing = await home.run(['reload', '--json']);
     expect(missing.code).to.equal(1);
     expect(JSON.parse(missing.stdout).plugins.errors[0].error).to.match(/no plugin at/);

@@ -72,6 +72,10 @@ describe('WebSocket control plane (e2e)', function () {
     expect(socket.closeCode).to.equal(1008);
     const missing = await open();
     expect((await missing.connect({})).error.code).to.equal('UNAUTHORIZED');
+    // The credential is checked first, whatever else the frame holds: no device identity does not hide a wrong token.
+    const deviceless = await open();
+    const refusedFirst = await deviceless.connect({ token: 'wrong-secret-value-123' }, [], { tamper: (params) => { delete params.device; } });
+    expect(refusedFirst.error.code).to.equal('UNAUTHORIZED');
   });
 
   it('refuses an unsupported protocol range and unknown scopes', async () => {

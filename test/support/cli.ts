@@ -6,6 +6,7 @@ import { join } from 'node:path';
 
 export const ROOT = new URL('../../', import.meta.url).pathname;
 export const BIN = join(ROOT, 'bin/run.js');
+export const PLUGIN_FIXTURES = join(ROOT, 'test/fixtures/plugins');
 
 export interface CliResult {
   code: number | null;
