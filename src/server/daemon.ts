@@ -1,5 +1,4 @@
-import { randomBytes, randomUUID } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
+import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
 import { GatewayError } from '../shared/errors.ts';
@@ -8,22 +7,21 @@ import { assertExposure, type BindTarget } from '../shared/config/exposure.ts';
 import { loadConfig } from '../shared/config/profile-config.ts';
 import type { GatewayConfig } from '../shared/config/types.ts';
 import {
-  acquireDaemonLock, DaemonAlreadyRunning, inspectDaemon, processStartTime, releaseDaemonLock, updateDaemonLock,
+  acquireDaemonLock, DaemonAlreadyRunning, processStartTime, releaseDaemonLock, updateDaemonLock,
   type DaemonRecord,
 } from '../shared/daemon-lock.ts';
 import type { DaemonMessage } from '../shared/daemon-messages.ts';
 import { httpUrl, resolveListen } from '../shared/listen.ts';
 import { profilePaths, type ProfilePaths } from '../shared/profile.ts';
 import { ensureProfile } from '../shared/profile-setup.ts';
-import { listProfileNames } from '../shared/profiles.ts';
 import type { ReloadResult } from '../shared/protocol/results.ts';
-import { openSecretStore, secretFromEnv, type SecretStore } from '../shared/secrets/secret-store.ts';
+import { openSecretStore, type SecretStore } from '../shared/secrets/secret-store.ts';
 import { gatewayVersion } from '../shared/version.ts';
-import { GatewayCredential } from './auth/gateway-credential.ts';
+import { GatewayCredential, loadGatewayCredential } from './auth/gateway-credential.ts';
 import { HttpAuthenticator } from './auth/http-auth.ts';
 import { AuthLockout, RequestBudget } from './auth/throttle.ts';
 import * as builtins from './compose.ts';
-import { createHttpServer } from './http/server.ts';
+import { createHttpServer, listen } from './http/server.ts';
 import type { Readiness } from './http/probes.ts';
 import { ConnectionsHub } from './kernel/connections.ts';
 import { EventBus } from './kernel/events.ts';
@@ -190,18 +188,8 @@ export class Daemon {
     const budget = new RequestBudget(this.config.gateway.rateLimit.max, this.config.gateway.rateLimit.windowMs);
     this.server = createHttpServer({
       logger: this.logger, budget, authenticator, table: () => host.table, fastRoute: (path) => host.fastRoute(path),
-      probes: {
-        readiness: () => this.readiness,
-        problems: () => host.problems(),
-        exposed: !this.bind.loopback,
-        presentsCredential: (req) => req.headers.authorization !== undefined
-          || (this.config.gateway.auth.mode === 'trusted-proxy' && req.headers[this.config.gateway.auth.trustedProxy.userHeader] !== undefined),
-        budget: (address) => budget.spend(`addr:${address}`),
-        detail: async (req) => {
-          await authenticator.authenticate(req);
-          return { profile: this.paths.name, version: gatewayVersion(), instanceId: this.instanceId, uptimeMs: this.uptimeMs, connections: hub.count() };
-        },
-      },
+      config: () => this.config, exposed: !this.bind.loopback, readiness: () => this.readiness, problems: () => host.problems(),
+      detail: () => ({ profile: this.paths.name, version: gatewayVersion(), instanceId: this.instanceId, uptimeMs: this.uptimeMs, connections: hub.count() }),
     });
     this.controlPlane = new ControlPlane({
       logger: this.logger, table: () => host.table, hub, events, lockout, audit,
@@ -211,7 +199,7 @@ export class Daemon {
       accepting: () => this.readiness !== 'stopping',
     });
     this.controlPlane.attach(this.server);
-    await this.listen(this.server);
+    this.port = await listen(this.server, { port: this.port, bind: this.bind, paths: this.paths });
 
     if (this.record) {
       this.record = { ...this.record, port: this.port, readyAt: Date.now() };
@@ -248,57 +236,8 @@ export class Daemon {
     };
   }
 
-  private listen(server: Server): Promise<void> {
-    return new Promise((resolve, reject) => {
-      server.once('error', (error: NodeJS.ErrnoException) => {
-        if (error.code === 'EADDRINUSE') reject(this.portInUse());
-        else if (error.code === 'EACCES') reject(new GatewayError(`Not allowed to listen on port ${this.port} of ${this.bind.host} (profile "${this.paths.name}").`, { hints: ['choose a port above 1023: gateway config set gateway.port <port>'] }));
-        else if (error.code === 'EADDRNOTAVAIL') reject(new GatewayError(`${this.bind.host} is not an address of this host (profile "${this.paths.name}").`, { exitCode: ExitCode.invalidConfig }));
-        else reject(error);
-      });
-      server.listen({ port: this.port, host: this.bind.host, backlog: 511 }, () => {
-        this.port = (server.address() as AddressInfo).port;
-        resolve();
-      });
-    });
-  }
-
-  private portInUse(): GatewayError {
-    let owner = 'another process';
-    for (const name of listProfileNames(this.paths.home)) {
-      if (name === this.paths.name) continue;
-      const found = inspectDaemon(profilePaths(name, this.paths.home));
-      if ((found.state === 'running' || found.state === 'starting') && found.record.port === this.port) {
-        owner = `profile "${name}" (pid ${found.record.pid})`;
-        break;
-      }
-    }
-    return new GatewayError(`Port ${this.port} on ${this.bind.host} is already in use by ${owner}; profile "${this.paths.name}" cannot listen there.`, {
-      code: 'PORT_IN_USE',
-      hints: [`gateway start --profile ${this.paths.name} --port <port>`, `gateway config set gateway.port <port> --profile ${this.paths.name}`],
-    });
-  }
-
-  /** The gateway token is made on first start by the lock holder; environment variables override stored values. */
-  private async loadCredentials(): Promise<void> {
-    const mode = this.config.gateway.auth.mode;
-    let token = secretFromEnv('gateway.token');
-    if (!token && mode !== 'none') {
-      token = await this.secrets.get('gateway.token');
-      if (!token) {
-        token = randomBytes(32).toString('base64url');
-        await this.secrets.set('gateway.token', token);
-        this.logger.info('generated the gateway token');
-      }
-    }
-    const password = secretFromEnv('gateway.password') ?? (mode === 'password' ? await this.secrets.get('gateway.password') : undefined);
-    if (mode === 'password' && !password) {
-      throw new GatewayError('gateway.auth.mode is password, but no password is set.', {
-        exitCode: ExitCode.invalidConfig,
-        hints: [`gateway secrets set gateway.password --profile ${this.paths.name}   # reads it from stdin`, 'or set GATEWAY_PASSWORD'],
-      });
-    }
-    this.credential.update(token, password);
+  private loadCredentials(): Promise<void> {
+    return loadGatewayCredential(this.credential, { mode: this.config.gateway.auth.mode, secrets: this.secrets, profile: this.paths.name, logger: this.logger });
   }
 
   /** A secret changed: the gateway credential is read again here, the rest by the modules watching it. */

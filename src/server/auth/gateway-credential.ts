@@ -1,5 +1,9 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Logger } from 'pino';
 import type { AuthMode } from '../../shared/config/schema.ts';
+import { GatewayError } from '../../shared/errors.ts';
+import { ExitCode } from '../../shared/exit-codes.ts';
+import { secretFromEnv, type SecretStore } from '../../shared/secrets/secret-store.ts';
 import type { ConnectAuth } from '../../shared/protocol/frames.ts';
 
 const digest = (value: string): Buffer => createHash('sha256').update(value).digest();
@@ -43,4 +47,30 @@ export class GatewayCredential {
     if (this.mode === 'password' && secretEquals(value, this.password)) return true;
     return secretEquals(value, this.token);
   }
+}
+
+/**
+ * Reads the gateway's credential into `credential`: the environment first,
+ * then the profile's store. The token is made on first start, by the process
+ * that holds the profile's lock; password mode without a password cannot start.
+ */
+export async function loadGatewayCredential(credential: GatewayCredential, options: { mode: AuthMode; secrets: SecretStore; profile: string; logger: Logger }): Promise<void> {
+  const { mode, secrets, logger } = options;
+  let token = secretFromEnv('gateway.token');
+  if (!token && mode !== 'none') {
+    token = await secrets.get('gateway.token');
+    if (!token) {
+      token = randomBytes(32).toString('base64url');
+      await secrets.set('gateway.token', token);
+      logger.info('generated the gateway token');
+    }
+  }
+  const password = secretFromEnv('gateway.password') ?? (mode === 'password' ? await secrets.get('gateway.password') : undefined);
+  if (mode === 'password' && !password) {
+    throw new GatewayError('gateway.auth.mode is password, but no password is set.', {
+      exitCode: ExitCode.invalidConfig,
+      hints: [`gateway secrets set gateway.password --profile ${options.profile}   # reads it from stdin`, 'or set GATEWAY_PASSWORD'],
+    });
+  }
+  credential.update(token, password);
 }

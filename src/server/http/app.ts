@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { holds, queryCarriesCredential, queryCredentialRefused, fingerprint, type HttpAuthenticator } from '../auth/http-auth.ts';
 import type { RequestBudget } from '../auth/throttle.ts';
 import { answerOf, DomainError, rateLimited, toDomainError } from '../kernel/errors.ts';
+import type { RouteContext } from '../kernel/module.ts';
 import type { RegistryTable } from '../kernel/registry.ts';
 
 export interface HttpAppOptions {
@@ -104,7 +105,8 @@ function routesLayer(table: () => RegistryTable, authenticator: HttpAuthenticato
     const route = entry.value;
     ctx.state.envelope = route.envelope === true;
     ctx.state.owner = entry.owner;
-    (ctx as Context & { params: Record<string, string> }).params = params;
+    const routed = ctx as RouteContext;
+    routed.params = params;
     const auth = route.auth;
     if (auth !== 'public' && auth !== 'plugin') {
       const principal = await authenticator.authenticate(ctx.req);
@@ -112,7 +114,7 @@ function routesLayer(table: () => RegistryTable, authenticator: HttpAuthenticato
       if (typeof auth === 'object' && !holds(principal, auth.scope)) throw new DomainError('forbidden', `This route needs the scope ${auth.scope}.`);
       ctx.state.principal = principal;
     }
-    await route.handler(ctx);
+    await route.handler(routed);
   };
 }
 

@@ -1,11 +1,19 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { BindTarget } from '../../shared/config/exposure.ts';
+import { GatewayError } from '../../shared/errors.ts';
+import { ExitCode } from '../../shared/exit-codes.ts';
+import { inspectDaemon } from '../../shared/daemon-lock.ts';
+import { profilePaths, type ProfilePaths } from '../../shared/profile.ts';
+import { listProfileNames } from '../../shared/profiles.ts';
 import type { Logger } from 'pino';
 import type { HttpAuthenticator } from '../auth/http-auth.ts';
 import type { RequestBudget } from '../auth/throttle.ts';
 import { sendJson } from '../kernel/answer.ts';
 import type { FastRoute } from '../kernel/module.ts';
 import type { RegistryTable } from '../kernel/registry.ts';
-import { answerProbe, type ProbeOptions } from './probes.ts';
+import type { GatewayConfig } from '../../shared/config/types.ts';
+import { answerProbe, type ProbeOptions, type Readiness } from './probes.ts';
 
 /**
  * node:http through getBuiltinModule, not an ESM import: importing it as a
@@ -16,7 +24,13 @@ const { createServer } = process.getBuiltinModule('node:http');
 
 export interface HttpServerOptions {
   logger: Logger;
-  probes: ProbeOptions;
+  config: () => GatewayConfig;
+  /** Whether the bind reaches beyond loopback. */
+  exposed: boolean;
+  readiness: () => Readiness;
+  problems: () => Record<string, string>;
+  /** What readiness tells an authenticated caller. */
+  detail: () => Record<string, unknown>;
   /** The route a module answers ahead of the HTTP application, for a path. */
   fastRoute: (path: string) => FastRoute | undefined;
   budget: RequestBudget;
@@ -31,13 +45,26 @@ export interface HttpServerOptions {
  * needs it, so a daemon that only serves probes and the control plane stays lean.
  */
 export function createHttpServer(options: HttpServerOptions): Server {
+  const { authenticator, budget, config } = options;
+  const probes: ProbeOptions = {
+    readiness: options.readiness,
+    problems: options.problems,
+    exposed: options.exposed,
+    presentsCredential: (req) => req.headers.authorization !== undefined
+      || (config().gateway.auth.mode === 'trusted-proxy' && req.headers[config().gateway.auth.trustedProxy.userHeader] !== undefined),
+    budget: (address) => budget.spend(`addr:${address}`),
+    detail: async (req) => {
+      await authenticator.authenticate(req);
+      return options.detail();
+    },
+  };
   let handler: Promise<(req: IncomingMessage, res: ServerResponse) => Promise<void>> | undefined;
   const loadHandler = async () => {
     const { createHttpApp } = await import('./app.ts');
     return createHttpApp({ logger: options.logger, budget: options.budget, authenticator: options.authenticator, table: options.table }).callback();
   };
   return createServer({ keepAliveTimeout: 5000, requestTimeout: 30_000, headersTimeout: 10_000 }, (req, res) => {
-    if (answerProbe(req, res, options.probes)) return;
+    if (answerProbe(req, res, probes)) return;
     const url = req.url ?? '/';
     const query = url.indexOf('?');
     const fast = options.fastRoute(query === -1 ? url : url.slice(0, query));
@@ -47,5 +74,36 @@ export function createHttpServer(options: HttpServerOptions): Server {
       options.logger.error({ err: error }, 'the HTTP application failed to load');
       sendJson(res, 500, { error: 'internal', message: 'The gateway could not load its HTTP application; see its log.', statusCode: 500 });
     });
+  });
+}
+
+/** Listens on the profile's port and address; resolves with the port (a free one when asked for 0). Failures name the cause and the fix. */
+export function listen(server: Server, target: { port: number; bind: BindTarget; paths: ProfilePaths }): Promise<number> {
+  const { port, bind, paths } = target;
+  return new Promise((resolve, reject) => {
+    server.once('error', (error: NodeJS.ErrnoException) => {
+      if (error.code === 'EADDRINUSE') reject(portInUse(port, bind, paths));
+      else if (error.code === 'EACCES') reject(new GatewayError(`Not allowed to listen on port ${port} of ${bind.host} (profile "${paths.name}").`, { hints: ['choose a port above 1023: gateway config set gateway.port <port>'] }));
+      else if (error.code === 'EADDRNOTAVAIL') reject(new GatewayError(`${bind.host} is not an address of this host (profile "${paths.name}").`, { exitCode: ExitCode.invalidConfig }));
+      else reject(error);
+    });
+    server.listen({ port, host: bind.host, backlog: 511 }, () => resolve((server.address() as AddressInfo).port));
+  });
+}
+
+/** Who holds a port: another profile's daemon when one does, so the message can say which. */
+function portInUse(port: number, bind: BindTarget, paths: ProfilePaths): GatewayError {
+  let owner = 'another process';
+  for (const name of listProfileNames(paths.home)) {
+    if (name === paths.name) continue;
+    const found = inspectDaemon(profilePaths(name, paths.home));
+    if ((found.state === 'running' || found.state === 'starting') && found.record.port === port) {
+      owner = `profile "${name}" (pid ${found.record.pid})`;
+      break;
+    }
+  }
+  return new GatewayError(`Port ${port} on ${bind.host} is already in use by ${owner}; profile "${paths.name}" cannot listen there.`, {
+    code: 'PORT_IN_USE',
+    hints: [`gateway start --profile ${paths.name} --port <port>`, `gateway config set gateway.port <port> --profile ${paths.name}`],
   });
 }

@@ -89,7 +89,7 @@ export default defineModule<Jobs>({
     });
     ctx.http.route({
       method: 'GET', path: '/jobs/:id', auth: { scope: ROUTE_SCOPES['GET /jobs/:id'] },
-      handler: (http) => { http.body = existing((http.params as Record<string, string>).id!); },
+      handler: (http) => { http.body = existing(http.params.id); },
     });
 
     ctx.rpc.method({ name: 'jobs.list', handler: (params) => queue.list(jobFilter(Object.fromEntries(Object.entries(params).map(([key, value]) => [key, String(value)])))) });

@@ -54,6 +54,9 @@ export type BearerVerifier = (value: string) => Promise<Principal | string | und
  */
 export type RouteAuth = 'public' | 'gateway' | 'plugin' | { scope: TokenScope };
 
+/** Koa's context, with the route's path parameters. */
+export type RouteContext = Context & { params: Record<string, string> };
+
 export interface HttpRoute {
   /** GET, POST, ... or * for any method. HEAD falls back to GET. */
   method: string;
@@ -64,7 +67,7 @@ export interface HttpRoute {
   auth: RouteAuth;
   /** The route answers {ok: true, ...}; its failures then say ok: false too. */
   envelope?: boolean;
-  handler: (ctx: Context) => unknown | Promise<unknown>;
+  handler: (ctx: RouteContext) => unknown | Promise<unknown>;
 }
 
 /**

@@ -89,7 +89,7 @@ export default defineModule({
       method: 'DELETE', path: '/tokens/:id', auth: { scope: ROUTE_SCOPES['DELETE /tokens/:id'] },
       handler: (http) => {
         const principal = http.state.principal as Principal;
-        const id = (http.params as Record<string, string>).id!;
+        const id = http.params.id;
         const revoked = tokens.revoke(principal.subject, id);
         if (!revoked) throw new DomainError('not_found', `No token ${id} of yours.`);
         audit('token.revoked', { actor: principal.subject, subject: revoked.id, address: http.req.socket.remoteAddress });
