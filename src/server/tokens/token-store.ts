@@ -1,18 +1,10 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { generateAccessToken, isWellFormedAccessToken, maskAccessToken } from '../../shared/api/access-token.ts';
+import type { AccessTokenView } from '../../shared/protocol/results.ts';
 import type { Store } from '../store/database.ts';
 
-export interface AccessToken {
-  id: string;
-  name: string;
-  scopes: string[];
-  createdAt: string;
-  expiresAt: string;
-  lastUsedAt: string | null;
-  revokedAt: string | null;
-  /** The prefix and last four characters; never the token. */
-  masked: string;
-}
+/** A token as its owner sees it (never the value). */
+export type AccessToken = AccessTokenView;
 
 export interface VerifiedToken {
   id: string;
