@@ -21,6 +21,8 @@ export const ERROR_KINDS = {
   /** A setting or a combination of settings the gateway cannot run with. */
   invalid_config: { status: 400, category: 'bad_request', rpc: 'INVALID_REQUEST', exit: ExitCode.invalidConfig },
   internal: { status: 500, category: 'internal', rpc: 'INTERNAL', exit: ExitCode.failure },
+  /** A server the gateway called on the caller's behalf (a model provider) failed or did not answer in time. */
+  upstream: { status: 502, category: 'unavailable', rpc: 'UNAVAILABLE', exit: ExitCode.failure },
   /** Something the gateway depends on (a channel, an upstream server) cannot serve now. */
   unavailable: { status: 503, category: 'unavailable', rpc: 'UNAVAILABLE', exit: ExitCode.failure },
 } as const satisfies Record<string, { status: number; category: string; rpc: ErrorCode; exit: ExitCode }>;

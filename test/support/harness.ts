@@ -3,7 +3,7 @@
  * lock, no keychain (the file secret store in a temporary folder), no
  * detached spawn. A surface is tested in milliseconds.
  */
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RpcClient } from '../../src/cli/rpc-client.ts';
@@ -36,6 +36,8 @@ export async function startGateway(options: { modules?: readonly GatewayModule<u
   const raw = { secrets: { backend: 'file' }, ...options.config };
   const problems = documentProblems(raw);
   if (problems.length > 0) throw new Error(`test configuration is invalid: ${problems.join('; ')}`);
+  // The file holds the same settings, so `config set` through the daemon changes them as it would on a host.
+  writeFileSync(paths.config, JSON.stringify(raw, null, 2), { mode: 0o600 });
   const log = createLogger({ path: paths.log, level: 'info', maxBytes: 10 * 1024 * 1024, maxFiles: 1, profile: paths.name });
   const secrets = openSecretStore(paths, 'file');
   const daemon = new Daemon({

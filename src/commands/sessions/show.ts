@@ -19,9 +19,24 @@ export default class SessionsShow extends BaseCommand<History> {
     const result = await client.call('sessions.history', { key: args.key, limit: flags.limit });
     const { session } = result;
     this.say(`${session.key}: ${session.kind === 'group' ? 'room' : 'direct messages with'} ${session.peerName ?? session.peer} on ${session.channel} (${session.messageCount} messages)`);
+    const brief = (value: unknown) => {
+      const text = JSON.stringify(value ?? null);
+      return text.length > 200 ? `${text.slice(0, 199)}…` : text;
+    };
     for (const message of result.messages) {
-      const who = message.direction === 'in' ? `<${message.senderName ?? message.sender}>` : `-> ${message.sender}:`;
-      this.say(`${message.at}  ${who} ${message.text}`);
+      const data = message.data ?? {};
+      if (message.kind === 'tool_call') {
+        this.say(`${message.at}  [${message.sender} calls ${String(data.name)}] ${brief(data.args)}`);
+      } else if (message.kind === 'tool_result') {
+        this.say(`${message.at}  [${String(data.name)} ${data.error === undefined ? `answers] ${brief(data.result)}` : `fails] ${String(data.error)}`}`);
+      } else if (message.kind === 'error') {
+        this.say(`${message.at}  [${message.sender} run ${String(data.status ?? 'failed')}] ${message.text}`);
+      } else {
+        const who = message.direction === 'in' ? `<${message.senderName ?? message.sender}>` : `-> ${message.sender}:`;
+        const usage = data.usage as { inputTokens?: number; outputTokens?: number } | undefined;
+        const facts = message.role === 'assistant' && data.model ? `  (${String(data.model)}${usage?.inputTokens !== undefined ? `, ${usage.inputTokens} in / ${usage.outputTokens ?? '?'} out` : ''}${data.latencyMs !== undefined ? `, ${String(data.latencyMs)} ms` : ''})` : '';
+        this.say(`${message.at}  ${who} ${message.text}${facts}`);
+      }
     }
     return result;
   }

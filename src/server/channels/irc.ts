@@ -206,6 +206,11 @@ class IrcAccount {
     this.retry = setTimeout(() => void this.connect(), delay);
   }
 
+  /** The nick this account has on the server now. */
+  get nick(): string | undefined {
+    return this.registered ? this.client?.user.nick : undefined;
+  }
+
   send(to: string, text: string): void {
     if (!this.client || !this.registered) throw new Error(`${this.channelId} account ${this.name} is ${this.status.state}; the message was not sent`);
     this.client.say(to, text);
@@ -276,6 +281,10 @@ export class IrcChannel implements Channel {
 
   normalizePeer(peer: string): string {
     return ircFold(peer);
+  }
+
+  selfName(account: string): string | undefined {
+    return this.live.get(account)?.nick;
   }
 
   isRoom(peer: string): boolean {

@@ -1,11 +1,11 @@
 import type { Logger } from 'pino';
 import { MAX_MESSAGE_CHARS, PAIRING_CODE_TTL_MS } from '../../shared/channels.ts';
 import type { GatewayConfig } from '../../shared/config/types.ts';
-import type { ChannelInfo, ChannelStatus, DmPairingRequestView, MessageView, PairApproved, SessionView } from '../../shared/protocol/results.ts';
+import type { ChannelInfo, ChannelStatus, DmPairingRequestView, PairApproved } from '../../shared/protocol/results.ts';
 import type { AccountStatus, Channel, ChannelKind, ChannelSettings, InboundMessage } from '../kernel/channel.ts';
 import { DomainError } from '../kernel/errors.ts';
 import type { DecisionFailure, DmPairing, DmPairingRequest } from './dm-pairing.ts';
-import type { Session, SessionMessage, SessionStore } from './sessions.ts';
+import type { Session, SessionMessage, Sessions } from '../sessions/module.ts';
 
 export interface ChannelManagerDeps {
   /** The channel kinds in the table in force (built in and from plugins), by id. */
@@ -14,7 +14,7 @@ export interface ChannelManagerDeps {
   secret: (name: string) => Promise<string | undefined>;
   logger: Logger;
   pairing: DmPairing;
-  sessions: SessionStore;
+  sessions: Sessions;
   /** Pushes an event to operators holding the scope. */
   emit: (event: string, payload: unknown, scope: string) => void;
   now?: () => number;
@@ -27,16 +27,13 @@ export const pairRequestView = (request: DmPairingRequest): DmPairingRequestView
   createdAt: iso(request.createdAt), expiresAt: iso(request.expiresAt),
 });
 
-export const sessionView = (session: Session, last?: SessionMessage): SessionView => ({
-  key: session.key, channel: session.channel, account: session.account, kind: session.kind, peer: session.peer,
-  peerName: session.peerName, createdAt: iso(session.createdAt), updatedAt: iso(session.updatedAt), messageCount: session.messageCount,
-  ...(last ? { lastMessage: messageView(last) } : {}),
-});
-
-export const messageView = (message: SessionMessage): MessageView => ({
-  id: message.id, direction: message.direction, sender: message.sender, senderName: message.senderName, text: message.text,
-  at: iso(message.at), ...(message.via ? { via: message.via } : {}),
-});
+/** A message that reached a session: a direct message from an allowed sender, or one said in a room. */
+export interface Inbound {
+  channel: string;
+  message: InboundMessage;
+  session: Session;
+  recorded: SessionMessage;
+}
 
 const FAILURE_TEXT: Record<DecisionFailure, string> = {
   unknown: 'is unknown',
@@ -51,6 +48,7 @@ const FAILURE_TEXT: Record<DecisionFailure, string> = {
  */
 export class ChannelManager {
   private readonly running = new Map<string, Channel>();
+  private readonly listeners: ((inbound: Inbound) => void)[] = [];
   private readonly failed = new Map<string, string>();
   private readonly now: () => number;
   private readonly deps: ChannelManagerDeps;
@@ -62,6 +60,16 @@ export class ChannelManager {
 
   private settings(id: string): ChannelSettings | undefined {
     return this.deps.config().channels[id] as ChannelSettings | undefined;
+  }
+
+  /** Tells a listener of every message that reaches a session (agents answer from here). */
+  onInbound(listener: (inbound: Inbound) => void): void {
+    this.listeners.push(listener);
+  }
+
+  /** The name an account goes by on its channel (an IRC nick), when it is connected. */
+  selfName(channel: string, account: string): string | undefined {
+    return this.running.get(channel)?.selfName?.(account);
   }
 
   /** Starts every enabled channel; connections are made in the background. */
@@ -155,7 +163,7 @@ export class ChannelManager {
   private inbound(channel: string, message: InboundMessage): void {
     try {
       if (message.kind === 'group') {
-        this.record(channel, message.account, 'group', message.room!, message.room!, { direction: 'in', sender: message.sender, senderName: message.senderName, text: message.text, at: message.at });
+        this.arrived(channel, message, this.record(channel, message.account, 'group', message.room!, message.room!, { direction: 'in', sender: message.sender, senderName: message.senderName, text: message.text, at: message.at }));
         return;
       }
       const settings = this.settings(channel);
@@ -166,7 +174,7 @@ export class ChannelManager {
         return;
       }
       if (this.isAllowed(channel, message.sender)) {
-        this.record(channel, message.account, 'direct', message.sender, message.senderName, { direction: 'in', sender: message.sender, senderName: message.senderName, text: message.text, at: message.at });
+        this.arrived(channel, message, this.record(channel, message.account, 'direct', message.sender, message.senderName, { direction: 'in', sender: message.sender, senderName: message.senderName, text: message.text, at: message.at }));
         return;
       }
       if (policy !== 'pairing') {
@@ -194,9 +202,17 @@ export class ChannelManager {
   }
 
   private record(channel: string, account: string, kind: 'direct' | 'group', peer: string, peerName: string, message: { direction: 'in' | 'out'; sender: string; senderName?: string; text: string; at: number; via?: string }) {
-    const recorded = this.deps.sessions.record({ channel, account, kind, peer, peerName, ...message });
-    this.deps.emit('session.message', { session: sessionView(recorded.session), message: messageView(recorded.message) }, 'operator.read');
-    return recorded;
+    return this.deps.sessions.record({ channel, account, kind, peer, peerName, ...message });
+  }
+
+  private arrived(channel: string, message: InboundMessage, recorded: { session: Session; message: SessionMessage }): void {
+    for (const listener of this.listeners) {
+      try {
+        listener({ channel, message, session: recorded.session, recorded: recorded.message });
+      } catch (error) {
+        this.deps.logger.error({ channel, err: error }, 'an inbound listener failed');
+      }
+    }
   }
 
   private channel(id: string): Channel {
@@ -219,6 +235,15 @@ export class ChannelManager {
 
   /** An operator's message: delivered through the channel, then recorded in its session. */
   async send(input: { channel: string; account?: string; to: string; text: string; via: string }) {
+    const delivered = await this.deliver(input);
+    return this.record(input.channel, delivered.account, delivered.kind, delivered.peer, input.to, { direction: 'out', sender: 'operator', text: input.text, at: this.now(), via: input.via });
+  }
+
+  /**
+   * Delivers text through a channel without recording it (an agent records
+   * its turns itself): long text is split to the channel's line limits.
+   */
+  async deliver(input: { channel: string; account?: string; to: string; text: string }): Promise<{ account: string; kind: 'direct' | 'group'; peer: string }> {
     const channel = this.channel(input.channel);
     const account = this.account(channel, input.account);
     const problem = channel.checkPeer(input.to);
@@ -230,9 +255,7 @@ export class ChannelManager {
     } catch (error) {
       throw new DomainError('unavailable', (error as Error).message);
     }
-    const kind = channel.isRoom(input.to) ? 'group' : 'direct';
-    const peer = channel.normalizePeer(input.to);
-    return this.record(input.channel, account, kind, peer, input.to, { direction: 'out', sender: 'operator', text: input.text, at: this.now(), via: input.via });
+    return { account, kind: channel.isRoom(input.to) ? 'group' : 'direct', peer: channel.normalizePeer(input.to) };
   }
 
   /** Approves a code; with notify, tells the sender. Failures name why the code cannot be approved. */

@@ -3,31 +3,29 @@
  * pairing codes for strangers; sessions with their history; operator messages.
  */
 import { normalizePairingCode } from '../../shared/channels.ts';
-import { DomainError } from '../kernel/errors.ts';
 import { defineModule, type RpcClient } from '../kernel/module.ts';
 import jobsModule from '../jobs/module.ts';
+import sessionsModule, { messageView } from '../sessions/module.ts';
 import { DmPairing } from './dm-pairing.ts';
 import { ircFold } from './irc-names.ts';
-import { ChannelManager, messageView, pairRequestView, sessionView } from './manager.ts';
-import { SessionStore } from './sessions.ts';
+import { ChannelManager, pairRequestView } from './manager.ts';
 
-export type { ChannelManager, SessionStore };
+export type { ChannelManager, Inbound } from './manager.ts';
 
 /** What other modules get from this one. */
 export interface Channels {
   channels: ChannelManager;
-  sessions: SessionStore;
 }
 
 const CHANNEL_ID = { type: 'string', pattern: '^[a-z0-9][a-z0-9_-]{0,31}$' };
 
 export default defineModule<Channels>({
   id: 'channels',
-  needs: [jobsModule],
+  needs: [jobsModule, sessionsModule],
   setup(ctx) {
     const { store, events } = ctx;
     const pairing = new DmPairing(store);
-    const sessions = new SessionStore(store);
+    const sessions = ctx.use(sessionsModule);
     const channels = new ChannelManager({
       kinds: () => ctx.table().channels, config: ctx.config, secret: (name) => ctx.secrets.get(name), logger: ctx.log,
       pairing, sessions, emit: (event, payload, scope) => events.emit(event, payload, scope),
@@ -88,20 +86,6 @@ export default defineModule<Channels>({
       }),
     });
     ctx.rpc.method({
-      name: 'sessions.list',
-      handler: ({ channel, limit }) => ({
-        sessions: sessions.list({ channel, limit: limit ?? 100 }).map((session) => sessionView(session, sessions.lastMessage(session.key))),
-      }),
-    });
-    ctx.rpc.method({
-      name: 'sessions.history',
-      handler: ({ key, limit, before }) => {
-        const session = sessions.get(key);
-        if (!session) throw new DomainError('not_found', `no session ${key}`);
-        return { session: sessionView(session), messages: sessions.history(key, { limit: limit ?? 200, before }).map(messageView) };
-      },
-    });
-    ctx.rpc.method({
       name: 'message.send',
       handler: async (params, client) => {
         const sent = await channels.send({ channel: params.channel, account: params.account, to: params.to, text: params.text, via: client.deviceId });
@@ -110,14 +94,6 @@ export default defineModule<Channels>({
       },
     });
 
-    ctx.tools.add({
-      name: 'sessions.list',
-      description: 'Conversations with approved senders and rooms, most recent first.',
-      inputSchema: { type: 'object', additionalProperties: false, properties: { channel: CHANNEL_ID, limit: { type: 'integer', minimum: 1, maximum: 1000 } } },
-      handler: (args) => ({
-        sessions: sessions.list({ channel: args.channel as string | undefined, limit: Number(args.limit ?? 100) }).map((session) => sessionView(session)),
-      }),
-    });
     ctx.tools.add({
       name: 'message.send',
       description: 'Send a message to a peer or room through a channel; it is recorded in the session.',
@@ -140,6 +116,6 @@ export default defineModule<Channels>({
       },
     });
 
-    return { channels, sessions };
+    return { channels };
   },
 });

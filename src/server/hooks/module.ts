@@ -8,15 +8,17 @@ import { defineModule } from '../kernel/module.ts';
 import { secretFromEnv } from '../../shared/secrets/secret-store.ts';
 import channelsModule from '../channels/module.ts';
 import jobsModule from '../jobs/module.ts';
+import sessionsModule from '../sessions/module.ts';
 import type { HooksIngress } from './hooks-ingress.ts';
 import { hooksBase } from './hooks-path.ts';
 
 export default defineModule({
   id: 'hooks',
-  needs: [jobsModule, channelsModule],
+  needs: [jobsModule, channelsModule, sessionsModule],
   async setup(ctx) {
     const { queue } = ctx.use(jobsModule);
-    const { channels, sessions } = ctx.use(channelsModule);
+    const { channels } = ctx.use(channelsModule);
+    const sessions = ctx.use(sessionsModule).store;
 
     // The hooks token: the environment first, then the store; one equal to the gateway token is warned about.
     let token: string | undefined;

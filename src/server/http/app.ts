@@ -6,7 +6,7 @@ import { holds, queryCarriesCredential, queryCredentialRefused, fingerprint, typ
 import type { RequestBudget } from '../auth/throttle.ts';
 import { answerOf, DomainError, rateLimited, toDomainError } from '../kernel/errors.ts';
 import type { RouteContext } from '../kernel/module.ts';
-import type { RegistryTable } from '../kernel/registry.ts';
+import type { RegistryTable, RouteMatch } from '../kernel/registry.ts';
 
 export interface HttpAppOptions {
   logger: Logger;
@@ -28,9 +28,10 @@ export function createHttpApp({ logger, budget, authenticator, table }: HttpAppO
   app.silent = true;
   app.use(errorBodyLayer(logger));
   app.use(requestIdLayer(logger));
+  app.use(matchLayer(table));
   app.use(queryCredentialLayer);
   app.use(requestBudgetLayer(budget));
-  app.use(routesLayer(table, authenticator));
+  app.use(routesLayer(authenticator));
   app.use(notFoundLayer);
   return app;
 }
@@ -44,9 +45,10 @@ function errorBodyLayer(logger: Logger) {
       const { error, unexpected } = toDomainError(thrown);
       if (unexpected) logger.error({ err: thrown, method: ctx.method, path: ctx.path, requestId: ctx.state.requestId }, 'request failed');
       const answer = answerOf(error);
+      const route = (ctx.state.match as RouteMatch | undefined)?.entry.value;
       ctx.status = answer.status;
-      // Routes that answer {ok: true, ...} say ok: false on every failure, whichever layer refused.
-      ctx.body = ctx.state.envelope ? { ok: false, ...answer.body } : answer.body;
+      // Routes that answer {ok: true, ...} say ok: false on every failure, whichever layer refused; some speak another convention.
+      ctx.body = route?.errorBody ? route.errorBody(error) : route?.envelope ? { ok: false, ...answer.body } : answer.body;
       ctx.set(answer.headers);
     }
   };
@@ -85,11 +87,10 @@ function requestBudgetLayer(budget: RequestBudget) {
 }
 
 /**
- * The route of the table in force: authenticated as it declares (a scope, the
- * gateway's own credential, or the handler's own check), with its path
- * parameters in ctx.params. A path served only with other methods is 405.
+ * Finds the route of the table in force first, so every later layer's refusal
+ * answers in the route's convention. A path served only with other methods is 405.
  */
-function routesLayer(table: () => RegistryTable, authenticator: HttpAuthenticator) {
+function matchLayer(table: () => RegistryTable) {
   return async (ctx: Context, next: Next): Promise<void> => {
     const current = table();
     const match = current.route(ctx.method, ctx.path);
@@ -98,12 +99,25 @@ function routesLayer(table: () => RegistryTable, authenticator: HttpAuthenticato
       if (allowed.length > 0 && !allowed.includes('*')) {
         throw new DomainError('method_not_allowed', `${ctx.method} is not allowed here; use ${allowed.join(', ')}.`, { headers: { allow: allowed.join(', ') } });
       }
+    }
+    ctx.state.match = match;
+    await next();
+  };
+}
+
+/**
+ * The matched route: authenticated as it declares (a scope, the gateway's own
+ * credential, or the handler's own check), with its path parameters in ctx.params.
+ */
+function routesLayer(authenticator: HttpAuthenticator) {
+  return async (ctx: Context, next: Next): Promise<void> => {
+    const match = ctx.state.match as RouteMatch | undefined;
+    if (!match) {
       await next();
       return;
     }
     const { entry, params } = match;
     const route = entry.value;
-    ctx.state.envelope = route.envelope === true;
     ctx.state.owner = entry.owner;
     const routed = ctx as RouteContext;
     routed.params = params;

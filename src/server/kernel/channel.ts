@@ -60,6 +60,8 @@ export interface Channel {
   isRoom(peer: string): boolean;
   /** Checks a peer name; returns a reason when it cannot be sent to. */
   checkPeer(peer: string): string | undefined;
+  /** The name an account goes by now (an IRC nick), so rooms can address it; undefined while it is not connected. */
+  selfName?(account: string): string | undefined;
 }
 
 /** Makes a channel for its id and context. */

@@ -17,6 +17,7 @@ import type { ProfilePaths } from '../../shared/profile.ts';
 import type { SecretStore } from '../../shared/secrets/secret-store.ts';
 import type { ApiDocumentPart } from './api-doc.ts';
 import type { ChannelKind } from './channel.ts';
+import type { DomainError } from './errors.ts';
 import type { EventBus } from './events.ts';
 import type { RegistryTable } from './registry.ts';
 import type { Store } from '../store/database.ts';
@@ -29,6 +30,8 @@ export interface RpcClient {
   scopes: ReadonlySet<string>;
   address: string;
   deviceId: string;
+  /** Aborted when the connection closes: long methods stop working for a client that went away. */
+  closed?: AbortSignal;
 }
 
 /** Who made an HTTP request, once authenticated. */
@@ -38,6 +41,8 @@ export interface Principal {
   subject: string;
   /** Scopes held; the gateway's own credential holds every scope. */
   scopes: ReadonlySet<string> | 'all';
+  /** The credential itself when several share an owner (a product token's id): what per-credential limits count. */
+  credentialId?: string;
 }
 
 /**
@@ -67,6 +72,8 @@ export interface HttpRoute {
   auth: RouteAuth;
   /** The route answers {ok: true, ...}; its failures then say ok: false too. */
   envelope?: boolean;
+  /** The body of the route's errors when it speaks another convention than the gateway's (the inference API's). */
+  errorBody?: (error: DomainError) => unknown;
   handler: (ctx: RouteContext) => unknown | Promise<unknown>;
 }
 

@@ -52,6 +52,28 @@ export class Store {
     }
   }
 
+  /**
+   * Applies a module's own migrations, in order, each once, in a transaction:
+   * the tables a feature owns are declared in its folder. Versions count per
+   * module, recorded in module_migrations.
+   */
+  migrateModule(module: string, migrations: readonly Migration[]): void {
+    this.db.exec('CREATE TABLE IF NOT EXISTS module_migrations (module TEXT NOT NULL, version INTEGER NOT NULL, name TEXT NOT NULL, applied_at BIGINT NOT NULL, PRIMARY KEY (module, version))');
+    const row = this.db.prepare('SELECT MAX(version) AS version FROM module_migrations WHERE module = ?').get(module) as { version: number | null };
+    const applied = row.version ?? 0;
+    const known = migrations.at(-1)?.version ?? 0;
+    if (applied > known) {
+      throw new Error(`state.db has module ${module} at schema version ${applied}, newer than this gateway understands (${known}); upgrade gateway`);
+    }
+    for (const migration of migrations) {
+      if (migration.version <= applied) continue;
+      this.transaction(() => {
+        this.db.exec(migration.sql);
+        this.db.prepare('INSERT INTO module_migrations (module, version, name, applied_at) VALUES (?, ?, ?, ?)').run(module, migration.version, migration.name, Date.now());
+      });
+    }
+  }
+
   /** A prepared statement, compiled once per daemon: preparing costs more than running. */
   prepare(sql: string): StatementSync {
     let statement = this.statements.get(sql);

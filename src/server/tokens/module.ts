@@ -39,7 +39,7 @@ export default defineModule({
 
     const tokenVerifier: BearerVerifier = (value) => {
       const check = tokens.check(value);
-      if (check.ok) return { kind: 'token', subject: check.token.owner, scopes: new Set(check.token.scopes) };
+      if (check.ok) return { kind: 'token', subject: check.token.owner, scopes: new Set(check.token.scopes), credentialId: `token:${check.token.id}` };
       if (check.reason === 'expired') return 'The token has expired.';
       if (check.reason === 'revoked') return 'The token was revoked.';
       return undefined;

@@ -71,15 +71,16 @@ export class ToolRunner {
     return this.deps.config().gateway.tools.deny.some((pattern) => matchesPattern(pattern, name));
   }
 
+  /** Whether a caller without the admin grant (HTTP, an agent) may call it: not denied, and not dangerous unless gateway.tools.allow names it. */
   private allowedOverHttp(tool: ToolDef): boolean {
     if (this.denied(tool.name)) return false;
     return !tool.dangerous || this.deps.config().gateway.tools.allow.some((pattern) => matchesPattern(pattern, tool.name));
   }
 
   /** The tools a surface may call, with their schemas. */
-  catalog(surface: 'http' | 'ws'): ToolCatalogEntry[] {
+  catalog(surface: 'http' | 'ws' | 'agent'): ToolCatalogEntry[] {
     return [...this.deps.table().tools.values()]
-      .filter(({ value }) => (surface === 'http' ? this.allowedOverHttp(value) : !this.denied(value.name)))
+      .filter(({ value }) => (surface === 'ws' ? !this.denied(value.name) : this.allowedOverHttp(value)))
       .map(({ owner, value }) => ({
         name: value.name, description: value.description, inputSchema: value.inputSchema ?? { type: 'object' }, dangerous: value.dangerous === true,
         plugin: owner, overHttp: this.allowedOverHttp(value),
@@ -92,7 +93,9 @@ export class ToolRunner {
     const entry = this.deps.table().tools.get(name);
     if (!entry || this.denied(name)) throw new DomainError('not_found', `No tool ${name} is available.`);
     const tool = entry.value;
-    if (caller.surface === 'http' && !this.allowedOverHttp(tool)) throw new DomainError('not_found', `No tool ${name} is available over HTTP (it changes the host or the gateway; list it in gateway.tools.allow to allow it).`);
+    if (caller.surface !== 'ws' && !this.allowedOverHttp(tool)) {
+      throw new DomainError('not_found', `No tool ${name} is available ${caller.surface === 'http' ? 'over HTTP' : 'to agents'} (it changes the host or the gateway; list it in gateway.tools.allow to allow it).`);
+    }
     if (caller.surface === 'ws' && tool.dangerous && !caller.admin) throw new DomainError('forbidden', `Tool ${name} changes the host or the gateway and needs the scope operator.admin.`);
     return tool;
   }

@@ -62,6 +62,8 @@ interface Connection {
   connecting?: Promise<void>;
   inFlight: number;
   missedPongs: number;
+  /** Aborted when the socket closes. */
+  closed: AbortController;
   handshakeTimer?: NodeJS.Timeout;
 }
 
@@ -125,6 +127,7 @@ export class ControlPlane {
       origin,
       inFlight: 0,
       missedPongs: 0,
+      closed: new AbortController(),
     };
     this.connections.add(connection);
     connection.handshakeTimer = setTimeout(() => {
@@ -134,6 +137,7 @@ export class ControlPlane {
     socket.on('pong', () => { connection.missedPongs = 0; });
     socket.on('message', (data, isBinary) => this.receive(connection, data, isBinary));
     socket.on('close', () => {
+      connection.closed.abort();
       clearTimeout(connection.handshakeTimer);
       this.connections.delete(connection);
       if (connection.client) for (const listener of this.options.hub.closed) listener(connection.client);
@@ -224,6 +228,7 @@ export class ControlPlane {
       scopes: new Set(admission.role === 'node' ? [NODE_SCOPE] : admission.scopes),
       address: connection.address,
       deviceId: admission.deviceId,
+      closed: connection.closed.signal,
     };
     const push = (event: string, payload: unknown) => this.send(connection, { type: 'event', event, payload, seq: ++this.seq });
     for (const listener of hub.admitted) listener(connection.client, connect, push);

@@ -8,6 +8,11 @@ export const ROUTE_SCOPES = {
   'GET /jobs': 'jobs:read',
   'GET /jobs/:id': 'jobs:read',
   'POST /tools/invoke': 'tools:invoke',
+  'POST /v1/chat/completions': 'inference',
+  'POST /v1/responses': 'inference',
+  'GET /v1/responses/:id': 'inference',
+  'GET /v1/models': 'inference',
+  'POST /v1/embeddings': 'inference',
 } as const satisfies Record<string, TokenScope>;
 
 export type ProtectedRoute = keyof typeof ROUTE_SCOPES;

@@ -47,6 +47,13 @@ export const AUTH_MODES = ['token', 'password', 'trusted-proxy', 'none'] as cons
 export type AuthMode = (typeof AUTH_MODES)[number];
 export const OVERLAY_MODES = ['off', 'serve', 'funnel'] as const;
 export const DM_POLICIES = ['pairing', 'allowlist', 'open', 'disabled'] as const;
+export const PROVIDER_KINDS = ['openai-compatible', 'anthropic'] as const;
+export type ProviderKind = (typeof PROVIDER_KINDS)[number];
+export const QUEUE_MODES = ['followup', 'collect', 'interrupt'] as const;
+export type QueueMode = (typeof QUEUE_MODES)[number];
+/** A model reference: <provider>/<model>, or an alias (models.aliases). */
+export const MODEL_REF = '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}(/[^\\s]{1,200})?$';
+const ID = '^[a-z0-9][a-z0-9_-]{0,31}$';
 export const SECRET_BACKENDS = ['keychain', 'file'] as const;
 export type SecretBackendName = (typeof SECRET_BACKENDS)[number];
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;
@@ -82,6 +89,7 @@ const channelAccount: SchemaNode = object({
 
 const channel: SchemaNode = object({
   enabled: bool(false, 'connect this channel when the daemon starts'),
+  agent: text('agent that answers direct messages from approved senders (and the room when addressed by nick)', { pattern: ID }),
   dmPolicy: oneOf(DM_POLICIES, 'pairing', 'what happens to direct messages from unknown senders'),
   allowFrom: list({ type: 'string', minLength: 1 }, 'senders allowed without pairing ("*" allows everyone under the open policy)'),
   ...connection,
@@ -109,6 +117,43 @@ const hookMapping: SchemaNode = {
     text: { type: 'string', description: 'message template, rendered over the payload without code execution' },
   },
 };
+
+const modelRef: SchemaNode = { type: 'string', pattern: MODEL_REF };
+const ids = (item: SchemaNode, description: string): SchemaNode => ({ type: 'object', description, propertyNames: { pattern: ID }, additionalProperties: item });
+
+const provider: SchemaNode = object({
+  kind: oneOf(PROVIDER_KINDS, undefined, 'API the provider speaks: openai-compatible (OpenAI, Ollama, llama.cpp, vLLM, most hosted APIs) or anthropic'),
+  baseUrl: text('address of the API, such as http://127.0.0.1:11434/v1', { format: 'uri' }),
+  headers: { type: 'object', description: 'extra request headers (not secrets: the key is the secret models.providers.<id>.apiKey)', additionalProperties: { type: 'string' } },
+  models: list({ type: 'string', minLength: 1, maxLength: 200 }, 'models of this provider offered on GET /v1/models and to model overrides'),
+  embeddingModels: list({ type: 'string', minLength: 1, maxLength: 200 }, 'embedding models of this provider offered on POST /v1/embeddings'),
+  timeouts: object({
+    totalMs: int(300_000, 1000, 3_600_000, 'longest a model call may take'),
+    firstTokenMs: int(60_000, 100, 3_600_000, 'longest wait for the first token'),
+    stallMs: int(60_000, 100, 3_600_000, 'longest silence of a stream (keepalive comments count as activity)'),
+  }),
+  retries: object({
+    max: int(2, 0, 10, 'retries of a call refused with 429 or 5xx before any output'),
+    baseDelayMs: int(500, 0, 60_000, 'first retry delay, doubling (Retry-After wins when the server sends it)'),
+    maxDelayMs: int(20_000, 0, 600_000, 'longest wait before a retry'),
+  }),
+  fallbackOn: { type: 'array', items: { type: 'integer', minimum: 400, maximum: 599 }, default: [429, 500, 502, 503, 504], description: 'statuses after which a run moves on to the agent\'s next model' },
+}, 'a model provider');
+
+const agent: SchemaNode = object({
+  model: { ...modelRef, description: 'the model: <provider>/<model>, or an alias' },
+  fallbacks: list(modelRef, 'models tried in order when the model fails with a status in its provider\'s fallbackOn'),
+  instructions: { type: 'string', default: '', maxLength: 100_000, description: 'system instructions' },
+  tools: list({ type: 'string', minLength: 1, maxLength: 128 }, 'tools the agent may call: names or patterns such as jobs.*'),
+  maxSteps: int(8, 1, 100, 'model calls (and tool rounds) a run may take'),
+  temperature: { type: 'number', minimum: 0, maximum: 2, description: 'sampling temperature' },
+  maxOutputTokens: int(undefined, 1, 1_000_000, 'longest answer in tokens'),
+  toolChoice: oneOf(['auto', 'none', 'required'] as const, 'auto', 'whether the model must, may or must not call tools'),
+  queue: oneOf(QUEUE_MODES, 'followup', 'a message that arrives during a run: run next (followup), merge into the next turn (collect), or stop the run and answer it (interrupt)'),
+  history: int(50, 0, 1000, 'earlier messages of the session the model sees'),
+  clientTools: bool(false, 'let inference API clients pass tools of their own, which the client runs'),
+  models: list(modelRef, 'backend models an inference API client may choose with the x-gateway-model header'),
+}, 'an agent');
 
 export const configSchema: SchemaNode = object({
   gateway: object({
@@ -194,6 +239,28 @@ export const configSchema: SchemaNode = object({
     }),
     tokens: object({ defaultExpiryDays: int(90, 1, 3650, 'expiry of a product access token created without one') }),
   }),
+  models: object({
+    providers: ids(provider, 'model providers by id (API keys are the secrets models.providers.<id>.apiKey)'),
+    aliases: { type: 'object', description: 'short names for models', propertyNames: { pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$' }, additionalProperties: modelRef },
+  }),
+  agents: ids(agent, 'agents by id'),
+  runtime: object({
+    defaultAgent: text('agent used when none is named (else the agent "default", else the first)', { pattern: ID }),
+    concurrency: int(4, 1, 256, 'agent runs at once, across all sessions'),
+    senderLimit: object({
+      max: int(20, 1, 100_000, 'messages one channel sender may have answered per window'),
+      windowMs: int(3_600_000, 1000, 86_400_000, 'window of the per-sender limit'),
+    }),
+  }),
+  inference: object({
+    limits: object({
+      requestsPerMinute: int(120, 1, 1_000_000, 'inference requests per minute per credential'),
+      tokensPerMinute: int(200_000, 1, 1_000_000_000, 'tokens (in and out) per minute per credential'),
+      monthlyTokens: int(undefined, 1, 1_000_000_000_000, 'tokens per calendar month per credential (none: no budget)'),
+    }),
+    keepaliveMs: int(15_000, 1000, 600_000, 'keepalive comment interval on idle streams'),
+    maxBodyBytes: int(4_194_304, 1024, 104_857_600, 'largest inference request body'),
+  }),
   plugins: object({
     load: list({ type: 'string', minLength: 1 }, 'plugin folders or package names to load'),
     canvas: object({ root: text('folder served at /__gateway__/canvas/') }),
@@ -207,13 +274,16 @@ export const configSchema: SchemaNode = object({
 });
 
 /** Keys the daemon applies as soon as they change; every other change needs a restart. */
-export const LIVE_KEYS: readonly string[] = ['log.level', 'api.jwt', 'api.tokens', 'gateway.tools', 'hooks.enabled', 'hooks.maxBodyBytes', 'hooks.defaultSessionKey', 'hooks.allowedSessionKeyPrefixes', 'hooks.presets', 'hooks.mappings'];
+export const LIVE_KEYS: readonly string[] = [
+  'log.level', 'api.jwt', 'api.tokens', 'gateway.tools', 'hooks.enabled', 'hooks.maxBodyBytes', 'hooks.defaultSessionKey',
+  'hooks.allowedSessionKeyPrefixes', 'hooks.presets', 'hooks.mappings', 'models', 'agents', 'runtime', 'inference', 'gateway.http.endpoints',
+];
 
 /** Keys that apply at the next `gateway reload` (or SIGHUP), without a restart. */
 export const RELOAD_KEYS: readonly string[] = ['plugins'];
 
 /** Live keys under an id of the user's choosing: who may write to a channel applies at once. */
-export const LIVE_KEY_PATTERNS: readonly RegExp[] = [/^channels\.[^.]+\.(dmPolicy|allowFrom)(\.|$)/];
+export const LIVE_KEY_PATTERNS: readonly RegExp[] = [/^channels\.[^.]+\.(dmPolicy|allowFrom|agent)(\.|$)/];
 
 /** Keys that only the gateway itself writes. */
 export const READ_ONLY_KEYS: Readonly<Record<string, string>> = {

@@ -1,4 +1,30 @@
-import type { AuthMode, BindMode, LogLevel, SecretBackendName } from './schema.ts';
+import type { AuthMode, BindMode, LogLevel, ProviderKind, QueueMode, SecretBackendName } from './schema.ts';
+
+export interface ProviderSettings {
+  kind?: ProviderKind;
+  baseUrl?: string;
+  headers?: Record<string, string>;
+  models: string[];
+  embeddingModels: string[];
+  timeouts: { totalMs: number; firstTokenMs: number; stallMs: number };
+  retries: { max: number; baseDelayMs: number; maxDelayMs: number };
+  fallbackOn: number[];
+}
+
+export interface AgentSettings {
+  model?: string;
+  fallbacks: string[];
+  instructions: string;
+  tools: string[];
+  maxSteps: number;
+  temperature?: number;
+  maxOutputTokens?: number;
+  toolChoice: 'auto' | 'none' | 'required';
+  queue: QueueMode;
+  history: number;
+  clientTools: boolean;
+  models: string[];
+}
 
 /** The effective configuration of a profile: what `config.json` holds, with every default filled in. */
 export interface GatewayConfig {
@@ -36,6 +62,14 @@ export interface GatewayConfig {
   store: { synchronous: 'normal' | 'full'; retentionDays: number };
   jobs: { concurrency: number };
   api: { jwt: { issuer?: string; audience?: string; jwksUrl?: string }; tokens: { defaultExpiryDays: number } };
+  models: { providers: Record<string, ProviderSettings>; aliases: Record<string, string> };
+  agents: Record<string, AgentSettings>;
+  runtime: { defaultAgent?: string; concurrency: number; senderLimit: { max: number; windowMs: number } };
+  inference: {
+    limits: { requestsPerMinute: number; tokensPerMinute: number; monthlyTokens?: number };
+    keepaliveMs: number;
+    maxBodyBytes: number;
+  };
   plugins: { load: string[]; canvas: { root?: string }; a2ui: { root?: string } };
   log: { level: LogLevel; maxBytes: number; maxFiles: number };
 }

@@ -91,6 +91,20 @@ export const METHODS = {
   reload: { scope: 'operator.admin', params: none },
   'plugins.list': { scope: 'operator.read', params: none },
   'tools.catalog': { scope: 'operator.read', params: none },
+  'models.list': { scope: 'operator.read', params: none },
+  'usage.summary': { scope: 'operator.read', params: object({ since: { type: 'number', minimum: 0 } }) },
+  'agents.list': { scope: 'operator.read', params: none },
+  'agent.run': {
+    scope: 'operator.write',
+    params: object({
+      agent: { type: 'string', pattern: '^[a-z0-9][a-z0-9_-]{0,31}$' },
+      sessionKey: { type: 'string', minLength: 1, maxLength: 256 },
+      message: { type: 'string', minLength: 1, maxLength: 100_000 },
+      /** An id the caller chooses, so it can tell its run's events apart before the answer comes. */
+      runId: { type: 'string', pattern: '^[A-Za-z0-9_-]{8,64}$' },
+    }, ['message'] as const),
+  },
+  'agent.abort': { scope: 'operator.write', params: object({ runId: id, sessionKey: { type: 'string', minLength: 1, maxLength: 256 } }) },
   'tools.invoke': {
     scope: 'operator.write',
     params: object({
@@ -120,4 +134,5 @@ export const METHOD_SCOPES = Object.fromEntries(Object.entries(METHODS).map(([na
 export const EVENTS = [
   'connect.challenge', 'tick', 'shutdown', 'device.pair.requested', 'device.pair.resolved', 'device.revoked', 'node.invoke',
   'channel.status', 'channel.pair.requested', 'channel.pair.resolved', 'session.message', 'session.wake',
+  'agent.delta', 'agent.tool', 'agent.done', 'agent.error',
 ] as const;

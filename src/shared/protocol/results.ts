@@ -136,6 +136,13 @@ export interface AllowedSenderView {
 
 export interface MessageView {
   id: number; direction: 'in' | 'out'; sender: string; senderName: string | null; text: string; at: string | null; via?: string;
+  /** Who speaks: a person (user), the assistant, a tool's result (tool). */
+  role: 'user' | 'assistant' | 'tool' | 'system';
+  /** A turn of text, or a step of an agent run. */
+  kind: 'message' | 'tool_call' | 'tool_result' | 'error';
+  /** A step's facts: a tool call's id, name and arguments, a result, the model, usage and latency of an assistant turn. */
+  data?: Record<string, unknown>;
+  runId?: string;
 }
 
 export interface SessionView {
@@ -179,6 +186,55 @@ export interface ReloadResult {
   plugins: BuildOutcome;
 }
 
+export interface ModelInfo { id: string; provider: string; kind: 'chat' | 'embedding'; alias?: string }
+
+export interface ProviderInfo {
+  id: string; kind: string | null; baseUrl: string | null; models: string[]; embeddingModels: string[];
+  /** Whether the secret models.providers.<id>.apiKey is set (never its value). */
+  apiKey: 'set' | 'not set';
+}
+
+export interface UsageGroup {
+  key: string;
+  calls: number;
+  errors: number;
+  inputTokens: number;
+  outputTokens: number;
+  /** Calls whose provider did not say how many tokens they used. */
+  uncounted: number;
+  latencyMsAvg: number;
+}
+
+export interface UsageSummary {
+  since: string;
+  total: UsageGroup;
+  byAgent: UsageGroup[];
+  byModel: UsageGroup[];
+  bySubject: UsageGroup[];
+  bySurface: UsageGroup[];
+}
+
+export interface AgentInfo {
+  id: string; model: string | null; fallbacks: string[]; tools: string[]; maxSteps: number; queue: string; default: boolean;
+}
+
+export interface RunUsage { inputTokens?: number; outputTokens?: number }
+
+/** How an agent run ended. */
+export interface RunResult {
+  runId: string;
+  agent: string;
+  sessionKey: string;
+  status: 'succeeded' | 'failed' | 'aborted' | 'interrupted';
+  text: string;
+  model: string | null;
+  usage: RunUsage;
+  steps: number;
+  toolCalls: { id: string; name: string; args: unknown; result?: unknown; error?: string }[];
+  latencyMs: number;
+  error?: string;
+}
+
 /** What each method answers. */
 export interface MethodResults {
   health: HealthResult;
@@ -218,6 +274,11 @@ export interface MethodResults {
   'plugins.list': { plugins: PluginInfo[]; lastReload: BuildOutcome | null };
   'tools.catalog': { tools: ToolCatalogEntry[] };
   'tools.invoke': ToolAnswer;
+  'models.list': { providers: ProviderInfo[]; models: ModelInfo[]; aliases: Record<string, string> };
+  'usage.summary': UsageSummary;
+  'agents.list': { agents: AgentInfo[] };
+  'agent.run': RunResult;
+  'agent.abort': { aborted: number };
 }
 
 export type MethodResult<M extends MethodName> = M extends keyof MethodResults ? MethodResults[M] : never;

@@ -5,7 +5,8 @@ import { DomainError } from '../../../src/server/kernel/errors.ts';
 import { DmPairing } from '../../../src/server/channels/dm-pairing.ts';
 import { ircFold } from '../../../src/server/channels/irc-names.ts';
 import { ChannelManager } from '../../../src/server/channels/manager.ts';
-import { SessionStore } from '../../../src/server/channels/sessions.ts';
+import { SESSION_MIGRATIONS } from '../../../src/server/sessions/migrations.ts';
+import { SessionStore } from '../../../src/server/sessions/session-store.ts';
 import { effectiveConfig } from '../../../src/shared/config/keys.ts';
 import type { GatewayConfig } from '../../../src/shared/config/types.ts';
 import { freshStore } from '../../support/store.ts';
@@ -62,13 +63,24 @@ describe('channel manager: DM policy, pairing codes and sessions', () => {
     configure({});
     events = [];
     pairing = new DmPairing(current(), () => now);
+    current().migrateModule('sessions', SESSION_MIGRATIONS);
     sessions = new SessionStore(current());
     const irc: ChannelKind = {
       label: 'memory', normalizePeer: ircFold,
       create: (id, context) => { channel = new MemoryChannel(id, context); return channel; },
     };
     manager = new ChannelManager({
-      kinds: () => new Map([['irc', { value: irc }]]), config: () => config, secret: async () => undefined, logger: pino({ level: 'silent' }), pairing, sessions,
+      kinds: () => new Map([['irc', { value: irc }]]), config: () => config, secret: async () => undefined, logger: pino({ level: 'silent' }), pairing,
+      // As the sessions module does: what is recorded is told to operators.
+      sessions: {
+        store: sessions,
+        record: (message) => {
+          const recorded = sessions.record(message);
+          events.push({ event: 'session.message', payload: recorded });
+          return recorded;
+        },
+        append: (key, entry) => sessions.append(key, entry),
+      },
       emit: (event, payload) => events.push({ event, payload }), now: () => now,
     });
     await manager.start();

@@ -1,0 +1,43 @@
+/** A session's history as the model sees it: people's turns, the assistant's turns with their tool calls, and the tools' results. */
+import type { ChatMessage, ToolCallRecord } from '../models/module.ts';
+import type { SessionMessage } from '../sessions/module.ts';
+
+/** Turns stored messages into the conversation a model continues. In rooms, each person's turn names them. */
+export function conversationOf(messages: readonly SessionMessage[], room: boolean): ChatMessage[] {
+  const conversation: ChatMessage[] = [];
+  let assistant: { role: 'assistant'; content: string; toolCalls?: ToolCallRecord[] } | undefined;
+  const answered = new Set<string>();
+  for (const message of messages) {
+    if (message.kind === 'tool_result') answered.add(String(message.data?.id));
+  }
+  for (const message of messages) {
+    if (message.kind === 'error') continue;
+    if (message.kind === 'tool_call') {
+      const id = String(message.data?.id ?? '');
+      // A call whose result was never recorded (the daemon stopped) is left out: providers refuse unanswered calls.
+      if (!answered.has(id)) continue;
+      if (!assistant) {
+        assistant = { role: 'assistant', content: '' };
+        conversation.push(assistant);
+      }
+      (assistant.toolCalls ??= []).push({ id, name: String(message.data?.name), args: message.data?.args ?? {} });
+      continue;
+    }
+    if (message.kind === 'tool_result') {
+      assistant = undefined;
+      conversation.push({
+        role: 'tool', toolCallId: String(message.data?.id), toolName: String(message.data?.name),
+        content: message.data?.error ?? message.data?.result ?? null, isError: message.data?.error !== undefined,
+      });
+      continue;
+    }
+    if (message.role === 'user' || (message.role !== 'assistant' && message.direction === 'in')) {
+      assistant = undefined;
+      conversation.push({ role: 'user', content: room ? `${message.senderName ?? message.sender}: ${message.text}` : message.text });
+    } else {
+      assistant = { role: 'assistant', content: message.text };
+      conversation.push(assistant);
+    }
+  }
+  return conversation;
+}

@@ -1,0 +1,263 @@
+/**
+ * Agents: their settings, the runtime that runs them per session, the tool
+ * loop over the gateway's tool registry, runs over the WebSocket (`gateway
+ * chat`, WebChat) and answers to channel messages from approved senders.
+ */
+import type { AgentSettings } from '../../shared/config/types.ts';
+import { matchesPattern } from '../../shared/patterns.ts';
+import type { AgentInfo } from '../../shared/protocol/results.ts';
+import channelsModule, { type ChannelManager, type Inbound } from '../channels/module.ts';
+import jobsModule from '../jobs/module.ts';
+import { DomainError, toDomainError } from '../kernel/errors.ts';
+import { defineModule, type ModuleContext } from '../kernel/module.ts';
+import modelsModule, { type ChatMessage, type ToolSpec } from '../models/module.ts';
+import sessionsModule, { type SessionAddress } from '../sessions/module.ts';
+import toolsModule from '../tools/module.ts';
+import { conversationOf } from './history.ts';
+import { executeRun, type RunEvent } from './run.ts';
+import { RUN_MIGRATIONS, RunStore } from './run-store.ts';
+import { AgentRuntime, RunStopped, type RunOutcome } from './runtime.ts';
+
+export type { RunEvent } from './run.ts';
+export type { RunOutcome } from './runtime.ts';
+
+/** A run asked of an agent, from anywhere. */
+export interface AgentRunRequest {
+  agentId?: string;
+  /** An existing session, or the address of one to create with this turn. */
+  session: { key: string } | SessionAddress;
+  /** The new turn's text, as the model reads it. */
+  text: string;
+  /** The turn is in the session already (a channel recorded it on arrival): its message id. */
+  recordedId?: number;
+  /** Nothing to record as the turn (the caller's last message answers a tool call). */
+  noTurn?: boolean;
+  sender?: { id: string; name?: string };
+  /** The whole conversation, the new turn included, when the caller keeps it (the inference API): used instead of the session's history. */
+  conversation?: ChatMessage[];
+  /** System text of the caller's, after the agent's instructions. */
+  system?: string;
+  clientTools?: ToolSpec[];
+  /** A backend model instead of the agent's own, within agents.<id>.models. */
+  model?: string;
+  /** A model to call bare, without an agent: no instructions, no tools but the client's, one step (the inference API's provider models). */
+  direct?: string;
+  /** The caller's own sampling settings, over the agent's. */
+  overrides?: { temperature?: number; maxOutputTokens?: number; toolChoice?: AgentSettings['toolChoice'] | { name: string } };
+  surface: 'channel' | 'chat' | 'api' | 'webchat';
+  subject?: string;
+  runId?: string;
+  signal?: AbortSignal;
+  onEvent?: (event: RunEvent & { runId: string }) => void;
+}
+
+/** What other modules get from this one. */
+export interface Agents {
+  resolve(agentId?: string): { id: string; settings: AgentSettings };
+  run(request: AgentRunRequest): Promise<RunOutcome>;
+  list(): AgentInfo[];
+}
+
+/** A bare model as an agent of one step with no tools of its own. */
+const directSettings = (model: string): AgentSettings => ({
+  model, fallbacks: [], instructions: '', tools: [], maxSteps: 1, toolChoice: 'auto', queue: 'followup', history: 0, clientTools: true, models: [],
+});
+
+const definedOf = <T extends object>(value: T): Partial<T> => Object.fromEntries(Object.entries(value).filter(([, entry]) => entry !== undefined)) as Partial<T>;
+
+const agentNotFound = (message: string) => new DomainError('not_found', message, { code: 'agent_not_found' });
+
+export default defineModule<Agents>({
+  id: 'agents',
+  needs: [jobsModule, sessionsModule, modelsModule, toolsModule, channelsModule],
+  setup(ctx) {
+    ctx.store.migrateModule('agents', RUN_MIGRATIONS);
+    const runs = new RunStore(ctx.store);
+    const interrupted = runs.interruptLeftovers();
+    if (interrupted > 0) ctx.log.warn({ runs: interrupted }, 'agent runs the previous daemon left running were interrupted');
+    ctx.use(jobsModule).retention('agentRuns', (retentionMs) => runs.prune(retentionMs));
+    const sessions = ctx.use(sessionsModule);
+    const { caller } = ctx.use(modelsModule);
+    const { runner } = ctx.use(toolsModule);
+    const runtime = new AgentRuntime(ctx.config);
+    ctx.onStop((deadline) => runtime.stop(deadline));
+
+    const defaultAgent = () => {
+      const { agents, runtime: settings } = ctx.config();
+      return settings.defaultAgent ?? (agents.default ? 'default' : Object.keys(agents)[0]);
+    };
+    const resolve = (agentId?: string) => {
+      const id = agentId ?? defaultAgent();
+      if (!id) throw agentNotFound('No agent is configured: gateway config set agents.main \'{"model":"<provider>/<model>"}\'');
+      const settings = ctx.config().agents[id];
+      if (!settings) throw agentNotFound(`No agent ${JSON.stringify(id)} (agents: ${Object.keys(ctx.config().agents).join(', ') || 'none'}).`);
+      return { id, settings };
+    };
+    const toolsFor = (settings: AgentSettings): ToolSpec[] => runner.catalog('agent')
+      .filter((tool) => settings.tools.some((pattern) => matchesPattern(pattern, tool.name)))
+      .map((tool) => ({ name: tool.name, description: tool.description, inputSchema: tool.inputSchema }));
+
+    const run = async (request: AgentRunRequest): Promise<RunOutcome> => {
+      const { id: agentId, settings } = request.direct ? { id: 'direct', settings: directSettings(request.direct) } : resolve(request.agentId);
+      if (!settings.model) throw new DomainError('invalid_config', `Agent ${agentId} has no model: gateway config set agents.${agentId}.model <provider>/<model>`);
+      if (request.model && request.model !== settings.model && !settings.models.includes(request.model)) {
+        throw new DomainError('forbidden', `Agent ${agentId} does not allow model ${request.model} (agents.${agentId}.models).`);
+      }
+      if (request.runId && runs.exists(request.runId)) throw new DomainError('conflict', `A run ${request.runId} exists already; choose another id.`);
+      const arrived = Date.now();
+      let sessionKey: string;
+      if ('key' in request.session) {
+        sessionKey = request.session.key;
+        if (!sessions.store.get(sessionKey)) throw new DomainError('not_found', `No session ${sessionKey}.`);
+      } else {
+        sessionKey = sessions.store.ensure(request.session, arrived);
+      }
+      const room = sessions.store.get(sessionKey)?.kind === 'group';
+
+      return runtime.submit({
+        runId: request.runId, agentId, sessionKey, text: request.text, signal: request.signal, turnIds: request.recordedId === undefined ? [] : [request.recordedId],
+        start: async ({ runId, text, turnIds, signal }) => {
+          const started = Date.now();
+          // A turn is recorded when its run starts, so the transcript and the model both read it after the answers it waited for.
+          const own = [...turnIds];
+          if (request.recordedId === undefined && !request.noTurn) {
+            const recorded = sessions.append(sessionKey, {
+              direction: 'in', sender: request.sender?.id ?? 'operator', senderName: request.sender?.name, text, at: arrived, role: 'user', messageKind: 'message', runId,
+            });
+            if (recorded) own.push(recorded.message.id);
+          }
+          runs.started({ id: runId, agent: agentId, sessionKey, surface: request.surface, at: started });
+          const emit = (event: RunEvent) => {
+            request.onEvent?.({ ...event, runId });
+            publish(ctx, runId, agentId, sessionKey, event);
+          };
+          try {
+            const earlier = sessions.store.history(sessionKey, { limit: settings.history + own.length }).filter((message) => !own.includes(message.id));
+            const messages = request.conversation ?? [...conversationOf(earlier, room), { role: 'user' as const, content: text }];
+            const system = [settings.instructions, request.system].filter((part) => part && part.trim()).join('\n\n') || undefined;
+            const agent = { ...settings, ...definedOf(request.overrides ?? {}) } as AgentSettings & { toolChoice: AgentSettings['toolChoice'] | { name: string } };
+            const result = await executeRun({
+              runId, agentId, agent, sessionKey, messages, system,
+              models: [request.model ?? settings.model!, ...settings.fallbacks.filter((ref) => ref !== (request.model ?? settings.model))],
+              tools: toolsFor(settings), clientTools: request.clientTools ?? [],
+              meta: { agent: agentId, sessionKey, subject: request.subject, surface: request.surface },
+              signal, onEvent: emit,
+            }, { caller, runner, sessions, logger: ctx.log });
+            runs.finished(result);
+            ctx.events.emit('agent.done', { runId, agent: agentId, sessionKey, status: result.status, text: result.text, model: result.model, usage: result.usage, steps: result.steps }, 'operator.read');
+            return result;
+          } catch (thrown) {
+            const stopped = thrown instanceof RunStopped ? thrown : signal.reason instanceof RunStopped ? signal.reason : undefined;
+            const { error, unexpected } = toDomainError(thrown);
+            if (unexpected && !stopped) ctx.log.error({ err: thrown, run: runId, agent: agentId }, 'agent run failed');
+            const message = stopped?.message ?? error.message;
+            const status = stopped?.status ?? 'failed';
+            sessions.append(sessionKey, { direction: 'out', sender: agentId, text: message, at: Date.now(), role: 'assistant', messageKind: 'error', runId, via: `agent:${agentId}`, data: { status } });
+            runs.finished({ runId, agent: agentId, sessionKey, status, text: '', model: null, usage: {}, steps: 0, toolCalls: [], latencyMs: Date.now() - started, error: message });
+            ctx.events.emit('agent.error', { runId, agent: agentId, sessionKey, status, error: message }, 'operator.read');
+            if (stopped) throw new DomainError('unavailable', `The run ${status === 'interrupted' ? 'was interrupted' : 'was aborted'}: ${message}.`, { code: `run_${status}` });
+            throw error;
+          }
+        },
+      }, settings.queue);
+    };
+
+    const list = (): AgentInfo[] => {
+      const fallback = defaultAgent();
+      return Object.entries(ctx.config().agents).map(([id, agent]) => ({
+        id, model: agent.model ?? null, fallbacks: agent.fallbacks, tools: agent.tools, maxSteps: agent.maxSteps, queue: agent.queue, default: id === fallback,
+      }));
+    };
+
+    ctx.rpc.method({ name: 'agents.list', handler: () => ({ agents: list() }) });
+    ctx.rpc.method({
+      name: 'agent.run',
+      handler: async (params, client) => {
+        const { id: agentId } = resolve(params.agent);
+        const existing = params.sessionKey && sessions.store.get(params.sessionKey);
+        const outcome = await run({
+          agentId, runId: params.runId, text: params.message, surface: 'chat', signal: client.closed,
+          sender: { id: `device:${client.deviceId}`, name: client.clientId },
+          session: existing ? { key: existing.key } : { channel: 'chat', account: agentId, kind: 'direct', peer: params.sessionKey ?? 'cli' },
+        });
+        const { pendingClientCalls: _pending, finishReason: _finish, ...result } = outcome;
+        return result;
+      },
+    });
+    ctx.rpc.method({ name: 'agent.abort', handler: ({ runId, sessionKey }) => {
+      if (!runId && !sessionKey) throw new DomainError('invalid', 'name the run (params.runId) or the session (params.sessionKey) to abort');
+      return { aborted: runtime.abort({ runId, sessionKey }) };
+    } });
+
+    answerChannels(ctx, ctx.use(channelsModule).channels, run);
+    return { resolve, run, list };
+  },
+});
+
+/** Pushes a run's events to operators: agent.delta, agent.tool. */
+function publish(ctx: ModuleContext, runId: string, agent: string, sessionKey: string, event: RunEvent): void {
+  if (event.type === 'delta') ctx.events.emit('agent.delta', { runId, agent, sessionKey, text: event.text }, 'operator.read');
+  else if (event.type === 'tool') {
+    const { call } = event;
+    ctx.events.emit('agent.tool', {
+      runId, agent, sessionKey, phase: event.phase, id: call.id, name: call.name, args: call.args,
+      ...(event.phase === 'result' ? { result: event.result, error: event.error } : { client: event.client }),
+    }, 'operator.read');
+  }
+}
+
+/**
+ * The agent named by channels.<id>.agent answers direct messages from approved
+ * senders, and rooms when addressed by its nick ("gw: ..." or "gw, ..."); a
+ * sender over runtime.senderLimit is told once and then not answered until
+ * the window passes.
+ */
+function answerChannels(ctx: ModuleContext, channels: ChannelManager, run: Agents['run']): void {
+  const spent = new Map<string, { count: number; since: number; told: boolean }>();
+  channels.onInbound(({ channel, message, session, recorded }: Inbound) => {
+    const agentId = (ctx.config().channels[channel] as { agent?: string } | undefined)?.agent;
+    if (!agentId) return;
+    let text = message.text;
+    const to = message.kind === 'group' ? message.room! : message.senderName;
+    if (message.kind === 'group') {
+      const nick = channels.selfName(channel, message.account);
+      const addressed = nick ? new RegExp(`^\\s*${nick.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\s*[:,]\\s*`, 'i').exec(text) : null;
+      if (!addressed) return;
+      text = text.slice(addressed[0].length);
+      if (!text.trim()) return;
+    }
+    const { max, windowMs } = ctx.config().runtime.senderLimit;
+    const key = `${channel}\n${message.sender}`;
+    const now = Date.now();
+    let budget = spent.get(key);
+    if (!budget || now - budget.since > windowMs) {
+      budget = { count: 0, since: now, told: false };
+      spent.set(key, budget);
+      if (spent.size > 10_000) spent.delete(spent.keys().next().value!);
+    }
+    if (++budget.count > max) {
+      if (!budget.told) {
+        budget.told = true;
+        const minutes = Math.ceil((budget.since + windowMs - now) / 60_000);
+        void channels.deliver({ channel, account: message.account, to, text: `${message.senderName}: you have reached ${max} messages for now; I will answer again in about ${minutes} minutes.` }).catch(() => undefined);
+      }
+      ctx.log.info({ channel, sender: message.sender }, 'sender over the per-sender limit; not answered');
+      return;
+    }
+    run({
+      agentId, session: { key: session.key }, text: message.kind === 'group' ? `${message.senderName}: ${text}` : text, recordedId: recorded.id,
+      surface: 'channel', sender: { id: message.sender, name: message.senderName },
+    }).then(
+      (result) => {
+        if (!result.text.trim()) return;
+        return channels.deliver({ channel, account: message.account, to, text: result.text.length > 4000 ? `${result.text.slice(0, 3990)}…` : result.text }).then(() => undefined);
+      },
+      (error: unknown) => {
+        const { error: failure } = toDomainError(error);
+        ctx.log.warn({ channel, agent: agentId, error: failure.message }, 'agent could not answer a channel message');
+        if (failure.code === 'run_aborted' || failure.code === 'run_interrupted') return;
+        return channels.deliver({ channel, account: message.account, to, text: 'Sorry, I could not answer that just now; please try again later.' }).then(() => undefined);
+      },
+    ).catch((error: unknown) => ctx.log.warn({ channel, err: error }, 'could not deliver the agent\'s answer'));
+  });
+}

@@ -1,0 +1,181 @@
+/**
+ * Calls models under each provider's policy: timeouts (total, first token,
+ * stall, where every byte from upstream, keepalive comments included, counts
+ * as activity), retries with backoff that honour Retry-After, fallbacks to
+ * the next model on the statuses its provider names, and a record of every
+ * call with the tokens the provider counted.
+ */
+import type { Logger } from 'pino';
+import type { GatewayConfig, ProviderSettings } from '../../shared/config/types.ts';
+import { DomainError } from '../kernel/errors.ts';
+import type { StepEvent, StepRequest, Usage } from './adapter.ts';
+import { resolveModel, type ModelTarget } from './catalog.ts';
+import type { UsageLog } from './usage-log.ts';
+
+/** Who a call is for, for the usage log. */
+export interface CallMeta {
+  agent?: string;
+  sessionKey?: string;
+  /** The credential's owner on the inference API (a token's owner, gateway, a JWT subject). */
+  subject?: string;
+  /** Where the call came from: channel, chat, api, webchat. */
+  surface: string;
+}
+
+export type CallEvent = StepEvent | { type: 'model'; ref: string; providerId: string };
+
+class Timeout extends Error {
+  readonly which: 'total' | 'first token' | 'stall';
+
+  constructor(which: 'total' | 'first token' | 'stall', ms: number) {
+    super(`no ${which === 'total' ? 'answer in full' : which === 'stall' ? 'data' : 'first token'} within ${ms} ms`);
+    this.which = which;
+  }
+}
+
+const sleep = (ms: number, signal: AbortSignal) => new Promise<void>((resolve, reject) => {
+  if (signal.aborted) return reject(signal.reason);
+  const timer = setTimeout(resolve, ms);
+  signal.addEventListener('abort', () => { clearTimeout(timer); reject(signal.reason); }, { once: true });
+});
+
+/** A fetch whose every response byte counts as activity. */
+function watchedFetch(activity: () => void): typeof globalThis.fetch {
+  return async (input, init) => {
+    const response = await fetch(input, init);
+    activity();
+    if (!response.body) return response;
+    const body = response.body.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        activity();
+        controller.enqueue(chunk);
+      },
+    }));
+    return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+  };
+}
+
+const retryable = (status: number | undefined) => status === undefined || status === 408 || status === 429 || status >= 500;
+
+export interface ModelCallerDeps {
+  config: () => GatewayConfig;
+  apiKey: (providerId: string) => Promise<string | undefined>;
+  usage: UsageLog;
+  logger: Logger;
+}
+
+export class ModelCaller {
+  private readonly deps: ModelCallerDeps;
+
+  constructor(deps: ModelCallerDeps) {
+    this.deps = deps;
+  }
+
+  /**
+   * One model call over a list of models (the first, then fallbacks). Events
+   * stream as they come; a failure before any output is retried or falls back,
+   * a failure after output ends the call (what was said cannot be taken back).
+   */
+  async *step(refs: readonly string[], request: StepRequest, meta: CallMeta): AsyncGenerator<CallEvent> {
+    if (refs.length === 0) throw new DomainError('invalid_config', 'No model to call: give the agent a model (agents.<id>.model).');
+    const adapter = await import('./adapter.ts');
+    let lastError: DomainError | undefined;
+    for (const [index, reference] of refs.entries()) {
+      const target = resolveModel(this.deps.config(), reference);
+      const { provider } = target;
+      if (!provider.kind) throw new DomainError('invalid_config', `Provider ${target.providerId} has no kind: gateway config set models.providers.${target.providerId}.kind openai-compatible`);
+      const apiKey = await this.deps.apiKey(target.providerId);
+      for (let attempt = 0; ; attempt++) {
+        const started = Date.now();
+        let firstTokenAt: number | undefined;
+        let usage: Usage = {};
+        let emitted = false;
+        const controller = new AbortController();
+        const onOuterAbort = () => controller.abort(request.signal.reason);
+        request.signal.addEventListener('abort', onOuterAbort, { once: true });
+        const { timeouts } = provider;
+        let stall: NodeJS.Timeout | undefined;
+        const activity = () => {
+          clearTimeout(stall);
+          stall = setTimeout(() => controller.abort(new Timeout('stall', timeouts.stallMs)), timeouts.stallMs);
+        };
+        const total = setTimeout(() => controller.abort(new Timeout('total', timeouts.totalMs)), timeouts.totalMs);
+        const firstToken = setTimeout(() => controller.abort(new Timeout('first token', timeouts.firstTokenMs)), timeouts.firstTokenMs);
+        activity();
+        try {
+          const connection = {
+            kind: provider.kind, baseUrl: provider.baseUrl, apiKey, headers: provider.headers, model: target.model, fetch: watchedFetch(activity),
+          };
+          for await (const event of adapter.streamStep(connection, { ...request, signal: controller.signal })) {
+            if (!emitted && event.type !== 'finish') {
+              emitted = true;
+              firstTokenAt = Date.now();
+              clearTimeout(firstToken);
+              yield { type: 'model', ref: target.ref, providerId: target.providerId };
+            }
+            if (event.type === 'finish') usage = event.usage;
+            activity();
+            yield event;
+          }
+          if (!emitted) yield { type: 'model', ref: target.ref, providerId: target.providerId };
+          this.record(target, meta, { started, firstTokenAt, usage, outcome: 'ok' });
+          return;
+        } catch (thrown) {
+          const cause = controller.signal.aborted ? controller.signal.reason : thrown;
+          if (request.signal.aborted) {
+            this.record(target, meta, { started, firstTokenAt, usage, outcome: 'aborted' });
+            throw request.signal.reason ?? cause;
+          }
+          const { status, retryAfterMs, message } = cause instanceof Timeout ? { status: undefined, retryAfterMs: undefined, message: `timed out: ${cause.message}` } : adapter.upstreamFacts(cause);
+          this.record(target, meta, { started, firstTokenAt, usage, outcome: cause instanceof Timeout ? 'timeout' : 'error', status, error: message });
+          lastError = upstreamError(target, status, message);
+          if (emitted) throw lastError;
+          const delay = this.retryDelay(provider, attempt, status, retryAfterMs);
+          if (delay !== undefined) {
+            this.deps.logger.warn({ model: target.ref, status, attempt: attempt + 1, inMs: delay }, 'model call failed; retrying');
+            await sleep(delay, request.signal);
+            continue;
+          }
+          const fallback = index < refs.length - 1 && (status === undefined || provider.fallbackOn.includes(status));
+          if (fallback) {
+            this.deps.logger.warn({ model: target.ref, status, next: refs[index + 1] }, 'model call failed; falling back');
+            break;
+          }
+          throw lastError;
+        } finally {
+          clearTimeout(total);
+          clearTimeout(firstToken);
+          clearTimeout(stall);
+          request.signal.removeEventListener('abort', onOuterAbort);
+        }
+      }
+    }
+    throw lastError!;
+  }
+
+  /** The wait before another attempt, or undefined when there is none: Retry-After wins, else backoff doubling from the base. */
+  private retryDelay(provider: ProviderSettings, attempt: number, status: number | undefined, retryAfterMs: number | undefined): number | undefined {
+    const { max, baseDelayMs, maxDelayMs } = provider.retries;
+    if (attempt >= max || !retryable(status)) return undefined;
+    if (retryAfterMs !== undefined) return retryAfterMs <= maxDelayMs ? retryAfterMs : undefined;
+    return Math.min(maxDelayMs, baseDelayMs * 2 ** attempt);
+  }
+
+  private record(target: ModelTarget, meta: CallMeta, call: { started: number; firstTokenAt?: number; usage: Usage; outcome: 'ok' | 'error' | 'aborted' | 'timeout'; status?: number; error?: string }): void {
+    try {
+      this.deps.usage.record({
+        at: call.started, provider: target.providerId, model: target.model, agent: meta.agent, sessionKey: meta.sessionKey, subject: meta.subject,
+        surface: meta.surface, inputTokens: call.usage.inputTokens, outputTokens: call.usage.outputTokens, latencyMs: Date.now() - call.started,
+        firstTokenMs: call.firstTokenAt === undefined ? undefined : call.firstTokenAt - call.started, outcome: call.outcome, status: call.status, error: call.error,
+      });
+    } catch (error) {
+      this.deps.logger.error({ err: error }, 'could not record a model call');
+    }
+  }
+}
+
+/** What a failed model call answers: a provider's refusal of the request as such is the caller's (400), the rest the provider's (502). */
+function upstreamError(target: ModelTarget, status: number | undefined, message: string): DomainError {
+  const what = `Provider ${target.providerId} (${target.ref}) ${status === undefined ? 'failed' : `answered ${status}`}: ${message}`;
+  return new DomainError(status === 400 || status === 422 ? 'invalid' : 'upstream', what, { code: 'upstream_error', details: { provider: target.providerId, ...(status ? { status } : {}) } });
+}

@@ -1,0 +1,182 @@
+/**
+ * Conversations with their history: one per channel, account and peer (or
+ * room), and one per agent conversation started elsewhere (chat, WebChat, the
+ * inference API). A message is a turn of a person or the assistant, or a
+ * step of a run: a tool call, its result, an error.
+ */
+import { sessionKey, type SessionKind } from '../../shared/channels.ts';
+import type { MessageView, SessionView } from '../../shared/protocol/results.ts';
+import type { Store } from '../store/database.ts';
+
+export interface Session {
+  key: string;
+  channel: string;
+  account: string;
+  kind: SessionKind;
+  peer: string;
+  peerName: string | null;
+  createdAt: number;
+  updatedAt: number;
+  messageCount: number;
+}
+
+export type MessageRole = 'user' | 'assistant' | 'tool' | 'system';
+export type MessageKind = 'message' | 'tool_call' | 'tool_result' | 'error';
+
+export interface SessionMessage {
+  id: number;
+  sessionKey: string;
+  direction: 'in' | 'out';
+  sender: string;
+  senderName: string | null;
+  text: string;
+  at: number;
+  /** Who sent an outbound message (an operator's device id, an agent), when known. */
+  via: string | null;
+  role: MessageRole;
+  kind: MessageKind;
+  /** A step's facts: a tool call's id, name and arguments; a result; the model, usage and latency of an assistant turn. */
+  data: Record<string, unknown> | null;
+  /** The agent run this message belongs to. */
+  runId: string | null;
+}
+
+/** Where a session lives: a channel's peer or room, or an agent conversation (channel "chat" or "api"). */
+export interface SessionAddress {
+  channel: string;
+  account: string;
+  kind: SessionKind;
+  peer: string;
+  peerName?: string;
+}
+
+export interface NewEntry {
+  direction: 'in' | 'out';
+  sender: string;
+  senderName?: string;
+  text: string;
+  at: number;
+  via?: string;
+  role?: MessageRole;
+  /** The message's kind (its session's kind is the address's `kind`). */
+  messageKind?: MessageKind;
+  data?: Record<string, unknown>;
+  runId?: string;
+}
+
+export type NewMessage = SessionAddress & NewEntry;
+
+type Row = Record<string, string | number | bigint | null>;
+const str = (value: unknown): string | null => (value === null || value === undefined ? null : String(value));
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+const toSession = (row: Row): Session => ({
+  key: String(row.key), channel: String(row.channel), account: String(row.account), kind: String(row.kind) as SessionKind,
+  peer: String(row.peer), peerName: str(row.peer_name), createdAt: Number(row.created_at), updatedAt: Number(row.updated_at),
+  messageCount: Number(row.message_count),
+});
+
+const toMessage = (row: Row): SessionMessage => {
+  const direction = String(row.direction) as 'in' | 'out';
+  return {
+    id: Number(row.id), sessionKey: String(row.session_key), direction, sender: String(row.sender),
+    senderName: str(row.sender_name), text: String(row.text), at: Number(row.at), via: str(row.via),
+    role: (str(row.role) ?? (direction === 'in' ? 'user' : 'assistant')) as MessageRole,
+    kind: (str(row.kind) ?? 'message') as MessageKind,
+    data: row.data === null || row.data === undefined ? null : JSON.parse(String(row.data)) as Record<string, unknown>,
+    runId: str(row.run_id),
+  };
+};
+
+export const sessionView = (session: Session, last?: SessionMessage): SessionView => ({
+  key: session.key, channel: session.channel, account: session.account, kind: session.kind, peer: session.peer,
+  peerName: session.peerName, createdAt: iso(session.createdAt), updatedAt: iso(session.updatedAt), messageCount: session.messageCount,
+  ...(last ? { lastMessage: messageView(last) } : {}),
+});
+
+export const messageView = (message: SessionMessage): MessageView => ({
+  id: message.id, direction: message.direction, sender: message.sender, senderName: message.senderName, text: message.text,
+  at: iso(message.at), ...(message.via ? { via: message.via } : {}),
+  role: message.role, kind: message.kind, ...(message.data ? { data: message.data } : {}), ...(message.runId ? { runId: message.runId } : {}),
+});
+
+/** Conversations with their history, in the profile's database. */
+export class SessionStore {
+  private readonly store: Store;
+
+  constructor(store: Store) {
+    this.store = store;
+  }
+
+  /** The key of the session at an address. */
+  keyOf(address: SessionAddress): string {
+    return sessionKey(address.channel, address.account, address.kind, address.peer);
+  }
+
+  /** Appends a message to its session, creating the session on its first message; both in one transaction. */
+  record(message: NewMessage): { session: Session; message: SessionMessage } {
+    const key = this.keyOf(message);
+    return this.store.transaction(() => {
+      this.store.prepare(`
+        INSERT INTO sessions (key, channel, account, kind, peer, peer_name, created_at, updated_at, message_count)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0)
+        ON CONFLICT (key) DO UPDATE SET peer_name = COALESCE(excluded.peer_name, sessions.peer_name)
+      `).run(key, message.channel, message.account, message.kind, message.peer, message.peerName ?? null, message.at, message.at);
+      return this.insert(key, message);
+    });
+  }
+
+  /** Makes the session at an address if it does not exist yet; returns its key. */
+  ensure(address: SessionAddress, at = Date.now()): string {
+    const key = this.keyOf(address);
+    this.store.prepare(`INSERT INTO sessions (key, channel, account, kind, peer, peer_name, created_at, updated_at, message_count)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0) ON CONFLICT (key) DO NOTHING`).run(key, address.channel, address.account, address.kind, address.peer, address.peerName ?? null, at, at);
+    return key;
+  }
+
+  /** Appends a message to a session that exists (a step of a run); undefined when there is no such session. */
+  append(key: string, entry: NewEntry): { session: Session; message: SessionMessage } | undefined {
+    return this.store.transaction(() => (this.get(key) ? this.insert(key, entry) : undefined));
+  }
+
+  private insert(key: string, entry: NewEntry): { session: Session; message: SessionMessage } {
+    this.store.prepare('UPDATE sessions SET updated_at = ?, message_count = message_count + 1 WHERE key = ?').run(entry.at, key);
+    const inserted = this.store.prepare(
+      'INSERT INTO session_messages (session_key, direction, sender, sender_name, text, at, via, role, kind, data, run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    ).run(key, entry.direction, entry.sender, entry.senderName ?? null, entry.text, entry.at, entry.via ?? null,
+      entry.role ?? null, entry.messageKind ?? null, entry.data === undefined ? null : JSON.stringify(entry.data), entry.runId ?? null);
+    const row = this.store.prepare('SELECT * FROM session_messages WHERE id = ?').get(inserted.lastInsertRowid) as Row;
+    return { session: this.get(key)!, message: toMessage(row) };
+  }
+
+  get(key: string): Session | undefined {
+    const row = this.store.prepare('SELECT * FROM sessions WHERE key = ?').get(key) as Row | undefined;
+    return row ? toSession(row) : undefined;
+  }
+
+  /** Sessions, most recently active first. */
+  list(options: { channel?: string; limit: number }): Session[] {
+    const rows = options.channel === undefined
+      ? this.store.prepare('SELECT * FROM sessions ORDER BY updated_at DESC, key LIMIT ?').all(options.limit)
+      : this.store.prepare('SELECT * FROM sessions WHERE channel = ? ORDER BY updated_at DESC, key LIMIT ?').all(options.channel, options.limit);
+    return (rows as Row[]).map(toSession);
+  }
+
+  /** The last `limit` messages of a session before message id `before` (all when absent), oldest first. */
+  history(key: string, options: { limit: number; before?: number }): SessionMessage[] {
+    const rows = this.store.prepare(
+      'SELECT * FROM session_messages WHERE session_key = ? AND id < ? ORDER BY id DESC LIMIT ?',
+    ).all(key, options.before ?? Number.MAX_SAFE_INTEGER, options.limit) as Row[];
+    return rows.reverse().map(toMessage);
+  }
+
+  /** Marks a session to act (a hook's wake action); undefined when there is no such session. */
+  wake(key: string, at = Date.now()): Session | undefined {
+    const changed = this.store.prepare('UPDATE sessions SET wake_requested_at = ? WHERE key = ?').run(at, key).changes;
+    return Number(changed) === 1 ? this.get(key) : undefined;
+  }
+
+  lastMessage(key: string): SessionMessage | undefined {
+    return this.history(key, { limit: 1 })[0];
+  }
+}
