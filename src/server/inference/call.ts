@@ -54,6 +54,9 @@ const SESSION_HEADER = /^[\x21-\x7e]{1,128}$/;
 /** The credential a request counts against: a token by its id, others by their subject. */
 export const subjectOf = (principal: Principal) => principal.credentialId ?? principal.subject;
 
+/** Whether a principal's requests count against the inference limits: all but the gateway's own credential (and auth mode none). */
+export const metered = (principal: Principal) => principal.kind !== 'gateway' && principal.kind !== 'anonymous';
+
 /** The agent or bare model a request's `model` names: gateway, gateway/<agent>, or a listed provider model. */
 export function targetOf(model: string, deps: Pick<CallDeps, 'agents' | 'offered'>): { agentId?: string; direct?: string } {
   if (model === 'gateway') return { agentId: deps.agents.resolve().id };
@@ -73,8 +76,6 @@ export function targetOf(model: string, deps: Pick<CallDeps, 'agents' | 'offered
 export function prepareCall<R extends { model: string; user?: string }>(http: RouteContext, request: R, deps: CallDeps): InferenceCall<R> {
   const principal = http.state.principal as Principal;
   const subject = subjectOf(principal);
-  const metered = principal.kind !== 'gateway' && principal.kind !== 'anonymous';
-  if (metered) deps.limits.admit(subject);
   const target = targetOf(request.model, deps);
   const override = http.get('x-gateway-model') || undefined;
   if (override && !target.agentId) throw badField('x-gateway-model', 'x-gateway-model chooses the backend model of an agent; this request names a model already.');
@@ -119,7 +120,7 @@ export function prepareCall<R extends { model: string; user?: string }>(http: Ro
         sender: { id: subject }, clientTools: options.clientTools, overrides: options.overrides, surface: 'api', subject,
         signal: gone.signal, onEvent: options.onEvent,
       });
-      if (metered) deps.limits.spent(subject, (outcome.usage.inputTokens ?? 0) + (outcome.usage.outputTokens ?? 0));
+      if (metered(principal)) deps.limits.spent(subject, (outcome.usage.inputTokens ?? 0) + (outcome.usage.outputTokens ?? 0));
       return outcome;
     },
     usageOf(usage, shape) {

@@ -13,7 +13,7 @@ import { readJsonBody } from '../kernel/body.ts';
 import { DomainError } from '../kernel/errors.ts';
 import { defineModule, type HttpRoute, type Principal, type RouteContext } from '../kernel/module.ts';
 import modelsModule from '../models/module.ts';
-import { endpointOff, prepareCall, subjectOf, type CallDeps } from './call.ts';
+import { endpointOff, metered, prepareCall, subjectOf, type CallDeps } from './call.ts';
 import { chatCompletion, parseChatRequest } from './chat-completions.ts';
 import { inferenceDocument } from './document.ts';
 import { badField, inferenceErrorBody } from './errors.ts';
@@ -46,6 +46,9 @@ export default defineModule({
       handler: (http) => {
         const on = typeof endpoint === 'function' ? endpoint() : enabled(endpoint);
         if (!on) throw endpointOff(path, typeof endpoint === 'function' ? 'models' : endpoint);
+        // Every request counts against its credential's limits (the gateway's own credential is not metered).
+        const principal = http.state.principal as Principal;
+        if (metered(principal)) limits.admit(subjectOf(principal));
         return handler(http);
       },
     });
@@ -92,12 +95,10 @@ export default defineModule({
       }
       const principal = http.state.principal as Principal;
       const subject = subjectOf(principal);
-      const metered = principal.kind !== 'gateway' && principal.kind !== 'anonymous';
-      if (metered) limits.admit(subject);
       const gone = new AbortController();
       http.res.on('close', () => !http.res.writableFinished && gone.abort(new Error('the client went away')));
       const result = await models.embed(model, values as string[], { subject, surface: 'api' }, gone.signal);
-      if (metered) limits.spent(subject, result.tokens ?? 0);
+      if (metered(principal)) limits.spent(subject, result.tokens ?? 0);
       http.body = {
         object: 'list',
         data: result.embeddings.map((vector, index) => ({
