@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { freePort, Home, sleep, waitFor } from '../support/cli.ts';
 import { codeIn, IrcServer, IrcUser } from '../support/irc.ts';
+import { startModelServer } from '../support/model-server.ts';
 import { RawSocket } from '../support/ws-client.ts';
 
 describe('IRC channel, DM pairing and sessions against ngircd (e2e)', function () {
@@ -328,5 +329,65 @@ describe('IRC channel, DM pairing and sessions against ngircd (e2e)', function (
     const revoked = await home.run(['pair', 'revoke', 'irc', approved.nick.toUpperCase(), '--json']);
     expect(revoked.code, revoked.stderr).to.equal(0);
     expect(await codeFor(approved), 'a revoked sender is a stranger again').to.match(/^[A-Z2-9]{8}$/);
+  });
+
+  it('an agent answers approved senders and rooms that address it; strangers still get only a code; tool calls are in the session', async () => {
+    const model = await startModelServer();
+    try {
+      const set = async (key: string, value: unknown) => expect((await home.run(['config', 'set', key, JSON.stringify(value)])).code).to.equal(0);
+      await set('models.providers.local', { kind: 'openai-compatible', baseUrl: model.url, models: ['stories'] });
+      // The story model calls gateway.status when it must (its arguments under a grammar), then answers the story.
+      await set('agents.helper', { model: 'local/stories', maxOutputTokens: 12, tools: ['gateway.status'], toolChoice: 'required' });
+      await set('channels.irc.agent', 'helper');
+      await set('channels.irc.rooms', ['#help']);
+      await set('runtime.senderLimit', { max: 2, windowMs: 3_600_000 });
+      expect((await home.run(['restart'])).code).to.equal(0);
+      await connected();
+      const expected = await (await fetch(`${model.url}/chat/completions`, { method: 'POST', body: JSON.stringify({ model: 'stories', messages: [{ role: 'user', content: 'Once upon a time' }], max_tokens: 12 }) })).json() as any;
+      const story = expected.choices[0].message.content as string;
+
+      const stranger = await person('Newcomer');
+      const code = await codeFor(stranger);
+      const before = stranger.received.length;
+      await sleep(1500);
+      expect(stranger.received.length, 'a stranger gets the code and nothing else').to.equal(before);
+      expect((await home.run(['pair', 'approve', 'irc', code])).code).to.equal(0);
+
+      const seen = stranger.received.length;
+      stranger.say(nick, 'Once upon a time');
+      const answer = await stranger.waitFor(/\S/, { after: seen, timeoutMs: 20_000 });
+      expect(answer).to.include({ from: nick, type: 'privmsg' });
+      expect(answer.text).to.equal(story.trim());
+      const history = await session(stranger.nick);
+      expect(history.messages.map((m: any) => `${m.role}:${m.kind}${m.data?.name ? `:${m.data.name}` : ''}`)).to.deep.equal([
+        'user:message', 'assistant:tool_call:gateway.status', 'tool:tool_result:gateway.status', 'assistant:message',
+      ]);
+      const shown = await home.run(['sessions', 'show', `irc:default:dm:${stranger.nick.toLowerCase()}`]);
+      expect(shown.stdout).to.match(/\[helper calls gateway\.status\] \{\}/).and.to.match(/\[gateway\.status answers\]/);
+
+      const member = await person('Roomie');
+      await member.join('#help');
+      await sleep(300);
+      const roomSeen = member.received.length;
+      member.say('#help', 'just chatting among ourselves');
+      member.say('#help', `${nick}: Once upon a time`);
+      const roomAnswer = await member.waitFor(/\S/, { after: roomSeen, timeoutMs: 20_000 });
+      expect(roomAnswer).to.include({ from: nick, target: '#help' });
+      await sleep(1000);
+      expect(member.received.slice(roomSeen).filter((m) => m.from === nick), 'only the addressed message is answered').to.have.length(1);
+
+      const limitSeen = stranger.received.length;
+      stranger.say(nick, 'Once upon a time');
+      await stranger.waitFor(/\S/, { after: limitSeen, timeoutMs: 20_000 });
+      const overSeen = stranger.received.length;
+      stranger.say(nick, 'and again');
+      expect((await stranger.waitFor(/reached 2 messages/, { after: overSeen })).text).to.include('I will answer again');
+      const quietSeen = stranger.received.length;
+      stranger.say(nick, 'hello?');
+      await sleep(1500);
+      expect(stranger.received.length, 'over the limit, the sender is told once').to.equal(quietSeen);
+    } finally {
+      model.stop();
+    }
   });
 });

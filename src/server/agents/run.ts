@@ -72,7 +72,8 @@ export async function executeRun(spec: RunSpec, deps: RunDeps): Promise<RunResul
     let stepUsage: RunUsage = {};
     const calls: ToolCallRecord[] = [];
     for await (const event of deps.caller.step(spec.models, {
-      system: spec.system, messages, tools, toolChoice: spec.agent.toolChoice,
+      // A required (or named) tool is required of the first step; after its result, the model may answer.
+      system: spec.system, messages, tools, toolChoice: steps === 1 || spec.agent.toolChoice === 'none' ? spec.agent.toolChoice : 'auto',
       temperature: spec.agent.temperature, maxOutputTokens: spec.agent.maxOutputTokens, signal: spec.signal,
     }, spec.meta)) {
       if (event.type === 'model') {

@@ -148,7 +148,7 @@ const agent: SchemaNode = object({
   maxSteps: int(8, 1, 100, 'model calls (and tool rounds) a run may take'),
   temperature: { type: 'number', minimum: 0, maximum: 2, description: 'sampling temperature' },
   maxOutputTokens: int(undefined, 1, 1_000_000, 'longest answer in tokens'),
-  toolChoice: oneOf(['auto', 'none', 'required'] as const, 'auto', 'whether the model must, may or must not call tools'),
+  toolChoice: oneOf(['auto', 'none', 'required'] as const, 'auto', 'whether the model may call tools (auto), must not (none), or must call one at its first step (required)'),
   queue: oneOf(QUEUE_MODES, 'followup', 'a message that arrives during a run: run next (followup), merge into the next turn (collect), or stop the run and answer it (interrupt)'),
   history: int(50, 0, 1000, 'earlier messages of the session the model sees'),
   clientTools: bool(false, 'let inference API clients pass tools of their own, which the client runs'),
