@@ -4,6 +4,7 @@
  * the SDK can be replaced here alone. The SDK and its providers are imported
  * on the first call: starting the daemon never pays for them.
  */
+import type { LanguageModelV4, LanguageModelV4Prompt } from '@ai-sdk/provider';
 import type { ProviderKind } from '../../shared/config/schema.ts';
 
 export interface ToolCallRecord {
@@ -55,7 +56,7 @@ export interface ModelConnection {
   apiKey?: string;
   headers?: Record<string, string>;
   model: string;
-  /** The fetch the provider uses (the caller's, which watches the bytes for activity). */
+  /** The fetch the provider uses (the caller's, which watches the bytes for activity); the same for every call. */
   fetch: typeof globalThis.fetch;
 }
 
@@ -76,7 +77,23 @@ type Sdk = typeof import('ai');
 let sdk: Promise<Sdk> | undefined;
 const loadSdk = () => (sdk ??= import('ai'));
 
-async function languageModel(connection: ModelConnection) {
+/** Providers' models, made once per provider settings and key and kept (making one builds the SDK's schemas). */
+const models = new Map<string, Promise<LanguageModelV4>>();
+
+function languageModel(connection: ModelConnection): Promise<LanguageModelV4> {
+  const key = JSON.stringify([connection.kind, connection.baseUrl, connection.apiKey, connection.headers, connection.model]);
+  let model = models.get(key);
+  if (!model) {
+    if (models.size >= 256) models.delete(models.keys().next().value!);
+    model = makeModel(connection);
+    models.set(key, model);
+    model.catch(() => models.delete(key));
+  }
+  return model;
+}
+
+/** A provider's model, at the provider interface of the SDK (one call, its parts streamed; no loop around it). */
+async function makeModel(connection: ModelConnection): Promise<LanguageModelV4> {
   const headers = connection.headers ?? {};
   if (connection.kind === 'anthropic') {
     const { createAnthropic } = await import('@ai-sdk/anthropic');
@@ -90,78 +107,97 @@ async function languageModel(connection: ModelConnection) {
   }).chatModel(connection.model);
 }
 
-function toModelMessages(messages: readonly ChatMessage[], wire: Map<string, string>) {
+function toPrompt(system: string | undefined, messages: readonly ChatMessage[], wire: Map<string, string>): LanguageModelV4Prompt {
   const name = (tool: string) => wire.get(tool) ?? tool.replace(/[^A-Za-z0-9_-]/g, '_');
-  return messages.map((message) => {
+  const prompt: LanguageModelV4Prompt = system ? [{ role: 'system', content: system }] : [];
+  for (const message of messages) {
     switch (message.role) {
       case 'system':
+        prompt.push({ role: 'system', content: message.content });
+        break;
       case 'user':
-        return { role: message.role, content: message.content };
+        prompt.push({ role: 'user', content: [{ type: 'text', text: message.content }] });
+        break;
       case 'assistant':
-        return {
-          role: 'assistant' as const,
+        prompt.push({
+          role: 'assistant',
           content: [
             ...(message.content ? [{ type: 'text' as const, text: message.content }] : []),
-            ...(message.toolCalls ?? []).map((call) => ({ type: 'tool-call' as const, toolCallId: call.id, toolName: name(call.name), input: call.args })),
+            ...(message.toolCalls ?? []).map((call) => ({ type: 'tool-call' as const, toolCallId: call.id, toolName: name(call.name), input: call.args ?? {} })),
           ],
+        });
+        break;
+      case 'tool': {
+        const part = {
+          type: 'tool-result' as const, toolCallId: message.toolCallId, toolName: name(message.toolName),
+          output: message.isError
+            ? { type: 'error-text' as const, value: typeof message.content === 'string' ? message.content : JSON.stringify(message.content) }
+            : typeof message.content === 'string' ? { type: 'text' as const, value: message.content } : { type: 'json' as const, value: (message.content ?? null) as never },
         };
-      case 'tool':
-        return {
-          role: 'tool' as const,
-          content: [{
-            type: 'tool-result' as const, toolCallId: message.toolCallId, toolName: name(message.toolName),
-            output: message.isError
-              ? { type: 'error-text' as const, value: typeof message.content === 'string' ? message.content : JSON.stringify(message.content) }
-              : { type: 'json' as const, value: (message.content ?? null) as never },
-          }],
-        };
+        // Results of one step's calls go back in one tool message.
+        const last = prompt.at(-1);
+        if (last?.role === 'tool') last.content.push(part);
+        else prompt.push({ role: 'tool', content: [part] });
+        break;
+      }
     }
-  });
+  }
+  return prompt;
 }
 
-/** One model call, streamed: text deltas, the tool calls the model made, then how it finished and what it used. */
+const parseArgs = (input: string): unknown => {
+  try {
+    return input ? JSON.parse(input) : {};
+  } catch {
+    // Arguments that are not JSON go to the tool as they are; its schema check turns them down with a reason the model can read.
+    return input;
+  }
+};
+
+/**
+ * One model call, streamed: text deltas, the tool calls the model made, then
+ * how it finished and what it used. The provider assembles tool calls from
+ * their deltas and counts usage; the loop around calls is the agent runtime's.
+ */
 export async function* streamStep(connection: ModelConnection, request: StepRequest): AsyncGenerator<StepEvent> {
-  const { streamText, tool, jsonSchema } = await loadSdk();
   const { wire, back } = toolNames(request.tools ?? []);
-  const tools = Object.fromEntries((request.tools ?? []).map((spec) => [wire.get(spec.name)!, tool({
-    description: spec.description, inputSchema: jsonSchema(spec.inputSchema as never),
-  })]));
+  const tools = (request.tools ?? []).map((spec) => ({ type: 'function' as const, name: wire.get(spec.name)!, description: spec.description, inputSchema: spec.inputSchema as never }));
   const choice = request.toolChoice;
-  const result = streamText({
-    model: await languageModel(connection),
-    ...(request.system ? { system: request.system } : {}),
-    messages: toModelMessages(request.messages, wire) as never,
-    ...(Object.keys(tools).length > 0 ? { tools } : {}),
-    ...(choice && Object.keys(tools).length > 0
-      ? { toolChoice: typeof choice === 'object' ? { type: 'tool' as const, toolName: wire.get(choice.name) ?? choice.name } : choice }
-      : {}),
+  const model = await languageModel(connection);
+  const { stream } = await model.doStream({
+    prompt: toPrompt(request.system, request.messages, wire),
+    ...(tools.length > 0 ? { tools } : {}),
+    ...(choice && tools.length > 0 ? { toolChoice: typeof choice === 'object' ? { type: 'tool' as const, toolName: wire.get(choice.name) ?? choice.name } : { type: choice } } : {}),
     ...(request.temperature === undefined ? {} : { temperature: request.temperature }),
     ...(request.maxOutputTokens === undefined ? {} : { maxOutputTokens: request.maxOutputTokens }),
     abortSignal: request.signal,
-    // Retries, fallbacks and timeouts are the caller's: it knows whether output has reached anyone yet.
-    maxRetries: 0,
-    // Errors come back as parts of the stream and are thrown from here; the SDK must not print them itself.
-    onError: () => undefined,
   });
-  for await (const part of result.stream) {
-    switch (part.type) {
-      case 'text-delta':
-        if (part.text) yield { type: 'text', text: part.text };
-        break;
-      case 'tool-call':
-        yield { type: 'tool-call', call: { id: part.toolCallId, name: back.get(part.toolName) ?? part.toolName, args: part.input } };
-        break;
-      case 'finish':
-        yield { type: 'finish', finishReason: part.finishReason, usage: { inputTokens: part.totalUsage.inputTokens, outputTokens: part.totalUsage.outputTokens } };
-        break;
-      case 'error':
-        throw part.error;
-      case 'abort':
-        throw request.signal.reason ?? new Error('aborted');
-      default:
-        break;
+  const reader = stream.getReader();
+  try {
+    for (;;) {
+      const { value: part, done } = await reader.read();
+      if (done) break;
+      switch (part.type) {
+        case 'text-delta':
+          if (part.delta) yield { type: 'text', text: part.delta };
+          break;
+        case 'tool-call':
+          yield { type: 'tool-call', call: { id: part.toolCallId, name: back.get(part.toolName) ?? part.toolName, args: parseArgs(part.input) } };
+          break;
+        case 'finish':
+          yield { type: 'finish', finishReason: part.finishReason.unified, usage: { inputTokens: part.usage.inputTokens.total, outputTokens: part.usage.outputTokens.total } };
+          break;
+        case 'error':
+          throw part.error;
+        default:
+          break;
+      }
     }
+  } finally {
+    reader.releaseLock();
+    if (request.signal.aborted) await stream.cancel().catch(() => undefined);
   }
+  if (request.signal.aborted) throw request.signal.reason;
 }
 
 /** Embeddings of several texts with one model; usage as the provider counted it. */

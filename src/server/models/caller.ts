@@ -39,21 +39,26 @@ const sleep = (ms: number, signal: AbortSignal) => new Promise<void>((resolve, r
   signal.addEventListener('abort', () => { clearTimeout(timer); reject(signal.reason); }, { once: true });
 });
 
-/** A fetch whose every response byte counts as activity. */
-function watchedFetch(activity: () => void): typeof globalThis.fetch {
-  return async (input, init) => {
-    const response = await fetch(input, init);
-    activity();
-    if (!response.body) return response;
-    const body = response.body.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({
-      transform(chunk, controller) {
-        activity();
-        controller.enqueue(chunk);
-      },
-    }));
-    return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
-  };
-}
+/** The last moment each call heard from upstream, by the abort signal it passes to fetch. */
+const lastHeard = new WeakMap<AbortSignal, { at: number }>();
+
+/**
+ * One fetch for every provider: each response byte counts as activity of the
+ * call whose signal made the request (so providers can be made once and kept).
+ */
+const watchedFetch: typeof globalThis.fetch = async (input, init) => {
+  const response = await fetch(input, init);
+  const heard = init?.signal ? lastHeard.get(init.signal) : undefined;
+  if (!heard || !response.body) return response;
+  heard.at = Date.now();
+  const body = response.body.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({
+    transform(chunk, controller) {
+      heard.at = Date.now();
+      controller.enqueue(chunk);
+    },
+  }));
+  return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+};
 
 const retryable = (status: number | undefined) => status === undefined || status === 408 || status === 429 || status >= 500;
 
@@ -94,17 +99,17 @@ export class ModelCaller {
         const onOuterAbort = () => controller.abort(request.signal.reason);
         request.signal.addEventListener('abort', onOuterAbort, { once: true });
         const { timeouts } = provider;
-        let stall: NodeJS.Timeout | undefined;
-        const activity = () => {
-          clearTimeout(stall);
-          stall = setTimeout(() => controller.abort(new Timeout('stall', timeouts.stallMs)), timeouts.stallMs);
-        };
+        // Silence is checked a few times per stall bound, not re-armed at every byte.
+        const heard = { at: started };
+        lastHeard.set(controller.signal, heard);
+        const stall = setInterval(() => {
+          if (Date.now() - heard.at >= timeouts.stallMs) controller.abort(new Timeout('stall', timeouts.stallMs));
+        }, Math.max(20, Math.floor(timeouts.stallMs / 4)));
         const total = setTimeout(() => controller.abort(new Timeout('total', timeouts.totalMs)), timeouts.totalMs);
         const firstToken = setTimeout(() => controller.abort(new Timeout('first token', timeouts.firstTokenMs)), timeouts.firstTokenMs);
-        activity();
         try {
           const connection = {
-            kind: provider.kind, baseUrl: provider.baseUrl, apiKey, headers: provider.headers, model: target.model, fetch: watchedFetch(activity),
+            kind: provider.kind, baseUrl: provider.baseUrl, apiKey, headers: provider.headers, model: target.model, fetch: watchedFetch,
           };
           for await (const event of adapter.streamStep(connection, { ...request, signal: controller.signal })) {
             if (!emitted && event.type !== 'finish') {
@@ -114,7 +119,7 @@ export class ModelCaller {
               yield { type: 'model', ref: target.ref, providerId: target.providerId };
             }
             if (event.type === 'finish') usage = event.usage;
-            activity();
+            heard.at = Date.now();
             yield event;
           }
           if (!emitted) yield { type: 'model', ref: target.ref, providerId: target.providerId };
@@ -145,7 +150,7 @@ export class ModelCaller {
         } finally {
           clearTimeout(total);
           clearTimeout(firstToken);
-          clearTimeout(stall);
+          clearInterval(stall);
           request.signal.removeEventListener('abort', onOuterAbort);
         }
       }

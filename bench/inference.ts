@@ -1,0 +1,135 @@
+// The inference API beside the upstream it calls, in the same run: the latency it
+// adds to the first token, and streamed chunks per second at 50 concurrent streams.
+// The upstream is a separate process answering at once, so what is measured is the
+// gateway (an agent run, its session records, the SDK) and nothing slower.
+import { spawn } from 'node:child_process';
+import { median, type Figure } from './support.ts';
+
+const UPSTREAM = `
+const http = require('node:http');
+const CHUNKS = Number(process.argv[1]);
+const GAP = Number(process.argv[2]);
+const head = (id) => ({ id, object: 'chat.completion.chunk', created: 1, model: 'm' });
+http.createServer((req, res) => {
+  let body = '';
+  req.on('data', (c) => { body += c; });
+  req.on('end', () => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    const id = 'c' + Math.random().toString(36).slice(2);
+    const event = (value) => 'data: ' + JSON.stringify(value) + '\\n\\n';
+    res.write(event({ ...head(id), choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] }));
+    // Paced like a fast model: the first word at once, then one every GAP ms.
+    let sent = 0;
+    const next = () => {
+      res.write(event({ ...head(id), choices: [{ index: 0, delta: { content: 'word ' }, finish_reason: null }] }));
+      if (++sent < CHUNKS) return setTimeout(next, GAP);
+      res.write(event({ ...head(id), choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] }));
+      res.write(event({ ...head(id), choices: [], usage: { prompt_tokens: 5, completion_tokens: CHUNKS, total_tokens: 5 + CHUNKS } }));
+      res.end('data: [DONE]\\n\\n');
+    };
+    next();
+  });
+}).listen(0, '127.0.0.1', function () { process.stdout.write('listening ' + this.address().port + '\\n'); });
+`;
+
+export async function startStreamingUpstream(chunks: number, gapMs: number): Promise<{ url: string; stop: () => void }> {
+  const child = spawn(process.execPath, ['-e', UPSTREAM, String(chunks), String(gapMs)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.stdout.on('data', (data) => {
+      const match = /listening (\d+)/.exec(String(data));
+      if (match) resolve(Number(match[1]));
+    });
+    child.once('exit', (code) => reject(new Error(`the upstream exited with ${code}`)));
+  });
+  return { url: `http://127.0.0.1:${port}/v1`, stop: () => child.kill('SIGKILL') };
+}
+
+/** One streamed request: ms to the first content chunk, and how many chunks came. */
+async function streamOnce(url: string, headers: Record<string, string>, model: string): Promise<{ firstMs: number; chunks: number }> {
+  const started = performance.now();
+  const response = await fetch(`${url}/chat/completions`, {
+    method: 'POST', headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify({ model, messages: [{ role: 'user', content: 'go' }], stream: true }),
+  });
+  if (response.status !== 200) throw new Error(`${url} answered ${response.status}: ${await response.text()}`);
+  const reader = response.body!.getReader();
+  const decoder = new TextDecoder();
+  let firstMs = -1;
+  let chunks = 0;
+  let buffer = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += decoder.decode(value, { stream: true });
+    let end;
+    while ((end = buffer.indexOf('\n\n')) !== -1) {
+      const event = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      if (event.includes('"content":"word')) {
+        chunks++;
+        if (firstMs < 0) firstMs = performance.now() - started;
+      }
+    }
+  }
+  return { firstMs, chunks };
+}
+
+const percentile = (values: number[], p: number) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+};
+
+/** Streams with 50 at a time for a while; chunks per second. */
+async function throughput(url: string, headers: Record<string, string>, model: string, seconds: number): Promise<number> {
+  const until = performance.now() + seconds * 1000;
+  let chunks = 0;
+  await Promise.all(Array.from({ length: 50 }, async () => {
+    while (performance.now() < until) {
+      // Read the count first: `chunks += await ...` would add to the total as it was before the wait.
+      const received = (await streamOnce(url, headers, model)).chunks;
+      chunks += received;
+    }
+  }));
+  return chunks / seconds;
+}
+
+export async function runInferenceBench(gatewayUrl: string, token: string, upstreamUrl: string, rounds: number, seconds: number): Promise<Figure[]> {
+  const auth = { authorization: `Bearer ${token}` };
+  const gateway = `${gatewayUrl}/v1`;
+  // Warm both paths (the first run loads the model SDK).
+  for (let i = 0; i < 20; i++) {
+    await streamOnce(upstreamUrl, {}, 'm');
+    await streamOnce(gateway, auth, 'gateway/bench');
+  }
+  const direct: number[] = [];
+  const via: number[] = [];
+  for (let i = 0; i < rounds * 40; i++) {
+    direct.push((await streamOnce(upstreamUrl, {}, 'm')).firstMs);
+    via.push((await streamOnce(gateway, auth, 'gateway/bench')).firstMs);
+  }
+  const addedP50 = percentile(via, 50) - percentile(direct, 50);
+  const addedP99 = percentile(via, 99) - percentile(direct, 99);
+  const directRates: number[] = [];
+  const viaRates: number[] = [];
+  for (let round = 0; round < Math.max(1, Math.min(rounds, 3)); round++) {
+    directRates.push(await throughput(upstreamUrl, {}, 'm', seconds));
+    viaRates.push(await throughput(gateway, auth, 'gateway/bench', seconds));
+  }
+  const ratio = median(viaRates) / median(directRates);
+  return [
+    {
+      name: 'first token added by /v1/chat/completions',
+      value: `+${addedP50.toFixed(2)} ms p50, +${addedP99.toFixed(2)} ms p99`,
+      baseline: `${percentile(direct, 50).toFixed(2)} ms p50 / ${percentile(direct, 99).toFixed(2)} ms p99 direct`,
+      comparison: `${percentile(via, 50).toFixed(2)} / ${percentile(via, 99).toFixed(2)} ms via gateway`,
+      target: '<= +1 ms p50, +5 ms p99', ok: addedP50 <= 1 && addedP99 <= 5,
+    },
+    {
+      name: 'streamed chunks/s, 50 concurrent streams',
+      value: `${median(viaRates).toFixed(0)} chunks/s`,
+      baseline: `${median(directRates).toFixed(0)} chunks/s direct`,
+      comparison: `${ratio.toFixed(2)}x`,
+      target: '>= 0.9x', ok: ratio >= 0.9,
+    },
+  ];
+}
