@@ -97,7 +97,7 @@ export async function runInferenceBench(gatewayUrl: string, token: string, upstr
   const auth = { authorization: `Bearer ${token}` };
   const gateway = `${gatewayUrl}/v1`;
   // Warm both paths (the first run loads the model SDK).
-  for (let i = 0; i < 20; i++) {
+  for (let i = 0; i < 30; i++) {
     await streamOnce(upstreamUrl, {}, 'm');
     await streamOnce(gateway, auth, 'gateway/bench');
   }

@@ -9,6 +9,7 @@ import { freePort, median, printFigures, rssKiB, sleep, startBare, step, timeCom
 import { runConnectBench } from './connect.ts';
 import { runWebhookBench, WEBHOOK_BENCH_SECRET } from './webhooks.ts';
 import { runPluginBench, writeBenchPlugin } from './plugins.ts';
+import { runInferenceBench, startStreamingUpstream } from './inference.ts';
 
 const BIN = new URL('../bin/run.js', import.meta.url).pathname;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
@@ -97,6 +98,42 @@ try {
   gateway('config', 'set', 'store.synchronous', 'full');
   gateway('restart');
   figures.push((await runWebhookBench(port, DURATION, 'synchronous full')).figure);
+  gateway('config', 'set', 'store.synchronous', 'normal');
+
+  step('agents and the inference API');
+  // A paced upstream (a word every 5 ms, 40 words): the gateway's run, records and SDK against the same calls made directly.
+  const upstream = await startStreamingUpstream(40, 5);
+  try {
+    gateway('config', 'set', 'models.providers.up', JSON.stringify({ kind: 'openai-compatible', baseUrl: upstream.url, models: ['m'] }));
+    gateway('config', 'set', 'agents.bench', JSON.stringify({ model: 'up/m' }));
+    gateway('config', 'set', 'gateway.http.endpoints.chatCompletions.enabled', 'true');
+    gateway('config', 'set', 'runtime.concurrency', '64');
+    // Memory of a daemon with agents configured, before any has run, beside the same daemon without them.
+    const plainRss: number[] = [];
+    const agentRss: number[] = [];
+    const readyRss = async () => {
+      gateway('restart');
+      await sleep(300);
+      return rssKiB(JSON.parse(readFileSync(join(home, 'profiles/bench/daemon.json'), 'utf8')).pid);
+    };
+    for (let round = 0; round < Math.min(ROUNDS, 3); round++) {
+      gateway('config', 'set', 'gateway.http.endpoints.chatCompletions.enabled', 'false');
+      gateway('config', 'unset', 'agents.bench');
+      plainRss.push(await readyRss());
+      gateway('config', 'set', 'agents.bench', JSON.stringify({ model: 'up/m' }));
+      gateway('config', 'set', 'gateway.http.endpoints.chatCompletions.enabled', 'true');
+      agentRss.push(await readyRss());
+    }
+    const added = (median(agentRss) - median(plainRss)) / 1024;
+    figures.push({
+      name: 'daemon RSS after ready, agents configured, none run', value: `${(median(agentRss) / 1024).toFixed(1)} MB`,
+      baseline: `${(median(plainRss) / 1024).toFixed(1)} MB without agents`, comparison: `${added >= 0 ? '+' : ''}${added.toFixed(1)} MB`,
+      target: 'unchanged (<= +2 MB)', ok: added <= 2,
+    });
+    figures.push(...(await runInferenceBench(`http://127.0.0.1:${port}`, token, upstream.url, Math.min(ROUNDS, 3), Math.max(3, Math.min(DURATION, 5)))));
+  } finally {
+    upstream.stop();
+  }
 } finally {
   gateway('stop', '--force');
   rmSync(home, { recursive: true, force: true });

@@ -65,6 +65,9 @@ const directSettings = (model: string): AgentSettings => ({
 
 const definedOf = <T extends object>(value: T): Partial<T> => Object.fromEntries(Object.entries(value).filter(([, entry]) => entry !== undefined)) as Partial<T>;
 
+/** How long a run waits for the model's first event before it writes its first records anyway. */
+const RECORD_WAIT_MS = 10;
+
 const agentNotFound = (message: string) => new DomainError('not_found', message, { code: 'agent_not_found' });
 
 export default defineModule<Agents>({
@@ -103,36 +106,68 @@ export default defineModule<Agents>({
       if (request.model && request.model !== settings.model && !settings.models.includes(request.model)) {
         throw new DomainError('forbidden', `Agent ${agentId} does not allow model ${request.model} (agents.${agentId}.models).`);
       }
-      if (request.runId && runs.exists(request.runId)) throw new DomainError('conflict', `A run ${request.runId} exists already; choose another id.`);
+      if (request.runId && (runtime.has(request.runId) || runs.exists(request.runId))) throw new DomainError('conflict', `A run ${request.runId} exists already; choose another id.`);
       const arrived = Date.now();
-      let sessionKey: string;
-      if ('key' in request.session) {
-        sessionKey = request.session.key;
-        if (!sessions.store.get(sessionKey)) throw new DomainError('not_found', `No session ${sessionKey}.`);
-      } else {
-        sessionKey = sessions.store.ensure(request.session, arrived);
-      }
-      const room = sessions.store.get(sessionKey)?.kind === 'group';
+      // A session named by its address is made with the run's first record (below), not before.
+      const address = 'key' in request.session ? undefined : request.session;
+      const sessionKey = address ? sessions.store.keyOf(address) : (request.session as { key: string }).key;
+      const existing = address ? undefined : sessions.store.get(sessionKey);
+      if (!address && !existing) throw new DomainError('not_found', `No session ${sessionKey}.`);
+      const room = (address ?? existing)!.kind === 'group';
 
       return runtime.submit({
         runId: request.runId, agentId, sessionKey, text: request.text, signal: request.signal, turnIds: request.recordedId === undefined ? [] : [request.recordedId],
         start: async ({ runId, text, turnIds, signal }) => {
           const started = Date.now();
-          // A turn is recorded when its run starts, so the transcript and the model both read it after the answers it waited for.
-          const own = [...turnIds];
-          if (request.recordedId === undefined && !request.noTurn) {
-            const recorded = sessions.append(sessionKey, {
-              direction: 'in', sender: request.sender?.id ?? 'operator', senderName: request.sender?.name, text, at: arrived, role: 'user', messageKind: 'message', runId,
-            });
-            if (recorded) own.push(recorded.message.id);
-          }
-          runs.started({ id: runId, agent: agentId, sessionKey, surface: request.surface, at: started });
+          // The history the model reads: the session's, up to the turns this run answers (the caller's own conversation when it keeps one).
+          const earlier = request.conversation ? [] : sessions.store.history(sessionKey, { limit: settings.history + turnIds.length }).filter((message) => !turnIds.includes(message.id));
+          // The run's first records (the session, the turn, the run) are written in one transaction while the
+          // daemon waits for the model: right after its first event is passed on, or a few milliseconds after the
+          // request left, whichever comes first; and always before any other record of the run. They never stand
+          // in front of the first token. A turn is recorded when its run starts, after the answers it waited for.
+          const unkept = new AbortController();
+          let begun = false as boolean | Error;
+          const begin = () => {
+            if (begun instanceof Error) throw begun;
+            if (begun) return;
+            try {
+              ctx.store.transaction(() => {
+                runs.started({ id: runId, agent: agentId, sessionKey, surface: request.surface, at: started });
+                const turn = { direction: 'in' as const, sender: request.sender?.id ?? 'operator', senderName: request.sender?.name, text, at: arrived, role: 'user' as const, messageKind: 'message' as const, runId };
+                if (request.recordedId !== undefined || request.noTurn) {
+                  if (address) sessions.store.ensure(address, arrived);
+                } else if (address) sessions.record({ ...address, ...turn });
+                else sessions.append(sessionKey, turn);
+              });
+              begun = true;
+            } catch (error) {
+              // A run that cannot be recorded stops.
+              begun = error instanceof Error ? error : new Error(String(error));
+              unkept.abort(begun);
+              throw begun;
+            }
+          };
+          const beginSoon = (delayMs: number) => {
+            const later = () => {
+              try {
+                begin();
+              } catch {
+                // The run has been stopped with the reason.
+              }
+            };
+            if (delayMs === 0) setImmediate(later);
+            else setTimeout(later, delayMs);
+          };
+          let told = false;
           const emit = (event: RunEvent) => {
             request.onEvent?.({ ...event, runId });
             publish(ctx, runId, agentId, sessionKey, event);
+            if (!told) {
+              told = true;
+              beginSoon(0);
+            }
           };
           try {
-            const earlier = sessions.store.history(sessionKey, { limit: settings.history + own.length }).filter((message) => !own.includes(message.id));
             const messages = request.conversation ?? [...conversationOf(earlier, room), { role: 'user' as const, content: text }];
             const system = [settings.instructions, request.system].filter((part) => part && part.trim()).join('\n\n') || undefined;
             const agent = { ...settings, ...definedOf(request.overrides ?? {}) } as AgentSettings & { toolChoice: AgentSettings['toolChoice'] | { name: string } };
@@ -141,12 +176,18 @@ export default defineModule<Agents>({
               models: [request.model ?? settings.model!, ...settings.fallbacks.filter((ref) => ref !== (request.model ?? settings.model))],
               tools: toolsFor(settings), clientTools: request.clientTools ?? [],
               meta: { agent: agentId, sessionKey, subject: request.subject, surface: request.surface },
-              signal, onEvent: emit,
+              signal: AbortSignal.any([signal, unkept.signal]), onEvent: emit, begin, onSent: () => beginSoon(RECORD_WAIT_MS),
             }, { caller, runner, sessions, logger: ctx.log });
+            begin();
             runs.finished(result);
             ctx.events.emit('agent.done', { runId, agent: agentId, sessionKey, status: result.status, text: result.text, model: result.model, usage: result.usage, steps: result.steps }, 'operator.read');
             return result;
           } catch (thrown) {
+            if (begun instanceof Error) {
+              ctx.log.error({ err: begun, run: runId, agent: agentId }, 'agent run could not be recorded');
+              throw toDomainError(begun).error;
+            }
+            begin();
             const stopped = thrown instanceof RunStopped ? thrown : signal.reason instanceof RunStopped ? signal.reason : undefined;
             const { error, unexpected } = toDomainError(thrown);
             if (unexpected && !stopped) ctx.log.error({ err: thrown, run: runId, agent: agentId }, 'agent run failed');

@@ -37,6 +37,10 @@ export interface RunSpec {
   meta: CallMeta;
   signal: AbortSignal;
   onEvent: (event: RunEvent) => void;
+  /** Writes the run's first records (once; later calls do nothing); called before any other record. */
+  begin: () => void;
+  /** Called when the first model request is on its way. */
+  onSent: () => void;
 }
 
 export interface RunDeps {
@@ -62,7 +66,10 @@ export async function executeRun(spec: RunSpec, deps: RunDeps): Promise<RunResul
   let text = '';
   let steps = 0;
   let finishReason = 'stop';
-  const record = (entry: Parameters<Sessions['append']>[1]) => deps.sessions.append(spec.sessionKey, { ...entry, runId: spec.runId, via: `agent:${spec.agentId}` });
+  const record = (entry: Parameters<Sessions['append']>[1]) => {
+    spec.begin();
+    return deps.sessions.append(spec.sessionKey, { ...entry, runId: spec.runId, via: `agent:${spec.agentId}` });
+  };
   const tools = [...spec.tools, ...spec.clientTools];
 
   while (steps < spec.agent.maxSteps) {
@@ -74,7 +81,7 @@ export async function executeRun(spec: RunSpec, deps: RunDeps): Promise<RunResul
     for await (const event of deps.caller.step(spec.models, {
       // A required (or named) tool is required of the first step; after its result, the model may answer.
       system: spec.system, messages, tools, toolChoice: steps === 1 || spec.agent.toolChoice === 'none' ? spec.agent.toolChoice : 'auto',
-      temperature: spec.agent.temperature, maxOutputTokens: spec.agent.maxOutputTokens, signal: spec.signal,
+      temperature: spec.agent.temperature, maxOutputTokens: spec.agent.maxOutputTokens, signal: spec.signal, onSent: steps === 1 ? spec.onSent : undefined,
     }, spec.meta)) {
       if (event.type === 'model') {
         model = event.ref;

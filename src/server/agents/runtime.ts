@@ -55,6 +55,8 @@ export class AgentRuntime {
   private active = 0;
   private readonly waiting: (() => void)[] = [];
   private readonly runs = new Map<string, AbortController>();
+  /** Run ids callers chose, from submission until the run ends. */
+  private readonly chosen = new Set<string>();
   private stopping = false;
   private readonly config: () => GatewayConfig;
 
@@ -70,8 +72,14 @@ export class AgentRuntime {
       lane = { queue: [] };
       this.lanes.set(request.sessionKey, lane);
     }
+    const { runId } = request;
+    if (runId) this.chosen.add(runId);
     return new Promise<RunOutcome>((resolve, reject) => {
-      const waiter = { resolve, reject };
+      const settle = <T>(then: (value: T) => void) => (value: T) => {
+        if (runId) this.chosen.delete(runId);
+        then(value);
+      };
+      const waiter = { resolve: settle(resolve), reject: settle(reject) };
       const last = lane.queue.at(-1);
       if (queue === 'collect' && last && last.request.agentId === request.agentId) {
         last.texts.push(request.text);
@@ -185,6 +193,11 @@ export class AgentRuntime {
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([Promise.allSettled(running), new Promise((resolve) => { timer = setTimeout(resolve, Math.max(0, deadline - Date.now())); })]);
     clearTimeout(timer);
+  }
+
+  /** Whether a run of this id is waiting or running. */
+  has(runId: string): boolean {
+    return this.chosen.has(runId) || this.runs.has(runId);
   }
 
   get running(): number {

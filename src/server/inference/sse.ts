@@ -16,8 +16,10 @@ export class EventStream {
   constructor(req: IncomingMessage, res: ServerResponse, keepaliveMs: number) {
     this.res = res;
     res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', connection: 'keep-alive', 'x-accel-buffering': 'no' });
-    res.flushHeaders();
-    res.socket?.setNoDelay(true);
+    // The head leaves once the work this turn started (the model request) is on its way, or with the first event.
+    setImmediate(() => {
+      if (!res.headersSent && !res.destroyed) res.flushHeaders();
+    });
     const onClose = () => {
       if (!this.ended) this.gone.abort(new Error('the client went away'));
       clearInterval(this.keepalive);

@@ -42,6 +42,8 @@ export interface StepRequest {
   temperature?: number;
   maxOutputTokens?: number;
   signal: AbortSignal;
+  /** Called when the request is on its way to the provider (work the answer does not need can wait for it). */
+  onSent?: () => void;
 }
 
 export type StepEvent =

@@ -10,6 +10,7 @@ import type { GatewayConfig, ProviderSettings } from '../../shared/config/types.
 import { DomainError } from '../kernel/errors.ts';
 import type { StepEvent, StepRequest, Usage } from './adapter.ts';
 import { resolveModel, type ModelTarget } from './catalog.ts';
+import { upstreamFetch, type FetchWatch } from './upstream-fetch.ts';
 import type { UsageLog } from './usage-log.ts';
 
 /** Who a call is for, for the usage log. */
@@ -39,26 +40,18 @@ const sleep = (ms: number, signal: AbortSignal) => new Promise<void>((resolve, r
   signal.addEventListener('abort', () => { clearTimeout(timer); reject(signal.reason); }, { once: true });
 });
 
-/** The last moment each call heard from upstream, by the abort signal it passes to fetch. */
-const lastHeard = new WeakMap<AbortSignal, { at: number }>();
+/** Each call's watch, by the abort signal it passes to fetch: the last moment it heard from upstream, and who waits for its request to leave. */
+const watches = new WeakMap<AbortSignal, FetchWatch & { at: number }>();
 
-/**
- * One fetch for every provider: each response byte counts as activity of the
- * call whose signal made the request (so providers can be made once and kept).
- */
-const watchedFetch: typeof globalThis.fetch = async (input, init) => {
-  const response = await fetch(input, init);
-  const heard = init?.signal ? lastHeard.get(init.signal) : undefined;
-  if (!heard || !response.body) return response;
-  heard.at = Date.now();
-  const body = response.body.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({
-    transform(chunk, controller) {
-      heard.at = Date.now();
-      controller.enqueue(chunk);
-    },
-  }));
-  return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+/** One fetch for every provider (so providers are made once and kept): each call is watched through its abort signal. */
+const watchedFetch: typeof globalThis.fetch = (input, init) => {
+  const watch = init?.signal ? watches.get(init.signal) : undefined;
+  return upstreamFetch(input, init, watch);
 };
+
+/** The SDK's side, imported on the first call. */
+let adapterModule: Promise<typeof import('./adapter.ts')> | undefined;
+const loadAdapter = () => (adapterModule ??= import('./adapter.ts'));
 
 const retryable = (status: number | undefined) => status === undefined || status === 408 || status === 429 || status >= 500;
 
@@ -83,7 +76,7 @@ export class ModelCaller {
    */
   async *step(refs: readonly string[], request: StepRequest, meta: CallMeta): AsyncGenerator<CallEvent> {
     if (refs.length === 0) throw new DomainError('invalid_config', 'No model to call: give the agent a model (agents.<id>.model).');
-    const adapter = await import('./adapter.ts');
+    const adapter = await loadAdapter();
     let lastError: DomainError | undefined;
     for (const [index, reference] of refs.entries()) {
       const target = resolveModel(this.deps.config(), reference);
@@ -100,8 +93,14 @@ export class ModelCaller {
         request.signal.addEventListener('abort', onOuterAbort, { once: true });
         const { timeouts } = provider;
         // Silence is checked a few times per stall bound, not re-armed at every byte.
-        const heard = { at: started };
-        lastHeard.set(controller.signal, heard);
+        const heard: FetchWatch & { at: number } = {
+          at: started,
+          sent: request.onSent,
+          heard() {
+            heard.at = Date.now();
+          },
+        };
+        watches.set(controller.signal, heard);
         const stall = setInterval(() => {
           if (Date.now() - heard.at >= timeouts.stallMs) controller.abort(new Timeout('stall', timeouts.stallMs));
         }, Math.max(20, Math.floor(timeouts.stallMs / 4)));

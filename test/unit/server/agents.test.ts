@@ -143,6 +143,19 @@ describe('agents: runs, the tool loop and model policy (in process)', function (
     expect((stall as Error).message).to.match(/no data within 500 ms|timed out/);
   });
 
+  it('records the turn and the run while the model thinks, and refuses a run id already in use', async () => {
+    script.enqueue({ sse: openaiText('thought it over').sse, delayMs: 400 });
+    const pending = client.call('agent.run', { message: 'think first', agent: 'ops', sessionKey: 'thinking', runId: 'run_chosen' }, 30_000);
+    await waitFor(async () => (await history('chat:ops:dm:thinking').catch(() => [])).length === 1, 300, 'the turn in the session before the answer');
+    expect((await history('chat:ops:dm:thinking'))[0]).to.include({ role: 'user', text: 'think first', runId: 'run_chosen' });
+    expect(runsInDb().find((entry) => entry.id === 'run_chosen')).to.include({ status: 'running' });
+    const again = await client.call('agent.run', { message: 'same id', agent: 'ops', sessionKey: 'elsewhere', runId: 'run_chosen' }).catch((error: Error) => error);
+    expect((again as Error).message).to.match(/A run run_chosen exists already/);
+    expect((await pending).text).to.equal('thought it over');
+    expect((await history('chat:ops:dm:thinking')).map((m) => m.text)).to.deep.equal(['think first', 'thought it over']);
+    expect(script.requests).to.have.length(1);
+  });
+
   it('fails cleanly on malformed SSE and a dropped connection: no run left running, the failure in the session', async () => {
     script.enqueue({ sse: [{ raw: 'data: {not json\n\n' }] }, { sse: [{ raw: 'data: {not json\n\n' }] });
     const malformed = await run('hello', { agent: 'ops', sessionKey: 'broken' }).catch((error: Error) => error);
