@@ -13,6 +13,20 @@ if (major < 22 || (major === 22 && minor < 22)) {
 }
 module.enableCompileCache?.();
 
+// A reader that goes away (`gateway status | head -1`) ends the output, not the
+// command: it finishes quietly, with its own exit code.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (error) => {
+    if (error.code !== 'EPIPE' && error.code !== 'ERR_STREAM_DESTROYED') throw error;
+    // Later writes go nowhere at once, and whoever waits for the stream to drain goes on.
+    stream.write = (_chunk, encoding, callback) => {
+      (typeof encoding === 'function' ? encoding : callback)?.();
+      return true;
+    };
+    stream.emit('drain');
+  });
+}
+
 const argv = process.argv.slice(2);
 if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-v')) {
   const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));

@@ -1,4 +1,5 @@
 import type { ConfigChange } from '../shared/config/profile-config.ts';
+import { keyOfProblem } from '../shared/config/keys.ts';
 import { inspectDaemon } from '../shared/daemon-lock.ts';
 import type { ProfilePaths } from '../shared/profile.ts';
 
@@ -28,8 +29,14 @@ export async function applyConfigChange(paths: ProfilePaths, key: string, value:
   return { ...change, profile: paths.name, via: 'file', restartRequired: false, reloadRequired: false };
 }
 
-export function describeChange(change: AppliedChange): string {
-  const what = change.value === undefined ? `Unset ${change.key}` : `Set ${change.key} = ${JSON.stringify(change.value)}`;
+export function describeChange(change: AppliedChange, unset = false): string {
+  const what = unset
+    ? `Unset ${change.key}${change.value === undefined || change.remainingProblems ? '' : ` (its default, ${JSON.stringify(change.value)}, applies)`}`
+    : `Set ${change.key} = ${JSON.stringify(change.value)}`;
+  if (change.remainingProblems) {
+    return `${what}. config.json still has ${change.remainingProblems.length === 1 ? 'a problem' : 'problems'}: ${change.remainingProblems.join('; ')}.`
+      + ` Mend ${change.remainingProblems.length === 1 ? 'it' : 'them'} too: ${change.remainingProblems.map((problem) => `gateway config unset ${keyOfProblem(problem)}`).join('; ')}`;
+  }
   if (change.via === 'file') return `${what} (profile "${change.profile}"; takes effect when the daemon starts).`;
   if (change.restartRequired) return `${what}. The running daemon needs a restart to apply it: gateway restart --profile ${change.profile}`;
   if (change.reloadRequired) return `${what}. Apply it without a restart: gateway reload --profile ${change.profile}`;

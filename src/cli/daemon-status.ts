@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
-import { readEffectiveConfig } from '../shared/config/profile-config.ts';
+import { loadConfig } from '../shared/config/profile-config.ts';
+import type { GatewayConfig } from '../shared/config/types.ts';
 import { inspectDaemon } from '../shared/daemon-lock.ts';
 import { httpUrl } from '../shared/listen.ts';
 import { derivedPort, type ProfilePaths } from '../shared/profile.ts';
@@ -23,17 +24,29 @@ export interface StatusResult {
   rpc: { ok: boolean; error?: string };
   /** Plugins that failed to load, when the daemon answered. */
   plugins?: { loaded: string[]; errors: { plugin: string; error: string }[] };
+  /** Why config.json cannot be used (the daemon, if it runs, is reported from its lock all the same). */
+  configError?: string;
 }
 
 /** The state of a profile's daemon from its lock and, when it runs, one RPC round trip. */
 export async function daemonStatus(paths: ProfilePaths, options: { rpc: boolean } = { rpc: true }): Promise<StatusResult> {
-  const config = existsSync(paths.config) ? readEffectiveConfig(paths) : undefined;
+  // A broken config.json is reported beside the daemon's state, which comes from its lock whatever the file says.
+  let config: GatewayConfig | undefined;
+  let configError: string | undefined;
+  if (existsSync(paths.config)) {
+    try {
+      config = loadConfig(paths).effective;
+    } catch (error) {
+      configError = (error as Error).message;
+    }
+  }
   const found = inspectDaemon(paths);
   const port = Number(process.env.GATEWAY_PORT) || config?.gateway.port || derivedPort(paths.name);
   const base = {
     profile: paths.name,
     logFile: paths.log,
     secretStore: config?.secrets.backend ?? null,
+    ...(configError ? { configError } : {}),
   };
   if (found.state === 'stopped') {
     const bind = config?.gateway.bind ?? 'loopback';
@@ -102,11 +115,12 @@ export async function remoteStatus(url: string, connect: () => Promise<RpcClient
       ...(live.plugins ? { plugins: { loaded: live.plugins.loaded, errors: live.plugins.errors } } : {}),
     };
   } catch (error) {
+    // A gateway that answers but refuses this CLI (no credential, a device not yet approved) is an error to act on, not a status.
     if (error instanceof RpcCallError) {
-      return {
-        profile: '', state: 'running', pid: null, port: Number(new URL(url).port) || 0, bind: 'unknown', url, version: null, uptimeMs: null,
-        logFile: '', secretStore: null, rpc: { ok: false, error: error.message },
-      };
+      throw new GatewayError(`The gateway at ${url} answered but refused this CLI: ${error.message}`, {
+        exitCode: error.exitCode, code: error.code,
+        hints: error.hints.length > 0 ? error.hints : ['pass its credential: GATEWAY_TOKEN=... gateway status --url <url>'],
+      });
     }
     if (error instanceof GatewayError && error.exitCode !== 1) throw error;
     return {

@@ -2,9 +2,7 @@ import { randomUUID } from 'node:crypto';
 import WebSocket from 'ws';
 import { GatewayError } from '../shared/errors.ts';
 import { ExitCode } from '../shared/exit-codes.ts';
-import { readRawConfig } from '../shared/config/profile-config.ts';
-import { getPath } from '../shared/config/keys.ts';
-import type { SecretBackendName } from '../shared/config/schema.ts';
+import { readIdentity } from '../shared/profile-identity.ts';
 import { inspectDaemon, sleepSync, type DaemonRecord } from '../shared/daemon-lock.ts';
 import type { ConnectAuth, ConnectParams, EventFrame, HelloOk, ResponseFrame } from '../shared/protocol/frames.ts';
 import { parseFrame } from '../shared/protocol/frames.ts';
@@ -181,7 +179,8 @@ export async function localCredential(paths: ProfilePaths, store: SecretStore | 
   if (token) return { token };
   const password = secretFromEnv('gateway.password');
   if (password) return { password };
-  if (getPath(readRawConfig(paths), 'gateway.auth.mode') === 'none') return {};
+  // The stored token goes whatever config.json says of the auth mode: a change the daemon has not applied yet
+  // (it needs a restart) must not cut the CLI off from it.
   const stored = await store?.get('gateway.token');
   if (stored) return { token: stored };
   const deviceToken = await store?.get(DEVICE_TOKEN_SECRET);
@@ -189,7 +188,7 @@ export async function localCredential(paths: ProfilePaths, store: SecretStore | 
 }
 
 function profileStore(paths: ProfilePaths): SecretStore | undefined {
-  const backend = getPath(readRawConfig(paths), 'secrets.backend') as SecretBackendName | undefined;
+  const backend = readIdentity(paths)?.secrets;
   return backend ? openSecretStore(paths, backend) : undefined;
 }
 

@@ -4,7 +4,7 @@ import { ExitCode } from '../shared/exit-codes.ts';
 
 export default class Status extends BaseCommand<StatusResult> {
   static override summary = 'Show whether the profile\'s daemon is running, and where.';
-  static override description = 'Exit code: 0 running (even if the RPC check fails; see rpc.ok), 3 stopped, 4 stale (the daemon died; `gateway start` reclaims it).';
+  static override description = 'Exit code: 0 running (even if the RPC check fails, see rpc.ok, or config.json has become invalid, see configError), 3 stopped, 4 stale (the daemon died; `gateway start` reclaims it), 78 stopped with a config.json it cannot start with.';
   static override examples = [
     '<%= config.bin %> status',
     '<%= config.bin %> status --profile staging --json',
@@ -18,7 +18,8 @@ export default class Status extends BaseCommand<StatusResult> {
     const status = flags.url
       ? await remoteStatus(flags.url, () => this.rpc(this.selectProfile(flags.profile), flags.url))
       : await daemonStatus(this.existingProfile(flags.profile).paths);
-    if (status.state === 'stopped') this.exitWith(ExitCode.notRunning);
+    // Stopped with a config it cannot start with: the config's exit code, which says more than "stopped".
+    if (status.state === 'stopped') this.exitWith(status.configError ? ExitCode.invalidConfig : ExitCode.notRunning);
     if (status.state === 'stale') this.exitWith(ExitCode.stale);
 
     const state = status.state === 'running'
@@ -34,11 +35,13 @@ export default class Status extends BaseCommand<StatusResult> {
       ['Log', status.logFile],
     ];
     if (status.state === 'running') rows.push(['RPC', status.rpc.ok ? 'ok' : `failed: ${status.rpc.error}`]);
+    if (status.configError) rows.push(['Config', `INVALID: ${status.configError}`]);
     if (status.plugins && (status.plugins.loaded.length > 0 || status.plugins.errors.length > 0)) {
       rows.push(['Plugins', [status.plugins.loaded.join(', '), ...status.plugins.errors.map((e) => `${e.plugin} FAILED: ${e.error}`)].filter(Boolean).join('; ')]);
     }
     for (const [label, value] of rows) this.say(`${`${label}:`.padEnd(9)}${value}`);
     for (const failure of status.plugins?.errors ?? []) this.warning(`plugin ${failure.plugin} failed to load: ${failure.error}`);
+    if (status.configError) this.warning(`${status.configError} ${status.state === 'running' ? 'The running daemon keeps the settings it loaded; a restart would fail until the file is fixed.' : '`gateway start` will fail until the file is fixed.'}`);
     return status;
   }
 }

@@ -28,6 +28,7 @@ import { EventBus } from './kernel/events.ts';
 import { ModuleHost } from './kernel/host.ts';
 import type { DaemonView, GatewayModule } from './kernel/module.ts';
 import { createLogger, type DaemonLogger } from './logger.ts';
+import { onLooseSecretFile } from '../shared/secrets/file-store.ts';
 import { Checkpointer } from './store/checkpointer.ts';
 import { Store } from './store/database.ts';
 import { ControlPlane } from './ws/control-plane.ts';
@@ -127,6 +128,7 @@ export class Daemon {
       assertExposure(config, bind);
       const log = createLogger({ path: paths.log, level: options.verbose ? 'debug' : config.log.level, maxBytes: config.log.maxBytes, maxFiles: config.log.maxFiles, profile: paths.name });
       if (setup.warning) log.logger.warn(setup.warning);
+      onLooseSecretFile((message) => log.logger.warn(message));
       daemon = new Daemon({ paths, config, bind, port, log, secrets: openSecretStore(paths, setup.backend), overrides: { port: options.port, bind: options.bind } });
       options.onCreated?.(daemon);
       await daemon.start();

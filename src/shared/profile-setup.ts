@@ -2,8 +2,10 @@ import { existsSync } from 'node:fs';
 import { GatewayError, usageError } from './errors.ts';
 import { SECRET_BACKENDS, type SecretBackendName } from './config/schema.ts';
 import { getPath } from './config/keys.ts';
-import { loadConfig, openConfigStore, readRawConfig } from './config/profile-config.ts';
-import type { ProfilePaths } from './profile.ts';
+import { loadConfig, writeConfigFile } from './config/profile-config.ts';
+import { ExitCode } from './exit-codes.ts';
+import { readIdentity, writeIdentity } from './profile-identity.ts';
+import { derivedPort, type ProfilePaths } from './profile.ts';
 import { assertPortFree, ensureProfileDir, freeDerivedPort } from './profiles.ts';
 import { KeychainSecretStore } from './secrets/keychain-store.ts';
 import { keychainService, openSecretStore, type SecretStore } from './secrets/secret-store.ts';
@@ -35,39 +37,55 @@ export async function chooseSecretBackend(paths: ProfilePaths): Promise<{ backen
 
 /**
  * Makes sure a profile exists: its folder (0700), its port when the derived one
- * is taken, and its secret backend, chosen once and recorded in config.json.
+ * is taken, and its secret store, chosen once and recorded in profile.json
+ * (where removing or damaging config.json cannot change it).
  */
 export async function ensureProfile(
   paths: ProfilePaths,
   options: { backend?: string; port?: number } = {},
 ): Promise<ProfileSetup> {
-  const existed = existsSync(paths.config);
+  const existed = existsSync(paths.config) || existsSync(paths.identity);
   // Validated first: an invalid file is reported (exit 78), never rewritten.
   const { raw } = loadConfig(paths);
-  const recorded = getPath(raw, 'secrets.backend') as SecretBackendName | undefined;
+  const identity = readIdentity(paths);
+  const recorded = identity?.secrets;
   const requested = parseBackend(options.backend, '--secrets') ?? parseBackend(process.env.GATEWAY_SECRETS_BACKEND, 'GATEWAY_SECRETS_BACKEND');
-  if (recorded && (!requested || requested === recorded) && options.port === undefined) {
-    return { created: false, backend: recorded };
-  }
   if (recorded && requested && requested !== recorded) {
-    throw new GatewayError(`Profile "${paths.name}" keeps its secrets in the ${recorded} store; it cannot switch to ${requested}.`, {
-      hints: ['create a new profile with the store you want: gateway profiles create <name> --secrets <keychain|file>'],
+    throw new GatewayError(`Profile "${paths.name}" keeps its secrets in the ${recorded} store; it cannot switch to ${requested} here.`, {
+      hints: [`gateway secrets move ${requested} --profile ${paths.name}   # moves every secret`, 'or create a new profile with the store you want: gateway profiles create <name> --secrets <keychain|file>'],
     });
   }
+  if (recorded && options.port === undefined) {
+    // A profile made before profile.json existed gets one now, from what its config.json recorded.
+    if (!existsSync(paths.identity)) writeIdentity(paths, identity);
+    return { created: false, backend: recorded };
+  }
+  if (!recorded && !requested && (existsSync(paths.db) || existsSync(paths.secrets))) {
+    // A profile with state but no record of its store: never guess (a wrong guess means a new token and unread secrets).
+    if (!existsSync(paths.secrets)) {
+      throw new GatewayError(`Profile "${paths.name}" has state but no record of where its secrets are kept (${paths.identity} is missing).`, {
+        exitCode: ExitCode.invalidConfig,
+        hints: [`GATEWAY_SECRETS_BACKEND=keychain gateway start --profile ${paths.name}   # the store it was made with: keychain or file`],
+      });
+    }
+  }
   if (options.port !== undefined) assertPortFree(options.port, paths.name, paths.home);
-  const port = options.port ?? (getPath(raw, 'gateway.port') === undefined ? freeDerivedPort(paths.name, paths.home) : undefined);
+  const port = options.port ?? identity?.port ?? (getPath(raw, 'gateway.port') === undefined ? freeDerivedPort(paths.name, paths.home) ?? derivedPort(paths.name) : undefined);
   ensureProfileDir(paths);
-  const choice = recorded ? { backend: recorded } : requested ? { backend: requested } : await chooseSecretBackend(paths);
-  const next = structuredClone(raw) as { secrets?: Record<string, unknown>; gateway?: Record<string, unknown> };
-  next.secrets = { ...next.secrets, backend: choice.backend };
-  if (port !== undefined) next.gateway = { ...next.gateway, port };
-  const store = await openConfigStore(paths);
-  store.store = next as Record<string, unknown>;
+  const choice = recorded ? { backend: recorded } : requested ? { backend: requested }
+    : existsSync(paths.secrets) ? { backend: 'file' as const } : await chooseSecretBackend(paths);
+  writeIdentity(paths, { secrets: choice.backend, ...(port === undefined ? {} : { port }) });
+  // An explicit --port is a setting too; config.json keeps it where a user looks for it.
+  if (options.port !== undefined) {
+    const next = structuredClone(raw) as { gateway?: Record<string, unknown> };
+    next.gateway = { ...next.gateway, port: options.port };
+    writeConfigFile(paths, next as Record<string, unknown>);
+  }
   return { created: !existed, ...choice };
 }
 
 /** The secret store a profile recorded; undefined when it has none yet. */
 export function profileSecretStore(paths: ProfilePaths): SecretStore | undefined {
-  const backend = getPath(readRawConfig(paths), 'secrets.backend') as SecretBackendName | undefined;
+  const backend = readIdentity(paths)?.secrets;
   return backend ? openSecretStore(paths, backend) : undefined;
 }

@@ -41,6 +41,8 @@ export interface ProfilePaths {
   log: string;
   lock: string;
   secrets: string;
+  /** profile.json: the secret store and port the profile was made with. */
+  identity: string;
 }
 
 export function profilePaths(name: string, home = gatewayHome()): ProfilePaths {
@@ -54,6 +56,7 @@ export function profilePaths(name: string, home = gatewayHome()): ProfilePaths {
     log: join(dir, 'gateway.log'),
     lock: join(dir, 'daemon.json'),
     secrets: join(dir, 'secrets.json'),
+    identity: join(dir, 'profile.json'),
   };
 }
 

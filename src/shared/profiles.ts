@@ -1,6 +1,7 @@
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { GatewayError, notFoundError, usageError } from './errors.ts';
 import { ExitCode } from './exit-codes.ts';
+import { readIdentity } from './profile-identity.ts';
 import { readRawConfig } from './config/profile-config.ts';
 import { getPath } from './config/keys.ts';
 import {
@@ -64,7 +65,7 @@ export function ensureProfileDir(paths: ProfilePaths): ProfilePaths {
 export function configuredPort(name: string, home = gatewayHome()): number {
   const paths = profilePaths(name, home);
   const port = existsSync(paths.config) ? getPath(readRawConfig(paths), 'gateway.port') : undefined;
-  return typeof port === 'number' ? port : derivedPort(name);
+  return typeof port === 'number' ? port : readIdentity(paths)?.port ?? derivedPort(name);
 }
 
 /** Which other profile, if any, is configured for a port. Unreadable configs are skipped. */

@@ -55,7 +55,7 @@ describe('OS keychain secret store (e2e, real gnome-keyring)', function () {
     // gateway.token, gateway.password, and this CLI's device key and device token
     expect(Number(readFileSync(join(home.dir, 'count.txt'), 'utf8'))).to.equal(4);
     expect(existsSync(home.file('secrets.json'))).to.equal(false);
-    expect(readFileSync(home.file('config.json'), 'utf8')).to.include('"keychain"').and.not.include('hunter2');
+    expect(readFileSync(home.file('profile.json'), 'utf8')).to.include('"keychain"').and.not.include('hunter2');
     expect(readFileSync(home.file('gateway.log'), 'utf8')).to.not.include('hunter2');
     expect(JSON.parse(readFileSync(join(home.dir, 'remove.json'), 'utf8'))).to.include({ removed: true, secretsRemoved: 1 });
   });
@@ -76,6 +76,64 @@ describe('OS keychain secret store (e2e, real gnome-keyring)', function () {
     const second = await home.run(['status', '--json'], { env: { DBUS_SESSION_BUS_ADDRESS: undefined } });
     expect(second.json.secretStore).to.equal('file');
     expect(second.stderr).to.not.include('keychain');
+  });
+
+  it('over SSH without a session: names the way out, moves a profile to its file for good, abandons on request, removes with --force', async () => {
+    const noBus = { DBUS_SESSION_BUS_ADDRESS: undefined };
+    const made = inKeyringSession(home, `
+      G profiles create default --secrets keychain >/dev/null; echo "create=$?"
+      G start >/dev/null; echo "start=$?"
+      printf 'hooks-value' | G secrets set hooks.token >/dev/null; echo "set=$?"
+      G stop >/dev/null; echo "stop=$?"
+      G profiles create third --secrets keychain >/dev/null; G profiles create gone --secrets keychain >/dev/null; echo "more=$?"
+    `);
+    for (const step of ['create=0', 'start=0', 'set=0', 'stop=0', 'more=0']) expect(made.stdout, made.stderr).to.include(step);
+
+    // Without a session bus: a clear error, whose hint is the command that works here.
+    const start = await home.run(['start', '--json'], { env: noBus });
+    expect(start.code).to.equal(1);
+    expect(start.json.error.hints.join('\n')).to.include('gateway secrets move file --profile default');
+    const blind = await home.run(['secrets', 'move', 'file', '--json'], { env: noBus });
+    expect(blind.code).to.equal(1);
+    expect(blind.json.error.message).to.include('nothing was moved');
+    expect(blind.json.error.hints.join('\n')).to.include('dbus-run-session').and.include('--abandon');
+    expect(existsSync(home.file('secrets.json'))).to.equal(false);
+    expect(JSON.parse(readFileSync(home.file('profile.json'), 'utf8')).secrets).to.equal('keychain');
+
+    // Inside a session the move keeps every secret; afterwards the profile runs without any keychain, same token.
+    const moved = inKeyringSession(home, 'G secrets move file --json > "$GATEWAY_HOME/move.json"; echo "move=$?"; G secrets move file --json > /dev/null; echo "again=$?"');
+    expect(moved.stdout, moved.stderr).to.include('move=0');
+    expect(moved.stdout).to.include('again=0');
+    const result = JSON.parse(readFileSync(join(home.dir, 'move.json'), 'utf8'));
+    expect(result).to.include({ from: 'keychain', to: 'file', oldStoreCleared: true });
+    expect(result.moved).to.include.members(['gateway.token', 'hooks.token']);
+    expect(home.secrets()['hooks.token']).to.equal('hooks-value');
+    const token = home.token();
+    const after = await home.run(['start', '--json'], { env: noBus });
+    expect(after.code, after.stderr).to.equal(0);
+    expect(home.token()).to.equal(token);
+    const status = await home.run(['status', '--json'], { env: noBus });
+    expect(status.json).to.include({ state: 'running', secretStore: 'file' });
+    expect(status.json.rpc.ok).to.equal(true);
+    await home.run(['stop'], { env: noBus });
+
+    // --abandon: a fresh start in the file store, the keychain's secrets left behind and said so.
+    const abandoned = await home.run(['secrets', 'move', 'file', '--abandon', '--profile', 'third', '--json'], { env: noBus });
+    expect(abandoned.code, abandoned.stderr).to.equal(0);
+    expect(abandoned.json).to.include({ from: 'keychain', to: 'file', abandoned: null, oldStoreCleared: false });
+    expect(abandoned.stderr).to.include('left behind');
+    const third = await home.run(['start', '--profile', 'third'], { env: noBus });
+    expect(third.code, third.stderr).to.equal(0);
+    await home.run(['stop', '--profile', 'third'], { env: noBus });
+
+    // Removing a keychain profile without the keychain: refused, then done with --force, saying what was left.
+    const refused = await home.run(['profiles', 'remove', 'gone', '--yes', '--json'], { env: noBus });
+    expect(refused.code).to.equal(1);
+    expect(existsSync(home.profileDir('gone'))).to.equal(true);
+    const forced = await home.run(['profiles', 'remove', 'gone', '--yes', '--force', '--json'], { env: noBus });
+    expect(forced.code, forced.stderr).to.equal(0);
+    expect(forced.json.left[0].what).to.include('OS keychain');
+    expect(existsSync(home.profileDir('gone'))).to.equal(false);
   });
 
   it('never switches a keychain profile to the file silently when the keychain is gone', async () => {

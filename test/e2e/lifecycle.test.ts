@@ -32,13 +32,13 @@ describe('daemon lifecycle (e2e)', function () {
 
     // Files the profile owns, with their modes.
     expect(statSync(home.profileDir()).mode & 0o777).to.equal(0o700);
-    expect(statSync(home.file('config.json')).mode & 0o777).to.equal(0o600);
+    expect(statSync(home.file('profile.json')).mode & 0o777).to.equal(0o600);
     expect(statSync(home.file('secrets.json')).mode & 0o777).to.equal(0o600);
     expect(statSync(home.file('state.db')).mode & 0o777).to.equal(0o600);
     expect(home.lock()).to.include({ pid: started.json.pid, port, profile: 'default' });
     const token = home.token();
     expect(Buffer.from(token, 'base64url').length).to.be.at.least(32);
-    expect(readFileSync(home.file('config.json'), 'utf8')).not.to.include(token);
+    expect(readFileSync(home.file('profile.json'), 'utf8')).not.to.include(token);
     expect(readFileSync(home.file('gateway.log'), 'utf8')).not.to.include(token);
 
     const live = await fetch(`http://127.0.0.1:${port}/healthz`);

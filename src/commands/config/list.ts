@@ -48,6 +48,9 @@ export default class ConfigList extends BaseCommand<ListResult> {
     } else {
       const local = this.existingProfile(flags.profile);
       ({ raw, effective } = loadConfig(local.paths));
+      // The port a profile listens on when none is set is derived from its name: listed like any default.
+      const { derivedPort } = await import('../../shared/profile.ts');
+      effective = { ...effective, gateway: { ...effective.gateway, port: effective.gateway.port ?? derivedPort(local.name) } };
       profile = { name: local.name, file: local.paths.config };
     }
     for (const [key, value] of flatten(flags['set-only'] ? raw : effective, '', [])) {

@@ -89,7 +89,8 @@ export default defineModule({
     });
     const change = async (key: string, value: unknown, client: RpcClient) => {
       const changed = await changeConfig(daemon.paths, key, value);
-      daemon.applyConfig(loadConfig(daemon.paths).effective);
+      // A file mended only part of the way is not applied: the daemon keeps the settings it has.
+      if (!changed.remainingProblems) daemon.applyConfig(loadConfig(daemon.paths).effective);
       ctx.log.info({ key, restartRequired: changed.restartRequired, client: client.clientId }, value === undefined ? 'configuration key removed' : 'configuration changed');
       audit('config.changed', client, key);
       return changed;
@@ -100,7 +101,7 @@ export default defineModule({
       name: 'secrets.changed',
       handler: async ({ name }, client) => {
         if (!isSecretName(name)) throw new DomainError('invalid', 'params.name must be a secret name');
-        ctx.log.info({ secret: name, client: client.clientId }, 'secret changed');
+        ctx.log.info({ secretName: name, client: client.clientId }, 'secret changed');
         audit('secret.changed', client, name);
         await daemon.secretChanged(name);
         return { name, applied: true };

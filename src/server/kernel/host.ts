@@ -299,7 +299,7 @@ export class ModuleHost {
       try {
         await listener(name);
       } catch (error) {
-        this.parts.logger.error({ err: error, secret: name }, 'a secret watcher failed');
+        this.parts.logger.error({ err: error, secretName: name }, 'a secret watcher failed');
       }
     }
   }

@@ -96,6 +96,9 @@ function ruleProblems(document: Record<string, unknown>): string[] {
   return problems;
 }
 
+/** The key a problem names ("gateway.port: must be integer", "hooks.mappings.0 (name): ..."). */
+export const keyOfProblem = (problem: string): string => problem.split(':')[0]!.split(' ')[0]!;
+
 /** Problems of a whole config document, each naming its key; empty when valid. */
 export function documentProblems(document: unknown): string[] {
   const problems = schemaProblems(document);

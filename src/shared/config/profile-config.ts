@@ -1,13 +1,13 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { configError, usageError } from '../errors.ts';
 import type { ProfilePaths } from '../profile.ts';
 import { assertPortFree } from '../profiles.ts';
-import { configSchema } from './schema.ts';
 import {
-  assertValidValue, assertWritableKey, deletePath, documentProblems, effectiveConfig, getPath, needsReload, needsRestart, setPath,
+  assertValidValue, assertWritableKey, deletePath, documentProblems, effectiveConfig, getPath, keyOfProblem, needsReload, needsRestart, setPath,
 } from './keys.ts';
 import type { ConfigChange } from '../protocol/results.ts';
 import type { GatewayConfig } from './types.ts';
+import { readIdentity } from '../profile-identity.ts';
 
 export interface LoadedConfig {
   /** What config.json holds (an empty object when there is no file). */
@@ -30,7 +30,8 @@ export function readRawConfig(paths: ProfilePaths): Record<string, unknown> {
     raw = JSON.parse(text);
   } catch (error) {
     throw configError(`${paths.config} is not valid JSON (${(error as Error).message}). The file was left as it is.`, [
-      `fix or remove ${paths.config}, then run the command again`,
+      `fix ${paths.config}, then run the command again`,
+      `or set it aside and start from defaults: mv ${paths.config} ${paths.config}.broken   # the profile keeps its secret store and port (profile.json)`,
     ]);
   }
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
@@ -45,47 +46,41 @@ export function loadConfig(paths: ProfilePaths): LoadedConfig {
   const problems = documentProblems(raw);
   if (problems.length > 0) {
     throw configError(`${paths.config} is invalid: ${problems.join('; ')}. The file was left as it is.`, [
-      'gateway config unset <key>   # drops a bad setting',
+      ...problems.map((problem) => `gateway config unset ${keyOfProblem(problem)}   # drops the bad setting`),
       `or edit ${paths.config}`,
     ]);
   }
-  return { raw, effective: effectiveConfig(raw) };
+  return { raw, effective: withIdentity(paths, effectiveConfig(raw)) };
 }
 
 /** Reads config.json and fills defaults, skipping schema validation: for fast read-only commands. */
-export const readEffectiveConfig = (paths: ProfilePaths): GatewayConfig => effectiveConfig(readRawConfig(paths));
+export const readEffectiveConfig = (paths: ProfilePaths): GatewayConfig => withIdentity(paths, effectiveConfig(readRawConfig(paths)));
 
-/**
- * conf's atomic writer hooks every signal and re-raises it after its own
- * clean-up, which would turn one SIGTERM into the "second signal" that makes a
- * draining daemon exit at once. The process owns its signals: the hooks the
- * import installs are removed again.
- */
-async function importConfWithoutSignalHooks() {
-  const signals = () => process.eventNames().filter((name): name is string => typeof name === 'string' && name.startsWith('SIG'));
-  const before = new Map(signals().map((name) => [name, new Set(process.listeners(name as NodeJS.Signals))]));
-  const conf = await import('conf');
-  for (const name of signals()) {
-    for (const listener of process.listeners(name as NodeJS.Signals)) {
-      if (!before.get(name)?.has(listener)) process.removeListener(name, listener);
-    }
-  }
-  return conf;
+/** The profile's secret store and creation port (profile.json) fill what config.json leaves unset. */
+function withIdentity(paths: ProfilePaths, config: GatewayConfig): GatewayConfig {
+  const identity = readIdentity(paths);
+  if (!identity) return config;
+  return {
+    ...config,
+    gateway: { ...config.gateway, port: config.gateway.port ?? identity.port },
+    secrets: { ...config.secrets, backend: identity.secrets },
+  };
 }
 
-/** The conf store behind config.json: atomic writes, mode 0600, validated against the schema on every write. */
-export async function openConfigStore(paths: ProfilePaths) {
-  const { default: Conf } = await importConfWithoutSignalHooks();
-  return new Conf<Record<string, unknown>>({
-    cwd: paths.dir,
-    configName: 'config',
-    schema: configSchema.properties as never,
-    rootSchema: { additionalProperties: false },
-    ajvOptions: { useDefaults: false, strict: false },
-    configFileMode: 0o600,
-    clearInvalidConfig: false,
-    accessPropertiesByDotNotation: true,
-  });
+/**
+ * Writes config.json whole: a temporary file (mode 0600) renamed over it, so a
+ * reader sees the old file or the new one, never a part. The caller has
+ * checked the document.
+ */
+export function writeConfigFile(paths: ProfilePaths, document: Record<string, unknown>): void {
+  const temporary = `${paths.config}.${process.pid}.tmp`;
+  try {
+    writeFileSync(temporary, `${JSON.stringify(document, null, '\t')}\n`, { mode: 0o600 });
+    renameSync(temporary, paths.config);
+  } catch (error) {
+    rmSync(temporary, { force: true });
+    throw error;
+  }
 }
 
 export type { ConfigChange };
@@ -95,17 +90,28 @@ export type { ConfigChange };
  * first, then the whole document, and only then is the file written, atomically.
  */
 export async function changeConfig(paths: ProfilePaths, key: string, value: unknown): Promise<ConfigChange> {
-  assertWritableKey(key);
+  // A file that breaks the schema can still be changed, as long as the change leaves it valid: that is how it is mended.
+  const raw = readRawConfig(paths);
+  // Removing what the file holds is always possible, even a key the schema does not know (that may be what breaks it).
+  if (value !== undefined || getPath(raw, key) === undefined) assertWritableKey(key);
   if (value !== undefined) assertValidValue(key, value);
   if (key === 'gateway.port' && typeof value === 'number') assertPortFree(value, paths.name, paths.home);
-  const { raw } = loadConfig(paths);
+  const before = documentProblems(raw);
   const previous = getPath(raw, key);
   const next = structuredClone(raw);
   if (value === undefined) deletePath(next, key);
   else setPath(next, key, value);
   const problems = documentProblems(next);
-  if (problems.length > 0) throw usageError(`Invalid setting: ${problems.join("; ")}.`);
-  const store = await openConfigStore(paths);
-  store.store = next;
+  // Written when valid, or when it mends a broken file one problem at a time (fewer problems, none new).
+  const mends = before.length > 0 && problems.length < before.length && problems.every((problem) => before.includes(problem));
+  if (problems.length > 0 && !mends) {
+    const broken = before.length > 0;
+    throw (broken ? configError : usageError)(`${broken ? `${paths.config} would still be invalid` : 'Invalid setting'}: ${problems.join('; ')}. Nothing was written.`, broken ? [
+      ...before.map((problem) => `gateway config unset ${keyOfProblem(problem)}`),
+    ] : undefined);
+  }
+  writeConfigFile(paths, next);
+  // Part of the way mended: not usable yet, and said so.
+  if (problems.length > 0) return { key, value: getPath(next, key), previous, restartRequired: true, reloadRequired: false, remainingProblems: problems };
   return { key, value: getPath(effectiveConfig(next), key), previous, restartRequired: needsRestart(key), reloadRequired: needsReload(key) };
 }

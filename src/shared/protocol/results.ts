@@ -47,6 +47,8 @@ export interface ConfigChange {
   restartRequired: boolean;
   /** The change applies at the next `gateway reload`. */
   reloadRequired: boolean;
+  /** Problems config.json still has after a change that mended one of them (it cannot be used until none is left). */
+  remainingProblems?: string[];
 }
 
 export interface DeviceView {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { GatewayError } from '../errors.ts';
 import type { SecretStore } from './secret-store.ts';
 
@@ -7,6 +7,14 @@ interface SecretsFile {
   version: 1;
   secrets: Record<string, string>;
 }
+
+/** Where a loosened secret file is reported: stderr for commands; the daemon sends it to its log. */
+let reportLoose = (message: string): void => {
+  process.stderr.write(`Warning: ${message}\n`);
+};
+export const onLooseSecretFile = (report: (message: string) => void): void => {
+  reportLoose = report;
+};
 
 /** Secrets in a 0600 JSON file in the profile folder: for hosts without a reachable keychain. */
 export class FileSecretStore implements SecretStore {
@@ -24,6 +32,7 @@ export class FileSecretStore implements SecretStore {
   private read(): SecretsFile {
     let text: string;
     try {
+      this.tighten();
       text = readFileSync(this.path, 'utf8');
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { version: 1, secrets: {} };
@@ -38,6 +47,14 @@ export class FileSecretStore implements SecretStore {
     throw new GatewayError(`The secret file ${this.path} is damaged; it was left as it is.`, {
       hints: [`move ${this.path} aside and set the secrets again with gateway secrets set <name>`],
     });
+  }
+
+  /** A file others may read (a copy, an unpack, a chmod) is made 0600 again before it is read, and that is said. */
+  private tighten(): void {
+    const mode = statSync(this.path).mode & 0o777;
+    if ((mode & 0o077) === 0) return;
+    chmodSync(this.path, 0o600);
+    reportLoose(`${this.path} was readable by others (mode ${mode.toString(8).padStart(4, '0')}); it is 0600 again. Its secrets may have been read: consider rotating them (gateway secrets set <name>).`);
   }
 
   private write(file: SecretsFile): void {

@@ -69,9 +69,14 @@ export class KeychainSecretStore implements SecretStore {
       code: 'KEYCHAIN_UNREACHABLE',
       hints: [
         'run the command inside the desktop session (its DBUS_SESSION_BUS_ADDRESS), or unlock the keychain',
-        'or provide the secret through its environment variable (GATEWAY_TOKEN, GATEWAY_PASSWORD, ...)',
+        `or, on a host without one (over SSH), move the profile's secrets to its 0600 file for good: gateway secrets move file --profile ${this.profile}`,
       ],
     });
+  }
+
+  /** The profile a service belongs to ("gateway:<profile>@<home id>"). */
+  private get profile(): string {
+    return /^gateway:([^@]+)@/.exec(this.service)?.[1] ?? '<name>';
   }
 
   get(name: string): Promise<string | undefined> {
