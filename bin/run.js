@@ -3,14 +3,10 @@
 // the daemon (`gateway run`, and the child `gateway start` spawns) without
 // loading oclif at all, and turns on Node's compile cache so every later
 // start is cheaper.
+import './check-node.cjs';
 import { readFileSync } from 'node:fs';
 import module from 'node:module';
 
-const [major, minor] = process.versions.node.split('.').map(Number);
-if (major < 22 || (major === 22 && minor < 22)) {
-  process.stderr.write(`gateway needs Node.js >= 22.22; this is ${process.version}.\n`);
-  process.exit(1);
-}
 module.enableCompileCache?.();
 
 // A reader that goes away (`gateway status | head -1`) ends the output, not the
