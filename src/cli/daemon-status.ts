@@ -26,6 +26,8 @@ export interface StatusResult {
   plugins?: { loaded: string[]; errors: { plugin: string; error: string }[] };
   /** Why config.json cannot be used (the daemon, if it runs, is reported from its lock all the same). */
   configError?: string;
+  /** What keeps a running daemon from serving (its readiness checks that fail), by name. */
+  problems?: Record<string, string>;
 }
 
 /** The state of a profile's daemon from its lock and, when it runs, one RPC round trip. */
@@ -86,6 +88,7 @@ export async function daemonStatus(paths: ProfilePaths, options: { rpc: boolean 
       return {
         ...result, uptimeMs: live.uptimeMs, version: live.version, secretStore: live.secretStore, rpc: { ok: true },
         ...(live.plugins ? { plugins: { loaded: live.plugins.loaded, errors: live.plugins.errors } } : {}),
+        ...(live.problems ? { problems: live.problems } : {}),
       };
     } finally {
       client.close();

@@ -9,7 +9,12 @@ export async function deviceKey(store: SecretStore): Promise<DeviceKey> {
   let serialised = await store.get(DEVICE_KEY_SECRET);
   if (!serialised) {
     serialised = generateDeviceKey();
-    await store.set(DEVICE_KEY_SECRET, serialised);
+    try {
+      await store.set(DEVICE_KEY_SECRET, serialised);
+    } catch (error) {
+      // A store that cannot keep it now (a full disk): this run connects as a new device, which its credential still lets in.
+      process.stderr.write(`Warning: this CLI's device key could not be saved (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}); it connects with a one-time identity.\n`);
+    }
   }
   return loadDeviceKey(serialised);
 }

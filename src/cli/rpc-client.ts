@@ -220,6 +220,7 @@ export async function connectToDaemon(paths: ProfilePaths, options: Partial<Conn
   if (!store) throw new GatewayError(`Profile "${paths.name}" has no secret store yet.`, { hints: [`gateway start --profile ${paths.name}`] });
   const [auth, device] = await Promise.all([options.auth ?? localCredential(paths, store), options.device ?? deviceKey(store)]);
   const client = await RpcClient.connect(url, { ...options, auth, device });
-  if (client.hello?.deviceToken) await store.set(DEVICE_TOKEN_SECRET, client.hello.deviceToken);
+  // Kept for next time when it can be; a store that cannot take it now (a full disk) costs this CLI nothing today.
+  if (client.hello?.deviceToken) await store.set(DEVICE_TOKEN_SECRET, client.hello.deviceToken).catch(() => undefined);
   return client;
 }

@@ -36,6 +36,7 @@ export default class Status extends BaseCommand<StatusResult> {
     ];
     if (status.state === 'running') rows.push(['RPC', status.rpc.ok ? 'ok' : `failed: ${status.rpc.error}`]);
     if (status.configError) rows.push(['Config', `INVALID: ${status.configError}`]);
+    for (const [name, reason] of Object.entries(status.problems ?? {})) rows.push(['Problem', `${name}: ${reason}`]);
     if (status.plugins && (status.plugins.loaded.length > 0 || status.plugins.errors.length > 0)) {
       rows.push(['Plugins', [status.plugins.loaded.join(', '), ...status.plugins.errors.map((e) => `${e.plugin} FAILED: ${e.error}`)].filter(Boolean).join('; ')]);
     }

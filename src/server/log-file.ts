@@ -11,11 +11,15 @@ export interface LogFileOptions {
 /**
  * The daemon's log file, rotated by size. Writes are synchronous so the last
  * lines before a crash are on disk; the daemon logs little, never per request
- * at info level.
+ * at info level. A write that fails (a full disk) never fails the daemon: the
+ * lines are counted, and the first line that can be written again says how
+ * many were lost and why.
  */
 export class LogFile {
   private fd: number;
   private size: number;
+  private lost = 0;
+  private lostWhy = '';
 
   private readonly options: LogFileOptions;
 
@@ -26,11 +30,24 @@ export class LogFile {
   }
 
   write(chunk: string): boolean {
+    try {
+      if (this.lost > 0) {
+        this.append(`${JSON.stringify({ level: 40, time: new Date().toISOString(), pid: process.pid, msg: `${this.lost} log lines were lost: ${this.lostWhy}` })}\n`);
+        this.lost = 0;
+      }
+      this.append(chunk);
+    } catch (error) {
+      this.lost++;
+      this.lostWhy = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+    }
+    return true;
+  }
+
+  private append(chunk: string): void {
     const bytes = Buffer.byteLength(chunk);
     if (this.size > 0 && this.size + bytes > this.options.maxBytes) this.rotate();
     writeSync(this.fd, chunk);
     this.size += bytes;
-    return true;
   }
 
   private rotate(): void {

@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { GatewayError } from './errors.ts';
 import type { ProfilePaths } from './profile.ts';
 
 /** What `daemon.json` records about the daemon that holds a profile. */
@@ -128,7 +129,12 @@ export function acquireDaemonLock(paths: ProfilePaths, record: DaemonRecord): vo
       writeFileSync(paths.lock, `${JSON.stringify(record, null, 2)}\n`, { flag: 'wx', mode: 0o600 });
       return;
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code !== 'EEXIST') {
+        // Created but not written (a full disk): the empty file must not stand for a lock.
+        if (code !== 'EACCES' && code !== 'ENOENT') rmSync(paths.lock, { force: true });
+        throw lockWriteError(paths, error as NodeJS.ErrnoException);
+      }
     }
     const found = inspectDaemon(paths);
     if (found.state === 'running' || found.state === 'starting') throw new DaemonAlreadyRunning(found.record);
@@ -136,6 +142,14 @@ export function acquireDaemonLock(paths: ProfilePaths, record: DaemonRecord): vo
     else sleepSync(50);
   }
   throw new Error(`could not take ${paths.lock}: it keeps changing`);
+}
+
+function lockWriteError(paths: ProfilePaths, error: NodeJS.ErrnoException): GatewayError {
+  const space = error.code === 'ENOSPC' || error.code === 'EDQUOT';
+  return new GatewayError(`Cannot write ${paths.lock}: ${space ? 'no space is left on the device' : error.message}.`, {
+    cause: error,
+    hints: space ? [`free some space where the profile lives (df -h ${paths.dir}), then start again`] : [],
+  });
 }
 
 function reclaimStaleLock(paths: ProfilePaths, staleInstance: string | undefined): void {
@@ -159,8 +173,13 @@ function reclaimStaleLock(paths: ProfilePaths, staleInstance: string | undefined
 /** Rewrites our own lock (for example to mark it ready), atomically. */
 export function updateDaemonLock(paths: ProfilePaths, record: DaemonRecord): void {
   const temporary = `${paths.lock}.${randomBytes(4).toString('hex')}.tmp`;
-  writeFileSync(temporary, `${JSON.stringify(record, null, 2)}\n`, { mode: 0o600 });
-  renameSync(temporary, paths.lock);
+  try {
+    writeFileSync(temporary, `${JSON.stringify(record, null, 2)}\n`, { mode: 0o600 });
+    renameSync(temporary, paths.lock);
+  } catch (error) {
+    rmSync(temporary, { force: true });
+    throw lockWriteError(paths, error as NodeJS.ErrnoException);
+  }
 }
 
 /** Removes the lock if it is still ours. */

@@ -18,6 +18,8 @@ export const ERROR_KINDS = {
   too_large: { status: 413, category: 'payload_too_large', rpc: 'INVALID_REQUEST', exit: ExitCode.usage },
   unsupported_media_type: { status: 415, category: 'unsupported_media_type', rpc: 'INVALID_REQUEST', exit: ExitCode.usage },
   rate_limited: { status: 429, category: 'rate_limited', rpc: 'RATE_LIMITED', exit: ExitCode.failure },
+  /** The client went away before its request was whole: nobody reads the answer, and it is nobody's error but the client's. */
+  client_closed: { status: 499, category: 'client_closed', rpc: 'INVALID_REQUEST', exit: ExitCode.failure },
   /** A setting or a combination of settings the gateway cannot run with. */
   invalid_config: { status: 400, category: 'bad_request', rpc: 'INVALID_REQUEST', exit: ExitCode.invalidConfig },
   internal: { status: 500, category: 'internal', rpc: 'INTERNAL', exit: ExitCode.failure },

@@ -28,10 +28,12 @@ export interface CliOptions {
 
 /** A temporary GATEWAY_HOME with helpers to run the built CLI in it as a user would. */
 export class Home {
-  readonly dir = mkdtempSync(join(tmpdir(), 'gateway-test-'));
+  readonly dir: string;
   readonly env: Record<string, string | undefined>;
 
-  constructor(env: Record<string, string | undefined> = {}) {
+  /** A fresh temporary folder, or the one given (a file system a test mounted). */
+  constructor(env: Record<string, string | undefined> = {}, dir = mkdtempSync(join(tmpdir(), 'gateway-test-'))) {
+    this.dir = dir;
     this.env = { GATEWAY_HOME: this.dir, ...env };
   }
 

@@ -78,6 +78,12 @@ export default defineModule({
     const audit = (kind: string, client: RpcClient, subject?: string) => store.audit(kind, { actor: client.deviceId, subject, address: client.address });
 
     ctx.rpc.method({ name: 'health', handler: () => ({ ok: daemon.readiness() === 'ready', status: daemon.readiness() }) });
+    // What keeps the daemon from storing (a full disk) makes it unready, says why, and clears when writes can work again.
+    ctx.readiness.check('storage', () => store.health.problem(daemon.paths.dir));
+    store.health.onChange((fault) => {
+      if (fault) ctx.log.warn({ fault: fault.kind, detail: fault.detail }, 'the gateway cannot store: requests that need to are answered 503 until it can');
+      else ctx.log.info('the gateway can store again');
+    });
     ctx.rpc.method({ name: 'status', handler: () => status(ctx) });
     ctx.rpc.method({
       name: 'config.get',

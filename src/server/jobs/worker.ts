@@ -17,10 +17,16 @@ const isThenable = (value: unknown): value is PromiseLike<unknown> =>
 
 /** How often an idle worker looks for jobs whose time has come (enqueues wake it at once). */
 const IDLE_POLL_MS = 1000;
+/** How soon a worker whose writes failed (a full disk) tries again. */
+const TROUBLE_RETRY_MS = 2000;
 
 /** Runs queued jobs in the daemon with bounded concurrency. */
 export class JobWorker {
   private running = new Map<string, Promise<void>>();
+  /** Outcomes of finished jobs that could not be written yet (the storage failed); written before anything else is claimed. */
+  private unrecorded: (() => void)[] = [];
+  /** Why the last attempt to write failed, while it keeps failing (said once, not at every try). */
+  private trouble?: string;
   private stopped = false;
   private scheduled = false;
   private timer?: NodeJS.Timeout;
@@ -57,12 +63,26 @@ export class JobWorker {
     const free = this.options.concurrency - this.running.size;
     let claimed: ClaimedJob[] = [];
     let waiting: [ClaimedJob, PromiseLike<unknown>][] = [];
-    // Claiming and running a group share one commit.
-    if (free > 0) {
-      this.options.store.transaction(() => {
-        claimed = this.options.queue.claim(free);
-        waiting = this.runGroup(claimed);
-      });
+    try {
+      // Outcomes still to be written go first: nothing new is claimed over them.
+      while (this.unrecorded.length > 0) {
+        this.unrecorded[0]!();
+        this.unrecorded.shift();
+      }
+      // Claiming and running a group share one commit.
+      if (free > 0) {
+        this.options.store.transaction(() => {
+          claimed = this.options.queue.claim(free);
+          waiting = this.runGroup(claimed);
+        });
+      }
+      this.recovered();
+    } catch (error) {
+      // The storage failed (a full disk): nothing of the group was kept; the worker waits and tries again.
+      this.troubled(error);
+      this.timer = setTimeout(() => this.pump(), TROUBLE_RETRY_MS);
+      this.timer.unref();
+      return;
     }
     for (const [job, pending] of waiting) {
       const run = this.finish(job, pending).finally(() => {
@@ -110,12 +130,20 @@ export class JobWorker {
     return waiting;
   }
 
-  /** Completes a job whose handler went asynchronous. */
+  /** Completes a job whose handler went asynchronous; an outcome that cannot be written now is kept and written later. */
   private async finish(job: ClaimedJob, pending: PromiseLike<unknown>): Promise<void> {
+    let outcome: () => void;
     try {
-      this.options.queue.succeed(job.id, await pending);
+      const result = await pending;
+      outcome = () => this.options.queue.succeed(job.id, result);
     } catch (error) {
-      this.failed(job, error);
+      outcome = () => this.failed(job, error);
+    }
+    try {
+      outcome();
+    } catch (error) {
+      this.troubled(error);
+      this.unrecorded.push(outcome);
     }
   }
 
@@ -123,6 +151,19 @@ export class JobWorker {
     const message = (error as Error)?.message ?? String(error);
     this.options.queue.fail(job, message.slice(0, 2000));
     this.options.logger.warn({ job: job.id, kind: job.kind, attempt: job.attempts, err: error }, 'job attempt failed');
+  }
+
+  private troubled(error: unknown): void {
+    const message = (error as Error)?.message ?? String(error);
+    if (this.trouble === message) return;
+    this.trouble = message;
+    this.options.logger.warn({ error: message }, 'jobs cannot be written; retrying');
+  }
+
+  private recovered(): void {
+    if (this.trouble === undefined) return;
+    this.trouble = undefined;
+    this.options.logger.info('jobs can be written again');
   }
 
   /** Stops claiming and waits for running jobs up to the bound; returns how many were still running. */

@@ -39,7 +39,8 @@ export function collectBody(req: IncomingMessage, limit: number, onAbandon: () =
       }
     });
     req.once('end', () => (size > limit ? reject(tooLarge()) : resolve(Buffer.concat(chunks, size))));
-    req.once('error', reject);
+    // A client that aborts its upload ends the request quietly: an expected event, never an error of the gateway's.
+    req.once('error', () => reject(new DomainError('client_closed', 'The client closed the connection before its request was complete.')));
   });
 }
 

@@ -8,6 +8,7 @@ import { GatewayError } from '../../shared/errors.ts';
 import { ERROR_KINDS, kindOfStatus, rpcNeedsKind, type ErrorKind } from '../../shared/error-kinds.ts';
 import { ExitCode } from '../../shared/exit-codes.ts';
 import type { ErrorShape } from '../../shared/protocol/frames.ts';
+import { describeFault, storageFaultKind } from '../store/faults.ts';
 
 export interface DomainErrorOptions {
   /** A stable machine-readable code for this particular failure (default: the kind). */
@@ -74,6 +75,16 @@ export function toDomainError(error: unknown): { error: DomainError; unexpected:
   }
   // A status of 400-499 from a plugin's or a library's error (Koa's http-errors mark theirs expose).
   const status = (error as { status?: unknown } | null)?.status;
+  // The storage under the daemon failed (a full disk): the caller can try again later, and nothing of the request was kept.
+  const fault = storageFaultKind(error);
+  if (fault) {
+    return {
+      error: new DomainError('unavailable', `The gateway cannot store anything now: ${describeFault(fault)}. Nothing of this request was recorded; send it again later.`, {
+        code: 'storage_unavailable', headers: { 'retry-after': '30' }, retryable: true, cause: error,
+      }),
+      unexpected: false,
+    };
+  }
   if (typeof status === 'number' && status >= 400 && status < 500) {
     const headers = (error as { headers?: unknown }).headers;
     return {

@@ -181,7 +181,7 @@ export class DeviceRegistry {
   }
 
   markSeen(deviceId: string, address: string): void {
-    this.store.prepare('UPDATE devices SET last_seen_at = ?, last_address = ? WHERE id = ?').run(this.now(), address, deviceId);
+    this.store.bookkeeping(() => this.store.prepare('UPDATE devices SET last_seen_at = ?, last_address = ? WHERE id = ?').run(this.now(), address, deviceId));
   }
 
   revoke(deviceId: string): Device | undefined {

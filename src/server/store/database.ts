@@ -1,4 +1,7 @@
+import { statSync } from 'node:fs';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { GatewayError } from '../../shared/errors.ts';
+import { StorageHealth } from './faults.ts';
 import { MIGRATIONS, type Migration } from './migrations.ts';
 
 export interface StoreOptions {
@@ -7,14 +10,58 @@ export interface StoreOptions {
   synchronous: 'normal' | 'full';
 }
 
+const SQLITE_CORRUPT = 11;
+const SQLITE_NOTADB = 26;
+
+/**
+ * Opens the profile's database, refusing one that is damaged instead of
+ * failing later with a bare SQLite error, and never taking an emptied file
+ * for a new database: SQLite writes a database's header when it makes one, so
+ * a file of 0 bytes is a database that lost its content (a truncation, a
+ * failed copy), and starting afresh on it would drop every token, device and
+ * job without a word.
+ */
+function openDatabase(path: string): DatabaseSync {
+  const size = (() => {
+    try {
+      return statSync(path).size;
+    } catch {
+      return undefined;
+    }
+  })();
+  const aside = `mv ${path} ${path}.broken   # the profile then starts with empty state: tokens, devices, jobs and sessions are gone`;
+  if (size === 0) {
+    throw new GatewayError(`${path} is empty (0 bytes): the profile's database lost its content. It was left as it is.`, {
+      hints: [`restore it from a backup (with its -wal file, if any)`, `or set it aside: ${aside}`],
+    });
+  }
+  let db: DatabaseSync | undefined;
+  try {
+    db = new DatabaseSync(path);
+    // Reading the schema reads the header and the first page: a file that is not a database says so here.
+    db.prepare('SELECT count(*) FROM sqlite_schema').get();
+    return db;
+  } catch (error) {
+    db?.close();
+    const code = ((error as { errcode?: number }).errcode ?? 0) & 0xff;
+    const damaged = code === SQLITE_CORRUPT || code === SQLITE_NOTADB;
+    throw new GatewayError(`${path} ${damaged ? 'is damaged' : 'cannot be opened'}: ${(error as Error).message}. It was left as it is.`, {
+      cause: error,
+      hints: damaged ? ['restore it from a backup (with its -wal file, if any)', `or set it aside: ${aside}`] : [`check the file and its folder: ls -l ${path}`],
+    });
+  }
+}
+
 /** The profile's state: one SQLite database in WAL mode, migrated at start. */
 export class Store {
   readonly db: DatabaseSync;
   private readonly statements = new Map<string, StatementSync>();
+  /** The last storage failure (a full disk), until a write works again. */
+  readonly health = new StorageHealth();
   private depth = 0;
 
   constructor(options: StoreOptions, migrations: readonly Migration[] = MIGRATIONS) {
-    this.db = new DatabaseSync(options.path);
+    this.db = openDatabase(options.path);
     this.db.exec('PRAGMA journal_mode = WAL');
     this.db.exec(`PRAGMA synchronous = ${options.synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
     this.db.exec('PRAGMA foreign_keys = ON');
@@ -90,14 +137,30 @@ export class Store {
    */
   transaction<T>(work: () => T): T {
     const nested = this.db.isTransaction;
-    const savepoint = `sp${++this.depth}`;
-    this.db.exec(nested ? `SAVEPOINT ${savepoint}` : 'BEGIN IMMEDIATE');
+    const savepoint = `sp${this.depth + 1}`;
+    try {
+      this.db.exec(nested ? `SAVEPOINT ${savepoint}` : 'BEGIN IMMEDIATE');
+    } catch (error) {
+      this.health.failed(error);
+      throw error;
+    }
+    this.depth++;
     try {
       const result = work();
       this.db.exec(nested ? `RELEASE ${savepoint}` : 'COMMIT');
+      if (!nested) this.health.succeeded();
       return result;
     } catch (error) {
-      this.db.exec(nested ? `ROLLBACK TO ${savepoint}; RELEASE ${savepoint}` : 'ROLLBACK');
+      // SQLite rolls a transaction back by itself after some failures (a full disk): only what is still open is undone here,
+      // and a rollback that fails says less than the error that caused it.
+      if (this.db.isTransaction) {
+        try {
+          this.db.exec(nested ? `ROLLBACK TO ${savepoint}; RELEASE ${savepoint}` : 'ROLLBACK');
+        } catch {
+          // the original error is the one to report
+        }
+      }
+      this.health.failed(error);
       throw error;
     } finally {
       this.depth--;
@@ -106,10 +169,24 @@ export class Store {
 
   /** Records an audit event; detail never carries a secret. */
   audit(kind: string, fields: { actor?: string; subject?: string; address?: string; detail?: Record<string, unknown> } = {}): void {
-    this.prepare('INSERT INTO audit_events (at, kind, actor, subject, address, detail) VALUES (?, ?, ?, ?, ?, ?)').run(
+    this.bookkeeping(() => this.prepare('INSERT INTO audit_events (at, kind, actor, subject, address, detail) VALUES (?, ?, ?, ?, ?, ?)').run(
       Date.now(), kind, fields.actor ?? null, fields.subject ?? null, fields.address ?? null,
       fields.detail ? JSON.stringify(fields.detail) : null,
-    );
+    ));
+  }
+
+  /**
+   * A write that records what happened (an audit event, when a device was last
+   * seen) rather than what a request asks for: when the storage fails (a full
+   * disk) it is skipped, so the request itself is still answered; the failure
+   * is noted in the store's health.
+   */
+  bookkeeping(write: () => void): void {
+    try {
+      write();
+    } catch (error) {
+      if (!this.health.failed(error)) throw error;
+    }
   }
 
   close(): void {

@@ -147,7 +147,15 @@ export class ControlPlane {
   }
 
   private send(connection: Connection, frame: ResponseFrame | EventFrame): void {
-    if (connection.socket.readyState === WebSocket.OPEN) connection.socket.send(JSON.stringify(frame));
+    const { socket } = connection;
+    if (socket.readyState !== WebSocket.OPEN) return;
+    // A client that does not read what it asked for would make the daemon hold it all: past the bound it is cut off.
+    if (socket.bufferedAmount > Limits.maxQueuedBytes) {
+      this.options.logger.info({ connection: connection.id, address: connection.address, queuedBytes: socket.bufferedAmount }, 'closed a client that does not read its answers');
+      socket.terminate();
+      return;
+    }
+    socket.send(JSON.stringify(frame));
   }
 
   private fail(connection: Connection, id: string, error: DomainError): void {

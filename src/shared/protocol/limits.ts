@@ -15,6 +15,8 @@ export const Limits = {
   maxMissedPongs: 2,
   /** Requests a connection may have in flight at once. */
   maxInFlightRequests: 64,
+  /** Bytes the daemon holds for a client that does not read what it is sent; past this the connection is closed (1008). */
+  maxQueuedBytes: 8 * 1024 * 1024,
   /** How far a signed timestamp may drift from the server clock. */
   maxClockSkewMs: 120_000,
   /** Default time a client waits for a response. */
