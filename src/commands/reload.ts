@@ -24,7 +24,8 @@ export default class Reload extends BaseCommand<ReloadResult> {
     if (result.ok) this.say(`Reloaded (pid ${result.pid}, plugin table ${result.plugins.generation}).`);
     else {
       this.note(result.plugins.ok ? 'The plugins were reloaded.' : 'The previous plugin table stays in place.');
-      this.exitWith(ExitCode.failure);
+      // A configuration the daemon would not take exits as an invalid configuration does everywhere (78).
+      this.exitWith(result.config.ok ? ExitCode.failure : ExitCode.invalidConfig);
     }
     return result;
   }

@@ -229,6 +229,7 @@ export class Daemon {
       secretStore: this.secrets.backend,
       readiness: () => this.readiness,
       problems: () => this.host?.problems() ?? {},
+      configProblems: (next) => this.host?.configProblems(next) ?? [],
       apiDocument: () => this.host!.apiDocument(),
       plugins: () => ({ plugins: this.host?.plugins ?? [], lastReload: this.host?.lastBuild ?? null }),
       reload: (reason) => this.reload(reason),

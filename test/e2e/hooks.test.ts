@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { request } from 'node:http';
-import { freePort, Home, waitFor } from '../support/cli.ts';
+import { join } from 'node:path';
+import { freePort, Home, PLUGIN_FIXTURES, waitFor } from '../support/cli.ts';
 
 interface Answer { status: number; headers: Record<string, string | string[] | undefined>; body: any }
 
@@ -37,6 +38,8 @@ describe('hooks ingress (e2e)', function () {
       { name: 'say', action: 'message', channel: 'irc', to: 'alice', text: 'Build {{build.status}}' },
     ]);
     await set('hooks.presets', ['gmail']);
+    // The deploy and release jobs are run by a plugin, as they would be on a real gateway.
+    await set('plugins.load', [join(PLUGIN_FIXTURES, 'deploys')]);
     const token = await home.run(['hooks', 'token', 'set'], { input: HOOKS_TOKEN });
     expect(token.code, token.stderr).to.equal(0);
     expect((await home.run(['start'])).code).to.equal(0);
@@ -123,6 +126,24 @@ describe('hooks ingress (e2e)', function () {
     const chosen = await post('/hooks/poke', JSON.stringify({ sessionKey: 'irc:default:dm:mallory' }), bearer);
     expect(chosen.status).to.equal(400);
     expect(chosen.body.message).to.match(/does not let hook callers choose a session/);
+  });
+
+  it('never queues a job nothing runs: such a mapping is refused when set, and a hook left with one does nothing', async () => {
+    await set('hooks.enabled', true);
+    const before = await home.run(['config', 'get', 'hooks.mappings', '--json']);
+    const refused = await home.run(['config', 'set', 'hooks.mappings', JSON.stringify([{ name: 'orphan', action: 'job', kind: 'nobody.runs' }])]);
+    expect(refused.code).to.equal(2);
+    expect(refused.stderr).to.include('no handler runs jobs of kind nobody.runs');
+    expect((await home.run(['config', 'get', 'hooks.mappings', '--json'])).json).to.deep.equal(before.json);
+
+    // Written while the daemon was stopped (no daemon to ask): the hook answers 503 and queues nothing.
+    await home.run(['stop']);
+    await set('hooks.mappings', [{ name: 'orphan', action: 'job', kind: 'nobody.runs' }]);
+    expect((await home.run(['start'])).code).to.equal(0);
+    const answer = await post('/hooks/orphan', '{}', bearer);
+    expect(answer.status).to.equal(503);
+    expect(answer.body.message).to.include('no handler runs');
+    expect(JSON.parse((await home.run(['jobs', 'list', '--kind', 'nobody.runs', '--json'])).stdout).jobs).to.deep.equal([]);
   });
 
   it('warns when the hooks token equals the gateway token', async () => {

@@ -129,6 +129,31 @@ describe('IRC channel, DM pairing and sessions against ngircd (e2e)', function (
     expect(await state(), 'text cannot smuggle IRC commands').to.equal('connected');
   });
 
+  it('tells the truth about delivery: an offline nick is not "sent", an offline sender is not "notified", an unknown channel is named', async () => {
+    const gone = await home.run(['message', 'send', '--channel', 'irc', '--to', 'nobody-online-here', 'hello?', '--json']);
+    expect(gone.code).to.equal(1);
+    expect(gone.json.error.message).to.include('nobody-online-here cannot be reached').and.include('not delivered');
+    expect(await session('nobody-online-here'), 'an undelivered message is not recorded as said').to.equal(undefined);
+
+    const leaver = await person('Leaver');
+    const code = await codeFor(leaver);
+    leaver.quit();
+    await sleep(500);
+    const approved = await home.run(['pair', 'approve', 'irc', code, '--notify', '--json']);
+    expect(approved.code, approved.stderr).to.equal(0);
+    expect(approved.json).to.include({ approved: true, notified: false });
+    expect(approved.json.notifyError).to.include('cannot be reached');
+
+    const slack = await home.run(['pair', 'approve', 'slack', 'ABCDEFGH', '--json']);
+    expect(slack.code).to.equal(5);
+    expect(slack.json.error.message).to.include('no channel named slack');
+
+    const present = await person('Present');
+    const sent = await home.run(['message', 'send', '--channel', 'irc', '--to', present.nick, 'you are there', '--json']);
+    expect(sent.code, sent.stderr).to.equal(0);
+    await present.waitFor(/you are there/);
+  });
+
   it('answers at most three pending strangers; the fourth is ignored', async () => {
     const strangers = await Promise.all(['Ann', 'Ben', 'Cid', 'Dot'].map((name) => person(name)));
     for (const stranger of strangers.slice(0, 3)) await codeFor(stranger);

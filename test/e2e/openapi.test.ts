@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import AjvModule from 'ajv';
 import formatsModule from 'ajv-formats';
 import { randomUUID } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
 import { freePort, Home } from '../support/cli.ts';
 import { deliver, pushPayload, TEST_WEBHOOK_SECRET } from '../support/webhooks.ts';
 
@@ -98,6 +99,38 @@ describe('API contract: every route answers as /openapi.json says (e2e)', functi
     const reader = JSON.parse((await home.run(['tokens', 'create', '--name', 'r', '--scope', 'jobs:read', '--json'])).stdout).token;
     await conforms('POST', '/tools/invoke', await fetch(`${base}/tools/invoke`, { ...jsonBody({ tool: 'gateway.status' }), headers: { ...auth(reader), 'content-type': 'application/json' } }));
   });
+
+  it('wrong methods: 405 with Allow in each route\'s own error body, documented; 415 where a route takes JSON', async () => {
+    const cases: [string, string, string, string][] = [
+      ['DELETE', '/jobs', '/jobs', 'GET'], ['PUT', '/tokens', '/tokens', 'GET, POST'], ['POST', '/openapi.json', '/openapi.json', 'GET'],
+      ['GET', '/tools/invoke', '/tools/invoke', 'POST'], ['TRACE', '/jobs/job_x', '/jobs/{id}', 'GET'], ['PROPFIND', '/tokens', '/tokens', 'GET, POST'],
+    ];
+    for (const [method, path, template, allow] of cases) {
+      const response = await anyMethod(method, path);
+      expect(response.status, `${method} ${path}`).to.equal(405);
+      expect(response.headers.get('allow'), `${method} ${path}`).to.equal(allow);
+      const body = await response.clone().json() as Record<string, unknown>;
+      if (path === '/tools/invoke') expect(body).to.include({ ok: false });
+      const documented = allow.split(', ')[0]!;
+      await conforms(documented, template, response);
+    }
+    await conforms('POST', '/tools/invoke', await fetch(`${base}/tools/invoke`, { method: 'POST', headers: { ...auth(), 'content-type': 'text/plain' }, body: 'x' }));
+  });
+
+  /** A request with any method (fetch refuses some, such as TRACE), as a Response. */
+  function anyMethod(method: string, path: string): Promise<Response> {
+    return new Promise((resolve, reject) => {
+      const request = httpRequest(`${base}${path}`, { method, headers: auth() }, (incoming) => {
+        const chunks: Buffer[] = [];
+        incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
+        incoming.on('end', () => resolve(new Response(Buffer.concat(chunks), {
+          status: incoming.statusCode, headers: Object.entries(incoming.headers).map(([name, value]) => [name, String(value)] as [string, string]),
+        })));
+      });
+      request.on('error', reject);
+      request.end();
+    });
+  }
 
   async function rawDeliver(event: string, body: string): Promise<Response> {
     const { sign } = await import('@octokit/webhooks-methods');

@@ -189,7 +189,8 @@ describe('plugins, reload, tools and static surfaces (e2e)', function () {
     expect((await home.run(['reload'])).code).to.equal(0);
     writeFileSync(home.file('config.json'), '{"plugins": {"load": [');
     const reload = await home.run(['reload']);
-    expect(reload.code, 'the CLI reports the damaged file itself').to.equal(78);
+    expect(reload.code, 'the daemon names the damaged file, and the CLI exits as for any invalid configuration').to.equal(78);
+    expect(reload.stderr).to.include('config.json is not valid JSON');
     process.kill(pid(), 'SIGHUP');
     await waitFor(async () => /reload kept the previous configuration/.test((await home.run(['logs', '-n', '50', '--raw'])).stdout), 10_000, 'the daemon to log the refusal');
     expect((await get('/hello')).status, 'the plugins of the previous configuration still serve').to.equal(200);

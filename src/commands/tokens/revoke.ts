@@ -12,7 +12,7 @@ export default class TokensRevoke extends BaseCommand<MethodResults['tokens.revo
     const { args, flags } = await this.parse(TokensRevoke);
     const client = await this.rpc(this.selectProfile(flags.profile), flags.url);
     const result = await client.call('tokens.revoke', { id: args.id });
-    this.say(`Revoked token ${result.id}.`);
+    this.say(result.alreadyRevoked ? `Token ${result.id} was already revoked (at ${result.revokedAt}); nothing changed.` : `Revoked token ${result.id}.`);
     return result;
   }
 }

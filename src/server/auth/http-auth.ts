@@ -9,11 +9,21 @@ import { addressMatcher } from './trusted-proxies.ts';
 
 export type { BearerVerifier, Principal };
 
-const CREDENTIAL_PARAMS = /[?&](?:token|access_token|auth|authorization|password|passwd|api_key|apikey|key|secret|hooks_token)=/i;
+const CREDENTIAL_PARAMS = new Set(['token', 'access_token', 'auth', 'authorization', 'password', 'passwd', 'api_key', 'apikey', 'key', 'secret', 'hooks_token']);
 
-/** Credentials never travel in a query string: it ends up in logs and browser history. */
-export const queryCarriesCredential = (url: string | undefined): boolean =>
-  Boolean(url && url.includes('?') && CREDENTIAL_PARAMS.test(url.slice(url.indexOf('?'))));
+/**
+ * Credentials never travel in a query string: it ends up in logs and browser
+ * history. Names are read as a server framework would read them: decoded
+ * (`%74oken`), with array and object suffixes (`token[]`, `token[a]`) taken off.
+ */
+export const queryCarriesCredential = (url: string | undefined): boolean => {
+  const start = url?.indexOf('?') ?? -1;
+  if (start === -1) return false;
+  for (const name of new URLSearchParams(url!.slice(start + 1)).keys()) {
+    if (CREDENTIAL_PARAMS.has(name.replace(/\[.*$/, '').trim().toLowerCase())) return true;
+  }
+  return false;
+};
 
 const FORWARDING = ['forwarded', 'x-forwarded-for', 'x-real-ip', 'x-forwarded-host', 'x-forwarded-proto'];
 
@@ -31,6 +41,9 @@ export const bearerOf = (req: IncomingMessage): string | undefined => {
   if (!match) throw unauthorized('Use the Authorization header as "Bearer <credential>".', 'Bearer');
   return match[1];
 };
+
+/** How long a credential that was valid keeps its own request budget without being seen valid again. */
+const VALID_REMEMBERED_MS = 10 * 60_000;
 
 /** A short fingerprint of a credential, for rate-limit keys and logs. */
 const fingerprints = new Map<string, string>();
@@ -60,6 +73,11 @@ export class HttpAuthenticator {
   private readonly trusted: (address: string) => boolean;
   /** Further bearer credentials (product tokens, JWTs, the service key), tried after the gateway's own. */
   private readonly verifiers: BearerVerifier[] = [];
+  /**
+   * Fingerprints of Authorization headers that carried a valid credential lately,
+   * with when that stops counting: only these get a request budget of their own.
+   */
+  private readonly recentlyValid = new Map<string, number>();
 
   constructor(deps: HttpAuthDeps) {
     this.deps = deps;
@@ -68,6 +86,32 @@ export class HttpAuthenticator {
 
   addVerifier(verifier: BearerVerifier): void {
     this.verifiers.push(verifier);
+  }
+
+  /**
+   * Whose request budget a request spends, decided before it is authenticated:
+   * a credential that was valid lately has its own; anything else (no
+   * credential, a wrong one, a new junk value on every request) spends its
+   * address's, so changing the header buys nothing and holds no memory.
+   */
+  budgetKey(req: IncomingMessage): string {
+    const header = req.headers.authorization;
+    if (header) {
+      const print = fingerprint(header);
+      const until = this.recentlyValid.get(print);
+      if (until !== undefined && until > Date.now()) return `cred:${print}`;
+    }
+    return `addr:${req.socket.remoteAddress ?? 'unknown'}`;
+  }
+
+  private rememberValid(req: IncomingMessage): void {
+    const header = req.headers.authorization;
+    if (!header) return;
+    const print = fingerprint(header);
+    this.recentlyValid.delete(print);
+    // Bounded by the credentials in use; the oldest is forgotten first (it then spends its address's budget until it is seen again).
+    if (this.recentlyValid.size >= 10_000) this.recentlyValid.delete(this.recentlyValid.keys().next().value!);
+    this.recentlyValid.set(print, Date.now() + VALID_REMEMBERED_MS);
   }
 
   async authenticate(req: IncomingMessage): Promise<Principal> {
@@ -118,6 +162,7 @@ export class HttpAuthenticator {
     if (value === undefined) throw unauthorized('This route needs a credential: "Authorization: Bearer <credential>".', 'Bearer');
     if (this.deps.credential.verifyBearer(value)) {
       await this.deps.lockout.succeed(address, 'bearer');
+      this.rememberValid(req);
       return { kind: 'gateway', subject: 'gateway', scopes: 'all' };
     }
     let refusal = 'The credential is not valid.';
@@ -129,6 +174,7 @@ export class HttpAuthenticator {
       }
       if (outcome) {
         await this.deps.lockout.succeed(address, 'bearer');
+        this.rememberValid(req);
         return outcome;
       }
     }

@@ -8,6 +8,11 @@ export const DEFAULT_ACCOUNT = 'default';
 
 const QUIT_WAIT_MS = 2000;
 const FIRST_RETRY_MS = 1000;
+/** How long a send waits for the server to confirm it (the answer to a PING sent behind it). */
+const CONFIRM_WAIT_MS = 10_000;
+/** Server errors that mean a message did not reach its target. */
+const UNDELIVERED = new Set(['no_such_nick', 'cannot_send_to_channel', 'cannot_send_to_user', 'no_such_channel']);
+let confirmations = 0;
 
 interface AccountSettings {
   host?: string;
@@ -46,9 +51,11 @@ type IrcClient = {
   connect(options: Record<string, unknown>): void;
   quit(message?: string): void;
   say(target: string, message: string): void;
+  ping(message?: string): void;
   join(channel: string): void;
   changeNick(nick: string): void;
   on(event: string, listener: (...args: any[]) => void): void;
+  removeListener(event: string, listener: (...args: any[]) => void): void;
   removeAllListeners(): void;
   connection: { end(data?: string): void };
   user: { nick: string };
@@ -211,9 +218,40 @@ class IrcAccount {
     return this.registered ? this.client?.user.nick : undefined;
   }
 
-  send(to: string, text: string): void {
-    if (!this.client || !this.registered) throw new Error(`${this.channelId} account ${this.name} is ${this.status.state}; the message was not sent`);
-    this.client.say(to, text);
+  /**
+   * Sends and waits for the server's word on it: a server handles a client's
+   * lines in order, so an error about the target (no such nick, cannot send to
+   * the room) comes before the answer to a PING sent right behind the message,
+   * and that answer means the message went through.
+   */
+  async send(to: string, text: string): Promise<void> {
+    const client = this.client;
+    if (!client || !this.registered) throw new Error(`${this.channelId} account ${this.name} is ${this.status.state}; the message was not sent`);
+    const token = `gw${process.pid}.${++confirmations}`;
+    const target = ircFold(to);
+    await new Promise<void>((resolve, reject) => {
+      const finish = (outcome: () => void) => {
+        clearTimeout(timer);
+        client.removeListener('irc error', onError);
+        client.removeListener('pong', onPong);
+        client.removeListener('close', onClose);
+        outcome();
+      };
+      const onError = (event: { error: string; nick?: string; channel?: string; reason?: string }) => {
+        if (!UNDELIVERED.has(event.error) || ircFold(event.nick ?? event.channel ?? '') !== target) return;
+        finish(() => reject(new Error(`${to} cannot be reached on ${this.channelId} (${event.reason ?? event.error.replace(/_/g, ' ')}); the message was not delivered`)));
+      };
+      const onPong = (event: { message?: string }) => {
+        if (event.message === token) finish(resolve);
+      };
+      const onClose = () => finish(() => reject(new Error(`the connection to ${this.channelId} closed before the server confirmed the message; it may not have been delivered`)));
+      const timer = setTimeout(() => finish(() => reject(new Error(`the ${this.channelId} server did not confirm the message within ${CONFIRM_WAIT_MS / 1000} s; it may not have been delivered`))), CONFIRM_WAIT_MS);
+      client.on('irc error', onError);
+      client.on('pong', onPong);
+      client.on('close', onClose);
+      client.say(to, text);
+      client.ping(token);
+    });
   }
 
   async stop(): Promise<void> {
@@ -276,7 +314,7 @@ export class IrcChannel implements Channel {
   async send(account: string, to: string, text: string): Promise<void> {
     const live = this.live.get(account);
     if (!live) throw new Error(`${this.id} has no running account ${account}`);
-    live.send(to, text);
+    await live.send(to, text);
   }
 
   normalizePeer(peer: string): string {

@@ -215,6 +215,13 @@ export class ChannelManager {
     }
   }
 
+  /** A channel named in the config or offered by a module or plugin; anything else is not found, whatever else the request says. */
+  private assertKnown(id: string): void {
+    if (this.settings(id) || this.kind(id)) return;
+    const known = [...new Set([...Object.keys(this.deps.config().channels), ...this.deps.kinds().keys()])].sort();
+    throw new DomainError('not_found', `no channel named ${id} (channels: ${known.join(', ') || 'none'})`);
+  }
+
   private channel(id: string): Channel {
     const channel = this.running.get(id);
     if (channel) return channel;
@@ -260,6 +267,7 @@ export class ChannelManager {
 
   /** Approves a code; with notify, tells the sender. Failures name why the code cannot be approved. */
   async approve(channelId: string, code: string, actor: string, notify: boolean): Promise<PairApproved> {
+    this.assertKnown(channelId);
     const outcome = this.deps.pairing.approve(channelId, code, actor);
     if ('failure' in outcome) {
       if (outcome.failure === 'approved') return { approved: true as const, alreadyApproved: true, ...pairRequestView(outcome.request!), notified: false };
@@ -281,6 +289,7 @@ export class ChannelManager {
   }
 
   reject(channelId: string, code: string, actor: string): { rejected: true } & DmPairingRequestView {
+    this.assertKnown(channelId);
     const outcome = this.deps.pairing.reject(channelId, code, actor);
     if ('failure' in outcome) throw new DomainError('not_found', `pairing code ${code} on channel ${channelId} ${FAILURE_TEXT[outcome.failure]}`);
     this.deps.emit('channel.pair.resolved', { ...pairRequestView(outcome.request), decision: 'rejected' }, 'operator.pairing');
@@ -288,6 +297,7 @@ export class ChannelManager {
   }
 
   revoke(channelId: string, sender: string): { revoked: true; channel: string; sender: string } {
+    this.assertKnown(channelId);
     const folded = this.normalizePeer(channelId, sender);
     if (this.deps.pairing.revoke(channelId, folded)) return { revoked: true as const, channel: channelId, sender: folded };
     const inConfig = (this.settings(channelId)?.allowFrom ?? []).some((entry) => entry !== '*' && this.normalizePeer(channelId, entry) === folded);

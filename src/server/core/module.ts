@@ -47,10 +47,41 @@ function status(ctx: ModuleContext): StatusPayload {
   };
 }
 
+const HTTP_METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']);
+
+/**
+ * The answers any operation can give whatever it documents itself, each in the
+ * error body the operation uses (its own 400's, else the API's): 405 for
+ * another method on its path (with Allow), 415 for a body that is not JSON
+ * where it takes JSON, 503 while the gateway cannot store (a full disk) or is stopping.
+ */
+function withCommonAnswers(item: Record<string, unknown>): Record<string, unknown> {
+  const completed: Record<string, unknown> = {};
+  for (const [method, operation] of Object.entries(item)) {
+    if (!HTTP_METHODS.has(method) || !operation || typeof operation !== 'object') {
+      completed[method] = operation;
+      continue;
+    }
+    const { responses = {}, requestBody } = operation as { responses?: Record<string, { content?: Record<string, { schema?: unknown }> }>; requestBody?: { content?: Record<string, unknown> } };
+    const own = Object.entries(responses).find(([status]) => status.startsWith('4'))?.[1]?.content?.['application/json']?.schema ?? { $ref: '#/components/schemas/Error' };
+    const answer = (description: string) => ({ description, content: { 'application/json': { schema: own } } });
+    completed[method] = {
+      ...operation,
+      responses: {
+        ...(requestBody?.content?.['application/json'] ? { 415: answer('the body is not sent as application/json') } : {}),
+        405: answer('another method on this path; Allow names the methods it serves'),
+        503: answer('the gateway cannot store now (its disk is full) or is stopping; see Retry-After'),
+        ...responses,
+      },
+    };
+  }
+  return completed;
+}
+
 /** The OpenAPI 3.1 document of the HTTP API: what every module documented, with the schemas that validate requests. */
 function apiDocument(ctx: ModuleContext): Record<string, unknown> {
   const parts = ctx.daemon.apiDocument();
-  const paths = Object.fromEntries(Object.entries(parts.paths).sort(([a], [b]) => a.localeCompare(b)));
+  const paths = Object.fromEntries(Object.entries(parts.paths).sort(([a], [b]) => a.localeCompare(b)).map(([path, item]) => [path, withCommonAnswers(item)]));
   return {
     openapi: '3.1.0',
     info: {
@@ -94,7 +125,9 @@ export default defineModule({
       },
     });
     const change = async (key: string, value: unknown, client: RpcClient) => {
-      const changed = await changeConfig(daemon.paths, key, value);
+      // Refused: what the change would newly leave a module unable to do (a problem it already had is not this change's).
+      const before = new Set(daemon.configProblems(ctx.config()));
+      const changed = await changeConfig(daemon.paths, key, value, { check: (next) => daemon.configProblems(next).filter((problem) => !before.has(problem)) });
       // A file mended only part of the way is not applied: the daemon keeps the settings it has.
       if (!changed.remainingProblems) daemon.applyConfig(loadConfig(daemon.paths).effective);
       ctx.log.info({ key, restartRequired: changed.restartRequired, client: client.clientId }, value === undefined ? 'configuration key removed' : 'configuration changed');

@@ -10,6 +10,7 @@ import { sendError, sendJson } from '../kernel/answer.ts';
 import { collectBody, mediaType, parseJson } from '../kernel/body.ts';
 import { DomainError, rateLimited } from '../kernel/errors.ts';
 import type { AuthLockoutView } from '../kernel/module.ts';
+import type { RequestBudget } from '../auth/throttle.ts';
 import type { Store } from '../store/database.ts';
 import { hookPathRest, hooksBase } from './hooks-path.ts';
 import { presetMappings } from './presets.ts';
@@ -33,7 +34,11 @@ export interface HooksIngressDeps {
   /** The hooks token; undefined when none is set. */
   token: () => string | undefined;
   lockout: AuthLockoutView;
+  /** Requests per address, as on every surface (gateway.rateLimit). */
+  budget: RequestBudget;
   queue: JobQueue;
+  /** Whether some handler runs jobs of a kind. */
+  handles: (kind: string) => boolean;
   channels: ChannelManager;
   sessions: SessionStore;
   store: Store;
@@ -104,6 +109,8 @@ export class HooksIngress {
     if (queryCarriesCredential(req.url)) {
       throw invalid('The hooks token never goes in the URL: send it as "Authorization: Bearer <token>" or "x-gateway-token: <token>".');
     }
+    const wait = await this.deps.budget.spend(`addr:${req.socket.remoteAddress ?? 'unknown'}`);
+    if (wait > 0) throw rateLimited(wait);
     await this.authenticate(req);
     const raw = await collectBody(req, hooks.maxBodyBytes, () => res.setHeader('connection', 'close'));
     const name = decodeName(hookPathRest(this.base, req.url) ?? '');
@@ -167,6 +174,11 @@ export class HooksIngress {
   }
 
   private async run(name: string, mappings: HookMapping[], original: Record<string, unknown>): Promise<Answer> {
+    // A job nothing would run is never queued: the hook answers that it cannot act, and does nothing.
+    const orphan = mappings.find((mapping) => mapping.action === 'job' && !this.deps.handles(mapping.kind ?? `hooks.${name}`));
+    if (orphan) {
+      throw new DomainError('unavailable', `Hook ${name} queues jobs of kind ${orphan.kind ?? `hooks.${name}`}, which no handler runs (a plugin that is not loaded?); nothing was done.`);
+    }
     const results: Record<string, unknown>[] = [];
     for (const mapping of mappings) {
       if (mapping.match && JSON.stringify(valueAt(original, mapping.match.field)) !== JSON.stringify(mapping.match.equals)) continue;

@@ -3,6 +3,7 @@
  * to jobs, channel messages and session wake-ups. The ingress loads on its
  * first request: most daemons never receive one.
  */
+import { RequestBudget } from '../auth/throttle.ts';
 import { sendError } from '../kernel/answer.ts';
 import { defineModule } from '../kernel/module.ts';
 import { secretFromEnv } from '../../shared/secrets/secret-store.ts';
@@ -16,9 +17,14 @@ export default defineModule({
   id: 'hooks',
   needs: [jobsModule, channelsModule, sessionsModule],
   async setup(ctx) {
-    const { queue } = ctx.use(jobsModule);
+    const { queue, handles } = ctx.use(jobsModule);
     const { channels } = ctx.use(channelsModule);
     const sessions = ctx.use(sessionsModule).store;
+    // A mapping that queues jobs nothing runs is refused when it is set, not failed at every call.
+    ctx.configCheck((next) => next.hooks.mappings.flatMap((mapping, index) => {
+      const kind = mapping.kind ?? `hooks.${mapping.name}`;
+      return mapping.action === 'job' && !handles(kind) ? [`hooks.mappings.${index} (${mapping.name}): no handler runs jobs of kind ${kind}`] : [];
+    }));
 
     // The hooks token: the environment first, then the store; one equal to the gateway token is warned about.
     let token: string | undefined;
@@ -33,7 +39,8 @@ export default defineModule({
 
     let ingress: Promise<HooksIngress> | undefined;
     const load = () => import('./hooks-ingress.ts').then(({ HooksIngress: Ingress }) => new Ingress({
-      config: ctx.config, token: () => token, lockout: ctx.lockout, queue, channels, sessions, store: ctx.store, logger: ctx.log,
+      config: ctx.config, token: () => token, lockout: ctx.lockout, queue, handles, channels, sessions, store: ctx.store, logger: ctx.log,
+      budget: new RequestBudget(ctx.config().gateway.rateLimit.max, ctx.config().gateway.rateLimit.windowMs),
       emit: (event, payload, scope) => ctx.events.emit(event, payload, scope),
     }));
     // hooks.path applies at a restart: the route is fixed when the daemon starts.

@@ -1,4 +1,5 @@
 import { DomainError } from '../kernel/errors.ts';
+import { parseJsonWithin } from '../../shared/json.ts';
 import type { HookMapping } from './hooks-ingress.ts';
 
 /**
@@ -11,7 +12,7 @@ function gmailPush(payload: Record<string, unknown>): Record<string, unknown> {
   if (!message || typeof message !== 'object' || typeof message.data !== 'string') throw new DomainError('invalid', 'A mail push needs message.data (base64).');
   let data: Record<string, unknown>;
   try {
-    data = JSON.parse(Buffer.from(message.data, 'base64').toString('utf8')) as Record<string, unknown>;
+    data = parseJsonWithin(Buffer.from(message.data, 'base64').toString('utf8')) as Record<string, unknown>;
   } catch {
     throw new DomainError('invalid', 'message.data of a mail push must be base64 of a JSON object.');
   }

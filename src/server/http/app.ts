@@ -2,7 +2,7 @@ import Koa from 'koa';
 import type { Context, Next } from 'koa';
 import type { Logger } from 'pino';
 import { randomBytes } from 'node:crypto';
-import { holds, queryCarriesCredential, queryCredentialRefused, fingerprint, type HttpAuthenticator } from '../auth/http-auth.ts';
+import { holds, queryCarriesCredential, queryCredentialRefused, type HttpAuthenticator } from '../auth/http-auth.ts';
 import type { RequestBudget } from '../auth/throttle.ts';
 import { answerOf, DomainError, rateLimited, toDomainError } from '../kernel/errors.ts';
 import type { RouteContext } from '../kernel/module.ts';
@@ -30,7 +30,7 @@ export function createHttpApp({ logger, budget, authenticator, table }: HttpAppO
   app.use(requestIdLayer(logger));
   app.use(matchLayer(table));
   app.use(queryCredentialLayer);
-  app.use(requestBudgetLayer(budget));
+  app.use(requestBudgetLayer(budget, authenticator));
   app.use(routesLayer(authenticator));
   app.use(notFoundLayer);
   return app;
@@ -45,7 +45,8 @@ function errorBodyLayer(logger: Logger) {
       const { error, unexpected } = toDomainError(thrown);
       if (unexpected) logger.error({ err: thrown, method: ctx.method, path: ctx.path, requestId: ctx.state.requestId }, 'request failed');
       const answer = answerOf(error);
-      const route = (ctx.state.match as RouteMatch | undefined)?.entry.value;
+      // The matched route's convention, else (a method the path does not serve) the convention of the path's routes.
+      const route = (ctx.state.match as RouteMatch | undefined)?.entry.value ?? (ctx.state.convention as RouteMatch['entry']['value'] | undefined);
       ctx.status = answer.status;
       // Routes that answer {ok: true, ...} say ok: false on every failure, whichever layer refused; some speak another convention.
       ctx.body = route?.errorBody ? route.errorBody(error) : route?.envelope ? { ok: false, ...answer.body } : answer.body;
@@ -75,12 +76,10 @@ async function queryCredentialLayer(ctx: Context, next: Next): Promise<void> {
   await next();
 }
 
-/** A request budget per credential, or per address for anonymous callers (429 with Retry-After). */
-function requestBudgetLayer(budget: RequestBudget) {
+/** A request budget per valid credential, else per address (429 with Retry-After). */
+function requestBudgetLayer(budget: RequestBudget, authenticator: HttpAuthenticator) {
   return async (ctx: Context, next: Next): Promise<void> => {
-    const header = ctx.get('authorization');
-    const key = header ? `cred:${fingerprint(header)}` : `addr:${ctx.req.socket.remoteAddress ?? 'unknown'}`;
-    const wait = await budget.spend(key);
+    const wait = await budget.spend(authenticator.budgetKey(ctx.req));
     if (wait > 0) throw rateLimited(wait);
     await next();
   };
@@ -97,6 +96,7 @@ function matchLayer(table: () => RegistryTable) {
     if (!match) {
       const allowed = current.allowedMethods(ctx.path);
       if (allowed.length > 0 && !allowed.includes('*')) {
+        ctx.state.convention = current.route(allowed[0]!, ctx.path)?.entry.value;
         throw new DomainError('method_not_allowed', `${ctx.method} is not allowed here; use ${allowed.join(', ')}.`, { headers: { allow: allowed.join(', ') } });
       }
     }

@@ -5,6 +5,7 @@
  * streamed as chat.completion.chunk events with the usage before [DONE].
  */
 import { randomUUID } from 'node:crypto';
+import { parseJsonWithin } from '../../shared/json.ts';
 import type { Agents, RunEvent } from '../agents/module.ts';
 import type { ChatMessage, ToolCallRecord, ToolSpec } from '../models/module.ts';
 import { badField } from './errors.ts';
@@ -108,9 +109,9 @@ export function parseChatRequest(body: unknown): ChatRequest {
             if (!isObject(call) || typeof call.id !== 'string' || !isObject(fn) || typeof fn.name !== 'string') throw badField(`${param}.tool_calls[${n}]`, `${param}.tool_calls[${n}] must be {id, type: "function", function: {name, arguments}}.`);
             let args: unknown = {};
             try {
-              args = typeof fn.arguments === 'string' && fn.arguments ? JSON.parse(fn.arguments) : {};
+              args = typeof fn.arguments === 'string' && fn.arguments ? parseJsonWithin(fn.arguments) : {};
             } catch {
-              throw badField(`${param}.tool_calls[${n}].function.arguments`, `${param}.tool_calls[${n}].function.arguments is not valid JSON.`);
+              throw badField(`${param}.tool_calls[${n}].function.arguments`, `${param}.tool_calls[${n}].function.arguments is not valid JSON (nested at most 64 deep).`);
             }
             callNames.set(call.id, fn.name);
             calls.push({ id: call.id, name: fn.name, args });

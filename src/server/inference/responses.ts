@@ -6,6 +6,7 @@
  * to response.completed.
  */
 import { randomUUID } from 'node:crypto';
+import { parseJsonWithin } from '../../shared/json.ts';
 import type { Agents, RunEvent } from '../agents/module.ts';
 import { DomainError } from '../kernel/errors.ts';
 import type { ChatMessage, ToolCallRecord, ToolSpec } from '../models/module.ts';
@@ -98,9 +99,9 @@ export function parseResponsesRequest(body: unknown): ResponsesRequest {
       if (typeof item.call_id !== 'string' || typeof item.name !== 'string') throw badField(param, `${param} must be {type: "function_call", call_id, name, arguments}.`);
       let args: unknown = {};
       try {
-        args = typeof item.arguments === 'string' && item.arguments ? JSON.parse(item.arguments) : {};
+        args = typeof item.arguments === 'string' && item.arguments ? parseJsonWithin(item.arguments) : {};
       } catch {
-        throw badField(`${param}.arguments`, `${param}.arguments is not valid JSON.`);
+        throw badField(`${param}.arguments`, `${param}.arguments is not valid JSON (nested at most 64 deep).`);
       }
       callNames.set(item.call_id, item.name);
       input.push({ role: 'assistant', content: '', toolCalls: [{ id: item.call_id, name: item.name, args }] });

@@ -9,10 +9,19 @@ import { errorResponse, jsonResponse, protectedErrors, security } from '../kerne
 import { defineModule } from '../kernel/module.ts';
 import { jobFilter } from './job-filter.ts';
 import { JobQueue } from './job-queue.ts';
+import type { Migration } from '../store/migrations.ts';
 import { JobWorker } from './worker.ts';
 
 const PRUNE_JOB = 'store.prune';
 const PRUNE_INTERVAL_MS = 6 * 60 * 60_000;
+/** How often the daemon looks whether a periodic job is due. */
+const SCHEDULE_CHECK_MS = 10 * 60_000;
+
+const JOB_MIGRATIONS: readonly Migration[] = [{
+  version: 1,
+  name: 'periodic jobs',
+  sql: 'CREATE TABLE job_schedules (name TEXT PRIMARY KEY, last_queued_at BIGINT NOT NULL)',
+}];
 
 export type { JobQueue };
 
@@ -30,6 +39,7 @@ export default defineModule<Jobs>({
   id: 'jobs',
   setup(ctx) {
     const { store } = ctx;
+    store.migrateModule('jobs', JOB_MIGRATIONS);
     const queue = new JobQueue(store);
     const handles = (kind: string) => ctx.table().jobHandler(kind) !== undefined;
     const existing = (id: string) => {
@@ -46,12 +56,20 @@ export default defineModule<Jobs>({
       const days = ctx.config().store.retentionDays;
       return { ...queue.prune(days), ...Object.fromEntries([...pruners].map(([name, prune]) => [name, prune(days * 86_400_000)])) };
     });
+    // Retention runs as a job every PRUNE_INTERVAL_MS, counted across restarts: a daemon started ten times a day queues it four times, not ten.
+    const queueIfDue = () => {
+      const last = store.prepare('SELECT last_queued_at FROM job_schedules WHERE name = ?').get(PRUNE_JOB) as { last_queued_at: number } | undefined;
+      if (last && Date.now() - Number(last.last_queued_at) < PRUNE_INTERVAL_MS) return;
+      store.transaction(() => {
+        queue.enqueue(PRUNE_JOB, null, { maxAttempts: 1 });
+        store.prepare('INSERT INTO job_schedules (name, last_queued_at) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET last_queued_at = excluded.last_queued_at').run(PRUNE_JOB, Date.now());
+      });
+    };
     let pruneTimer: NodeJS.Timeout | undefined;
     ctx.onStart(() => {
       worker.start();
-      // Retention runs as a job: at start, then every PRUNE_INTERVAL_MS.
-      queue.enqueue(PRUNE_JOB, null, { maxAttempts: 1 });
-      pruneTimer = setInterval(() => queue.enqueue(PRUNE_JOB, null, { maxAttempts: 1 }), PRUNE_INTERVAL_MS).unref();
+      store.bookkeeping(queueIfDue);
+      pruneTimer = setInterval(() => store.bookkeeping(queueIfDue), SCHEDULE_CHECK_MS).unref();
     });
     ctx.onStop(async (deadline) => {
       clearInterval(pruneTimer);

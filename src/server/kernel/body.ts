@@ -1,5 +1,6 @@
 /** Reading request bodies: raw bytes up to a limit, and JSON within bounds. */
 import type { IncomingMessage } from 'node:http';
+import { JsonTooDeep, MAX_JSON_DEPTH, parseJsonWithin } from '../../shared/json.ts';
 import { DomainError } from './errors.ts';
 
 /** The media type of a Content-Type header, lower-cased, without parameters. */
@@ -56,8 +57,9 @@ export function requireMediaType(header: string | string[] | undefined, types: r
 /** Parses JSON text (400 when it does not parse). */
 export function parseJson(text: string, what = 'The body'): unknown {
   try {
-    return JSON.parse(text);
-  } catch {
+    return parseJsonWithin(text);
+  } catch (error) {
+    if (error instanceof JsonTooDeep) throw new DomainError('invalid', `${what} ${error.message}; the gateway takes at most ${MAX_JSON_DEPTH}.`);
     throw new DomainError('invalid', `${what} is not valid JSON.`);
   }
 }

@@ -90,6 +90,7 @@ export class ModuleHost {
   private readonly documents: ApiDocumentPart[] = [];
   private readonly recorded: { owner: string; calls: Call[] }[] = [];
   private readonly checks = new Map<string, ReadinessCheck>();
+  private readonly configChecks: ((next: GatewayConfig) => string[])[] = [];
   private readonly configWatchers: ((next: GatewayConfig, previous: GatewayConfig) => void)[] = [];
   private readonly secretWatchers: { names: string[]; listener: (name: string) => void | Promise<void> }[] = [];
   private readonly loaders: ((generation: number) => Promise<Extension[]>)[] = [];
@@ -149,6 +150,7 @@ export class ModuleHost {
         document: (part) => void this.documents.push(part),
       },
       readiness: { check: (name, check) => void this.checks.set(name, check) },
+      configCheck: (check) => void this.configChecks.push(check),
       watch: {
         config: (listener) => void this.configWatchers.push(listener),
         secrets: (names, listener) => void this.secretWatchers.push({ names, listener }),
@@ -302,6 +304,11 @@ export class ModuleHost {
         this.parts.logger.error({ err: error, secretName: name }, 'a secret watcher failed');
       }
     }
+  }
+
+  /** What the modules find wrong with a configuration about to be written. */
+  configProblems(next: GatewayConfig): string[] {
+    return this.configChecks.flatMap((check) => check(next));
   }
 
   /** The readiness checks that fail, by name, with the reason; empty when the daemon can serve. */

@@ -219,6 +219,8 @@ export interface DaemonView {
   readiness(): 'starting' | 'ready' | 'stopping';
   /** The readiness checks that fail, by name, with the reason. */
   problems(): Record<string, string>;
+  /** What the modules find wrong with a configuration before it is written (see ModuleContext.configCheck). */
+  configProblems(next: GatewayConfig): string[];
   /** What the modules documented of their routes, merged. */
   apiDocument(): ApiDocumentPart;
   /** Every module and plugin in the table, and the outcome of the last build. */
@@ -269,6 +271,11 @@ export interface ModuleContext extends RegistrationApi {
   /** The gateway's own credential (token or password), as the daemon holds it. */
   readonly credential: CredentialView;
   readiness: { check(name: string, check: ReadinessCheck): void };
+  /**
+   * Refuses a configuration change (config set through the daemon) that would
+   * leave this module unable to act: each problem names the key and why.
+   */
+  configCheck(check: (next: GatewayConfig) => string[]): void;
   watch: {
     /** Called after the configuration in force changed (config set, reload). */
     config(listener: (next: GatewayConfig, previous: GatewayConfig) => void): void;

@@ -16,6 +16,11 @@ export function loadSchemaCompiler(): Promise<void> {
   loading ??= Promise.all([import('ajv'), import('ajv-formats')]).then(([ajvModule, formatsModule]) => {
     const instance = new ajvModule.default.default({ allErrors: true, strict: false, verbose: true });
     formatsModule.default.default(instance);
+    // A date-time the gateway accepts is one it can read: RFC 3339 allows forms (a leap second, "+00" offsets)
+    // that Date.parse cannot, and a value the schema passes must never fail after it.
+    const rfc3339 = formatsModule.default.default.get('date-time') as { validate: (value: string) => boolean } | ((value: string) => boolean);
+    const wellFormed = typeof rfc3339 === 'function' ? rfc3339 : rfc3339.validate;
+    instance.addFormat('date-time', { type: 'string', validate: (value: string) => wellFormed(value) && !Number.isNaN(Date.parse(value)) });
     for (const [key, schema] of Object.entries(schemas)) instance.addSchema(schema, `#/components/schemas/${key}`);
     compiler = instance;
   });

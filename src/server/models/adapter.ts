@@ -5,6 +5,7 @@
  * on the first call: starting the daemon never pays for them.
  */
 import type { LanguageModelV4, LanguageModelV4Prompt } from '@ai-sdk/provider';
+import { parseJsonWithin } from '../../shared/json.ts';
 import type { ProviderKind } from '../../shared/config/schema.ts';
 
 export interface ToolCallRecord {
@@ -149,7 +150,7 @@ function toPrompt(system: string | undefined, messages: readonly ChatMessage[], 
 
 const parseArgs = (input: string): unknown => {
   try {
-    return input ? JSON.parse(input) : {};
+    return input ? parseJsonWithin(input) : {};
   } catch {
     // Arguments that are not JSON go to the tool as they are; its schema check turns them down with a reason the model can read.
     return input;

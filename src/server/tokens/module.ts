@@ -68,6 +68,16 @@ export default defineModule({
         },
       },
     });
+    // A revoked token is of no use to keep: the copy `tokens create --save` put in the profile's store goes with it.
+    const forgetSaved = async (id: string) => {
+      await ctx.secrets.delete(`tokens.saved.${id.replace(/[^A-Za-z0-9_-]/g, '_')}`).catch((error: unknown) => {
+        ctx.log.warn({ token: id, error: (error as Error).message }, 'the saved copy of a revoked token could not be removed');
+      });
+    };
+    const revokedView = ({ token, alreadyRevoked }: { token: { id: string; revokedAt: string | null }; alreadyRevoked: boolean }) => ({
+      id: token.id, revokedAt: token.revokedAt, alreadyRevoked,
+    });
+
     ctx.http.route({
       method: 'POST', path: '/tokens', auth: { scope: ROUTE_SCOPES['POST /tokens'] },
       handler: async (http) => {
@@ -87,13 +97,14 @@ export default defineModule({
     });
     ctx.http.route({
       method: 'DELETE', path: '/tokens/:id', auth: { scope: ROUTE_SCOPES['DELETE /tokens/:id'] },
-      handler: (http) => {
+      handler: async (http) => {
         const principal = http.state.principal as Principal;
         const id = http.params.id;
         const revoked = tokens.revoke(principal.subject, id);
         if (!revoked) throw new DomainError('not_found', `No token ${id} of yours.`);
-        audit('token.revoked', { actor: principal.subject, subject: revoked.id, address: http.req.socket.remoteAddress });
-        http.body = { id: revoked.id, revokedAt: revoked.revokedAt };
+        if (!revoked.alreadyRevoked) audit('token.revoked', { actor: principal.subject, subject: id, address: http.req.socket.remoteAddress });
+        await forgetSaved(id);
+        http.body = revokedView(revoked);
       },
     });
 
@@ -110,11 +121,12 @@ export default defineModule({
     ctx.rpc.method({ name: 'tokens.list', handler: () => ({ tokens: tokens.list(GATEWAY_OWNER) }) });
     ctx.rpc.method({
       name: 'tokens.revoke',
-      handler: ({ id }, client) => {
+      handler: async ({ id }, client) => {
         const revoked = tokens.revoke(GATEWAY_OWNER, id);
         if (!revoked) throw new DomainError('not_found', `no token ${id}`);
-        audit('token.revoked', { actor: client.deviceId, subject: id, address: client.address });
-        return { id: revoked.id, revokedAt: revoked.revokedAt };
+        if (!revoked.alreadyRevoked) audit('token.revoked', { actor: client.deviceId, subject: id, address: client.address });
+        await forgetSaved(id);
+        return revokedView(revoked);
       },
     });
   },

@@ -61,14 +61,13 @@ export class TokenStore {
     return (this.store.prepare('SELECT * FROM access_tokens WHERE owner = ? ORDER BY created_at DESC, id').all(owner) as Row[]).map(view);
   }
 
-  /** Revokes one of the owner's tokens at once; undefined when the owner has no such token. */
-  revoke(owner: string, id: string): AccessToken | undefined {
+  /** Revokes one of the owner's tokens at once (saying whether it was revoked already); undefined when the owner has no such token. */
+  revoke(owner: string, id: string): { token: AccessToken; alreadyRevoked: boolean } | undefined {
     const existing = this.get(owner, id);
     if (!existing) return undefined;
-    if (existing.revokedAt === null) {
-      this.store.prepare('UPDATE access_tokens SET revoked_at = ? WHERE id = ? AND owner = ? AND revoked_at IS NULL').run(this.now(), id, owner);
-    }
-    return this.get(owner, id);
+    if (existing.revokedAt !== null) return { token: existing, alreadyRevoked: true };
+    this.store.prepare('UPDATE access_tokens SET revoked_at = ? WHERE id = ? AND owner = ? AND revoked_at IS NULL').run(this.now(), id, owner);
+    return { token: this.get(owner, id)!, alreadyRevoked: false };
   }
 
   /** Checks a presented value: its shape and checksum first, offline, then the stored hash. */

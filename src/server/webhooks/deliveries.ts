@@ -1,4 +1,5 @@
 import type { JobQueue } from '../jobs/module.ts';
+import { JsonTooDeep, parseJsonWithin } from '../../shared/json.ts';
 import type { Store } from '../store/database.ts';
 
 import { DomainError } from '../kernel/errors.ts';
@@ -17,25 +18,43 @@ export function parseDelivery(raw: Buffer, form: boolean): { body: Record<string
   }
   let body: unknown;
   try {
-    body = JSON.parse(text);
-  } catch {
-    throw invalid('The payload is not valid JSON.');
+    body = parseJsonWithin(text);
+  } catch (error) {
+    throw invalid(error instanceof JsonTooDeep ? `The payload ${error.message}.` : 'The payload is not valid JSON.');
   }
   if (!isObject(body)) throw invalid('The payload must be a JSON object.');
   return { body, json: text };
 }
 
 /** Checks the fields the built-in handlers use. */
+/**
+ * Checks every field the built-in handlers read, by type, before the delivery
+ * is acknowledged: a delivery whose job could never succeed is refused (400)
+ * rather than accepted and failed later.
+ */
 export function validateEvent(event: string, body: Record<string, any>): void {
   const missing: string[] = [];
+  const optionalText = (value: unknown) => value === undefined || value === null || typeof value === 'string';
+  const repositoryList = (value: unknown) => value === undefined || value === null || (Array.isArray(value) && value.every((repository) => isObject(repository) && optionalText(repository.full_name)));
   if (event === 'push') {
-    if (typeof body.ref !== 'string') missing.push('ref');
-    if (typeof body.after !== 'string') missing.push('after');
-    if (typeof body.repository?.full_name !== 'string') missing.push('repository.full_name');
-    if (body.head_commit !== undefined && body.head_commit !== null && !isObject(body.head_commit)) missing.push('head_commit (object or null)');
+    if (typeof body.ref !== 'string') missing.push('ref (string)');
+    if (typeof body.after !== 'string') missing.push('after (string)');
+    if (typeof body.repository?.full_name !== 'string') missing.push('repository.full_name (string)');
+    const head = body.head_commit;
+    if (head !== undefined && head !== null && !(isObject(head) && optionalText(head.id))) missing.push('head_commit (null, or an object whose id is a string)');
+    if (body.commits !== undefined && body.commits !== null && !Array.isArray(body.commits)) missing.push('commits (array)');
   } else if (event === 'installation' || event === 'installation_repositories') {
-    if (typeof body.action !== 'string') missing.push('action');
-    if (typeof body.installation?.id !== 'number') missing.push('installation.id');
+    if (typeof body.action !== 'string') missing.push('action (string)');
+    const installation = body.installation;
+    // Installation ids are positive integers the database keeps exactly; 1.8e19 is not one.
+    if (!isObject(installation) || !Number.isSafeInteger(installation.id) || installation.id <= 0) missing.push('installation.id (a positive integer)');
+    else {
+      if (installation.account !== undefined && installation.account !== null && !(isObject(installation.account) && optionalText(installation.account.login))) missing.push('installation.account.login (string)');
+      if (!optionalText(installation.target_type)) missing.push('installation.target_type (string)');
+    }
+    for (const list of ['repositories', 'repositories_added', 'repositories_removed']) {
+      if (!repositoryList(body[list])) missing.push(`${list} (an array of {full_name})`);
+    }
   }
   if (missing.length > 0) throw invalid(`The ${event} payload lacks ${missing.join(', ')}.`);
 }

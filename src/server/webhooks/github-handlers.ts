@@ -1,5 +1,6 @@
 import type { RegistrationApi } from '../kernel/module.ts';
 import type { Store } from '../store/database.ts';
+import type { Migration } from '../store/migrations.ts';
 
 /** What a delivery's job carries. */
 export interface DeliveryPayload {
@@ -10,6 +11,29 @@ export interface DeliveryPayload {
 }
 
 const now = () => Date.now();
+
+/** Tables of the built-in handlers beyond the core schema. */
+export const WEBHOOK_MIGRATIONS: readonly Migration[] = [{
+  version: 1,
+  name: 'pushes keyed by hook and delivery',
+  sql: `
+    -- Deliveries of two hooks may share a delivery id; each push is its own row, keyed like the deliveries themselves.
+    ALTER TABLE pushes RENAME TO pushes_by_delivery;
+    CREATE TABLE pushes (
+      hook_id TEXT NOT NULL,
+      delivery_id TEXT NOT NULL,
+      repository TEXT NOT NULL,
+      ref TEXT NOT NULL,
+      head_commit TEXT,
+      commit_count INTEGER NOT NULL,
+      received_at BIGINT NOT NULL,
+      PRIMARY KEY (hook_id, delivery_id)
+    );
+    INSERT INTO pushes (hook_id, delivery_id, repository, ref, head_commit, commit_count, received_at)
+      SELECT '', delivery_id, repository, ref, head_commit, commit_count, received_at FROM pushes_by_delivery;
+    DROP TABLE pushes_by_delivery;
+  `,
+}];
 
 function recordInstallation(store: Store, installation: Record<string, any>, state: { suspended?: boolean; deleted?: boolean } = {}): void {
   const account = installation.account?.login ?? null;
@@ -27,11 +51,11 @@ const repositoryNames = (list: unknown): string[] =>
 /** Built-in handlers: installations and their repositories kept current, pushes recorded, everything else acknowledged. */
 export function registerGithubHandlers(jobs: RegistrationApi['jobs']): void {
   jobs.handle('github.push', (payload, { store }) => {
-      const { body, deliveryId } = payload as DeliveryPayload;
+      const { body, deliveryId, hookId } = payload as DeliveryPayload;
       const commits = Array.isArray(body.commits) ? body.commits.length : 0;
       const head = body.head_commit?.id ?? body.after ?? null;
-      store.prepare(`INSERT INTO pushes (delivery_id, repository, ref, head_commit, commit_count, received_at) VALUES (?, ?, ?, ?, ?, ?)
-        ON CONFLICT (delivery_id) DO NOTHING`).run(deliveryId, body.repository.full_name, body.ref, head, commits, now());
+      store.prepare(`INSERT INTO pushes (hook_id, delivery_id, repository, ref, head_commit, commit_count, received_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT (hook_id, delivery_id) DO NOTHING`).run(hookId ?? '', deliveryId, body.repository.full_name, body.ref, head, commits, now());
       return { repository: body.repository.full_name, ref: body.ref, headCommit: head, commits };
     });
   jobs.handle('github.installation', (payload, { store }) => {

@@ -8,13 +8,14 @@ import { errorResponse, jsonResponse } from '../kernel/api-doc.ts';
 import { defineModule } from '../kernel/module.ts';
 import { secretFromEnv } from '../../shared/secrets/secret-store.ts';
 import jobsModule from '../jobs/module.ts';
-import { registerGithubHandlers } from './github-handlers.ts';
+import { registerGithubHandlers, WEBHOOK_MIGRATIONS } from './github-handlers.ts';
 import { WebhookIngress } from './ingress.ts';
 
 export default defineModule({
   id: 'webhooks',
   needs: [jobsModule],
   async setup(ctx) {
+    ctx.store.migrateModule('webhooks', WEBHOOK_MIGRATIONS);
     const { queue } = ctx.use(jobsModule);
     // The current secret and, during rotation, the previous one: the environment first, then the store.
     let secrets: string[] = [];

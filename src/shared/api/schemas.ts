@@ -65,8 +65,8 @@ export const schemas = {
     properties: { tokens: { type: 'array', items: { $ref: '#/components/schemas/Token' } } },
   },
   TokenRevoked: {
-    type: 'object', required: ['id', 'revokedAt'], additionalProperties: false,
-    properties: { id: { type: 'string' }, revokedAt: isoTime },
+    type: 'object', required: ['id', 'revokedAt', 'alreadyRevoked'], additionalProperties: false,
+    properties: { id: { type: 'string' }, revokedAt: isoTime, alreadyRevoked: { type: 'boolean', description: 'the token had been revoked before; nothing changed' } },
   },
   Job: {
     type: 'object',

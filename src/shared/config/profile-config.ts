@@ -89,7 +89,7 @@ export type { ConfigChange };
  * Sets (or, with value undefined, unsets) one key: the key and value are checked
  * first, then the whole document, and only then is the file written, atomically.
  */
-export async function changeConfig(paths: ProfilePaths, key: string, value: unknown): Promise<ConfigChange> {
+export async function changeConfig(paths: ProfilePaths, key: string, value: unknown, options: { check?: (next: GatewayConfig) => string[] } = {}): Promise<ConfigChange> {
   // A file that breaks the schema can still be changed, as long as the change leaves it valid: that is how it is mended.
   const raw = readRawConfig(paths);
   // Removing what the file holds is always possible, even a key the schema does not know (that may be what breaks it).
@@ -110,6 +110,9 @@ export async function changeConfig(paths: ProfilePaths, key: string, value: unkn
       ...before.map((problem) => `gateway config unset ${keyOfProblem(problem)}`),
     ] : undefined);
   }
+  // What the running daemon's modules find wrong (a hook mapping to a job kind nothing runs) is refused like a bad value.
+  const refused = problems.length === 0 && options.check ? options.check(withIdentity(paths, effectiveConfig(next))) : [];
+  if (refused.length > 0) throw usageError(`Invalid setting: ${refused.join('; ')}. Nothing was written.`);
   writeConfigFile(paths, next);
   // Part of the way mended: not usable yet, and said so.
   if (problems.length > 0) return { key, value: getPath(next, key), previous, restartRequired: true, reloadRequired: false, remainingProblems: problems };

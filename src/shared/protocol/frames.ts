@@ -1,4 +1,5 @@
 import type { ErrorCode } from './error-codes.ts';
+import { parseJsonWithin } from '../json.ts';
 import type { Role } from './scopes.ts';
 
 /** Text JSON frames of the control plane. */
@@ -90,7 +91,8 @@ export interface HelloOk {
 export function parseFrame(text: string): Frame | undefined {
   let value: unknown;
   try {
-    value = JSON.parse(text);
+    // Frames nest little; a deep one is refused here, before anything walks it.
+    value = parseJsonWithin(text);
   } catch {
     return undefined;
   }

@@ -255,7 +255,7 @@ export interface MethodResults {
   'audit.list': { events: AuditEvent[] };
   'tokens.create': TokenCreated;
   'tokens.list': { tokens: AccessTokenView[] };
-  'tokens.revoke': { id: string; revokedAt: string | null };
+  'tokens.revoke': { id: string; revokedAt: string | null; alreadyRevoked: boolean };
   'jobs.list': JobList;
   'jobs.get': Job;
   'jobs.retry': Job;
