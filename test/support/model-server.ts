@@ -19,7 +19,7 @@ export interface ModelServer {
 export async function startModelServer(): Promise<ModelServer> {
   if (!existsSync(MODEL_FILE)) throw new Error(`the test model is missing: ${MODEL_FILE} (the project's shared folder must sit beside the checkout)`);
   if (!existsSync(join(ROOT, 'test/model-server/node_modules/node-llama-cpp'))) {
-    throw new Error('the test model server is not installed: (cd test/model-server && npm ci --omit=optional)');
+    throw new Error('the test model server is not installed: (cd test/model-server && npm install --omit=optional --no-save)');
   }
   const child: ChildProcess = spawn(process.execPath, [SERVER, MODEL_FILE, '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
