@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { createHmac, randomUUID } from 'node:crypto';
+import { connect as netConnect } from 'node:net';
 import { DatabaseSync } from 'node:sqlite';
 import { freePort, Home } from '../support/cli.ts';
 import { RawSocket } from '../support/ws-client.ts';
@@ -68,6 +69,7 @@ describe('hostile input and telling the truth (e2e)', function () {
     socket.send(`{"type":"req","id":"d1","method":"tools.invoke","params":${'{"a":'.repeat(5000)}1${'}'.repeat(5000)}}`);
     const refused = await socket.next((frame) => frame.type === 'res' && frame.ok === false);
     expect(refused.error.code).to.equal('INVALID_REQUEST');
+    expect(refused.error.message, 'the answer has no id, so the message says why').to.include('nests deeper than 64');
     expect((await socket.call('health')).payload.ok, 'the connection goes on').to.equal(true);
     socket.close();
     expect((await fetch(`${base}/healthz`)).status).to.equal(200);
@@ -105,6 +107,36 @@ describe('hostile input and telling the truth (e2e)', function () {
     await home.run(['config', 'set', 'gateway.rateLimit.max', '1200']);
     await home.run(['restart']);
     token = home.token();
+  });
+
+  it('answers what is not HTTP, and headers past 16 KiB, in the common error body, then closes', async () => {
+    const raw = (text: string) => new Promise<string>((resolve) => {
+      const socket = netConnect(port, '127.0.0.1');
+      let received = '';
+      socket.on('data', (chunk) => { received += chunk.toString(); });
+      socket.on('error', () => undefined);
+      socket.on('close', () => resolve(received));
+      socket.end(text);
+    });
+    const garbled = await raw('G\x00T / HTTP/1.1\r\nHost: x\r\n\r\n');
+    expect(garbled).to.match(/^HTTP\/1\.1 400 Bad Request\r\n/);
+    expect(garbled).to.include('connection: close');
+    expect(JSON.parse(garbled.split('\r\n\r\n')[1]!)).to.deep.equal({ error: 'bad_request', message: 'The request is not well-formed HTTP/1.1.', statusCode: 400 });
+    const huge = await raw(`GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
+    expect(huge).to.match(/^HTTP\/1\.1 431 /);
+    expect(JSON.parse(huge.split('\r\n\r\n')[1]!)).to.include({ statusCode: 431 });
+    expect((await fetch(`${base}/healthz`)).status).to.equal(200);
+  });
+
+  it('refuses a time no Date can hold with INVALID_REQUEST, never INTERNAL', async () => {
+    const socket = new RawSocket(`ws://127.0.0.1:${port}/`);
+    expect((await socket.connect({ token }, ['operator.admin'])).ok).to.equal(true);
+    for (const method of ['usage.summary', 'audit.list']) {
+      const answer = await socket.call(method, { since: 1.8e19 });
+      expect(answer.error?.code, method).to.equal('INVALID_REQUEST');
+      expect(answer.error.message, method).to.include('since');
+    }
+    socket.close();
   });
 
   it('refuses credentials in the query however the name is spelled', async () => {

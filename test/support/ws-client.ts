@@ -33,13 +33,26 @@ export class RawSocket {
     });
   }
 
+  /** The first frame, received or to come, that matches (taken out of frames). */
   async next(predicate: (frame: any) => boolean = () => true, timeoutMs = 5000): Promise<any> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const index = this.frames.findIndex(predicate);
       if (index !== -1) return this.frames.splice(index, 1)[0];
-      if (Date.now() > deadline) throw new Error(`no matching frame; got ${JSON.stringify(this.frames)}`);
-      await new Promise((resolve) => setTimeout(resolve, 10));
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`no matching frame; got ${JSON.stringify(this.frames)}`);
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          this.socket.off('message', done);
+          this.socket.off('close', done);
+          // After the frame is recorded by the listener added first.
+          setImmediate(resolve);
+        };
+        const timer = setTimeout(done, left);
+        this.socket.on('message', done);
+        this.socket.on('close', done);
+      });
     }
   }
 
@@ -60,7 +73,8 @@ export class RawSocket {
     };
     options.tamper?.(params);
     this.send({ type: 'req', id: 'c1', method: 'connect', params });
-    return this.next((frame) => frame.id === 'c1');
+    // A frame the gateway cannot read is answered without its id.
+    return this.next((frame) => frame.type === 'res' && (frame.id === 'c1' || frame.id === ''));
   }
 
   async call(method: string, params?: unknown): Promise<any> {

@@ -9,7 +9,7 @@ import { changeConfig, loadConfig } from '../../shared/config/profile-config.ts'
 import type { PluginSummary, StatusPayload } from '../../shared/protocol/results.ts';
 import { isSecretName } from '../../shared/secrets/names.ts';
 import channelsModule from '../channels/module.ts';
-import { jsonResponse } from '../kernel/api-doc.ts';
+import { errorResponse, jsonResponse } from '../kernel/api-doc.ts';
 import { DomainError } from '../kernel/errors.ts';
 import { defineModule, type ModuleContext, type RpcClient } from '../kernel/module.ts';
 
@@ -68,6 +68,7 @@ function withCommonAnswers(item: Record<string, unknown>): Record<string, unknow
     completed[method] = {
       ...operation,
       responses: {
+        400: answer('a credential in the query string, which is never accepted'),
         ...(requestBody?.content?.['application/json'] ? { 415: answer('the body is not sent as application/json') } : {}),
         405: answer('another method on this path; Allow names the methods it serves'),
         503: answer('the gateway cannot store now (its disk is full) or is stopping; see Retry-After'),
@@ -94,6 +95,7 @@ function apiDocument(ctx: ModuleContext): Record<string, unknown> {
       securitySchemes: {
         bearer: { type: 'http', scheme: 'bearer', description: 'the gateway credential, a product access token (gwt_...), a JWT of the configured issuer or the service key; never in a query string' },
         hubSignature: { type: 'apiKey', in: 'header', name: 'X-Hub-Signature-256', description: 'sha256=<hex HMAC-SHA256 of the raw body>' },
+        hooksToken: { type: 'http', scheme: 'bearer', description: 'the hooks token (gateway hooks token set), also accepted as x-gateway-token; never the gateway credential' },
       },
     },
     paths,
@@ -187,8 +189,17 @@ export default defineModule({
     });
     ctx.http.document({
       paths: {
-        '/healthz': { get: { summary: 'liveness', responses: { 200: jsonResponse('Probe', 'live') } } },
-        '/readyz': { get: { summary: 'readiness', responses: { 200: jsonResponse('Probe', 'ready'), 503: jsonResponse('Probe', 'starting, stopping or unable to serve') } } },
+        '/healthz': { get: { summary: 'liveness', responses: { 200: jsonResponse('Probe', 'live'), 429: errorResponse('too many requests from the address; see Retry-After') } } },
+        '/readyz': {
+          get: {
+            summary: 'readiness; with a valid credential, the checks and their problems too',
+            responses: {
+              200: jsonResponse('Probe', 'ready'), 503: jsonResponse('Probe', 'starting, stopping or unable to serve'),
+              401: errorResponse('a credential that is not valid (none is needed on loopback), or none beyond loopback on an exposed gateway'),
+              429: errorResponse('too many requests from the address; see Retry-After'),
+            },
+          },
+        },
         '/openapi.json': { get: { summary: 'this document', responses: { 200: { description: 'OpenAPI 3.1 document' } } } },
       },
     });

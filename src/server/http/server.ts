@@ -1,5 +1,6 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { BindTarget } from '../../shared/config/exposure.ts';
 import { GatewayError } from '../../shared/errors.ts';
 import { ExitCode } from '../../shared/exit-codes.ts';
@@ -20,7 +21,7 @@ import { answerProbe, type ProbeOptions, type Readiness } from './probes.ts';
  * module reads every export, and its lazy WebSocket getters load all of
  * undici (megabytes of memory and milliseconds of start-up) for nothing.
  */
-const { createServer } = process.getBuiltinModule('node:http');
+const { createServer, STATUS_CODES } = process.getBuiltinModule('node:http');
 
 export interface HttpServerOptions {
   logger: Logger;
@@ -63,7 +64,7 @@ export function createHttpServer(options: HttpServerOptions): Server {
     const { createHttpApp } = await import('./app.ts');
     return createHttpApp({ logger: options.logger, budget: options.budget, authenticator: options.authenticator, table: options.table }).callback();
   };
-  return createServer({ keepAliveTimeout: 5000, requestTimeout: 30_000, headersTimeout: 10_000 }, (req, res) => {
+  const server = createServer({ keepAliveTimeout: 5000, requestTimeout: 30_000, headersTimeout: 10_000 }, (req, res) => {
     if (answerProbe(req, res, probes)) return;
     const url = req.url ?? '/';
     const query = url.indexOf('?');
@@ -75,6 +76,25 @@ export function createHttpServer(options: HttpServerOptions): Server {
       sendJson(res, 500, { error: 'internal', message: 'The gateway could not load its HTTP application; see its log.', statusCode: 500 });
     });
   });
+  server.on('clientError', answerMalformed);
+  return server;
+}
+
+/** What a message that is not HTTP, or not HTTP the server takes, gets: the common error body, then the connection closes. */
+const MALFORMED: Record<string, [number, string, string]> = {
+  HPE_HEADER_OVERFLOW: [431, 'bad_request', 'The request\'s headers are larger than the gateway takes (16 KiB).'],
+  ERR_HTTP_REQUEST_TIMEOUT: [408, 'bad_request', 'The request did not arrive whole in time.'],
+};
+function answerMalformed(error: NodeJS.ErrnoException, socket: Duplex): void {
+  // Nothing can be written once an answer has begun, or to a socket that is gone.
+  const busy = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent;
+  if (error.code === 'ECONNRESET' || !socket.writable || busy) {
+    socket.destroy();
+    return;
+  }
+  const [status, category, message] = MALFORMED[error.code ?? ''] ?? [400, 'bad_request', 'The request is not well-formed HTTP/1.1.'];
+  const body = JSON.stringify({ error: category, message, statusCode: status });
+  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
 }
 
 /** Listens on the profile's port and address; resolves with the port (a free one when asked for 0). Failures name the cause and the fix. */

@@ -16,6 +16,8 @@ const errors = {
   502: error('the model provider failed, or did not answer in time (named in the message)'),
   503: error('the gateway is stopping, or the run was aborted'),
 };
+/** A GET has no body to be too large or of the wrong type. */
+const { 413: _tooLarge, 415: _notJson, ...readErrors } = errors;
 const usage = { type: 'object', required: ['prompt_tokens', 'completion_tokens', 'total_tokens'], properties: { prompt_tokens: { type: 'integer' }, completion_tokens: { type: 'integer' }, total_tokens: { type: 'integer' } } };
 const body = (schema: string) => ({ required: true, content: { 'application/json': { schema: { $ref: `#/components/schemas/${schema}` } } } });
 const stream = (description: string) => ({ description, content: { 'text/event-stream': { schema: { type: 'string' } } } });
@@ -111,10 +113,10 @@ export function inferenceDocument(): ApiDocumentPart {
         get: {
           summary: 'a stored response of the caller', ...security('GET /v1/responses/:id'),
           parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
-          responses: { 200: jsonResponse('Response', 'the response'), ...errors },
+          responses: { 200: jsonResponse('Response', 'the response'), ...readErrors },
         },
       },
-      '/v1/models': { get: { summary: 'agents and offered provider models', ...security('GET /v1/models'), responses: { 200: jsonResponse('ModelList', 'the models'), ...errors } } },
+      '/v1/models': { get: { summary: 'agents and offered provider models', ...security('GET /v1/models'), responses: { 200: jsonResponse('ModelList', 'the models'), ...readErrors } } },
       '/v1/embeddings': {
         post: {
           summary: 'embeddings from a provider\'s embedding model (gateway.http.endpoints.embeddings.enabled)', ...security('POST /v1/embeddings'),

@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import { WebSocket, WebSocketServer, type RawData } from 'ws';
 import type { ConnectParams, EventFrame, HelloOk, RequestFrame, ResponseFrame } from '../../shared/protocol/frames.ts';
 import { parseFrame } from '../../shared/protocol/frames.ts';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../shared/json.ts';
 import { CloseCode, Limits, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION } from '../../shared/protocol/limits.ts';
 import { NODE_SCOPE } from '../../shared/protocol/methods.ts';
 import { validatorExport } from '../../shared/protocol/validator-names.ts';
@@ -178,18 +179,20 @@ export class ControlPlane {
       connection.socket.close(CloseCode.tooLarge, 'handshake frame too large');
       return;
     }
-    const frame = isBinary ? undefined : parseFrame(data.toString());
+    const text = isBinary ? undefined : data.toString();
+    const frame = text === undefined ? undefined : parseFrame(text);
     if (!connection.client) {
       if (!frame || frame.type !== 'req' || frame.method !== 'connect') {
         const id = frame && 'id' in frame ? frame.id : '';
-        this.refuse(connection, id, new DomainError('invalid', 'the first frame must be a connect request'));
+        this.refuse(connection, id, new DomainError('invalid', `the first frame must be a connect request${frame ? '' : ` (${unreadable(text)})`}`));
         return;
       }
       connection.connecting = this.connect(connection, frame).finally(() => { connection.connecting = undefined; });
       return;
     }
     if (!frame || frame.type !== 'req') {
-      this.fail(connection, frame && 'id' in frame ? frame.id : '', new DomainError('invalid', 'expected a request frame {type:"req", id, method, params?}'));
+      const why = frame ? '' : ` (${unreadable(text)})`;
+      this.fail(connection, frame && 'id' in frame ? frame.id : '', new DomainError('invalid', `expected a request frame {type:"req", id, method, params?}${why}`));
       return;
     }
     void this.dispatch(connection, frame);
@@ -348,6 +351,18 @@ function connectProblem(params: unknown): string | undefined {
     return `protocol ${minProtocol}-${maxProtocol} is not supported; this gateway speaks ${MIN_PROTOCOL_VERSION}-${PROTOCOL_VERSION}`;
   }
   return undefined;
+}
+
+/** Why a frame could not be read: the answer to it carries no id, so the message must say. */
+function unreadable(text: string | undefined): string {
+  if (text === undefined) return 'frames are JSON text, not binary';
+  if (nestsDeeperThan(text)) return `the frame nests deeper than ${MAX_JSON_DEPTH} levels`;
+  try {
+    JSON.parse(text);
+  } catch {
+    return 'the frame is not JSON';
+  }
+  return 'the frame is not an object with type, a string id of 1-128 characters and a method';
 }
 
 /** A method's params, checked against its schema (absent params are an empty object): INVALID_REQUEST naming each problem. */

@@ -13,6 +13,8 @@ export const NODE_SCOPE = 'node';
 
 const id = { type: 'string', minLength: 1, maxLength: 128 } as const;
 const channelId = { type: 'string', pattern: '^[a-z0-9][a-z0-9_-]{0,31}$' } as const;
+/** A time in ms since 1970, within what a Date can hold. */
+const epochMs = { type: 'number', minimum: 0, maximum: 8_640_000_000_000_000 } as const;
 const configKey = { type: 'string', minLength: 1, maxLength: 256 } as const;
 const none = { type: 'object', additionalProperties: false, properties: {} } as const;
 const object = <const P extends Record<string, unknown>, const R extends readonly string[] = []>(properties: P, required?: R) =>
@@ -39,7 +41,7 @@ export const METHODS = {
       ttlMs: { type: 'integer', minimum: 1000, maximum: 7 * 24 * 60 * 60_000 },
     }),
   },
-  'audit.list': { scope: 'operator.admin', params: object({ since: { type: 'number', minimum: 0 }, limit: { type: 'integer', minimum: 1, maximum: 1000 } }) },
+  'audit.list': { scope: 'operator.admin', params: object({ since: epochMs, limit: { type: 'integer', minimum: 1, maximum: 1000 } }) },
   'tokens.create': {
     scope: 'operator.admin',
     // The token request's own schema (shared/api/schemas.ts) checks the rest, with messages of its own.
@@ -92,7 +94,7 @@ export const METHODS = {
   'plugins.list': { scope: 'operator.read', params: none },
   'tools.catalog': { scope: 'operator.read', params: none },
   'models.list': { scope: 'operator.read', params: none },
-  'usage.summary': { scope: 'operator.read', params: object({ since: { type: 'number', minimum: 0 } }) },
+  'usage.summary': { scope: 'operator.read', params: object({ since: epochMs }) },
   'agents.list': { scope: 'operator.read', params: none },
   'agent.run': {
     scope: 'operator.write',
