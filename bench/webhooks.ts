@@ -5,7 +5,7 @@ import { type Figure } from './support.ts';
 const SECRET = 'bench-webhook-secret';
 
 /** Realistic push bodies of 2-8 KB, each with its signature (the signature covers the body only). */
-function pushBodies(count: number): { body: string; signature: string }[] {
+export function pushBodies(count: number): { body: string; signature: string }[] {
   return Array.from({ length: count }, (_, index) => {
     const target = 2048 + ((index * 6144) / count);
     const commits = [];

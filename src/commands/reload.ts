@@ -11,7 +11,8 @@ interface ReloadResult {
 export default class Reload extends BaseCommand<ReloadResult> {
   static override summary = 'Re-read the configuration and plugins without restarting the daemon (also: kill -HUP <pid>).';
   static override description = 'Routes, methods and tools are swapped at once; requests in flight finish on the old table and open WebSocket connections stay. '
-    + 'A plugin that fails to load leaves the previous table in place; the command then exits 1 naming it.';
+    + 'A plugin that fails to load leaves the previous table in place; the command then exits 1 naming it. '
+    + 'A configuration the daemon cannot run is refused whole, naming each problem, and the command exits 78.';
   static override examples = ['<%= config.bin %> reload', '<%= config.bin %> reload --json'];
   static override flags = { url: BaseCommand.urlFlag };
 
