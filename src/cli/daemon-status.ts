@@ -28,6 +28,8 @@ export interface StatusResult {
   configError?: string;
   /** What keeps a running daemon from serving (its readiness checks that fail), by name. */
   problems?: Record<string, string>;
+  /** The systemd unit that manages the daemon, and what systemd says of it. */
+  service?: { unit: string; scope: 'user' | 'system'; active: string };
 }
 
 /** The state of a profile's daemon from its lock and, when it runs, one RPC round trip. */
@@ -86,7 +88,7 @@ export async function daemonStatus(paths: ProfilePaths, options: { rpc: boolean 
     try {
       const live = await client.call('status', undefined, 5000);
       return {
-        ...result, uptimeMs: live.uptimeMs, version: live.version, secretStore: live.secretStore, rpc: { ok: true },
+        ...result, uptimeMs: live.uptimeMs, version: live.version, secretStore: live.secretStore, logFile: live.logFile, rpc: { ok: true },
         ...(live.plugins ? { plugins: { loaded: live.plugins.loaded, errors: live.plugins.errors } } : {}),
         ...(live.problems ? { problems: live.problems } : {}),
       };

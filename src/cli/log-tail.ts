@@ -22,26 +22,4 @@ export function lastLines(path: string, count: number, maxBytes = 4 * 1024 * 102
   }
 }
 
-const LEVELS: Record<number, string> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO', 40: 'WARN', 50: 'ERROR', 60: 'FATAL' };
-const OMIT = new Set(['level', 'time', 'msg', 'pid', 'profile', 'hostname', 'v']);
-
-/** Renders one pino JSON line for a person; other lines pass through unchanged. */
-export function renderLogLine(line: string, color = false): string {
-  let entry: Record<string, unknown>;
-  try {
-    entry = JSON.parse(line) as Record<string, unknown>;
-  } catch {
-    return line;
-  }
-  if (typeof entry !== 'object' || entry === null || !('msg' in entry || 'level' in entry)) return line;
-  const time = typeof entry.time === 'string' ? entry.time.replace('T', ' ').replace(/\.\d+Z$/, 'Z') : String(entry.time ?? '');
-  const level = LEVELS[entry.level as number] ?? String(entry.level ?? '');
-  const fields = Object.entries(entry)
-    .filter(([key]) => !OMIT.has(key))
-    .map(([key, value]) => `${key}=${typeof value === 'string' ? value : JSON.stringify(value)}`)
-    .join(' ');
-  const paint = (code: number, text: string) => (color ? `\u001B[${code}m${text}\u001B[0m` : text);
-  const levelText = level.padEnd(5);
-  const painted = level === 'ERROR' || level === 'FATAL' ? paint(31, levelText) : level === 'WARN' ? paint(33, levelText) : level === 'DEBUG' || level === 'TRACE' ? paint(90, levelText) : levelText;
-  return `${time} ${painted} ${String(entry.msg ?? '')}${fields ? ` ${paint(90, fields)}` : ''}`;
-}
+export { renderLogLine } from '../shared/log-line.ts';

@@ -26,6 +26,8 @@ export interface StartOutcome {
   url: string;
   logFile: string;
   startMs?: number;
+  /** The systemd unit that runs the daemon, when a service manages the profile. */
+  service?: string;
 }
 
 /** The last lines of the log, for a failure message. */
@@ -116,8 +118,8 @@ export interface StopOutcome {
   profile: string;
   state: 'stopped' | 'not-running';
   pid?: number;
-  /** How it was stopped: rpc, SIGTERM or SIGKILL; a stale lock is "cleared". */
-  method?: 'rpc' | 'SIGTERM' | 'SIGKILL' | 'cleared';
+  /** How it was stopped: rpc, SIGTERM or SIGKILL, through its service manager; a stale lock is "cleared". */
+  method?: 'rpc' | 'SIGTERM' | 'SIGKILL' | 'cleared' | 'service';
 }
 
 function portFree(host: string, port: number): Promise<boolean> {

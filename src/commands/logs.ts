@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../cli/base-command.ts';
 import { usageError } from '../shared/errors.ts';
@@ -25,6 +26,10 @@ export default class Logs extends BaseCommand<LogsResult> {
     }
     const profile = this.existingProfile(flags.profile);
     const { lastLines, renderLogLine } = await import('../cli/log-tail.ts');
+    if (!existsSync(profile.paths.log) && !flags.follow) {
+      // A daemon run under systemd (or with --log-file off) logs to stdout only: its supervisor keeps the log.
+      process.stderr.write(`Profile "${profile.name}" has no log file: its daemon logs to stdout (under systemd: journalctl --user -u gateway-${profile.name}).\n`);
+    }
     const lines = lastLines(profile.paths.log, flags.lines);
     const human = !flags.raw && Boolean(process.stdout.isTTY);
     const color = human && !process.env.NO_COLOR;

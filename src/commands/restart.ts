@@ -28,6 +28,15 @@ export default class Restart extends BaseCommand<StartOutcome> {
     const { effective } = loadConfig(profile.paths);
     assertExposure(effective, resolveListen(profile.name, effective, overrides).bind);
 
+    const { serviceOf } = await import('../cli/service.ts');
+    const record = serviceOf(profile.paths);
+    if (record) {
+      const { startService, stopService } = await import('../cli/service-control.ts');
+      await stopService(profile.paths, record, flags.timeout);
+      const started = await startService(profile.paths, record, flags.timeout);
+      this.say(`Restarted ${record.unit}: the daemon of profile "${profile.name}" is running at ${started.url} (pid ${started.pid}).`);
+      return { profile: profile.name, ...started, logFile: '', service: record.unit };
+    }
     const stopped = await stopDaemon(profile.paths, { force: flags.force, timeoutMs: flags.timeout });
     if (stopped.state === 'stopped') this.note(`Stopped the daemon of profile "${profile.name}" (pid ${stopped.pid}).`);
     const outcome = await startDaemon(profile.paths, { ...overrides, verbose: flags.verbose, timeoutMs: flags.timeout });

@@ -15,7 +15,9 @@ export interface RunResult {
  */
 export default class Run extends BaseCommand<RunResult> {
   static override summary = 'Run the profile\'s daemon in the foreground (for systemd, launchd and containers).';
-  static override description = 'SIGTERM or SIGINT stops accepting, closes WebSockets with 1001, drains running work and exits 0; a second signal exits at once.';
+  static override description = 'SIGTERM or SIGINT stops accepting, closes WebSockets with 1001, drains running work and exits 0; a second signal exits at once. '
+    + 'The log goes to stdout as well as to the profile\'s file: JSON lines, or readable lines on a terminal. '
+    + 'Under systemd (JOURNAL_STREAM or INVOCATION_ID set) it goes to stdout only, for the journal; --log-file on|off decides.';
   static override examples = ['<%= config.bin %> run --profile staging'];
   static override enableJsonFlag = false;
   static override flags = {
@@ -23,6 +25,7 @@ export default class Run extends BaseCommand<RunResult> {
     bind: Flags.string({ description: RUN_OPTIONS.bind.description, options: [...BIND_MODES] }),
     verbose: Flags.boolean({ description: RUN_OPTIONS.verbose.description }),
     json: Flags.boolean({ description: RUN_OPTIONS.json.description }),
+    'log-file': Flags.string({ description: RUN_OPTIONS['log-file'].description, options: ['on', 'off'] }),
     detached: Flags.boolean({ hidden: true, description: RUN_OPTIONS.detached.description }),
   };
 

@@ -3,6 +3,7 @@ import { BaseCommand } from '../cli/base-command.ts';
 import { runSteps } from '../cli/progress.ts';
 import type { StartOutcome } from '../cli/supervisor.ts';
 import { BIND_MODES } from '../shared/config/schema.ts';
+import { usageError } from '../shared/errors.ts';
 
 export default class Start extends BaseCommand<StartOutcome> {
   static override summary = 'Start the profile\'s daemon in the background and wait until it is ready.';
@@ -30,6 +31,19 @@ export default class Start extends BaseCommand<StartOutcome> {
       import('../cli/supervisor.ts'),
       import('../shared/daemon-lock.ts'),
     ]);
+
+    // A profile a service manages is started by its manager, never by a second supervisor.
+    const { serviceOf } = await import('../cli/service.ts');
+    const record = serviceOf(profile.paths);
+    if (record) {
+      if (flags.port !== undefined || flags.bind) throw usageError(`Profile "${profile.name}" runs as the service ${record.unit}, which takes its port and bind from the configuration.`, [`gateway config set gateway.port <port> --profile ${profile.name}`]);
+      const { startService } = await import('../cli/service-control.ts');
+      const started = await startService(profile.paths, record, flags.timeout);
+      this.say(started.state === 'already-running'
+        ? `The daemon of profile "${profile.name}" is already running under ${record.unit} at ${started.url} (pid ${started.pid}).`
+        : `Started ${record.unit}: the daemon of profile "${profile.name}" is running at ${started.url} (pid ${started.pid}).`);
+      return { profile: profile.name, ...started, logFile: '', service: record.unit };
+    }
 
     const context: { outcome?: StartOutcome } = {};
     let port = flags.port;

@@ -15,9 +15,16 @@ export default class Status extends BaseCommand<StatusResult> {
   async run(): Promise<StatusResult> {
     const { flags } = await this.parse(Status);
     const { daemonStatus, remoteStatus, formatDuration } = await import('../cli/daemon-status.ts');
-    const status = flags.url
-      ? await remoteStatus(flags.url, () => this.rpc(this.selectProfile(flags.profile), flags.url))
-      : await daemonStatus(this.existingProfile(flags.profile).paths);
+    let status: StatusResult;
+    if (flags.url) {
+      status = await remoteStatus(flags.url, () => this.rpc(this.selectProfile(flags.profile), flags.url));
+    } else {
+      const { paths } = this.existingProfile(flags.profile);
+      status = await daemonStatus(paths);
+      const { serviceOf, unitState } = await import('../cli/service.ts');
+      const record = serviceOf(paths);
+      if (record) status.service = { unit: record.unit, scope: record.scope, active: unitState(record).active };
+    }
     // Stopped with a config it cannot start with: the config's exit code, which says more than "stopped".
     if (status.state === 'stopped') this.exitWith(status.configError ? ExitCode.invalidConfig : ExitCode.notRunning);
     if (status.state === 'stale') this.exitWith(ExitCode.stale);
@@ -32,8 +39,9 @@ export default class Status extends BaseCommand<StatusResult> {
       ['Bind', status.bind],
       ['Version', status.version ?? '-'],
       ['Secrets', status.secretStore ?? '-'],
-      ['Log', status.logFile],
+      ['Log', status.logFile || (status.state === 'running' ? 'stdout only (the supervisor\'s journal keeps it)' : '')],
     ];
+    if (status.service) rows.push(['Service', `${status.service.unit} (${status.service.scope}, ${status.service.active})`]);
     if (status.state === 'running') rows.push(['RPC', status.rpc.ok ? 'ok' : `failed: ${status.rpc.error}`]);
     if (status.configError) rows.push(['Config', `INVALID: ${status.configError}`]);
     for (const [name, reason] of Object.entries(status.problems ?? {})) rows.push(['Problem', `${name}: ${reason}`]);

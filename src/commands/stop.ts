@@ -22,6 +22,15 @@ export default class Stop extends BaseCommand<StopOutcome> {
       return outcome;
     }
     const profile = this.existingProfile(flags.profile);
+    const { serviceOf } = await import('../cli/service.ts');
+    const record = serviceOf(profile.paths);
+    if (record) {
+      // Stopped through its manager, which would otherwise count the exit against the unit.
+      const { stopService } = await import('../cli/service-control.ts');
+      const stopped = await stopService(profile.paths, record, flags.timeout);
+      this.say(stopped.state === 'stopped' ? `Stopped ${record.unit} (pid ${stopped.pid}).` : `${record.unit} is not running.`);
+      return { profile: profile.name, state: stopped.state, pid: stopped.pid, method: 'service' };
+    }
     const { stopDaemon } = await import('../cli/supervisor.ts');
     const outcome = await stopDaemon(profile.paths, { force: flags.force, timeoutMs: flags.timeout });
     if (outcome.state === 'not-running') {

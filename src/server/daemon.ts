@@ -27,7 +27,7 @@ import { ConnectionsHub } from './kernel/connections.ts';
 import { EventBus } from './kernel/events.ts';
 import { ModuleHost } from './kernel/host.ts';
 import type { DaemonView, GatewayModule } from './kernel/module.ts';
-import { createLogger, type DaemonLogger } from './logger.ts';
+import { createLogger, type ConsoleLog, type DaemonLogger } from './logger.ts';
 import { onLooseSecretFile } from '../shared/secrets/file-store.ts';
 import { Checkpointer } from './store/checkpointer.ts';
 import { Store } from './store/database.ts';
@@ -57,6 +57,10 @@ export interface RunOptions {
   port?: number;
   bind?: string;
   verbose?: boolean;
+  /** Write the profile's log file (default true). */
+  logFile?: boolean;
+  /** Also log to stdout. */
+  console?: ConsoleLog;
   /** Called once with the outcome of start-up (ready, already running, or failed). */
   report: (message: DaemonMessage) => void;
   /** Receives the daemon as soon as it exists, so signals can stop it. */
@@ -106,6 +110,10 @@ export class Daemon {
     return this.log.logger;
   }
 
+  get logFile(): string | undefined {
+    return this.log.file ? this.paths.log : undefined;
+  }
+
   get url(): string {
     return httpUrl(this.bind.host, this.port);
   }
@@ -126,7 +134,10 @@ export class Daemon {
       const { effective: config } = loadConfig(paths);
       const { port, bind } = resolveListen(paths.name, config, { port: options.port, bind: options.bind });
       assertExposure(config, bind);
-      const log = createLogger({ path: paths.log, level: options.verbose ? 'debug' : config.log.level, maxBytes: config.log.maxBytes, maxFiles: config.log.maxFiles, profile: paths.name });
+      const log = createLogger({
+        path: paths.log, level: options.verbose ? 'debug' : config.log.level, maxBytes: config.log.maxBytes, maxFiles: config.log.maxFiles, profile: paths.name,
+        file: options.logFile, console: options.console,
+      });
       if (setup.warning) log.logger.warn(setup.warning);
       onLooseSecretFile((message) => log.logger.warn(message));
       daemon = new Daemon({ paths, config, bind, port, log, secrets: openSecretStore(paths, setup.backend), overrides: { port: options.port, bind: options.bind } });
@@ -220,6 +231,7 @@ export class Daemon {
     return {
       profile: this.paths.name,
       paths: this.paths,
+      logFile: this.logFile,
       instanceId: this.instanceId,
       version: gatewayVersion(),
       startedAt: this.startedAt,

@@ -1,5 +1,6 @@
 import { pino, type Logger } from 'pino';
 import type { LogLevel } from '../shared/config/schema.ts';
+import { renderLogLine } from '../shared/log-line.ts';
 import { LogFile } from './log-file.ts';
 
 /** Fields that may hold a secret are censored wherever they appear in a log line. */
@@ -11,11 +12,42 @@ const REDACT = [
 
 export interface DaemonLogger {
   logger: Logger;
-  file: LogFile;
+  /** The profile's log file, unless logging to it is off. */
+  file?: LogFile;
 }
 
-export function createLogger(options: { path: string; level: LogLevel; maxBytes: number; maxFiles: number; profile: string }): DaemonLogger {
-  const file = new LogFile(options);
+/** Where the log goes besides (or instead of) the file: JSON lines, or lines for a person on a terminal. */
+export type ConsoleLog = 'json' | 'pretty';
+
+export interface LoggerOptions {
+  path: string;
+  level: LogLevel;
+  maxBytes: number;
+  maxFiles: number;
+  profile: string;
+  /** Write the profile's log file (default true). */
+  file?: boolean;
+  console?: ConsoleLog;
+}
+
+export function createLogger(options: LoggerOptions): DaemonLogger {
+  const file = options.file === false ? undefined : new LogFile(options);
+  let render: ((line: string) => string) | undefined;
+  if (options.console === 'pretty') {
+    const color = !process.env.NO_COLOR;
+    render = (line) => `${renderLogLine(line.trimEnd(), color)}\n`;
+  }
+  const toConsole = options.console === undefined ? undefined : (line: string) => {
+    // A console that went away (a closed pipe) must not stop the daemon: bin/run.js turns its errors into no-ops.
+    process.stdout.write(render ? render(line) : line);
+  };
+  const destination = {
+    write(line: string): boolean {
+      file?.write(line);
+      toConsole?.(line);
+      return true;
+    },
+  };
   const logger = pino(
     {
       level: options.level,
@@ -23,7 +55,7 @@ export function createLogger(options: { path: string; level: LogLevel; maxBytes:
       redact: { paths: REDACT, censor: '[redacted]' },
       timestamp: pino.stdTimeFunctions.isoTime,
     },
-    file,
+    destination,
   );
   return { logger, file };
 }

@@ -4,12 +4,17 @@ import type { DaemonMessage } from '../shared/daemon-messages.ts';
 import { selectProfileName } from '../shared/profiles.ts';
 import { parseRunArgs } from '../shared/run-args.ts';
 import { Daemon } from './daemon.ts';
+import type { ConsoleLog } from './logger.ts';
 
 export interface MainOptions {
   profile: string;
   port?: number;
   bind?: string;
   verbose?: boolean;
+  /** Write the profile's log file (default true). */
+  logFile?: boolean;
+  /** Also log to stdout: JSON lines, or readable lines on a terminal. */
+  console?: ConsoleLog;
   /** Where start-up outcomes go when no parent listens over IPC (foreground `gateway run`). */
   onReport?: (message: DaemonMessage) => void;
 }
@@ -49,6 +54,8 @@ export async function main(options: MainOptions): Promise<number> {
     port: options.port,
     bind: options.bind,
     verbose: options.verbose,
+    logFile: options.logFile,
+    console: options.console,
     report: (message) => report(message),
     onCreated: (created) => { daemon = created; },
   });
@@ -73,7 +80,9 @@ export async function runCommand(argv: readonly string[]): Promise<number> {
     profile = selectProfileName(args.profile).name;
     let refusal: DaemonMessage | undefined;
     const code = await main({
-      profile, port: args.port, bind: args.bind, verbose: args.verbose,
+      profile, port: args.port, bind: args.bind, verbose: args.verbose, logFile: args.logFile,
+      // In the foreground the log goes to stdout too (journald and container runtimes read it); a detached daemon has no stdout.
+      console: args.detached ? undefined : process.stdout.isTTY ? 'pretty' : 'json',
       onReport: (message) => {
         if (args.detached) return;
         if (message.type === 'ready') process.stderr.write(`Gateway (profile "${profile}") listening on ${message.url} (pid ${message.pid}).\n`);

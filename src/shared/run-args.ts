@@ -15,6 +15,7 @@ export const RUN_OPTIONS = {
   bind: { type: 'string', description: `bind mode for this run (${BIND_MODES.join(', ')})` },
   verbose: { type: 'boolean', description: 'log at debug level' },
   json: { type: 'boolean', description: 'print {profile, exitCode} as JSON when the daemon exits' },
+  'log-file': { type: 'string', description: 'write the profile\'s log file: on (default) or off; under systemd it is off, the journal keeps stdout' },
   detached: { type: 'boolean', description: 'started by `gateway start`; reports over IPC', hidden: true },
 } as const;
 
@@ -26,7 +27,12 @@ export interface RunArgs {
   verbose: boolean;
   json: boolean;
   detached: boolean;
+  /** Write the profile's log file: the flag, else off in the foreground under systemd (its journal keeps stdout), else on. */
+  logFile: boolean;
 }
+
+/** Started by systemd, whose journal keeps what the daemon writes to stdout. */
+export const underSystemd = (env: NodeJS.ProcessEnv = process.env): boolean => Boolean(env.JOURNAL_STREAM || env.INVOCATION_ID);
 
 export function parseRunArgs(argv: readonly string[]): RunArgs {
   let values: Record<string, string | boolean | undefined>;
@@ -45,5 +51,10 @@ export function parseRunArgs(argv: readonly string[]): RunArgs {
   if (bind !== undefined && !(BIND_MODES as readonly string[]).includes(bind)) {
     throw usageError(`--bind must be one of ${BIND_MODES.join(', ')} (got ${JSON.stringify(bind)}).`);
   }
-  return { profile, port, bind, verbose: values.verbose === true, json: values.json === true, detached: values.detached === true };
+  const logFileFlag = values['log-file'];
+  if (logFileFlag !== undefined && logFileFlag !== 'on' && logFileFlag !== 'off') throw usageError(`--log-file must be on or off (got ${JSON.stringify(logFileFlag)}).`);
+  // A daemon `gateway start` spawned has no stdout: its log is the file, whatever the environment it inherited says (cron under systemd).
+  const detached = values.detached === true;
+  const logFile = logFileFlag === undefined ? detached || !underSystemd() : logFileFlag === 'on';
+  return { profile, port, bind, verbose: values.verbose === true, json: values.json === true, detached, logFile };
 }

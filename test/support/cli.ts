@@ -126,7 +126,8 @@ export function freePort(): Promise<number> {
 
 /** The environment of a CLI run: never a terminal session (CI set), with undefined values removed. */
 function childEnv(env: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
-  const full: Record<string, string | undefined> = { ...process.env, CI: 'true', NO_COLOR: '1', ...env };
+  // A test runner started by systemd would make every foreground daemon log to stdout only.
+  const full: Record<string, string | undefined> = { ...process.env, CI: 'true', NO_COLOR: '1', INVOCATION_ID: undefined, JOURNAL_STREAM: undefined, ...env };
   for (const key of Object.keys(full)) if (full[key] === undefined) delete full[key];
   return full as NodeJS.ProcessEnv;
 }

@@ -38,7 +38,8 @@ function status(ctx: ModuleContext): StatusPayload {
     instanceId: daemon.instanceId,
     startedAt: daemon.startedAt,
     uptimeMs: Date.now() - daemon.startedAt,
-    logFile: daemon.paths.log,
+    // Empty when the daemon logs to stdout only (its supervisor's journal keeps the log).
+    logFile: daemon.logFile ?? '',
     secretStore: daemon.secretStore,
     authMode: ctx.config().gateway.auth.mode,
     connections: ctx.connections.count(),

@@ -209,6 +209,8 @@ export interface Connections {
 export interface DaemonView {
   readonly profile: string;
   readonly paths: ProfilePaths;
+  /** The log file the daemon writes, or undefined when it logs to stdout only (under systemd, or --log-file off). */
+  readonly logFile: string | undefined;
   readonly instanceId: string;
   readonly version: string;
   readonly startedAt: number;

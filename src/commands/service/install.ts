@@ -1,0 +1,80 @@
+import { rmSync } from 'node:fs';
+import { Flags } from '@oclif/core';
+import { BaseCommand } from '../../cli/base-command.ts';
+
+export interface ServiceInstallResult {
+  profile: string;
+  unit: string;
+  path: string;
+  scope: 'user' | 'system';
+  user: string;
+  pid: number;
+  url: string;
+  /** Whether the user's services outlive their sessions (user units); null when logind cannot say. */
+  linger: boolean | null;
+  /** An unmanaged daemon that was stopped so the service manager could take over. */
+  replaced?: number;
+}
+
+export default class ServiceInstall extends BaseCommand<ServiceInstallResult> {
+  static override summary = 'Run the profile\'s daemon as a systemd service: installed, enabled at boot or login, started now.';
+  static override description = 'Writes a user unit gateway-<profile>.service (or, with --system --user <name>, a system unit running as that account) whose ExecStart is this node and this gateway with absolute paths, '
+    + 'Restart=on-failure and RestartPreventExitStatus=78. The unit holds no secret: they stay in the secret store, or in the optional environment file service.env (mode 0600) in the profile folder. '
+    + 'A daemon already running outside the service is stopped first, so one supervisor manages the profile. Afterwards gateway start, stop, restart and status act through systemd.';
+  static override examples = ['<%= config.bin %> service install', '<%= config.bin %> service install --profile staging', 'sudo <%= config.bin %> service install --system --user gateway'];
+  static override flags = {
+    system: Flags.boolean({ description: 'a system unit in /etc/systemd/system (needs root and --user)' }),
+    user: Flags.string({ description: 'the account a system unit runs as' }),
+    timeout: Flags.integer({ description: 'milliseconds to wait for the daemon to become ready', default: 30_000, min: 100 }),
+  };
+
+  async run(): Promise<ServiceInstallResult> {
+    const { flags } = await this.parse(ServiceInstall);
+    const profile = this.selectProfile(flags.profile);
+    const service = await import('../../cli/service.ts');
+    const { scope, user } = service.serviceTarget(flags);
+    const [{ ensureProfile }, { inspectDaemon }, { stopDaemon }, { gatewayBin }, { waitForService }] = await Promise.all([
+      import('../../shared/profile-setup.ts'), import('../../shared/daemon-lock.ts'), import('../../cli/supervisor.ts'), import('../../shared/version.ts'), import('../../cli/service-control.ts'),
+    ]);
+    const setup = await ensureProfile(profile.paths);
+    if (setup.warning) this.warning(setup.warning);
+
+    // One supervisor per profile: a daemon started by hand gives way to the service.
+    let replaced: number | undefined;
+    const found = inspectDaemon(profile.paths);
+    if ((found.state === 'running' || found.state === 'starting') && !service.serviceOf(profile.paths)) {
+      const stopped = await stopDaemon(profile.paths, { force: false, timeoutMs: 15_000 });
+      replaced = stopped.pid;
+      this.say(`Stopped the daemon started by hand (pid ${stopped.pid}); the service runs it from now on.`);
+    }
+
+    const unit = service.unitName(profile.paths);
+    const path = `${service.unitDirectory(scope)}/${unit}`;
+    service.writeUnit(path, service.systemdUnit({ paths: profile.paths, scope, user, node: process.execPath, bin: gatewayBin() }));
+    const record = { manager: 'systemd' as const, scope, unit, path, user };
+    service.writeServiceRecord(profile.paths, record);
+    let ready: Awaited<ReturnType<typeof waitForService>>;
+    try {
+      service.systemctl(scope, ['daemon-reload']);
+      service.systemctl(scope, ['enable', '--now', unit]);
+      ready = await waitForService(profile.paths, record, flags.timeout);
+    } catch (error) {
+      // Nothing half-installed: the unit goes, and the profile is not recorded as managed.
+      try {
+        service.systemctl(scope, ['disable', '--now', unit], { check: false });
+      } catch {
+        // no systemctl at all
+      }
+      rmSync(path, { force: true });
+      service.removeServiceRecord(profile.paths);
+      throw error;
+    }
+
+    const linger = scope === 'user' ? service.lingering(user) : undefined;
+    this.say(`Installed ${path}; the daemon of profile "${profile.name}" runs under systemd at ${ready.url} (pid ${ready.pid}).`);
+    if (scope === 'user' && linger !== true) {
+      this.warning(`Lingering is ${linger === false ? 'off' : 'unknown'} for ${user}: systemd stops a user's services when the last session ends (an SSH logout). Keep it running with: sudo loginctl enable-linger ${user}`);
+    }
+    return { profile: profile.name, unit, path, scope, user, pid: ready.pid, url: ready.url, linger: linger ?? null, ...(replaced ? { replaced } : {}) };
+  }
+}

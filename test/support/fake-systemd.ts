@@ -1,0 +1,143 @@
+/**
+ * Recording stand-ins for systemctl, loginctl and journalctl (no systemd runs
+ * as PID 1 here). `start` and `enable --now` run the unit's ExecStart as
+ * systemd would: its Environment= and EnvironmentFile= lines, INVOCATION_ID and
+ * JOURNAL_STREAM set, stdout and stderr into the unit's journal; `stop` sends
+ * SIGTERM and waits. Every call is recorded.
+ */
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync, chmodSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const SYSTEMCTL = String.raw`
+const fs = require('node:fs');
+const path = require('node:path');
+const { spawn } = require('node:child_process');
+const state = process.env.FAKE_SYSTEMD_STATE;
+const args = process.argv.slice(2);
+fs.appendFileSync(path.join(state, 'calls'), JSON.stringify(['systemctl', ...args]) + '\n');
+const user = args[0] === '--user';
+const rest = user ? args.slice(1) : args;
+const [verb, ...names] = rest.filter((arg) => arg !== '--now');
+const now = rest.includes('--now');
+const dirs = user ? [path.join(process.env.XDG_CONFIG_HOME || path.join(process.env.HOME, '.config'), 'systemd/user')] : ['/etc/systemd/system'];
+const file = (unit, ext) => path.join(state, unit + '.' + ext);
+const alive = (pid) => { if (!(pid > 0)) return false; try { process.kill(pid, 0); return true; } catch { return false; } };
+const pidOf = (unit) => { try { return Number(fs.readFileSync(file(unit, 'pid'), 'utf8')); } catch { return 0; } };
+function words(line) {
+  const out = []; let current = ''; let quoted = false; let any = false;
+  for (let i = 0; i < line.length; i++) {
+    const c = line[i];
+    if (quoted) { if (c === '\\') current += line[++i]; else if (c === '"') quoted = false; else current += c; }
+    else if (c === '"') { quoted = true; any = true; }
+    else if (/\s/.test(c)) { if (current || any) out.push(current.replace(/%%/g, '%')); current = ''; any = false; }
+    else current += c;
+  }
+  if (current || any) out.push(current.replace(/%%/g, '%'));
+  return out;
+}
+function start(unit) {
+  if (alive(pidOf(unit))) return;
+  const unitPath = dirs.map((dir) => path.join(dir, unit)).find((candidate) => fs.existsSync(candidate));
+  if (!unitPath) { process.stderr.write('Unit ' + unit + ' not found.\n'); process.exit(5); }
+  const env = { PATH: process.env.PATH, HOME: process.env.HOME, LANG: 'C.UTF-8', INVOCATION_ID: 'fake' + Date.now(), JOURNAL_STREAM: '8:1' };
+  let exec;
+  for (const raw of fs.readFileSync(unitPath, 'utf8').split('\n')) {
+    const line = raw.trim();
+    const eq = line.indexOf('=');
+    if (eq < 0 || line.startsWith('#')) continue;
+    const key = line.slice(0, eq); const value = line.slice(eq + 1);
+    if (key === 'ExecStart') exec = words(value);
+    if (key === 'Environment') for (const pair of words(value)) { const at = pair.indexOf('='); env[pair.slice(0, at)] = pair.slice(at + 1); }
+    if (key === 'EnvironmentFile') {
+      const optional = value.startsWith('-');
+      const envPath = words(optional ? value.slice(1) : value)[0];
+      if (fs.existsSync(envPath)) for (const envLine of fs.readFileSync(envPath, 'utf8').split('\n')) { const at = envLine.indexOf('='); if (at > 0 && !envLine.startsWith('#')) env[envLine.slice(0, at).trim()] = envLine.slice(at + 1).trim(); }
+      else if (!optional) { process.stderr.write('missing ' + envPath + '\n'); process.exit(1); }
+    }
+  }
+  const journal = fs.openSync(file(unit, 'journal'), 'a');
+  fs.rmSync(file(unit, 'exit'), { force: true });
+  const wrapper = 'const { spawn } = require("node:child_process"); const fs = require("node:fs");'
+    + 'const [exitFile, cmd, ...rest] = process.argv.slice(1);'
+    + 'const child = spawn(cmd, rest, { stdio: ["ignore", "inherit", "inherit"] });'
+    + 'process.on("SIGTERM", () => child.kill("SIGTERM"));'
+    + 'child.on("exit", (code, signal) => { fs.writeFileSync(exitFile, String(code ?? 128)); process.exit(0); });';
+  const child = spawn(process.execPath, ['-e', wrapper, file(unit, 'exit'), ...exec], { env, detached: true, stdio: ['ignore', journal, journal] });
+  fs.writeFileSync(file(unit, 'pid'), String(child.pid));
+  child.unref();
+}
+function stop(unit) {
+  const pid = pidOf(unit);
+  if (!alive(pid)) return;
+  process.kill(pid, 'SIGTERM');
+  const deadline = Date.now() + 20000;
+  while (alive(pid) && Date.now() < deadline) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 25);
+}
+switch (verb) {
+  case 'daemon-reload': break;
+  case 'enable': for (const unit of names) { fs.writeFileSync(file(unit, 'enabled'), ''); if (now) start(unit); } break;
+  case 'disable': for (const unit of names) { fs.rmSync(file(unit, 'enabled'), { force: true }); if (now) stop(unit); } break;
+  case 'start': names.forEach(start); break;
+  case 'stop': names.forEach(stop); break;
+  case 'restart': names.forEach((unit) => { stop(unit); start(unit); }); break;
+  case 'is-enabled': { const on = fs.existsSync(file(names[0], 'enabled')); process.stdout.write(on ? 'enabled\n' : 'disabled\n'); process.exit(on ? 0 : 1); }
+  case 'is-active': {
+    if (alive(pidOf(names[0]))) { process.stdout.write('active\n'); process.exit(0); }
+    let code = null; try { code = Number(fs.readFileSync(file(names[0], 'exit'), 'utf8')); } catch {}
+    process.stdout.write(code !== null && code !== 0 ? 'failed\n' : 'inactive\n'); process.exit(3);
+  }
+  default: process.stderr.write('fake systemctl: ' + verb + ' is not scripted\n'); process.exit(1);
+}
+`;
+
+const LOGINCTL = String.raw`
+const fs = require('node:fs');
+fs.appendFileSync(require('node:path').join(process.env.FAKE_SYSTEMD_STATE, 'calls'), JSON.stringify(['loginctl', ...process.argv.slice(2)]) + '\n');
+if (process.argv[2] === 'show-user') process.stdout.write((process.env.FAKE_LINGER || 'no') + '\n');
+`;
+
+const JOURNALCTL = String.raw`
+const fs = require('node:fs');
+const path = require('node:path');
+const state = process.env.FAKE_SYSTEMD_STATE;
+const args = process.argv.slice(2);
+fs.appendFileSync(path.join(state, 'calls'), JSON.stringify(['journalctl', ...args]) + '\n');
+const unit = args[args.indexOf('-u') + 1];
+const count = Number(args[args.indexOf('-n') + 1] ?? 10);
+let text = '';
+try { text = fs.readFileSync(path.join(state, unit + '.journal'), 'utf8'); } catch {}
+const lines = text.split('\n').filter(Boolean);
+process.stdout.write(lines.slice(-count).join('\n') + (lines.length ? '\n' : ''));
+`;
+
+export class FakeSystemd {
+  readonly dir = mkdtempSync(join(tmpdir(), 'gateway-systemd-'));
+  readonly bin = join(this.dir, 'bin');
+  readonly state = join(this.dir, 'state');
+
+  constructor() {
+    mkdirSync(this.bin);
+    mkdirSync(this.state);
+    for (const [name, body] of [['systemctl', SYSTEMCTL], ['loginctl', LOGINCTL], ['journalctl', JOURNALCTL]] as const) {
+      const path = join(this.bin, name);
+      writeFileSync(path, `#!${process.execPath}\n${body}`);
+      chmodSync(path, 0o755);
+    }
+  }
+
+  /** Environment for the CLI: the fakes first on PATH. */
+  env(linger: 'yes' | 'no' = 'no'): Record<string, string> {
+    return { PATH: `${this.bin}:${process.env.PATH}`, FAKE_SYSTEMD_STATE: this.state, FAKE_LINGER: linger };
+  }
+
+  calls(): string[][] {
+    const file = join(this.state, 'calls');
+    return existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').filter(Boolean).map((line) => JSON.parse(line)) : [];
+  }
+
+  journal(unit: string): string {
+    const file = join(this.state, `${unit}.journal`);
+    return existsSync(file) ? readFileSync(file, 'utf8') : '';
+  }
+}
