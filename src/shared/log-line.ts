@@ -22,3 +22,6 @@ export function renderLogLine(line: string, color = false): string {
   const painted = level === 'ERROR' || level === 'FATAL' ? paint(31, levelText) : level === 'WARN' ? paint(33, levelText) : level === 'DEBUG' || level === 'TRACE' ? paint(90, levelText) : levelText;
   return `${time} ${painted} ${String(entry.msg ?? '')}${fields ? ` ${paint(90, fields)}` : ''}`;
 }
+
+/** The daemon's warning when webhook deliveries arrive without a secret set (gateway doctor looks for it). */
+export const NO_WEBHOOK_SECRET_LOG = 'webhook deliveries arrive but no webhook secret is configured; each is refused with 503';

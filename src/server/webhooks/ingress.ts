@@ -1,3 +1,4 @@
+import { NO_WEBHOOK_SECRET_LOG } from '../../shared/log-line.ts';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { queryCarriesCredential } from '../auth/http-auth.ts';
@@ -40,6 +41,7 @@ const header = (req: IncomingMessage, name: string): string | undefined => {
 export class WebhookIngress {
   private readonly deps: WebhookIngressDeps;
   private readonly intake: DeliveryIntake;
+  private unconfiguredWarnedAt = 0;
 
   constructor(deps: WebhookIngressDeps) {
     this.deps = deps;
@@ -60,7 +62,14 @@ export class WebhookIngress {
     const wait = await this.deps.budget.spend(`addr:${req.socket.remoteAddress ?? 'unknown'}`);
     if (wait > 0) throw rateLimited(wait, 'Too many deliveries');
     const secrets = this.deps.secrets();
-    if (secrets.length === 0) throw new DomainError('unavailable', 'No webhook secret is configured: gateway secrets set webhooks.github.secret');
+    if (secrets.length === 0) {
+      // Said in the log (once a minute at most): deliveries arrive and every one is refused; gateway doctor reads this line.
+      if (Date.now() - this.unconfiguredWarnedAt > 60_000) {
+        this.unconfiguredWarnedAt = Date.now();
+        this.deps.logger.warn({ address: req.socket.remoteAddress }, NO_WEBHOOK_SECRET_LOG);
+      }
+      throw new DomainError('unavailable', 'No webhook secret is configured: gateway secrets set webhooks.github.secret');
+    }
     const type = requireMediaType(req.headers['content-type'], TYPES);
     const raw = await collectBody(req, WEBHOOK_MAX_BYTES, () => res.setHeader('connection', 'close'));
     const event = header(req, 'x-github-event');

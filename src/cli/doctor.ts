@@ -1,0 +1,286 @@
+/**
+ * `gateway doctor`: every check says ok, warn or fail, why, and the exact
+ * command that fixes it. Checks read; only `--fix` changes anything, and only
+ * what is safe (file modes, a stale lock), saying what it changed.
+ */
+import { chmodSync, existsSync, readdirSync, statfsSync, statSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import type { GatewayConfig } from '../shared/config/types.ts';
+import { inspectDaemon, removeStaleLock } from '../shared/daemon-lock.ts';
+import { GatewayError } from '../shared/errors.ts';
+import { NO_WEBHOOK_SECRET_LOG } from '../shared/log-line.ts';
+import type { ProfilePaths } from '../shared/profile.ts';
+
+export type CheckStatus = 'ok' | 'warn' | 'fail';
+
+export interface Check {
+  name: string;
+  status: CheckStatus;
+  /** What was found, and why it matters. */
+  detail: string;
+  /** The exact command that fixes it. */
+  fix?: string;
+  /** What --fix changed. */
+  fixed?: string;
+}
+
+const MIN_NODE: [number, number] = [22, 22];
+const MB = 1024 * 1024;
+
+interface Context {
+  paths: ProfilePaths;
+  fix: boolean;
+  config?: GatewayConfig;
+  running: boolean;
+}
+
+function nodeCheck(): Check {
+  const [major, minor] = process.versions.node.split('.').map(Number) as [number, number];
+  const ok = major > MIN_NODE[0] || (major === MIN_NODE[0] && minor >= MIN_NODE[1]);
+  return ok
+    ? { name: 'node', status: 'ok', detail: `Node.js ${process.versions.node}` }
+    : { name: 'node', status: 'fail', detail: `Node.js ${process.versions.node} is older than ${MIN_NODE.join('.')}`, fix: 'scripts/install.sh   # a private Node 24; or: nvm install 24' };
+}
+
+/** Folders 0700 and files 0600, owned by this user: secrets, state and logs are the owner's alone. */
+function modesCheck(context: Context): Check[] {
+  const { paths, fix } = context;
+  const checks: Check[] = [];
+  const uid = process.getuid?.();
+  const entries: [string, number][] = [[paths.home, 0o700], [paths.dir, 0o700]];
+  for (const name of existsSync(paths.dir) ? readdirSync(paths.dir) : []) {
+    const file = join(paths.dir, name);
+    if (statSync(file).isFile()) entries.push([file, 0o600]);
+  }
+  const loose: string[] = [];
+  const fixed: string[] = [];
+  for (const [path, wanted] of entries) {
+    if (!existsSync(path)) continue;
+    const stat = statSync(path);
+    if (uid !== undefined && stat.uid !== uid) {
+      checks.push({ name: 'ownership', status: 'fail', detail: `${path} belongs to uid ${stat.uid}, not to you (uid ${uid}): the daemon would fail to read or write it`, fix: `sudo chown -R $(id -un) ${paths.dir}` });
+      continue;
+    }
+    if ((stat.mode & 0o077) === 0) continue;
+    if (fix) {
+      chmodSync(path, wanted);
+      fixed.push(`${path} ${(stat.mode & 0o777).toString(8)} -> ${wanted.toString(8)}`);
+    } else {
+      loose.push(`${path} (${(stat.mode & 0o777).toString(8)})`);
+    }
+  }
+  if (loose.length > 0) {
+    checks.push({ name: 'modes', status: 'warn', detail: `readable by others: ${loose.join(', ')}`, fix: `chmod -R go-rwx ${paths.home}   # or: gateway doctor --fix` });
+  } else {
+    checks.push({ name: 'modes', status: 'ok', detail: 'folders 0700, files 0600', ...(fixed.length ? { fixed: fixed.join('; ') } : {}) });
+  }
+  return checks;
+}
+
+async function configCheck(context: Context): Promise<Check[]> {
+  const { paths } = context;
+  const [{ loadConfig }, { resolveListen }, { exposureProblems }] = await Promise.all([
+    import('../shared/config/profile-config.ts'), import('../shared/listen.ts'), import('../shared/config/exposure.ts'),
+  ]);
+  try {
+    context.config = loadConfig(paths).effective;
+  } catch (error) {
+    const failure = error as GatewayError;
+    return [{ name: 'config', status: 'fail', detail: failure.message, fix: failure.hints?.join('\n') || `edit ${paths.config}` }];
+  }
+  const checks: Check[] = [{ name: 'config', status: 'ok', detail: existsSync(paths.config) ? `${paths.config} is valid` : 'no config.json: the defaults' }];
+  let bind;
+  try {
+    ({ bind } = resolveListen(paths.name, context.config, {}));
+  } catch (error) {
+    return [...checks, { name: 'exposure', status: 'fail', detail: (error as Error).message, fix: 'gateway config set gateway.bind loopback' }];
+  }
+  const problems = exposureProblems(context.config, bind);
+  checks.push(problems.length === 0
+    ? { name: 'exposure', status: 'ok', detail: `bind ${bind.mode} (${bind.host}), auth ${context.config.gateway.auth.mode}` }
+    : { name: 'exposure', status: 'fail', detail: problems.join('; '), fix: problems.some((p) => p.includes('auth.mode cannot be none')) ? 'gateway config set gateway.auth.mode token' : 'gateway config set gateway.bind loopback' });
+  return checks;
+}
+
+function portFree(host: string, port: number): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? error.message));
+    server.listen({ host, port, exclusive: true }, () => server.close(() => resolve(undefined)));
+  });
+}
+
+async function daemonCheck(context: Context): Promise<Check[]> {
+  const { paths, fix } = context;
+  const found = inspectDaemon(paths);
+  const checks: Check[] = [];
+  if (found.state === 'stale') {
+    if (fix) {
+      removeStaleLock(paths);
+      checks.push({ name: 'lock', status: 'ok', detail: `the lock of a daemon that died (pid ${found.record?.pid ?? '?'})`, fixed: `removed ${paths.lock}` });
+    } else {
+      checks.push({ name: 'lock', status: 'warn', detail: `a stale lock: the daemon (pid ${found.record?.pid ?? '?'}) died without cleaning up (${found.reason})`, fix: `gateway stop --profile ${paths.name}   # or: gateway doctor --fix` });
+    }
+  } else {
+    checks.push({ name: 'lock', status: 'ok', detail: found.state === 'stopped' ? 'the daemon is stopped' : `the daemon runs (pid ${found.record.pid})` });
+  }
+  context.running = found.state === 'running';
+  if (!context.running && context.config) {
+    const { resolveListen } = await import('../shared/listen.ts');
+    const { port, bind } = resolveListen(paths.name, context.config, {});
+    const busy = await portFree(bind.host, port);
+    checks.push(busy === undefined
+      ? { name: 'port', status: 'ok', detail: `${bind.host}:${port} is free` }
+      : { name: 'port', status: 'fail', detail: `${bind.host}:${port} cannot be listened on (${busy}): another process holds it`, fix: `ss -ltnp 'sport = :${port}'   # who holds it; or: gateway config set gateway.port <port> --profile ${paths.name}` });
+  }
+  return checks;
+}
+
+async function secretsCheck(context: Context): Promise<Check[]> {
+  const { paths, config } = context;
+  if (!config) return [];
+  const checks: Check[] = [];
+  const { openSecretStore, secretFromEnv } = await import('../shared/secrets/secret-store.ts');
+  const backend = config.secrets.backend ?? 'file';
+  const store = openSecretStore(paths, backend);
+  if (backend === 'keychain') {
+    const probe = await (store as unknown as { probe(): Promise<{ state: string; reason?: string }> }).probe();
+    if (probe.state !== 'available') {
+      checks.push({
+        name: 'keychain', status: 'fail', detail: `the OS keychain cannot be reached (${probe.reason}): the daemon cannot read its secrets${process.env.SSH_CONNECTION ? '; over SSH there is no desktop session to unlock it' : ''}`,
+        fix: [
+          `dbus-run-session -- sh -c 'printf %s "$KEYRING_PASSWORD" | gnome-keyring-daemon --unlock --replace >/dev/null; gateway start --profile ${paths.name}'   # a keyring in this session`,
+          `gateway secrets move file --profile ${paths.name}   # or keep this profile's secrets in its 0600 file (add --abandon if the keychain is gone for good)`,
+        ].join('\n'),
+      });
+      return checks;
+    }
+    checks.push({ name: 'keychain', status: 'ok', detail: 'the OS keychain answers' });
+  } else {
+    checks.push({ name: 'secrets', status: 'ok', detail: `the file store ${paths.secrets}` });
+  }
+  // A webhook secret, or deliveries arrive only to be refused.
+  let webhookSecret: string | undefined;
+  try {
+    webhookSecret = secretFromEnv('webhooks.github.secret') ?? (await store.get('webhooks.github.secret'));
+  } catch {
+    webhookSecret = undefined;
+  }
+  if (!webhookSecret) {
+    const { lastLines } = await import('./log-tail.ts');
+    const since = Date.now() - 24 * 3600_000;
+    const refused = lastLines(paths.log, 5000).some((line) => line.includes(NO_WEBHOOK_SECRET_LOG) && Date.parse(/"time":"([^"]+)"/.exec(line)?.[1] ?? '') >= since);
+    checks.push(refused
+      ? { name: 'webhooks', status: 'fail', detail: 'deliveries arrived in the last 24 h and each was refused with 503: no webhook secret is set', fix: `gateway secrets set webhooks.github.secret --profile ${paths.name}   # the secret of the GitHub webhook, on stdin` }
+      : { name: 'webhooks', status: 'ok', detail: 'no webhook secret set (POST /webhooks answers 503 until one is)' });
+  } else {
+    checks.push({ name: 'webhooks', status: 'ok', detail: 'a webhook secret is set' });
+  }
+  return checks;
+}
+
+async function serviceCheck(context: Context): Promise<Check[]> {
+  const { serviceOf, unitState } = await import('./service.ts');
+  const record = serviceOf(context.paths);
+  if (!record) return [{ name: 'service', status: 'ok', detail: `not a service (gateway service install --profile ${context.paths.name} keeps it running across reboots)` }];
+  let active: string;
+  try {
+    ({ active } = unitState(record));
+  } catch (error) {
+    return [{ name: 'service', status: 'fail', detail: (error as Error).message }];
+  }
+  const journal = `gateway service logs --profile ${context.paths.name}`;
+  if (active === 'active') return [{ name: 'service', status: 'ok', detail: `${record.unit} is active` }];
+  return [{ name: 'service', status: active === 'failed' ? 'fail' : 'warn', detail: `${record.unit} is ${active}`, fix: active === 'failed' ? `${journal}   # why it failed; then: gateway start --profile ${context.paths.name}` : `gateway start --profile ${context.paths.name}` }];
+}
+
+function storageCheck(context: Context): Check[] {
+  const { paths, config } = context;
+  const checks: Check[] = [];
+  if (!existsSync(paths.dir)) return checks;
+  const fs = statfsSync(paths.dir);
+  const free = fs.bavail * fs.bsize;
+  checks.push(free < 100 * MB
+    ? { name: 'disk', status: 'fail', detail: `${(free / MB).toFixed(0)} MB free where the profile lives: writes fail (answers 503) below a few MB`, fix: `df -h ${paths.dir}; du -sh ${paths.dir}/*   # free space, or move GATEWAY_HOME` }
+    : free < 1024 * MB
+      ? { name: 'disk', status: 'warn', detail: `${(free / MB).toFixed(0)} MB free where the profile lives`, fix: `df -h ${paths.dir}` }
+      : { name: 'disk', status: 'ok', detail: `${(free / 1024 / MB).toFixed(1)} GB free` });
+  const size = (path: string) => (existsSync(path) ? statSync(path).size : 0);
+  const wal = size(`${paths.db}-wal`);
+  checks.push(wal > 256 * MB
+    ? { name: 'state', status: 'warn', detail: `state.db ${(size(paths.db) / MB).toFixed(0)} MB with a ${(wal / MB).toFixed(0)} MB write-ahead log: checkpoints are falling behind`, fix: `gateway restart --profile ${paths.name}   # checkpoints it at stop` }
+    : { name: 'state', status: 'ok', detail: `state.db ${(size(paths.db) / MB).toFixed(1)} MB, write-ahead log ${(wal / MB).toFixed(1)} MB` });
+  const logs = readdirSync(paths.dir).filter((name) => name.startsWith('gateway.log')).reduce((sum, name) => sum + size(join(paths.dir, name)), 0);
+  const bound = config ? config.log.maxBytes * (config.log.maxFiles + 1) : Number.POSITIVE_INFINITY;
+  checks.push(logs > bound * 1.1
+    ? { name: 'log', status: 'warn', detail: `the logs take ${(logs / MB).toFixed(0)} MB, past log.maxBytes x (log.maxFiles + 1)`, fix: `rm ${paths.log}.*   # rotated files the daemon no longer needs` }
+    : { name: 'log', status: 'ok', detail: `the logs take ${(logs / MB).toFixed(1)} MB` });
+  return checks;
+}
+
+async function tokensCheck(context: Context): Promise<Check[]> {
+  const { paths } = context;
+  if (!existsSync(paths.db)) return [];
+  const { DatabaseSync } = await import('node:sqlite');
+  let rows: { id: string; name: string; expires_at: number }[];
+  try {
+    const db = new DatabaseSync(paths.db, { readOnly: true });
+    try {
+      rows = db.prepare('SELECT id, name, expires_at FROM access_tokens WHERE revoked_at IS NULL AND expires_at > ? AND expires_at < ? ORDER BY expires_at')
+        .all(Date.now(), Date.now() + 7 * 24 * 3600_000) as typeof rows;
+    } finally {
+      db.close();
+    }
+  } catch (error) {
+    return [{ name: 'tokens', status: 'warn', detail: `state.db could not be read (${(error as Error).message})`, fix: `gateway start --profile ${paths.name}   # says what is wrong with it` }];
+  }
+  if (rows.length === 0) return [{ name: 'tokens', status: 'ok', detail: 'no token expires within 7 days' }];
+  const list = rows.map((row) => `${row.id} (${row.name}, ${new Date(Number(row.expires_at)).toISOString().slice(0, 10)})`).join(', ');
+  return [{ name: 'tokens', status: 'warn', detail: `expiring within 7 days: ${list}`, fix: `gateway tokens create --name <name> --scope <scope> --expires-in 90d   # hand the new one out, then: gateway tokens revoke ${rows[0]!.id}` }];
+}
+
+async function channelsCheck(context: Context): Promise<Check[]> {
+  if (!context.running) return [];
+  const { connectToDaemon } = await import('./rpc-client.ts');
+  let channels: { channel: string; account: string; state: string; detail?: string }[];
+  try {
+    const client = await connectToDaemon(context.paths, { timeoutMs: 5000 });
+    try {
+      ({ channels } = await client.call('channels.status', undefined, 5000));
+    } finally {
+      client.close();
+    }
+  } catch (error) {
+    return [{ name: 'channels', status: 'warn', detail: `the daemon did not answer (${(error as Error).message})`, fix: `gateway status --profile ${context.paths.name}` }];
+  }
+  // A channel that is not enabled is meant to be down.
+  const settings = (context.config?.channels ?? {}) as Record<string, { enabled?: boolean }>;
+  channels = channels.filter((channel) => settings[channel.channel]?.enabled);
+  if (channels.length === 0) return [{ name: 'channels', status: 'ok', detail: 'no channel enabled' }];
+  const down = channels.filter((channel) => channel.state !== 'connected');
+  const named = (list: typeof channels) => list.map((channel) => `${channel.channel}/${channel.account} ${channel.state}${channel.detail ? ` (${channel.detail})` : ''}`).join(', ');
+  return [down.length === 0
+    ? { name: 'channels', status: 'ok', detail: named(channels) }
+    : { name: 'channels', status: 'warn', detail: named(down), fix: `gateway channels status --profile ${context.paths.name}; gateway logs --profile ${context.paths.name}` }];
+}
+
+/** Every check, in the order a person would look. A check that throws is a failure naming what it could not do. */
+export async function runDoctor(paths: ProfilePaths, options: { fix: boolean }): Promise<Check[]> {
+  const context: Context = { paths, fix: options.fix, running: false };
+  const steps: [string, () => Check | Check[] | Promise<Check[]>][] = [
+    ['node', nodeCheck], ['modes', () => modesCheck(context)], ['config', () => configCheck(context)], ['daemon', () => daemonCheck(context)],
+    ['secrets', () => secretsCheck(context)], ['service', () => serviceCheck(context)], ['storage', () => storageCheck(context)],
+    ['tokens', () => tokensCheck(context)], ['channels', () => channelsCheck(context)],
+  ];
+  const checks: Check[] = [];
+  for (const [name, step] of steps) {
+    try {
+      const result = await step();
+      checks.push(...(Array.isArray(result) ? result : [result]));
+    } catch (error) {
+      checks.push({ name, status: 'fail', detail: `the check itself failed: ${(error as Error).message}` });
+    }
+  }
+  return checks;
+}
