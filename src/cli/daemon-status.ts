@@ -28,6 +28,8 @@ export interface StatusResult {
   configError?: string;
   /** What keeps a running daemon from serving (its readiness checks that fail), by name. */
   problems?: Record<string, string>;
+  /** Where the private overlay publishes the gateway (gateway.overlay.mode serve or funnel). */
+  overlay?: { mode: 'serve' | 'funnel'; url: string };
   /** The systemd unit that manages the daemon, and what systemd says of it. */
   service?: { unit: string; scope: 'user' | 'system'; active: string };
 }
@@ -87,7 +89,9 @@ export async function daemonStatus(paths: ProfilePaths, options: { rpc: boolean 
     const client = await connectToDaemon(paths, { timeoutMs: 5000 });
     try {
       const live = await client.call('status', undefined, 5000);
+      const overlay = config && config.gateway.overlay.mode !== 'off' ? (await client.call('overlay.status', undefined, 5000)).overlay : null;
       return {
+        ...(overlay ? { overlay } : {}),
         ...result, uptimeMs: live.uptimeMs, version: live.version, secretStore: live.secretStore, logFile: live.logFile, rpc: { ok: true },
         ...(live.plugins ? { plugins: { loaded: live.plugins.loaded, errors: live.plugins.errors } } : {}),
         ...(live.problems ? { problems: live.problems } : {}),

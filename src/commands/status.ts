@@ -41,6 +41,7 @@ export default class Status extends BaseCommand<StatusResult> {
       ['Secrets', status.secretStore ?? '-'],
       ['Log', status.logFile || (status.state === 'running' ? 'stdout only (the supervisor\'s journal keeps it)' : '')],
     ];
+    if (status.overlay) rows.push(['Overlay', `${status.overlay.url} (tailscale ${status.overlay.mode})`]);
     if (status.service) rows.push(['Service', `${status.service.unit} (${status.service.scope}, ${status.service.active})`]);
     if (status.state === 'running') rows.push(['RPC', status.rpc.ok ? 'ok' : `failed: ${status.rpc.error}`]);
     if (status.configError) rows.push(['Config', `INVALID: ${status.configError}`]);

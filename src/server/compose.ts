@@ -18,3 +18,4 @@ export { default as sessions } from './sessions/module.ts';
 export { default as tools } from './tools/module.ts';
 export { default as surfaces } from './surfaces/module.ts';
 export { default as plugins } from './plugins/module.ts';
+export { default as overlay } from './overlay/module.ts';

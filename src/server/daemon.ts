@@ -193,6 +193,7 @@ export class Daemon {
       daemon: this.view(), config: () => this.config, store, secrets: this.secrets, events, connections: hub, lockout,
       credential: this.credential, logger: this.logger,
       authenticate: (req) => authenticator.authenticate(req), addBearer: (verifier) => authenticator.addVerifier(verifier),
+      setOverlayIdentity: (identity) => authenticator.setOverlayIdentity(identity),
     });
     this.host = host;
     await host.setup();

@@ -63,9 +63,10 @@ export interface HttpAuthDeps {
   credential: GatewayCredential;
   lockout: AuthLockout;
   audit: (kind: string, fields: { subject?: string; address?: string; detail?: Record<string, unknown> }) => void;
-  /** Identity of a private-overlay connection, when the overlay vouches for one (seam for the overlay). */
-  overlayIdentity?: (req: IncomingMessage) => string | undefined;
 }
+
+/** Who a private-overlay connection is, when the overlay vouches for it; undefined otherwise. */
+export type OverlayIdentity = (req: IncomingMessage) => Promise<string | undefined>;
 
 /** Authenticates HTTP requests under the configured auth mode. Throws a DomainError 400/401/403/429. */
 export class HttpAuthenticator {
@@ -73,6 +74,7 @@ export class HttpAuthenticator {
   private readonly trusted: (address: string) => boolean;
   /** Further bearer credentials (product tokens, JWTs, the service key), tried after the gateway's own. */
   private readonly verifiers: BearerVerifier[] = [];
+  private overlayIdentity?: OverlayIdentity;
   /**
    * Fingerprints of Authorization headers that carried a valid credential lately,
    * with when that stops counting: only these get a request budget of their own.
@@ -86,6 +88,11 @@ export class HttpAuthenticator {
 
   addVerifier(verifier: BearerVerifier): void {
     this.verifiers.push(verifier);
+  }
+
+  /** The overlay's word on who a request is (gateway.auth.allowOverlay). */
+  setOverlayIdentity(identity: OverlayIdentity): void {
+    this.overlayIdentity = identity;
   }
 
   /**
@@ -119,7 +126,7 @@ export class HttpAuthenticator {
     const { auth } = this.deps.config().gateway;
     const address = req.socket.remoteAddress ?? 'unknown';
     if (auth.mode === 'none') return { kind: 'anonymous', subject: 'anonymous', scopes: 'all' };
-    const overlay = auth.allowOverlay ? this.deps.overlayIdentity?.(req) : undefined;
+    const overlay = auth.allowOverlay && this.overlayIdentity ? await this.overlayIdentity(req) : undefined;
     if (overlay) return { kind: 'overlay', subject: overlay, scopes: 'all' };
 
     if (auth.mode === 'trusted-proxy') {

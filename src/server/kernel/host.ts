@@ -57,6 +57,7 @@ export interface HostParts {
   /** Protected routes' authentication, which owns the bearer verifiers modules add. */
   authenticate: (req: IncomingMessage) => Promise<Principal>;
   addBearer: (verifier: BearerVerifier) => void;
+  setOverlayIdentity: (identity: (req: IncomingMessage) => Promise<string | undefined>) => void;
 }
 
 /** Orders modules so that each comes after the modules it needs; refuses a missing or circular need. */
@@ -146,6 +147,7 @@ export class ModuleHost {
         },
         reserve: (path) => void this.reserved.push(path),
         bearer: parts.addBearer,
+        overlayIdentity: parts.setOverlayIdentity,
         authenticate: parts.authenticate,
         document: (part) => void this.documents.push(part),
       },

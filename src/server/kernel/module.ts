@@ -263,6 +263,8 @@ export interface ModuleContext extends RegistrationApi {
     reserve(path: string): void;
     /** Another kind of bearer credential for protected routes. */
     bearer(verifier: BearerVerifier): void;
+    /** Who a request that came through the private overlay is, for gateway.auth.allowOverlay. */
+    overlayIdentity(identity: (req: IncomingMessage) => Promise<string | undefined>): void;
     /** Authenticates a raw request as protected routes do (throws a DomainError 400/401/403/429). */
     authenticate(req: IncomingMessage): Promise<Principal>;
     /** Documents the routes this module serves in /openapi.json. */

@@ -275,6 +275,8 @@ export interface MethodResults {
   reload: ReloadResult;
   'plugins.list': { plugins: PluginInfo[]; lastReload: BuildOutcome | null };
   'tools.catalog': { tools: ToolCatalogEntry[] };
+  /** The overlay publication in force: how and where the tailnet reaches the gateway; null when off. */
+  'overlay.status': { overlay: { mode: 'serve' | 'funnel'; url: string } | null };
   'tools.invoke': ToolAnswer;
   'models.list': { providers: ProviderInfo[]; models: ModelInfo[]; aliases: Record<string, string> };
   'usage.summary': UsageSummary;
