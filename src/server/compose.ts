@@ -19,3 +19,4 @@ export { default as tools } from './tools/module.ts';
 export { default as surfaces } from './surfaces/module.ts';
 export { default as plugins } from './plugins/module.ts';
 export { default as overlay } from './overlay/module.ts';
+export { default as discovery } from './discovery/module.ts';

@@ -175,7 +175,8 @@ describe('HTTP auth, lockouts and rate limits (e2e)', function () {
 
     it('answers liveness to anyone, readiness only with a credential, and locks out a remote client after 10 bad tokens', async () => {
       const remote = host();
-      await start([], ['--bind', 'lan']);
+      // Not announced on this machine's own network.
+      await start([['gateway.discovery.mdns.enabled', 'false']], ['--bind', 'lan']);
       const script = `
         const base = 'http://${remote.hostAddress}:${port}';
         const out = [];

@@ -204,7 +204,7 @@ export const configSchema: SchemaNode = object({
       allowCommands: list({ type: 'string', minLength: 1 }, 'node commands accepted (empty: all not denied)'),
       denyCommands: list({ type: 'string', minLength: 1 }, 'node commands refused'),
     }),
-    discovery: object({ mdns: object({ enabled: bool(false, 'announce the gateway with mDNS') }) }),
+    discovery: object({ mdns: object({ enabled: { type: 'boolean', description: 'announce the gateway on the local network with multicast DNS (default: on when gateway.bind reaches beyond loopback; never on loopback)' } }) }),
     drainTimeoutMs: int(10_000, 0, 600_000, 'how long a stopping daemon waits for running work'),
   }),
   hooks: object({

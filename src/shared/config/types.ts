@@ -45,7 +45,7 @@ export interface GatewayConfig {
     rateLimit: { windowMs: number; max: number; webhooksMax: number };
     tools: { allow: string[]; deny: string[] };
     nodes: { allowCommands: string[]; denyCommands: string[] };
-    discovery: { mdns: { enabled: boolean } };
+    discovery: { mdns: { enabled?: boolean } };
     drainTimeoutMs: number;
   };
   hooks: {

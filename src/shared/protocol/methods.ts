@@ -94,6 +94,7 @@ export const METHODS = {
   'plugins.list': { scope: 'operator.read', params: none },
   'tools.catalog': { scope: 'operator.read', params: none },
   'overlay.status': { scope: 'operator.read', params: none },
+  'discovery.status': { scope: 'operator.read', params: none },
   'models.list': { scope: 'operator.read', params: none },
   'usage.summary': { scope: 'operator.read', params: object({ since: epochMs }) },
   'agents.list': { scope: 'operator.read', params: none },

@@ -276,6 +276,8 @@ export interface MethodResults {
   'plugins.list': { plugins: PluginInfo[]; lastReload: BuildOutcome | null };
   'tools.catalog': { tools: ToolCatalogEntry[] };
   /** The overlay publication in force: how and where the tailnet reaches the gateway; null when off. */
+  /** The name the gateway is announced under on the local network; null when it is not. */
+  'discovery.status': { name: string | null };
   'overlay.status': { overlay: { mode: 'serve' | 'funnel'; url: string } | null };
   'tools.invoke': ToolAnswer;
   'models.list': { providers: ProviderInfo[]; models: ModelInfo[]; aliases: Record<string, string> };
