@@ -27,6 +27,11 @@ const argv = process.argv.slice(2);
 if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-v')) {
   const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
   process.stdout.write(`gateway/${version} ${process.platform}-${process.arch} node-${process.version}\n`);
+} else if (argv[0] === '__complete') {
+  // Shell completion, at every Tab: no oclif, one answer per line.
+  const { complete } = await import('../dist/cli/complete.js');
+  const candidates = await complete(argv.slice(1)).catch(() => []);
+  if (candidates.length) process.stdout.write(`${candidates.join('\n')}\n`);
 } else if (argv[0] === 'run' && !argv.includes('--help') && !argv.includes('-h')) {
   // The daemon's start path: `gateway run` (and `gateway start`'s detached child) without oclif.
   const { runCommand } = await import('../dist/server/main.js');
