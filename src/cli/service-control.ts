@@ -4,9 +4,8 @@ import { inspectDaemon } from '../shared/daemon-lock.ts';
 import { GatewayError } from '../shared/errors.ts';
 import { httpUrl } from '../shared/listen.ts';
 import type { ProfilePaths } from '../shared/profile.ts';
-import { systemctl, unitState, type ServiceRecord } from './service.ts';
+import { manage, serviceLogHint, unitState, type ServiceRecord } from './service.ts';
 
-const journalHint = (record: ServiceRecord) => `journalctl ${record.scope === 'user' ? '--user ' : ''}-u ${record.unit} -n 50`;
 
 /** Waits until the service's daemon is ready; a unit that fails or a deadline that passes is an error pointing at the journal. */
 export async function waitForService(paths: ProfilePaths, record: ServiceRecord, timeoutMs: number): Promise<{ pid: number; port: number; url: string }> {
@@ -16,9 +15,9 @@ export async function waitForService(paths: ProfilePaths, record: ServiceRecord,
     if (found.state === 'running') return { pid: found.record.pid, port: found.record.port, url: httpUrl(found.record.host, found.record.port) };
     const { active } = unitState(record);
     if (active === 'failed' || (active === 'inactive' && Date.now() > deadline - timeoutMs + 3000)) {
-      throw new GatewayError(`The service ${record.unit} is ${active}: its daemon did not start.`, { hints: [journalHint(record)] });
+      throw new GatewayError(`The service ${record.unit} is ${active}: its daemon did not start.`, { hints: [serviceLogHint(record, paths.name)] });
     }
-    if (Date.now() > deadline) throw new GatewayError(`The daemon of ${record.unit} was not ready within ${timeoutMs} ms.`, { hints: [journalHint(record)] });
+    if (Date.now() > deadline) throw new GatewayError(`The daemon of ${record.unit} was not ready within ${timeoutMs} ms.`, { hints: [serviceLogHint(record, paths.name)] });
     await delay(50);
   }
 }
@@ -28,7 +27,7 @@ export async function startService(paths: ProfilePaths, record: ServiceRecord, t
   const before = inspectDaemon(paths);
   if (before.state === 'running') return { state: 'already-running' as const, pid: before.record.pid, port: before.record.port, url: httpUrl(before.record.host, before.record.port) };
   const started = performance.now();
-  systemctl(record.scope, ['start', record.unit]);
+  manage(record, 'start');
   const ready = await waitForService(paths, record, timeoutMs);
   return { state: 'started' as const, ...ready, startMs: Math.round(performance.now() - started) };
 }
@@ -36,14 +35,13 @@ export async function startService(paths: ProfilePaths, record: ServiceRecord, t
 /** Stops the unit, which stops its daemon, and waits until the daemon is gone. */
 export async function stopService(paths: ProfilePaths, record: ServiceRecord, timeoutMs: number): Promise<{ state: 'stopped' | 'not-running'; pid?: number }> {
   const before = inspectDaemon(paths);
-  systemctl(record.scope, ['stop', record.unit]);
+  manage(record, 'stop');
   if (before.state !== 'running' && before.state !== 'starting') return { state: 'not-running' };
   const deadline = Date.now() + timeoutMs;
   while (inspectDaemon(paths).state === 'running' || inspectDaemon(paths).state === 'starting') {
-    if (Date.now() > deadline) throw new GatewayError(`The daemon of ${record.unit} did not stop within ${timeoutMs} ms.`, { hints: [journalHint(record)] });
+    if (Date.now() > deadline) throw new GatewayError(`The daemon of ${record.unit} did not stop within ${timeoutMs} ms.`, { hints: [serviceLogHint(record, paths.name)] });
     await delay(50);
   }
   return { state: 'stopped', pid: before.record.pid };
 }
 
-export { journalHint };

@@ -1,6 +1,7 @@
 /**
  * A profile's daemon under the host's service manager: a systemd unit (a user
- * unit, or a system unit running as a named user). The unit runs `gateway run`
+ * unit, or a system unit running as a named user), or on macOS a launchd agent
+ * (or a daemon running as a named user). The unit runs `gateway run`
  * with absolute paths, restarts on failure but never after an invalid
  * configuration (exit 78), and carries no secret: they stay in the secret
  * store, or in an optional environment file of mode 0600 beside the profile.
@@ -17,8 +18,10 @@ import { gatewayHome, homeId, type ProfilePaths } from '../shared/profile.ts';
 
 export type ServiceScope = 'user' | 'system';
 
+export type ServiceManager = 'systemd' | 'launchd';
+
 export interface ServiceRecord {
-  manager: 'systemd';
+  manager: ServiceManager;
   scope: ServiceScope;
   unit: string;
   /** The unit file. */
@@ -37,7 +40,7 @@ export function serviceOf(paths: ProfilePaths): ServiceRecord | undefined {
   } catch {
     return undefined;
   }
-  if (record?.manager !== 'systemd' || typeof record.unit !== 'string' || typeof record.path !== 'string' || !existsSync(record.path)) return undefined;
+  if ((record?.manager !== 'systemd' && record?.manager !== 'launchd') || typeof record.unit !== 'string' || typeof record.path !== 'string' || !existsSync(record.path)) return undefined;
   return record;
 }
 
@@ -157,8 +160,102 @@ export function writeUnit(path: string, text: string): void {
   renameSync(temporary, path);
 }
 
-/** systemctl is-active / is-enabled of the unit, as systemd says them ("active", "inactive", "failed", "enabled", ...). */
+/** What the manager says of the service: active, inactive or failed; enabled or disabled. */
 export function unitState(record: ServiceRecord): { active: string; enabled: string } {
+  if (record.manager === 'launchd') {
+    const printed = launchctl(['print', launchdTarget(record)], { check: false });
+    if (printed.status !== 0) return { active: 'inactive', enabled: 'disabled' };
+    const state = /^\s*state = (\S+)/m.exec(printed.stdout)?.[1];
+    const lastExit = Number(/last exit code = (-?\d+)/.exec(printed.stdout)?.[1] ?? 0);
+    return { active: state === 'running' ? 'active' : lastExit !== 0 ? 'failed' : 'inactive', enabled: 'enabled' };
+  }
   const ask = (verb: string) => systemctl(record.scope, [verb, record.unit], { check: false }).stdout.trim() || 'unknown';
   return { active: ask('is-active'), enabled: ask('is-enabled') };
+}
+
+/** The manager of this host: launchd on macOS, systemd elsewhere. */
+export const hostManager = (): ServiceManager => (process.platform === 'darwin' ? 'launchd' : 'systemd');
+
+/** Asks the service's manager to act: enable (install and start), disable (stop and uninstall), start, stop. */
+export function manage(record: ServiceRecord, action: 'enable' | 'disable' | 'start' | 'stop', options: { check?: boolean } = {}): void {
+  if (record.manager === 'launchd') {
+    const target = launchdTarget(record);
+    const domain = target.slice(0, target.lastIndexOf('/'));
+    const args = {
+      enable: ['bootstrap', domain, record.path],
+      disable: ['bootout', target],
+      start: ['kickstart', target],
+      stop: ['kill', 'SIGTERM', target],
+    }[action];
+    launchctl(args, options);
+    return;
+  }
+  if (action === 'enable') {
+    systemctl(record.scope, ['daemon-reload'], options);
+    systemctl(record.scope, ['enable', '--now', record.unit], options);
+  } else if (action === 'disable') {
+    systemctl(record.scope, ['disable', '--now', record.unit], options);
+  } else {
+    systemctl(record.scope, [action, record.unit], options);
+  }
+}
+
+/** Where the service's log is read. */
+export const serviceLogHint = (record: ServiceRecord, profile: string): string => (record.manager === 'launchd'
+  ? `gateway logs --profile ${profile}`
+  : `journalctl ${record.scope === 'user' ? '--user ' : ''}-u ${record.unit} -n 50`);
+
+// launchd -----------------------------------------------------------------
+
+/** dev.gateway.<profile>, with the home's id when GATEWAY_HOME is not the default. */
+export const launchdLabel = (paths: ProfilePaths, env: NodeJS.ProcessEnv = process.env): string =>
+  unitName(paths, env).replace(/^gateway-/, 'dev.gateway.').replace(/\.service$/, '').replace(/-([0-9a-f]{12})$/, '.$1');
+
+/** ~/Library/LaunchAgents for an agent, /Library/LaunchDaemons for a daemon running as a named user. */
+export const launchdDirectory = (scope: ServiceScope): string => (scope === 'system' ? '/Library/LaunchDaemons' : join(homedir(), 'Library', 'LaunchAgents'));
+
+const launchdTarget = (record: ServiceRecord) => (record.scope === 'system' ? `system/${record.unit}` : `gui/${process.getuid?.() ?? 0}/${record.unit}`);
+
+const xml = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+
+/** The property list of a launchd agent (or daemon): the same command line, restarted after a failure, never holding a secret. */
+export function launchdPlist(options: UnitOptions & { label: string }): string {
+  const { paths, scope, user, node, bin, label } = options;
+  const strings = (values: string[]) => values.map((value) => `    <string>${xml(value)}</string>`).join('\n');
+  return [
+    '<?xml version="1.0" encoding="UTF-8"?>',
+    '<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">',
+    '<!-- Written by `gateway service install`; `gateway service uninstall` removes it. -->',
+    '<plist version="1.0">',
+    '<dict>',
+    `  <key>Label</key>\n  <string>${xml(label)}</string>`,
+    `  <key>ProgramArguments</key>\n  <array>\n${strings([node, bin, 'run', '--profile', paths.name])}\n  </array>`,
+    `  <key>EnvironmentVariables</key>\n  <dict>\n    <key>GATEWAY_HOME</key>\n    <string>${xml(paths.home)}</string>\n  </dict>`,
+    ...(scope === 'system' ? [`  <key>UserName</key>\n  <string>${xml(user)}</string>`] : []),
+    '  <key>RunAtLoad</key>\n  <true/>',
+    // Restarted after a failure, not after a clean stop; an invalid configuration (78) is retried at most every 30 s.
+    '  <key>KeepAlive</key>\n  <dict>\n    <key>SuccessfulExit</key>\n    <false/>\n  </dict>',
+    '  <key>ThrottleInterval</key>\n  <integer>30</integer>',
+    '  <key>Umask</key>\n  <integer>63</integer>',
+    // The daemon writes its log file; stdout repeats it as JSON lines, which launchd would only keep twice.
+    '  <key>StandardOutPath</key>\n  <string>/dev/null</string>',
+    `  <key>StandardErrorPath</key>\n  <string>${xml(join(paths.dir, 'launchd.err.log'))}</string>`,
+    '</dict>',
+    '</plist>',
+    '',
+  ].join('\n');
+}
+
+/** Runs launchctl; a missing launchctl or a refusal is an error naming what was asked. */
+export function launchctl(args: string[], options: { check?: boolean } = {}): SpawnSyncReturns<string> {
+  const result = spawnSync('launchctl', args, { encoding: 'utf8' });
+  if (result.error) {
+    throw new GatewayError(`launchctl is not available (${(result.error as NodeJS.ErrnoException).code ?? result.error.message}): this host has no launchd to manage the daemon.`, {
+      hints: ['run the daemon under another supervisor with: gateway run --profile <name>'],
+    });
+  }
+  if (options.check !== false && result.status !== 0) {
+    throw new GatewayError(`launchctl ${args.join(' ')} failed (exit ${result.status}): ${(result.stderr || result.stdout).trim() || 'no output'}`);
+  }
+  return result;
 }

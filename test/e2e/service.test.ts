@@ -114,7 +114,7 @@ describe('gateway service: the daemon under systemd (e2e, recording fakes of sys
     expect(removed.code, removed.stderr).to.equal(0);
     expect(removed.json).to.deep.equal({ profile: 'default', unit, removed: true });
     expect(existsSync(path)).to.equal(false);
-    expect(systemd.calls()).to.deep.include(['systemctl', '--user', 'disable', unit]);
+    expect(systemd.calls()).to.deep.include(['systemctl', '--user', 'disable', '--now', unit]);
     expect((await home.run(['status'])).code).to.equal(3);
     expect((await home.run(['service', 'status'])).code).to.equal(5);
     const before = systemd.calls().length;
@@ -139,6 +139,62 @@ describe('gateway service: the daemon under systemd (e2e, recording fakes of sys
     expect(without.stderr).to.include('systemctl is not available');
     expect(readdirSync(unitDir()), 'no unit left behind').to.deep.equal([]);
     expect((await home.run(['status', '--json'])).json).not.to.have.property('service');
+  });
+});
+
+describe('gateway service under launchd (e2e, a recording fake of launchctl; the property list as macOS reads it)', function () {
+  let home: Home;
+  let systemd: FakeSystemd;
+  let userHome: string;
+
+  beforeEach(async () => {
+    systemd = new FakeSystemd();
+    userHome = mkdtempSync(join(tmpdir(), 'mac-home-'));
+    home = new Home({ GATEWAY_PORT: String(await freePort()), HOME: userHome, ...systemd.env() });
+    await home.run(['profiles', 'create', 'default', '--secrets', 'file']);
+  });
+  afterEach(async () => {
+    await home.run(['service', 'uninstall']).catch(() => undefined);
+    home.cleanup();
+    rmSync(userHome, { recursive: true, force: true });
+  });
+
+  it('installs an agent whose property list runs the same command line, then start, stop, status and uninstall go through launchctl', async () => {
+    const installed = await home.run(['service', 'install', '--manager', 'launchd', '--json']);
+    expect(installed.code, installed.stderr).to.equal(0);
+    const { unit, path, pid, manager } = installed.json as { unit: string; path: string; pid: number; manager: string };
+    expect(manager).to.equal('launchd');
+    expect(unit).to.match(/^dev\.gateway\.default\.[0-9a-f]{12}$/);
+    expect(path).to.equal(join(userHome, 'Library', 'LaunchAgents', `${unit}.plist`));
+    // Python's plistlib reads property lists as macOS writes them.
+    const parsed = spawnSync('python3', ['-c', 'import json, plistlib, sys; print(json.dumps(plistlib.load(open(sys.argv[1], "rb"))))', path], { encoding: 'utf8' });
+    expect(parsed.status, parsed.stderr).to.equal(0);
+    const plist = JSON.parse(parsed.stdout);
+    expect(plist.Label).to.equal(unit);
+    expect(plist.ProgramArguments[0]).to.equal(process.execPath);
+    expect(plist.ProgramArguments.slice(2)).to.deep.equal(['run', '--profile', 'default']);
+    expect(plist.EnvironmentVariables).to.deep.equal({ GATEWAY_HOME: home.dir });
+    expect(plist).to.include({ RunAtLoad: true });
+    expect(plist.KeepAlive).to.deep.equal({ SuccessfulExit: false });
+    for (const secret of Object.values(home.secrets())) expect(readFileSync(path, 'utf8')).not.to.include(secret);
+    expect(systemd.calls()).to.deep.include(['launchctl', 'bootstrap', `gui/${process.getuid!()}`, path]);
+
+    expect(((await home.run(['status', '--json'])).json as any).service).to.deep.equal({ unit, scope: 'user', active: 'active' });
+    expect(existsSync(home.file('gateway.log')), 'launchd keeps no journal: the daemon writes its file').to.equal(true);
+    const stopped = await home.run(['stop', '--json']);
+    expect(stopped.json).to.include({ state: 'stopped', method: 'service', pid });
+    expect(systemd.calls()).to.deep.include(['launchctl', 'kill', 'SIGTERM', `gui/${process.getuid!()}/${unit}`]);
+    const started = await home.run(['start', '--json']);
+    expect(started.code, started.stderr).to.equal(0);
+    expect(systemd.calls()).to.deep.include(['launchctl', 'kickstart', `gui/${process.getuid!()}/${unit}`]);
+    const logs = await home.run(['service', 'logs', '-n', '3']);
+    expect(logs.stdout).to.include('daemon ready');
+
+    const removed = await home.run(['service', 'uninstall', '--json']);
+    expect(removed.json).to.include({ removed: true });
+    expect(existsSync(path)).to.equal(false);
+    expect(systemd.calls()).to.deep.include(['launchctl', 'bootout', `gui/${process.getuid!()}/${unit}`]);
+    expect((await home.run(['status'])).code).to.equal(3);
   });
 });
 

@@ -1,9 +1,10 @@
 /**
- * Recording stand-ins for systemctl, loginctl and journalctl (no systemd runs
- * as PID 1 here). `start` and `enable --now` run the unit's ExecStart as
+ * Recording stand-ins for systemctl, launchctl, loginctl and journalctl (no
+ * systemd runs as PID 1 here, and launchd is macOS's). `start` and `enable --now` run the unit's ExecStart as
  * systemd would: its Environment= and EnvironmentFile= lines, INVOCATION_ID and
  * JOURNAL_STREAM set, stdout and stderr into the unit's journal; `stop` sends
- * SIGTERM and waits. Every call is recorded.
+ * SIGTERM and waits; launchctl bootstrap, kickstart, kill, bootout and print do
+ * the same from a property list. Every call is recorded.
  */
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync, chmodSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -91,6 +92,60 @@ switch (verb) {
 }
 `;
 
+const LAUNCHCTL = String.raw`
+const fs = require('node:fs');
+const path = require('node:path');
+const { spawn } = require('node:child_process');
+const state = process.env.FAKE_SYSTEMD_STATE;
+const args = process.argv.slice(2);
+fs.appendFileSync(path.join(state, 'calls'), JSON.stringify(['launchctl', ...args]) + '\n');
+const labelOf = (target) => target.split('/').pop();
+const file = (label, ext) => path.join(state, label + '.' + ext);
+const alive = (pid) => { if (!(pid > 0)) return false; try { process.kill(pid, 0); return true; } catch { return false; } };
+const pidOf = (label) => { try { return Number(fs.readFileSync(file(label, 'pid'), 'utf8')); } catch { return 0; } };
+const unxml = (text) => text.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
+function start(label) {
+  if (alive(pidOf(label))) return;
+  const plist = fs.readFileSync(file(label, 'plist-path'), 'utf8');
+  const text = fs.readFileSync(plist, 'utf8');
+  const argv = [...text.match(/<key>ProgramArguments<\/key>\s*<array>([\s\S]*?)<\/array>/)[1].matchAll(/<string>([\s\S]*?)<\/string>/g)].map((m) => unxml(m[1]));
+  const env = { PATH: process.env.PATH, HOME: process.env.HOME };
+  const vars = text.match(/<key>EnvironmentVariables<\/key>\s*<dict>([\s\S]*?)<\/dict>/);
+  if (vars) for (const m of vars[1].matchAll(/<key>([^<]+)<\/key>\s*<string>([\s\S]*?)<\/string>/g)) env[m[1]] = unxml(m[2]);
+  fs.rmSync(file(label, 'exit'), { force: true });
+  const wrapper = 'const { spawn } = require("node:child_process"); const fs = require("node:fs");'
+    + 'const [exitFile, cmd, ...rest] = process.argv.slice(1);'
+    + 'const child = spawn(cmd, rest, { stdio: ["ignore", "ignore", "inherit"] });'
+    + 'process.on("SIGTERM", () => child.kill("SIGTERM"));'
+    + 'child.on("exit", (code) => { fs.writeFileSync(exitFile, String(code ?? 128)); process.exit(0); });';
+  const child = spawn(process.execPath, ['-e', wrapper, file(label, 'exit'), ...argv], { env, detached: true, stdio: 'ignore' });
+  fs.writeFileSync(file(label, 'pid'), String(child.pid));
+  child.unref();
+}
+function stop(label) {
+  const pid = pidOf(label);
+  if (!alive(pid)) return;
+  process.kill(pid, 'SIGTERM');
+  const deadline = Date.now() + 20000;
+  while (alive(pid) && Date.now() < deadline) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 25);
+}
+const [verb] = args;
+if (verb === 'bootstrap') {
+  const plist = args[2];
+  const label = unxml(fs.readFileSync(plist, 'utf8').match(/<key>Label<\/key>\s*<string>([^<]+)<\/string>/)[1]);
+  fs.writeFileSync(file(label, 'plist-path'), plist);
+  start(label);
+} else if (verb === 'bootout') { const label = labelOf(args[1]); stop(label); fs.rmSync(file(label, 'plist-path'), { force: true }); }
+else if (verb === 'kickstart') start(labelOf(args.at(-1)));
+else if (verb === 'kill') stop(labelOf(args[2]));
+else if (verb === 'print') {
+  const label = labelOf(args[1]);
+  if (!fs.existsSync(file(label, 'plist-path'))) { process.stderr.write('Could not find service "' + label + '"\n'); process.exit(113); }
+  let code = 0; try { code = Number(fs.readFileSync(file(label, 'exit'), 'utf8')); } catch {}
+  process.stdout.write(label + ' = {\n\tstate = ' + (alive(pidOf(label)) ? 'running' : 'not running') + '\n\tlast exit code = ' + code + '\n}\n');
+} else { process.stderr.write('fake launchctl: ' + verb + ' is not scripted\n'); process.exit(1); }
+`;
+
 const LOGINCTL = String.raw`
 const fs = require('node:fs');
 fs.appendFileSync(require('node:path').join(process.env.FAKE_SYSTEMD_STATE, 'calls'), JSON.stringify(['loginctl', ...process.argv.slice(2)]) + '\n');
@@ -119,7 +174,7 @@ export class FakeSystemd {
   constructor() {
     mkdirSync(this.bin);
     mkdirSync(this.state);
-    for (const [name, body] of [['systemctl', SYSTEMCTL], ['loginctl', LOGINCTL], ['journalctl', JOURNALCTL]] as const) {
+    for (const [name, body] of [['systemctl', SYSTEMCTL], ['launchctl', LAUNCHCTL], ['loginctl', LOGINCTL], ['journalctl', JOURNALCTL]] as const) {
       const path = join(this.bin, name);
       writeFileSync(path, `#!${process.execPath}\n${body}`);
       chmodSync(path, 0o755);

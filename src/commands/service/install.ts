@@ -4,6 +4,7 @@ import { BaseCommand } from '../../cli/base-command.ts';
 
 export interface ServiceInstallResult {
   profile: string;
+  manager: 'systemd' | 'launchd';
   unit: string;
   path: string;
   scope: 'user' | 'system';
@@ -17,7 +18,7 @@ export interface ServiceInstallResult {
 }
 
 export default class ServiceInstall extends BaseCommand<ServiceInstallResult> {
-  static override summary = 'Run the profile\'s daemon as a systemd service: installed, enabled at boot or login, started now.';
+  static override summary = 'Run the profile\'s daemon as a service (systemd; launchd on macOS): installed, enabled at boot or login, started now.';
   static override description = 'Writes a user unit gateway-<profile>.service (or, with --system --user <name>, a system unit running as that account) whose ExecStart is this node and this gateway with absolute paths, '
     + 'Restart=on-failure and RestartPreventExitStatus=78. The unit holds no secret: they stay in the secret store, or in the optional environment file service.env (mode 0600) in the profile folder. '
     + 'A daemon already running outside the service is stopped first, so one supervisor manages the profile. Afterwards gateway start, stop, restart and status act through systemd.';
@@ -26,6 +27,7 @@ export default class ServiceInstall extends BaseCommand<ServiceInstallResult> {
     system: Flags.boolean({ description: 'a system unit in /etc/systemd/system (needs root and --user)' }),
     user: Flags.string({ description: 'the account a system unit runs as' }),
     timeout: Flags.integer({ description: 'milliseconds to wait for the daemon to become ready', default: 30_000, min: 100 }),
+    manager: Flags.string({ description: 'the service manager (default: launchd on macOS, systemd elsewhere)', options: ['systemd', 'launchd'], hidden: true }),
   };
 
   async run(): Promise<ServiceInstallResult> {
@@ -48,33 +50,37 @@ export default class ServiceInstall extends BaseCommand<ServiceInstallResult> {
       this.say(`Stopped the daemon started by hand (pid ${stopped.pid}); the service runs it from now on.`);
     }
 
-    const unit = service.unitName(profile.paths);
-    const path = `${service.unitDirectory(scope)}/${unit}`;
-    service.writeUnit(path, service.systemdUnit({ paths: profile.paths, scope, user, node: process.execPath, bin: gatewayBin() }));
-    const record = { manager: 'systemd' as const, scope, unit, path, user };
+    const manager = (flags.manager ?? service.hostManager()) as 'systemd' | 'launchd';
+    const node = process.execPath;
+    const bin = gatewayBin();
+    const unit = manager === 'launchd' ? service.launchdLabel(profile.paths) : service.unitName(profile.paths);
+    const path = manager === 'launchd' ? `${service.launchdDirectory(scope)}/${unit}.plist` : `${service.unitDirectory(scope)}/${unit}`;
+    service.writeUnit(path, manager === 'launchd'
+      ? service.launchdPlist({ paths: profile.paths, scope, user, node, bin, label: unit })
+      : service.systemdUnit({ paths: profile.paths, scope, user, node, bin }));
+    const record = { manager, scope, unit, path, user };
     service.writeServiceRecord(profile.paths, record);
     let ready: Awaited<ReturnType<typeof waitForService>>;
     try {
-      service.systemctl(scope, ['daemon-reload']);
-      service.systemctl(scope, ['enable', '--now', unit]);
+      service.manage(record, 'enable');
       ready = await waitForService(profile.paths, record, flags.timeout);
     } catch (error) {
       // Nothing half-installed: the unit goes, and the profile is not recorded as managed.
       try {
-        service.systemctl(scope, ['disable', '--now', unit], { check: false });
+        service.manage(record, 'disable', { check: false });
       } catch {
-        // no systemctl at all
+        // no service manager at all
       }
       rmSync(path, { force: true });
       service.removeServiceRecord(profile.paths);
       throw error;
     }
 
-    const linger = scope === 'user' ? service.lingering(user) : undefined;
-    this.say(`Installed ${path}; the daemon of profile "${profile.name}" runs under systemd at ${ready.url} (pid ${ready.pid}).`);
-    if (scope === 'user' && linger !== true) {
+    const linger = manager === 'systemd' && scope === 'user' ? service.lingering(user) : undefined;
+    this.say(`Installed ${path}; the daemon of profile "${profile.name}" runs under ${manager} at ${ready.url} (pid ${ready.pid}).`);
+    if (manager === 'systemd' && scope === 'user' && linger !== true) {
       this.warning(`Lingering is ${linger === false ? 'off' : 'unknown'} for ${user}: systemd stops a user's services when the last session ends (an SSH logout). Keep it running with: sudo loginctl enable-linger ${user}`);
     }
-    return { profile: profile.name, unit, path, scope, user, pid: ready.pid, url: ready.url, linger: linger ?? null, ...(replaced ? { replaced } : {}) };
+    return { profile: profile.name, manager, unit, path, scope, user, pid: ready.pid, url: ready.url, linger: linger ?? null, ...(replaced ? { replaced } : {}) };
   }
 }

@@ -23,9 +23,9 @@ export default class ServiceUninstall extends BaseCommand<ServiceUninstallResult
     }
     const { stopService } = await import('../../cli/service-control.ts');
     await stopService(profile.paths, record, 30_000);
-    service.systemctl(record.scope, ['disable', record.unit]);
+    service.manage(record, 'disable');
     (await import('node:fs')).rmSync(record.path, { force: true });
-    service.systemctl(record.scope, ['daemon-reload']);
+    if (record.manager === 'systemd') service.systemctl(record.scope, ['daemon-reload'], { check: false });
     service.removeServiceRecord(profile.paths);
     this.say(`Removed ${record.path}; the daemon of profile "${profile.name}" is stopped and no longer a service.`);
     return { profile: profile.name, unit: record.unit, removed: true };
