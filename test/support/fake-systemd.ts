@@ -10,21 +10,43 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync, chmodSync, existsS
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-const SYSTEMCTL = String.raw`
+/** What both managers' fakes share: their state folder, starting a command line detached behind a waiter that records its exit, and stopping it. */
+const COMMON = String.raw`
 const fs = require('node:fs');
 const path = require('node:path');
 const { spawn } = require('node:child_process');
 const state = process.env.FAKE_SYSTEMD_STATE;
 const args = process.argv.slice(2);
+const file = (name, ext) => path.join(state, name + '.' + ext);
+const alive = (pid) => { if (!(pid > 0)) return false; try { process.kill(pid, 0); return true; } catch { return false; } };
+const pidOf = (name) => { try { return Number(fs.readFileSync(file(name, 'pid'), 'utf8')); } catch { return 0; } };
+function launch(name, argv, env, out) {
+  fs.rmSync(file(name, 'exit'), { force: true });
+  const waiter = 'const { spawn } = require("node:child_process"); const fs = require("node:fs");'
+    + 'const [exitFile, cmd, ...rest] = process.argv.slice(1);'
+    + 'const child = spawn(cmd, rest, { stdio: ["ignore", "inherit", "inherit"] });'
+    + 'process.on("SIGTERM", () => child.kill("SIGTERM"));'
+    + 'child.on("exit", (code) => { fs.writeFileSync(exitFile, String(code ?? 128)); process.exit(0); });';
+  const child = spawn(process.execPath, ['-e', waiter, file(name, 'exit'), ...argv], { env, detached: true, stdio: ['ignore', out, out] });
+  fs.writeFileSync(file(name, 'pid'), String(child.pid));
+  child.unref();
+}
+function stop(name) {
+  const pid = pidOf(name);
+  if (!alive(pid)) return;
+  process.kill(pid, 'SIGTERM');
+  const deadline = Date.now() + 20000;
+  while (alive(pid) && Date.now() < deadline) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 25);
+}
+`;
+
+const SYSTEMCTL = String.raw`
 fs.appendFileSync(path.join(state, 'calls'), JSON.stringify(['systemctl', ...args]) + '\n');
 const user = args[0] === '--user';
 const rest = user ? args.slice(1) : args;
 const [verb, ...names] = rest.filter((arg) => arg !== '--now');
 const now = rest.includes('--now');
 const dirs = user ? [path.join(process.env.XDG_CONFIG_HOME || path.join(process.env.HOME, '.config'), 'systemd/user')] : ['/etc/systemd/system'];
-const file = (unit, ext) => path.join(state, unit + '.' + ext);
-const alive = (pid) => { if (!(pid > 0)) return false; try { process.kill(pid, 0); return true; } catch { return false; } };
-const pidOf = (unit) => { try { return Number(fs.readFileSync(file(unit, 'pid'), 'utf8')); } catch { return 0; } };
 function words(line) {
   const out = []; let current = ''; let quoted = false; let any = false;
   for (let i = 0; i < line.length; i++) {
@@ -57,23 +79,7 @@ function start(unit) {
       else if (!optional) { process.stderr.write('missing ' + envPath + '\n'); process.exit(1); }
     }
   }
-  const journal = fs.openSync(file(unit, 'journal'), 'a');
-  fs.rmSync(file(unit, 'exit'), { force: true });
-  const wrapper = 'const { spawn } = require("node:child_process"); const fs = require("node:fs");'
-    + 'const [exitFile, cmd, ...rest] = process.argv.slice(1);'
-    + 'const child = spawn(cmd, rest, { stdio: ["ignore", "inherit", "inherit"] });'
-    + 'process.on("SIGTERM", () => child.kill("SIGTERM"));'
-    + 'child.on("exit", (code, signal) => { fs.writeFileSync(exitFile, String(code ?? 128)); process.exit(0); });';
-  const child = spawn(process.execPath, ['-e', wrapper, file(unit, 'exit'), ...exec], { env, detached: true, stdio: ['ignore', journal, journal] });
-  fs.writeFileSync(file(unit, 'pid'), String(child.pid));
-  child.unref();
-}
-function stop(unit) {
-  const pid = pidOf(unit);
-  if (!alive(pid)) return;
-  process.kill(pid, 'SIGTERM');
-  const deadline = Date.now() + 20000;
-  while (alive(pid) && Date.now() < deadline) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 25);
+  launch(unit, exec, env, fs.openSync(file(unit, 'journal'), 'a'));
 }
 switch (verb) {
   case 'daemon-reload': break;
@@ -93,16 +99,8 @@ switch (verb) {
 `;
 
 const LAUNCHCTL = String.raw`
-const fs = require('node:fs');
-const path = require('node:path');
-const { spawn } = require('node:child_process');
-const state = process.env.FAKE_SYSTEMD_STATE;
-const args = process.argv.slice(2);
 fs.appendFileSync(path.join(state, 'calls'), JSON.stringify(['launchctl', ...args]) + '\n');
 const labelOf = (target) => target.split('/').pop();
-const file = (label, ext) => path.join(state, label + '.' + ext);
-const alive = (pid) => { if (!(pid > 0)) return false; try { process.kill(pid, 0); return true; } catch { return false; } };
-const pidOf = (label) => { try { return Number(fs.readFileSync(file(label, 'pid'), 'utf8')); } catch { return 0; } };
 const unxml = (text) => text.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
 function start(label) {
   if (alive(pidOf(label))) return;
@@ -112,22 +110,7 @@ function start(label) {
   const env = { PATH: process.env.PATH, HOME: process.env.HOME };
   const vars = text.match(/<key>EnvironmentVariables<\/key>\s*<dict>([\s\S]*?)<\/dict>/);
   if (vars) for (const m of vars[1].matchAll(/<key>([^<]+)<\/key>\s*<string>([\s\S]*?)<\/string>/g)) env[m[1]] = unxml(m[2]);
-  fs.rmSync(file(label, 'exit'), { force: true });
-  const wrapper = 'const { spawn } = require("node:child_process"); const fs = require("node:fs");'
-    + 'const [exitFile, cmd, ...rest] = process.argv.slice(1);'
-    + 'const child = spawn(cmd, rest, { stdio: ["ignore", "ignore", "inherit"] });'
-    + 'process.on("SIGTERM", () => child.kill("SIGTERM"));'
-    + 'child.on("exit", (code) => { fs.writeFileSync(exitFile, String(code ?? 128)); process.exit(0); });';
-  const child = spawn(process.execPath, ['-e', wrapper, file(label, 'exit'), ...argv], { env, detached: true, stdio: 'ignore' });
-  fs.writeFileSync(file(label, 'pid'), String(child.pid));
-  child.unref();
-}
-function stop(label) {
-  const pid = pidOf(label);
-  if (!alive(pid)) return;
-  process.kill(pid, 'SIGTERM');
-  const deadline = Date.now() + 20000;
-  while (alive(pid) && Date.now() < deadline) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 25);
+  launch(label, argv, env, 'ignore');
 }
 const [verb] = args;
 if (verb === 'bootstrap') {
@@ -176,7 +159,7 @@ export class FakeSystemd {
     mkdirSync(this.state);
     for (const [name, body] of [['systemctl', SYSTEMCTL], ['launchctl', LAUNCHCTL], ['loginctl', LOGINCTL], ['journalctl', JOURNALCTL]] as const) {
       const path = join(this.bin, name);
-      writeFileSync(path, `#!${process.execPath}\n${body}`);
+      writeFileSync(path, `#!${process.execPath}\n${name === 'systemctl' || name === 'launchctl' ? COMMON : ''}${body}`);
       chmodSync(path, 0o755);
     }
   }
