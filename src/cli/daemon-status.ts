@@ -28,6 +28,8 @@ export interface StatusResult {
   configError?: string;
   /** What keeps a running daemon from serving (its readiness checks that fail), by name. */
   problems?: Record<string, string>;
+  /** The daemon's memory in bytes, when it answered. */
+  memory?: { rss: number; heapUsed: number; heapTotal: number; external: number };
   /** Where the private overlay publishes the gateway (gateway.overlay.mode serve or funnel). */
   overlay?: { mode: 'serve' | 'funnel'; url: string };
   /** The systemd unit that manages the daemon, and what systemd says of it. */
@@ -95,6 +97,7 @@ export async function daemonStatus(paths: ProfilePaths, options: { rpc: boolean 
         ...result, uptimeMs: live.uptimeMs, version: live.version, secretStore: live.secretStore, logFile: live.logFile, rpc: { ok: true },
         ...(live.plugins ? { plugins: { loaded: live.plugins.loaded, errors: live.plugins.errors } } : {}),
         ...(live.problems ? { problems: live.problems } : {}),
+        ...(live.memory ? { memory: live.memory } : {}),
       };
     } finally {
       client.close();

@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { GatewayError, usageError } from '../shared/errors.ts';
 import { ExitCode } from '../shared/exit-codes.ts';
 import { gatewayHome, homeId, type ProfilePaths } from '../shared/profile.ts';
+import { DAEMON_NODE_FLAGS } from '../shared/run-args.ts';
 
 export type ServiceScope = 'user' | 'system';
 
@@ -86,7 +87,7 @@ export interface UnitOptions {
 /** The unit file's text. */
 export function systemdUnit(options: UnitOptions): string {
   const { paths, scope, user, node, bin } = options;
-  const exec = [node, bin, 'run', '--profile', paths.name].map(unitWord).join(' ');
+  const exec = [node, ...DAEMON_NODE_FLAGS, bin, 'run', '--profile', paths.name].map(unitWord).join(' ');
   return [
     '# Written by `gateway service install`; `gateway service uninstall` removes it.',
     '[Unit]',
@@ -229,7 +230,7 @@ export function launchdPlist(options: UnitOptions & { label: string }): string {
     '<plist version="1.0">',
     '<dict>',
     `  <key>Label</key>\n  <string>${xml(label)}</string>`,
-    `  <key>ProgramArguments</key>\n  <array>\n${strings([node, bin, 'run', '--profile', paths.name])}\n  </array>`,
+    `  <key>ProgramArguments</key>\n  <array>\n${strings([node, ...DAEMON_NODE_FLAGS, bin, 'run', '--profile', paths.name])}\n  </array>`,
     `  <key>EnvironmentVariables</key>\n  <dict>\n    <key>GATEWAY_HOME</key>\n    <string>${xml(paths.home)}</string>\n  </dict>`,
     ...(scope === 'system' ? [`  <key>UserName</key>\n  <string>${xml(user)}</string>`] : []),
     '  <key>RunAtLoad</key>\n  <true/>',

@@ -8,6 +8,7 @@ import { isDaemonMessage, type DaemonMessage } from '../shared/daemon-messages.t
 import { connectHost, httpUrl } from '../shared/listen.ts';
 import type { ProfilePaths } from '../shared/profile.ts';
 import { gatewayBin } from '../shared/version.ts';
+import { DAEMON_NODE_FLAGS } from '../shared/run-args.ts';
 import { lastLines, renderLogLine } from './log-tail.ts';
 import { connectToDaemon, runningDaemon, type RpcClient } from './rpc-client.ts';
 
@@ -49,7 +50,7 @@ export async function startDaemon(paths: ProfilePaths, options: StartOptions): P
 
   const started = performance.now();
   const { execa } = await import('execa');
-  const args = [gatewayBin(), 'run', '--profile', paths.name, '--detached'];
+  const args = [...DAEMON_NODE_FLAGS, gatewayBin(), 'run', '--profile', paths.name, '--detached'];
   if (options.port !== undefined) args.push('--port', String(options.port));
   if (options.bind) args.push('--bind', options.bind);
   if (options.verbose) args.push('--verbose');

@@ -47,8 +47,9 @@ describe('gateway service: the daemon under systemd (e2e, recording fakes of sys
     const unit = readFileSync(result.path, 'utf8');
     const exec = /^ExecStart=(.*)$/m.exec(unit)![1]!.split(' ');
     expect(exec[0]).to.equal(process.execPath);
-    expect(exec[1]).to.match(/^\/.*\/bin\/run\.js$/);
-    expect(exec.slice(2)).to.deep.equal(['run', '--profile', 'default']);
+    expect(exec[1]).to.equal('--max-semi-space-size=16');
+    expect(exec[2]).to.match(/^\/.*\/bin\/run\.js$/);
+    expect(exec.slice(3)).to.deep.equal(['run', '--profile', 'default']);
     expect(unit).to.match(/^Restart=on-failure$/m);
     expect(unit).to.match(/^RestartPreventExitStatus=78$/m);
     expect(unit).to.include(`Environment=GATEWAY_HOME=${home.dir}`);
@@ -172,7 +173,7 @@ describe('gateway service under launchd (e2e, a recording fake of launchctl; the
     const plist = JSON.parse(parsed.stdout);
     expect(plist.Label).to.equal(unit);
     expect(plist.ProgramArguments[0]).to.equal(process.execPath);
-    expect(plist.ProgramArguments.slice(2)).to.deep.equal(['run', '--profile', 'default']);
+    expect(plist.ProgramArguments.slice(1)).to.deep.include.members(['--max-semi-space-size=16', 'run', '--profile', 'default']);
     expect(plist.EnvironmentVariables).to.deep.equal({ GATEWAY_HOME: home.dir });
     expect(plist).to.include({ RunAtLoad: true });
     expect(plist.KeepAlive).to.deep.equal({ SuccessfulExit: false });

@@ -45,6 +45,7 @@ function status(ctx: ModuleContext): StatusPayload {
     connections: ctx.connections.count(),
     plugins: pluginSummary(ctx),
     ...(Object.keys(problems).length > 0 ? { problems } : {}),
+    memory: (({ rss, heapUsed, heapTotal, external }) => ({ rss, heapUsed, heapTotal, external }))(process.memoryUsage()),
   };
 }
 

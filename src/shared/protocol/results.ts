@@ -34,6 +34,8 @@ export interface StatusPayload {
   plugins: PluginSummary;
   /** Readiness checks that fail, by name, with the reason. */
   problems?: Record<string, string>;
+  /** The daemon's memory in bytes: resident, and the JavaScript heap used and held. */
+  memory: { rss: number; heapUsed: number; heapTotal: number; external: number };
 }
 
 export type ConfigGetResult =
