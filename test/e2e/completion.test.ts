@@ -6,7 +6,7 @@ import { dirname, join } from 'node:path';
 import { BIN, freePort, Home, waitFor } from '../support/cli.ts';
 import { codeIn, IrcServer, IrcUser } from '../support/irc.ts';
 
-describe('shell completion in a real bash (e2e)', function () {
+describe('shell completion in real bash and zsh (e2e)', function () {
   let home: Home;
   let ircd: IrcServer;
   let path: string;
@@ -38,6 +38,27 @@ describe('shell completion in a real bash (e2e)', function () {
   after(async () => {
     home?.cleanup();
     await ircd?.stop();
+  });
+
+  /** What the zsh function hands compadd after `line`, with compdef and compadd standing in for a completion widget's. */
+  const zshTab = (line: string): string[] => {
+    const words = ['gateway', ...line.split(' ')];
+    const script = `
+      compdef() { : }
+      compadd() { [[ $1 == -- ]] && shift; print -l -- "$@" }
+      eval "$(gateway autocomplete zsh)"
+      words=(${words.map((word) => `'${word}'`).join(' ')})
+      CURRENT=${words.length}
+      _gateway`;
+    const result = spawnSync('zsh', ['-f', '-c', script], { encoding: 'utf8', env: { ...process.env, ...home.env, PATH: path } as NodeJS.ProcessEnv });
+    expect(result.status, result.stderr).to.equal(0);
+    return result.stdout.split('\n').filter(Boolean);
+  };
+
+  it('zsh: the same candidates through its completion function', () => {
+    expect(zshTab('pa')).to.deep.equal(['pair']);
+    expect(zshTab('start --bind ')).to.deep.equal(['auto', 'custom', 'lan', 'loopback', 'tailnet']);
+    expect(zshTab('--profile ')).to.deep.equal(['default', 'staging']);
   });
 
   it('completes commands, subcommands, flags and their choices', () => {
