@@ -9,7 +9,8 @@
  * `stop` and `status` act through the manager, never as a second supervisor.
  */
 import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { writeFileAtomic } from '../shared/atomic-file.ts';
 import { homedir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { GatewayError, usageError } from '../shared/errors.ts';
@@ -46,9 +47,7 @@ export function serviceOf(paths: ProfilePaths): ServiceRecord | undefined {
 }
 
 export function writeServiceRecord(paths: ProfilePaths, record: ServiceRecord): void {
-  const temporary = `${recordPath(paths)}.${process.pid}.tmp`;
-  writeFileSync(temporary, `${JSON.stringify(record, null, 2)}\n`, { mode: 0o600 });
-  renameSync(temporary, recordPath(paths));
+  writeFileAtomic(recordPath(paths), `${JSON.stringify(record, null, 2)}\n`);
 }
 
 export function removeServiceRecord(paths: ProfilePaths): void {
@@ -156,9 +155,7 @@ export function serviceTarget(flags: { system?: boolean; user?: string }): { sco
 /** Writes the unit file atomically. */
 export function writeUnit(path: string, text: string): void {
   mkdirSync(join(path, '..'), { recursive: true });
-  const temporary = `${path}.${process.pid}.tmp`;
-  writeFileSync(temporary, text, { mode: 0o644 });
-  renameSync(temporary, path);
+  writeFileAtomic(path, text, 0o644);
 }
 
 /** What the manager says of the service: active, inactive or failed; enabled or disabled. */

@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { writeFileAtomic } from './atomic-file.ts';
 import { GatewayError } from './errors.ts';
 import type { ProfilePaths } from './profile.ts';
 
@@ -172,12 +172,9 @@ function reclaimStaleLock(paths: ProfilePaths, staleInstance: string | undefined
 
 /** Rewrites our own lock (for example to mark it ready), atomically. */
 export function updateDaemonLock(paths: ProfilePaths, record: DaemonRecord): void {
-  const temporary = `${paths.lock}.${randomBytes(4).toString('hex')}.tmp`;
   try {
-    writeFileSync(temporary, `${JSON.stringify(record, null, 2)}\n`, { mode: 0o600 });
-    renameSync(temporary, paths.lock);
+    writeFileAtomic(paths.lock, `${JSON.stringify(record, null, 2)}\n`);
   } catch (error) {
-    rmSync(temporary, { force: true });
     throw lockWriteError(paths, error as NodeJS.ErrnoException);
   }
 }

@@ -7,7 +7,8 @@
  * changes only with `gateway secrets move`; a port set in config.json takes
  * precedence over the one given at creation, which stays the default.
  */
-import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { writeFileAtomic } from './atomic-file.ts';
 import { SECRET_BACKENDS, type SecretBackendName } from './config/schema.ts';
 import { configError } from './errors.ts';
 import type { ProfilePaths } from './profile.ts';
@@ -66,7 +67,5 @@ export function readIdentity(paths: ProfilePaths): ProfileIdentity | undefined {
 
 /** Writes profile.json atomically (mode 0600). */
 export function writeIdentity(paths: ProfilePaths, identity: ProfileIdentity): void {
-  const temporary = `${paths.identity}.${process.pid}.tmp`;
-  writeFileSync(temporary, `${JSON.stringify(identity, null, 2)}\n`, { mode: 0o600 });
-  renameSync(temporary, paths.identity);
+  writeFileAtomic(paths.identity, `${JSON.stringify(identity, null, 2)}\n`);
 }

@@ -7,7 +7,8 @@
  * and renames it on a conflict (RFC 6762), and the renamed name is kept for the
  * next start; stopping sends the goodbye. ciao loads only when announcing.
  */
-import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { writeFileAtomic } from '../../shared/atomic-file.ts';
 import { hostname, networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import { defineModule } from '../kernel/module.ts';
@@ -35,11 +36,7 @@ export default defineModule({
     } catch {
       // never renamed
     }
-    const keep = (renamed: string) => {
-      const temporary = `${nameFile}.${process.pid}.tmp`;
-      writeFileSync(temporary, `${JSON.stringify({ name: renamed })}\n`, { mode: 0o600 });
-      renameSync(temporary, nameFile);
-    };
+    const keep = (renamed: string) => writeFileAtomic(nameFile, `${JSON.stringify({ name: renamed })}\n`);
 
     let responder: { shutdown(): Promise<void> } | undefined;
     ctx.onStart(async () => {

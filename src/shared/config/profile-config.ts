@@ -1,4 +1,5 @@
-import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { writeFileAtomic } from '../atomic-file.ts';
 import { configError, usageError } from '../errors.ts';
 import type { ProfilePaths } from '../profile.ts';
 import { assertPortFree } from '../profiles.ts';
@@ -73,14 +74,7 @@ function withIdentity(paths: ProfilePaths, config: GatewayConfig): GatewayConfig
  * checked the document.
  */
 export function writeConfigFile(paths: ProfilePaths, document: Record<string, unknown>): void {
-  const temporary = `${paths.config}.${process.pid}.tmp`;
-  try {
-    writeFileSync(temporary, `${JSON.stringify(document, null, '\t')}\n`, { mode: 0o600 });
-    renameSync(temporary, paths.config);
-  } catch (error) {
-    rmSync(temporary, { force: true });
-    throw error;
-  }
+  writeFileAtomic(paths.config, `${JSON.stringify(document, null, '\t')}\n`);
 }
 
 export type { ConfigChange };

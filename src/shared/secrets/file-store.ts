@@ -1,5 +1,5 @@
-import { randomBytes } from 'node:crypto';
-import { chmodSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { writeFileAtomic } from '../atomic-file.ts';
 import { GatewayError } from '../errors.ts';
 import type { SecretStore } from './secret-store.ts';
 
@@ -58,14 +58,7 @@ export class FileSecretStore implements SecretStore {
   }
 
   private write(file: SecretsFile): void {
-    const temporary = `${this.path}.${randomBytes(6).toString('hex')}.tmp`;
-    try {
-      writeFileSync(temporary, `${JSON.stringify(file, null, 2)}\n`, { mode: 0o600, flag: 'wx' });
-      renameSync(temporary, this.path);
-    } catch (error) {
-      rmSync(temporary, { force: true });
-      throw error;
-    }
+    writeFileAtomic(this.path, `${JSON.stringify(file, null, 2)}\n`);
   }
 
   async get(name: string): Promise<string | undefined> {
