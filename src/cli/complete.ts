@@ -12,6 +12,7 @@ import { configSchema } from '../shared/config/schema.ts';
 import { gatewayHome, profilePaths } from '../shared/profile.ts';
 import { listProfileNames, selectProfileName } from '../shared/profiles.ts';
 import { SECRET_NAMES } from '../shared/secrets/names.ts';
+import { stateRows } from './state-rows.ts';
 
 interface ManifestFlag { name: string; char?: string; type: 'boolean' | 'option'; options?: string[] }
 interface ManifestCommand { args?: Record<string, { name: string; options?: string[] }>; flags?: Record<string, ManifestFlag> }
@@ -38,20 +39,10 @@ function configKeys(): string[] {
   return keys;
 }
 
-/** Rows of the profile's state database, read-only; nothing when it cannot be read. */
+/** Values of the profile's state database; nothing when it cannot be read. */
 async function rows(db: string, sql: string, ...params: (string | number)[]): Promise<string[]> {
   if (!existsSync(db)) return [];
-  try {
-    const { DatabaseSync } = await import('node:sqlite');
-    const database = new DatabaseSync(db, { readOnly: true });
-    try {
-      return (database.prepare(sql).all(...params) as { value: string }[]).map((row) => String(row.value));
-    } finally {
-      database.close();
-    }
-  } catch {
-    return [];
-  }
+  return stateRows<{ value: string }>(db, sql, ...params).then((found) => found.map((row) => String(row.value)), () => []);
 }
 
 /** The candidates for the last word of `words` (the words after `gateway`). */

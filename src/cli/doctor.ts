@@ -222,16 +222,11 @@ function storageCheck(context: Context): Check[] {
 async function tokensCheck(context: Context): Promise<Check[]> {
   const { paths } = context;
   if (!existsSync(paths.db)) return [];
-  const { DatabaseSync } = await import('node:sqlite');
+  const { stateRows } = await import('./state-rows.ts');
   let rows: { id: string; name: string; expires_at: number }[];
   try {
-    const db = new DatabaseSync(paths.db, { readOnly: true });
-    try {
-      rows = db.prepare('SELECT id, name, expires_at FROM access_tokens WHERE revoked_at IS NULL AND expires_at > ? AND expires_at < ? ORDER BY expires_at')
-        .all(Date.now(), Date.now() + 7 * 24 * 3600_000) as typeof rows;
-    } finally {
-      db.close();
-    }
+    rows = await stateRows(paths.db, 'SELECT id, name, expires_at FROM access_tokens WHERE revoked_at IS NULL AND expires_at > ? AND expires_at < ? ORDER BY expires_at',
+      Date.now(), Date.now() + 7 * 24 * 3600_000);
   } catch (error) {
     return [{ name: 'tokens', status: 'warn', detail: `state.db could not be read (${(error as Error).message})`, fix: `gateway start --profile ${paths.name}   # says what is wrong with it` }];
   }

@@ -9,12 +9,14 @@ import { manage, serviceLogHint, unitState, type ServiceRecord } from './service
 
 /** Waits until the service's daemon is ready; a unit that fails or a deadline that passes is an error pointing at the journal. */
 export async function waitForService(paths: ProfilePaths, record: ServiceRecord, timeoutMs: number): Promise<{ pid: number; port: number; url: string }> {
-  const deadline = Date.now() + timeoutMs;
+  const started = Date.now();
+  const deadline = started + timeoutMs;
   for (;;) {
     const found = inspectDaemon(paths);
     if (found.state === 'running') return { pid: found.record.pid, port: found.record.port, url: httpUrl(found.record.host, found.record.port) };
     const { active } = unitState(record);
-    if (active === 'failed' || (active === 'inactive' && Date.now() > deadline - timeoutMs + 3000)) {
+    // A unit still inactive after 3 s was not started at all.
+    if (active === 'failed' || (active === 'inactive' && Date.now() - started > 3000)) {
       throw new GatewayError(`The service ${record.unit} is ${active}: its daemon did not start.`, { hints: [serviceLogHint(record, paths.name)] });
     }
     if (Date.now() > deadline) throw new GatewayError(`The daemon of ${record.unit} was not ready within ${timeoutMs} ms.`, { hints: [serviceLogHint(record, paths.name)] });

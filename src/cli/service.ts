@@ -115,21 +115,24 @@ export function systemdUnit(options: UnitOptions): string {
   ].join('\n');
 }
 
-/** Runs systemctl for the scope; a missing systemctl or a refusal is an error naming what was asked. */
-export function systemctl(scope: ServiceScope, args: string[], options: { check?: boolean } = {}): SpawnSyncReturns<string> {
-  const full = scope === 'user' ? ['--user', ...args] : args;
-  const result = spawnSync('systemctl', full, { encoding: 'utf8' });
+/** Runs a service manager's command; a missing command or a refusal is an error naming what was asked. */
+function runManagerCommand(command: string, args: string[], options: { check?: boolean }, refusalHints: string[] = []): SpawnSyncReturns<string> {
+  const result = spawnSync(command, args, { encoding: 'utf8' });
   if (result.error) {
-    throw new GatewayError(`systemctl is not available (${(result.error as NodeJS.ErrnoException).code ?? result.error.message}): this host has no systemd to manage the daemon.`, {
+    throw new GatewayError(`${command} is not available (${(result.error as NodeJS.ErrnoException).code ?? result.error.message}): this host has no ${command === 'launchctl' ? 'launchd' : 'systemd'} to manage the daemon.`, {
       hints: ['run the daemon under another supervisor with: gateway run --profile <name>'],
     });
   }
   if (options.check !== false && result.status !== 0) {
-    throw new GatewayError(`systemctl ${full.join(' ')} failed (exit ${result.status}): ${(result.stderr || result.stdout).trim() || 'no output'}`, {
-      hints: scope === 'user' ? ['a user unit needs a user session: log in over SSH (not su), or use --system --user <name>'] : [],
-    });
+    throw new GatewayError(`${command} ${args.join(' ')} failed (exit ${result.status}): ${(result.stderr || result.stdout).trim() || 'no output'}`, { hints: refusalHints });
   }
   return result;
+}
+
+/** Runs systemctl for the scope. */
+export function systemctl(scope: ServiceScope, args: string[], options: { check?: boolean } = {}): SpawnSyncReturns<string> {
+  return runManagerCommand('systemctl', scope === 'user' ? ['--user', ...args] : args, options,
+    scope === 'user' ? ['a user unit needs a user session: log in over SSH (not su), or use --system --user <name>'] : []);
 }
 
 /** Whether the user's services outlive their sessions; undefined when logind cannot say. */
@@ -244,16 +247,7 @@ export function launchdPlist(options: UnitOptions & { label: string }): string {
   ].join('\n');
 }
 
-/** Runs launchctl; a missing launchctl or a refusal is an error naming what was asked. */
+/** Runs launchctl. */
 export function launchctl(args: string[], options: { check?: boolean } = {}): SpawnSyncReturns<string> {
-  const result = spawnSync('launchctl', args, { encoding: 'utf8' });
-  if (result.error) {
-    throw new GatewayError(`launchctl is not available (${(result.error as NodeJS.ErrnoException).code ?? result.error.message}): this host has no launchd to manage the daemon.`, {
-      hints: ['run the daemon under another supervisor with: gateway run --profile <name>'],
-    });
-  }
-  if (options.check !== false && result.status !== 0) {
-    throw new GatewayError(`launchctl ${args.join(' ')} failed (exit ${result.status}): ${(result.stderr || result.stdout).trim() || 'no output'}`);
-  }
-  return result;
+  return runManagerCommand('launchctl', args, options);
 }
