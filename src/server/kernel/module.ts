@@ -129,6 +129,8 @@ export interface ToolDef {
   inputSchema?: Record<string, unknown>;
   /** Changes the host or the gateway itself: refused over HTTP unless gateway.tools.allow names it. */
   dangerous?: boolean;
+  /** Why a dangerous tool is gated when it is not the gateway's own (it runs on another server): said in refusals. */
+  external?: string;
   handler: (args: Record<string, unknown>, context: ToolContext) => unknown | Promise<unknown>;
 }
 

@@ -10,7 +10,7 @@ import type { GatewayConfig, ProviderSettings } from '../../shared/config/types.
 import { DomainError } from '../kernel/errors.ts';
 import type { StepEvent, StepRequest, Usage } from './adapter.ts';
 import { resolveModel, type ModelTarget } from './catalog.ts';
-import { upstreamFetch, type FetchWatch } from './upstream-fetch.ts';
+import { upstreamFetch, type FetchWatch } from '../kernel/upstream-fetch.ts';
 import type { UsageLog } from './usage-log.ts';
 
 /** Who a call is for, for the usage log. */

@@ -36,6 +36,8 @@ export default defineModule<{ runner: ToolRunner }>({
               413: jsonResponse('ToolInvokeError', 'body too large'),
               429: errorResponse('too many requests; see Retry-After'),
               500: jsonResponse('ToolInvokeError', 'the tool failed'),
+              502: jsonResponse('ToolInvokeError', 'the server the tool runs on (an MCP server) failed the call or did not answer in time'),
+              503: jsonResponse('ToolInvokeError', 'the server the tool runs on (an MCP server) is not connected'),
             },
           },
         },

@@ -46,6 +46,18 @@ export const toolAnswer = (outcome: { result: unknown; replayed?: boolean; dryRu
   ok: true as const, result: outcome.result, ...(outcome.dryRun ? { dryRun: true as const } : {}), ...(outcome.replayed ? { replayed: true as const } : {}),
 });
 
+/**
+ * Tools that come and go while the daemon runs (an MCP server's), outside the
+ * table: the runner lists and resolves them beside the table's, under the
+ * same policy. Their names must not collide with the table's.
+ */
+export interface ToolSource {
+  /** Who offers them (shown as the tool's plugin). */
+  owner: string;
+  tools(): Iterable<ToolDef>;
+  get(name: string): ToolDef | undefined;
+}
+
 export interface ToolRunnerDeps {
   table: () => RegistryTable;
   config: () => GatewayConfig;
@@ -62,9 +74,33 @@ export class ToolRunner {
   private readonly deps: ToolRunnerDeps;
   private readonly inFlight = new Map<string, Promise<unknown>>();
   private readonly loggers = new Map<string, Logger>();
+  private readonly sources: ToolSource[] = [];
 
   constructor(deps: ToolRunnerDeps) {
     this.deps = deps;
+  }
+
+  /** Adds tools that change while the daemon runs; a table tool of the same name wins. */
+  addSource(source: ToolSource): void {
+    this.sources.push(source);
+  }
+
+  private lookup(name: string): { owner: string; value: ToolDef } | undefined {
+    const entry = this.deps.table().tools.get(name);
+    if (entry) return entry;
+    for (const source of this.sources) {
+      const value = source.get(name);
+      if (value) return { owner: source.owner, value };
+    }
+    return undefined;
+  }
+
+  private *everyTool(): Iterable<{ owner: string; value: ToolDef }> {
+    const table = this.deps.table().tools;
+    yield* table.values();
+    for (const source of this.sources) {
+      for (const value of source.tools()) if (!table.has(value.name)) yield { owner: source.owner, value };
+    }
   }
 
   private denied(name: string): boolean {
@@ -79,7 +115,7 @@ export class ToolRunner {
 
   /** The tools a surface may call, with their schemas. */
   catalog(surface: 'http' | 'ws' | 'agent'): ToolCatalogEntry[] {
-    return [...this.deps.table().tools.values()]
+    return [...this.everyTool()]
       .filter(({ value }) => (surface === 'ws' ? !this.denied(value.name) : this.allowedOverHttp(value)))
       .map(({ owner, value }) => ({
         name: value.name, description: value.description, inputSchema: value.inputSchema ?? { type: 'object' }, dangerous: value.dangerous === true,
@@ -90,13 +126,14 @@ export class ToolRunner {
 
   /** The tool for a caller, or 404 / 403 saying why not (an unknown and a denied tool look the same over HTTP). */
   private resolve(name: string, caller: ToolCaller): ToolDef {
-    const entry = this.deps.table().tools.get(name);
+    const entry = this.lookup(name);
     if (!entry || this.denied(name)) throw new DomainError('not_found', `No tool ${name} is available.`);
     const tool = entry.value;
+    const why = tool.external ?? 'it changes the host or the gateway';
     if (caller.surface !== 'ws' && !this.allowedOverHttp(tool)) {
-      throw new DomainError('not_found', `No tool ${name} is available ${caller.surface === 'http' ? 'over HTTP' : 'to agents'} (it changes the host or the gateway; list it in gateway.tools.allow to allow it).`);
+      throw new DomainError('not_found', `No tool ${name} is available ${caller.surface === 'http' ? 'over HTTP' : 'to agents'} (${why}; list it in gateway.tools.allow to allow it).`);
     }
-    if (caller.surface === 'ws' && tool.dangerous && !caller.admin) throw new DomainError('forbidden', `Tool ${name} changes the host or the gateway and needs the scope operator.admin.`);
+    if (caller.surface === 'ws' && tool.dangerous && !caller.admin) throw new DomainError('forbidden', `Tool ${name} needs the scope operator.admin (${why}).`);
     return tool;
   }
 
@@ -148,9 +185,10 @@ export class ToolRunner {
       const result = await tool.handler(args, { caller: caller.name, surface: caller.surface, sessionKey: request.sessionKey, logger });
       return result === undefined ? null : JSON.parse(JSON.stringify(result));
     } catch (thrown) {
-      // A handler's own refusal (a DomainError, or an error with a status of 400-499) answers as it says; anything else is the tool failing.
+      // A handler's own refusal (a DomainError, or an error with a status of 400-499) answers as it says, as does a server the tool
+      // depends on that failed or is away (502, 503); anything else is the tool failing.
       const { error, unexpected } = toDomainError(thrown);
-      if (!unexpected && error.status < 500) throw error;
+      if (!unexpected && (error.status < 500 || error.kind === 'upstream' || error.kind === 'unavailable')) throw error;
       logger.error({ err: thrown, caller: caller.name }, 'tool failed');
       throw new DomainError('internal', `Tool ${tool.name} failed; the gateway log has the details.`);
     }

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { upstreamFetch } from '../../../src/server/models/upstream-fetch.ts';
+import { upstreamFetch } from '../../../src/server/kernel/upstream-fetch.ts';
 import { freePort } from '../../support/cli.ts';
 
 describe('the fetch providers are given (node:http, kept-alive, watched)', function () {

@@ -1,5 +1,5 @@
 /**
- * The fetch every provider is given: HTTP/1.1 over node:http and node:https
+ * The fetch every upstream is given (model providers, MCP servers): HTTP/1.1 over node:http and node:https
  * with kept-alive connections, the response body a web stream fed straight
  * from the socket. Beside the fetch built into Node it reaches the first byte
  * of an answer in about three quarters of the time, and it tells the caller
