@@ -20,3 +20,4 @@ export { default as surfaces } from './surfaces/module.ts';
 export { default as plugins } from './plugins/module.ts';
 export { default as overlay } from './overlay/module.ts';
 export { default as discovery } from './discovery/module.ts';
+export { default as mcp } from './mcp/module.ts';

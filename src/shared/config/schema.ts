@@ -155,6 +155,22 @@ const agent: SchemaNode = object({
   models: list(modelRef, 'backend models an inference API client may choose with the x-gateway-model header'),
 }, 'an agent');
 
+/** A header name: what `gateway mcp add --header` accepts. */
+export const HEADER_NAME = '^[A-Za-z0-9!#$%&\'*+.^_`|~-]{1,64}$';
+
+const mcpServer: SchemaNode = {
+  ...object({
+    url: text('streamable HTTP address of the server, such as https://mcp.example.com/mcp', { format: 'uri', maxLength: 2048 }),
+    enabled: bool(true, 'connect to the server and offer its tools'),
+    headers: list({ type: 'string', pattern: HEADER_NAME }, 'static headers sent with every request; each value is the secret mcp.servers.<name>.header.<Header>'),
+    clientId: text('OAuth client id registered for the gateway in advance (a confidential client keeps its secret as mcp.servers.<name>.clientSecret)', { maxLength: 512 }),
+    clientMetadataUrl: text('HTTPS address of the gateway\'s Client ID Metadata Document, for authorization servers that accept one', { format: 'uri', maxLength: 2048 }),
+    scope: text('OAuth scopes to ask for (default: what the server advertises)', { maxLength: 1024 }),
+    timeoutMs: int(60_000, 1000, 600_000, 'longest a tool call may take'),
+  }, 'an MCP server'),
+  required: ['url'],
+};
+
 export const configSchema: SchemaNode = object({
   gateway: object({
     port: int(undefined, 1, 65535, 'listen port (default 18789 for the default profile, derived from the name for others)'),
@@ -261,6 +277,10 @@ export const configSchema: SchemaNode = object({
     keepaliveMs: int(15_000, 1000, 600_000, 'keepalive comment interval on idle streams'),
     maxBodyBytes: int(4_194_304, 1024, 104_857_600, 'largest inference request body'),
   }),
+  mcp: object({
+    servers: ids(mcpServer, 'MCP servers whose tools become the gateway\'s (mcp.<name>.<tool>), by name'),
+    callbackUrl: text('where a browser reaches the gateway\'s OAuth callback (default: the gateway\'s own address + /oauth/mcp/callback)', { format: 'uri', maxLength: 2048 }),
+  }),
   plugins: object({
     load: list({ type: 'string', minLength: 1 }, 'plugin folders or package names to load'),
     canvas: object({ root: text('folder served at /__gateway__/canvas/') }),
@@ -276,7 +296,7 @@ export const configSchema: SchemaNode = object({
 /** Keys the daemon applies as soon as they change; every other change needs a restart. */
 export const LIVE_KEYS: readonly string[] = [
   'log.level', 'api.jwt', 'api.tokens', 'gateway.tools', 'hooks.enabled', 'hooks.maxBodyBytes', 'hooks.defaultSessionKey',
-  'hooks.allowedSessionKeyPrefixes', 'hooks.presets', 'hooks.mappings', 'models', 'agents', 'runtime', 'inference', 'gateway.http.endpoints',
+  'hooks.allowedSessionKeyPrefixes', 'hooks.presets', 'hooks.mappings', 'models', 'agents', 'runtime', 'inference', 'gateway.http.endpoints', 'mcp',
 ];
 
 /** Keys that apply at the next `gateway reload` (or SIGHUP), without a restart. */

@@ -26,6 +26,16 @@ export interface AgentSettings {
   models: string[];
 }
 
+export interface McpServerSettings {
+  url: string;
+  enabled: boolean;
+  headers: string[];
+  clientId?: string;
+  clientMetadataUrl?: string;
+  scope?: string;
+  timeoutMs: number;
+}
+
 /** The effective configuration of a profile: what `config.json` holds, with every default filled in. */
 export interface GatewayConfig {
   gateway: {
@@ -70,6 +80,7 @@ export interface GatewayConfig {
     keepaliveMs: number;
     maxBodyBytes: number;
   };
+  mcp: { servers: Record<string, McpServerSettings>; callbackUrl?: string };
   plugins: { load: string[]; canvas: { root?: string }; a2ui: { root?: string } };
   log: { level: LogLevel; maxBytes: number; maxFiles: number };
 }

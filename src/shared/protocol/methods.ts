@@ -109,6 +109,10 @@ export const METHODS = {
     }, ['message'] as const),
   },
   'agent.abort': { scope: 'operator.write', params: object({ runId: id, sessionKey: { type: 'string', minLength: 1, maxLength: 256 } }) },
+  'mcp.list': { scope: 'operator.read', params: none },
+  'mcp.tools': { scope: 'operator.read', params: object({ name: channelId }, ['name'] as const) },
+  'mcp.login': { scope: 'operator.admin', params: object({ name: channelId }, ['name'] as const) },
+  'mcp.logout': { scope: 'operator.admin', params: object({ name: channelId }, ['name'] as const) },
   'tools.invoke': {
     scope: 'operator.write',
     params: object({
@@ -138,5 +142,5 @@ export const METHOD_SCOPES = Object.fromEntries(Object.entries(METHODS).map(([na
 export const EVENTS = [
   'connect.challenge', 'tick', 'shutdown', 'device.pair.requested', 'device.pair.resolved', 'device.revoked', 'node.invoke',
   'channel.status', 'channel.pair.requested', 'channel.pair.resolved', 'session.message', 'session.wake',
-  'agent.delta', 'agent.tool', 'agent.done', 'agent.error',
+  'agent.delta', 'agent.tool', 'agent.done', 'agent.error', 'mcp.status',
 ] as const;

@@ -161,6 +161,38 @@ export interface ToolCatalogEntry {
   overHttp: boolean;
 }
 
+/** Where an MCP server stands: connecting, connected, needs-login (an interactive login is needed), error (with the reason), disabled. */
+export type McpState = 'connecting' | 'connected' | 'needs-login' | 'error' | 'disabled';
+
+export interface McpServerInfo {
+  name: string;
+  url: string;
+  state: McpState;
+  /** Why it is not connected, or what to do. Never a secret. */
+  reason?: string;
+  /** How many of its tools the gateway offers. */
+  tools: number;
+  /** Tools left out because their names do not fit the gateway's (mcp.<name>.<tool>, 64 characters). */
+  skippedTools?: string[];
+  /** How the gateway authenticates to it. */
+  auth: 'oauth' | 'headers' | 'none';
+  tokenExpiresAt?: number;
+  tokenReceivedAt?: number;
+  refreshable?: boolean;
+  connectedAt?: number;
+}
+
+export interface McpToolInfo {
+  /** The gateway's name of the tool: mcp.<server>.<tool>. */
+  name: string;
+  /** The server's own name of the tool. */
+  tool: string;
+  description: string;
+  inputSchema: Record<string, unknown>;
+  /** Whether HTTP callers and agents may call it (gateway.tools.allow names it). */
+  overHttp: boolean;
+}
+
 export interface ToolAnswer { ok: true; result: unknown; dryRun?: true; replayed?: true }
 
 export interface Registered {
@@ -282,6 +314,11 @@ export interface MethodResults {
   'discovery.status': { name: string | null };
   'overlay.status': { overlay: { mode: 'serve' | 'funnel'; url: string } | null };
   'tools.invoke': ToolAnswer;
+  'mcp.list': { servers: McpServerInfo[] };
+  'mcp.tools': { server: McpServerInfo; tools: McpToolInfo[] };
+  /** A login started: where to send the browser; or, when the server needs none, connected already. */
+  'mcp.login': { server: McpServerInfo; authorizationUrl?: string; callbackUrl: string };
+  'mcp.logout': { server: McpServerInfo };
   'models.list': { providers: ProviderInfo[]; models: ModelInfo[]; aliases: Record<string, string> };
   'usage.summary': UsageSummary;
   'agents.list': { agents: AgentInfo[] };

@@ -13,8 +13,10 @@ export const SECRET_NAMES = [
 
 const CHANNEL_PASSWORD = /^channels\.[a-z0-9][a-z0-9_-]{0,31}(\.accounts\.[a-z0-9][a-z0-9_-]{0,31})?\.password$/;
 const PROVIDER_KEY = /^models\.providers\.[a-z0-9][a-z0-9_-]{0,31}\.apiKey$/;
+/** An MCP server's static header values and a pre-registered client's secret. */
+const MCP_SECRET = /^mcp\.servers\.[a-z0-9][a-z0-9_-]{0,31}\.(header\.[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}|clientSecret)$/;
 /** Keys the CLI keeps for itself (device identity, tokens issued to it); not set by hand. */
-const INTERNAL = /^(device\.(key|token)(\.[A-Za-z0-9_.:-]+)?|tokens\.saved\.[A-Za-z0-9_-]+)$/;
+const INTERNAL = /^(device\.(key|token)(\.[A-Za-z0-9_.:-]+)?|tokens\.saved\.[A-Za-z0-9_-]+|mcp\.servers\.[a-z0-9][a-z0-9_-]{0,31}\.(oauth|client))$/;
 
 /** Environment variables that override a secret; they are read, never persisted. */
 export const SECRET_ENV: Readonly<Record<string, string>> = {
@@ -25,13 +27,13 @@ export const SECRET_ENV: Readonly<Record<string, string>> = {
 };
 
 export const isUserSecretName = (name: string): boolean =>
-  (SECRET_NAMES as readonly string[]).includes(name) || CHANNEL_PASSWORD.test(name) || PROVIDER_KEY.test(name);
+  (SECRET_NAMES as readonly string[]).includes(name) || CHANNEL_PASSWORD.test(name) || PROVIDER_KEY.test(name) || MCP_SECRET.test(name);
 
 export const isSecretName = (name: string): boolean => isUserSecretName(name) || INTERNAL.test(name);
 
 export function assertUserSecretName(name: string): string {
   if (!isUserSecretName(name) || name.endsWith('.previous')) {
-    throw usageError(`Unknown secret ${JSON.stringify(name)}. Known: ${SECRET_NAMES.filter((n) => !n.endsWith('.previous')).join(', ')}, channels.<id>.password, channels.<id>.accounts.<account>.password, models.providers.<id>.apiKey.`);
+    throw usageError(`Unknown secret ${JSON.stringify(name)}. Known: ${SECRET_NAMES.filter((n) => !n.endsWith('.previous')).join(', ')}, channels.<id>.password, channels.<id>.accounts.<account>.password, models.providers.<id>.apiKey, mcp.servers.<name>.header.<Header>, mcp.servers.<name>.clientSecret.`);
   }
   return name;
 }
