@@ -10,6 +10,7 @@ import { runConnectBench } from './connect.ts';
 import { runWebhookBench, WEBHOOK_BENCH_SECRET } from './webhooks.ts';
 import { runPluginBench, writeBenchPlugin } from './plugins.ts';
 import { runInferenceBench, startStreamingUpstream } from './inference.ts';
+import { runMcpBench } from './mcp.ts';
 
 const BIN = new URL('../bin/run.js', import.meta.url).pathname;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
@@ -90,6 +91,9 @@ try {
   figures.push(...(await runPluginBench(port, token, DURATION)));
   gateway('config', 'set', 'plugins.load', '[]');
   gateway('reload');
+
+  step('MCP tools through the gateway');
+  figures.push(await runMcpBench(port, token, gateway, ROUNDS * 200));
 
   step(`webhook deliveries, ${DURATION} s each, synchronous normal then full`);
   spawnSync(process.execPath, [BIN, 'secrets', 'set', 'webhooks.github.secret'], { env, input: WEBHOOK_BENCH_SECRET });

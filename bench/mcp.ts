@@ -1,0 +1,89 @@
+import { spawn } from 'node:child_process';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { median, sleep, type Figure } from './support.ts';
+
+/** The server in a process of its own, so neither path shares a process with it. */
+async function startServer(): Promise<{ url: string; stop: () => void }> {
+  const child = spawn(process.execPath, [new URL('./mcp-server.ts', import.meta.url).pathname], { stdio: ['ignore', 'pipe', 'ignore'] });
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', (chunk) => {
+      out += chunk;
+      if (out.includes('\n')) resolve(out.trim());
+    });
+    child.once('exit', (code) => reject(new Error(`the MCP bench server exited (${code})`)));
+  });
+  return { url, stop: () => child.kill('SIGTERM') };
+}
+
+const percentile = (values: number[], p: number): number => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+};
+
+async function timed(calls: number, call: () => Promise<void>): Promise<number[]> {
+  for (let i = 0; i < 20; i++) await call();
+  const times: number[] = [];
+  for (let i = 0; i < calls; i++) {
+    const started = performance.now();
+    await call();
+    times.push(performance.now() - started);
+  }
+  return times;
+}
+
+/**
+ * A trivial MCP tool invoked through POST /tools/invoke, beside the same call
+ * made directly with the MCP client, one call at a time, in the same run.
+ */
+export async function runMcpBench(port: number, token: string, gateway: (...args: string[]) => { status: number | null; stderr: string }, calls: number): Promise<Figure> {
+  const server = await startServer();
+  try {
+    const added = gateway('mcp', 'add', 'bench', server.url);
+    if (added.status !== 0) throw new Error(`mcp add failed: ${added.stderr}`);
+    gateway('config', 'set', 'gateway.tools.allow', '["mcp.bench.*"]');
+    const base = `http://127.0.0.1:${port}`;
+    const invoke = async () => {
+      const res = await fetch(`${base}/tools/invoke`, {
+        method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ tool: 'mcp.bench.echo', args: { text: 'hi' } }),
+      });
+      if (res.status !== 200) throw new Error(`POST /tools/invoke answered ${res.status}: ${await res.text()}`);
+      await res.arrayBuffer();
+    };
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await invoke();
+        break;
+      } catch (error) {
+        if (attempt > 50) throw error;
+        await sleep(100);
+      }
+    }
+    const client = new Client({ name: 'bench', version: '1' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(server.url)));
+    // Alternating rounds, so drift in a noisy machine's speed falls on both paths alike.
+    const direct: number[] = [];
+    const through: number[] = [];
+    const rounds = 7;
+    for (let round = 0; round < rounds; round++) {
+      direct.push(...(await timed(Math.ceil(calls / rounds), async () => {
+        await client.callTool({ name: 'echo', arguments: { text: 'hi' } });
+      })));
+      through.push(...(await timed(Math.ceil(calls / rounds), invoke)));
+    }
+    await client.close();
+    gateway('mcp', 'remove', 'bench');
+    const ratio = median(through) / median(direct);
+    return {
+      name: `MCP tool via POST /tools/invoke, ${calls} calls one at a time`,
+      value: `p50 ${median(through).toFixed(2)} ms (p99 ${percentile(through, 99).toFixed(2)} ms)`,
+      baseline: `p50 ${median(direct).toFixed(2)} ms (p99 ${percentile(direct, 99).toFixed(2)} ms) MCP client direct`,
+      comparison: `${ratio.toFixed(2)}x`,
+      target: '<= 1.5x at p50',
+      ok: ratio <= 1.5,
+    };
+  } finally {
+    server.stop();
+  }
+}
