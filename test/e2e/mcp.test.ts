@@ -161,6 +161,14 @@ describe('MCP servers as tool sources, with their OAuth login (e2e)', function (
     expect(echoed.body.result.content[0].text).to.equal('over OAuth');
   });
 
+  it('over SSH, gateway mcp login prints the ssh -L line that lets a browser elsewhere reach the callback', async () => {
+    const result = await run(['mcp', 'login', 'strict', '--no-wait', '--json'], { env: { SSH_CONNECTION: '10.0.0.5 52000 10.0.0.9 22', USER: 'ops' } });
+    expect(result.code, result.stderr).to.equal(0);
+    const port = new URL(base).port;
+    expect(result.stderr).to.include(`ssh -N -L ${port}:127.0.0.1:${port} ops@10.0.0.9`);
+    expect(JSON.parse(result.stdout).authorizationUrl).to.match(/^http:\/\/127\.0\.0\.1:\d+\/auth\?/);
+  });
+
   it('refuses a replayed state, a code with another login\'s verifier, a wrong iss, and passes on the authorization server\'s error', async () => {
     // Each refusal takes its own login; none stores a token.
     const replayed = await login('strict');
@@ -255,6 +263,11 @@ describe('MCP servers as tool sources, with their OAuth login (e2e)', function (
     expect((await run(['mcp', 'remove', 'nope'])).code).to.equal(5);
     expect((await run(['mcp', 'login', 'nope'])).code).to.equal(5);
     expect((await run(['mcp', 'tools', 'nope'])).code).to.equal(5);
+
+    // The daemon's configuration check says the same to config set.
+    const viaConfig = await run(['config', 'set', 'mcp.servers.plain', JSON.stringify({ url: 'http://mcp.example.com/mcp' })]);
+    expect(viaConfig.code).to.equal(2);
+    expect(viaConfig.stderr).to.match(/mcp\.servers\.plain\.url: plain http is accepted only on this host/);
 
     expect((await api('/oauth/mcp?server=nope')).status).to.equal(404);
     expect((await api('/oauth/mcp')).status).to.equal(400);

@@ -267,7 +267,9 @@ export class StrictMcp {
       const server = this.mcpProtocolServer();
       const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
-        onsessioninitialized: (id) => this.sessions.set(id, { transport, server }),
+        onsessioninitialized: (id) => {
+          this.sessions.set(id, { transport, server });
+        },
       });
       transport.onclose = () => {
         if (transport.sessionId) this.sessions.delete(transport.sessionId);

@@ -1,6 +1,7 @@
 import { Args, Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.ts';
 import { usageError } from '../../shared/errors.ts';
+import { mcpUrlProblem } from '../../shared/mcp-url.ts';
 import { ExitCode } from '../../shared/exit-codes.ts';
 import { GatewayError } from '../../shared/errors.ts';
 import type { McpServerInfo } from '../../shared/protocol/results.ts';
@@ -16,21 +17,11 @@ export interface McpAddResult {
 
 const NAME = /^[a-z0-9][a-z0-9_-]{0,31}$/;
 const HEADER = /^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$/;
-const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/i;
-
-/** A server address the gateway will talk to: https, or http on this host only (tokens never cross a network in clear). */
+/** A server address the gateway will talk to (see mcpUrlProblem), normalised. */
 export function checkServerUrl(raw: string): string {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw usageError(`${JSON.stringify(raw)} is not a URL; give the server's streamable HTTP address, such as https://mcp.example.com/mcp.`);
-  }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw usageError(`The MCP server address must be http(s), not ${url.protocol}`);
-  if (url.protocol === 'http:' && !LOOPBACK.test(url.hostname)) throw usageError(`Plain http is accepted only on this host (localhost, 127.0.0.1, [::1]); use https for ${url.host}.`);
-  if (url.username || url.password) throw usageError('Leave credentials out of the URL; pass a header with --header instead (its value goes to the secret store).');
-  if (url.hash) throw usageError('The MCP server address must not have a #fragment.');
-  return url.toString();
+  const problem = mcpUrlProblem(raw);
+  if (problem) throw usageError(`${problem.charAt(0).toUpperCase()}${problem.slice(1)}.`);
+  return new URL(raw).toString();
 }
 
 export default class McpAdd extends BaseCommand<McpAddResult> {

@@ -3,6 +3,7 @@ import { Args, Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.ts';
 import { GatewayError } from '../../shared/errors.ts';
 import { ExitCode } from '../../shared/exit-codes.ts';
+import { isLoopbackHost } from '../../shared/mcp-url.ts';
 import type { McpServerInfo } from '../../shared/protocol/results.ts';
 
 export interface McpLoginResult {
@@ -12,7 +13,6 @@ export interface McpLoginResult {
   callbackUrl: string;
 }
 
-const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/i;
 
 /** Whether a browser can be opened here: a desktop session, not over SSH. */
 const desktop = (): boolean => !process.env.SSH_CONNECTION && !process.env.SSH_TTY
@@ -51,7 +51,7 @@ export default class McpLogin extends BaseCommand<McpLoginResult> {
     const show = (text: string) => (this.jsonEnabled() ? this.note(text) : this.say(text));
     show(`Open this URL in a browser to log the gateway in to MCP server ${args.name}:\n\n  ${started.authorizationUrl}\n`);
     const callback = new URL(started.callbackUrl);
-    if (process.env.SSH_CONNECTION && LOOPBACK.test(callback.hostname)) {
+    if (process.env.SSH_CONNECTION && isLoopbackHost(callback.hostname)) {
       const port = callback.port || (callback.protocol === 'https:' ? '443' : '80');
       const host = process.env.SSH_CONNECTION.split(' ')[2] ?? '<this-host>';
       show(`The login ends at ${callback.origin}, on this host. From the computer with the browser, forward it first:\n\n  ssh -N -L ${port}:127.0.0.1:${port} ${process.env.USER ?? 'user'}@${host}\n`);

@@ -11,6 +11,7 @@ import { randomBytes } from 'node:crypto';
 import type { Tool } from '@modelcontextprotocol/client';
 import type { McpServerSettings } from '../../shared/config/types.ts';
 import type { McpServerInfo } from '../../shared/protocol/results.ts';
+import { mcpUrlProblem } from '../../shared/mcp-url.ts';
 import { collectBody, mediaType, parseJson } from '../kernel/body.ts';
 import { errorResponse, ref } from '../kernel/api-doc.ts';
 import { DomainError } from '../kernel/errors.ts';
@@ -414,6 +415,10 @@ export default defineModule({
       },
     });
 
+    ctx.configCheck((next) => Object.entries(next.mcp.servers).flatMap(([name, server]) => {
+      const problem = mcpUrlProblem(server.url);
+      return problem ? [`mcp.servers.${name}.url: ${problem}`] : [];
+    }));
     ctx.watch.config((next) => void sync(next.mcp.servers).catch((error: unknown) => ctx.log.error({ err: error }, 'applying the MCP servers failed')));
     ctx.watch.secrets(['mcp.servers.*'], (name) => {
       const server = name.split('.')[2]!;
