@@ -273,6 +273,13 @@ describe('MCP servers as tool sources, with their OAuth login (e2e)', function (
     expect((await api('/oauth/mcp')).status).to.equal(400);
     expect((await api('/oauth/mcp?server=strict', { token: null })).status).to.equal(401);
     expect((await api('/oauth/mcp?server=strict', { token: 'wrong' })).status).to.equal(401);
+    // A product token may start a login when it holds admin, and only then.
+    const admin = await json(['tokens', 'create', '--name', 'mcp-admin', '--scope', 'admin']);
+    const reader = await json(['tokens', 'create', '--name', 'mcp-reader', '--scope', 'jobs:read']);
+    const byAdmin = await api('/oauth/mcp?server=strict', { token: admin.token, headers: { accept: 'application/json' } });
+    expect(byAdmin.status).to.equal(200);
+    expect(byAdmin.body.authorizationUrl).to.match(/^http:\/\/127\.0\.0\.1:\d+\/auth\?/);
+    expect((await api('/oauth/mcp?server=strict', { token: reader.token })).status).to.equal(403);
     const wrongType = await api('/oauth/mcp/callback', { method: 'POST', token: null, headers: { 'content-type': 'text/plain' }, body: 'code=x' });
     expect(wrongType.status).to.equal(415);
     expect((await api('/oauth/mcp/callback', { method: 'POST', token: null, headers: { 'content-type': 'application/json' }, body: '{nope' })).status).to.equal(400);
