@@ -176,7 +176,7 @@ describe('device pairing (e2e)', function () {
 
     const reused = await open();
     expect((await reused.connect({ deviceToken }, [], { device })).payload.scopes).to.deep.equal(['operator.read']);
-    const revoked = await home.run(['devices', 'revoke', device.id]);
+    const revoked = await home.run(['devices', 'revoke', '--', device.id]);
     expect(revoked.code, revoked.stderr).to.equal(0);
     await waitFor(() => joined.closeCode, 5000, 'the revoked device\'s first connection to close');
     expect(joined.closeCode).to.equal(1008);
@@ -196,7 +196,7 @@ describe('device pairing (e2e)', function () {
     const device = newDevice();
     const socket = await open();
     const { payload } = await socket.connect({ inviteCode: fresh.json.code }, [], { device });
-    const rotated = await home.run(['devices', 'rotate', device.id, '--json']);
+    const rotated = await home.run(['devices', 'rotate', '--json', '--', device.id]);
     expect(rotated.json.deviceToken).to.be.a('string').and.not.equal(payload.deviceToken);
     await socket.closed;
     const old = await open();
