@@ -1,9 +1,8 @@
 import { Args, Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.ts';
-import { usageError } from '../../shared/errors.ts';
-import { mcpUrlProblem } from '../../shared/mcp-url.ts';
+import { GatewayError, usageError } from '../../shared/errors.ts';
 import { ExitCode } from '../../shared/exit-codes.ts';
-import { GatewayError } from '../../shared/errors.ts';
+import { mcpUrlProblem } from '../../shared/mcp-url.ts';
 import type { McpServerInfo } from '../../shared/protocol/results.ts';
 
 export interface McpAddResult {

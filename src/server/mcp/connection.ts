@@ -106,11 +106,8 @@ export class McpConnection {
   }
 
   /** A reason fit to show: no secret value, one line, bounded. */
-  private async scrub(text: string): Promise<string> {
-    let clean = text.replace(/\s+/g, ' ').trim();
-    for (const value of await this.deps.credentials.secretValues(this.deps.settings())) clean = clean.split(value).join('[redacted]');
-    clean = clean.replace(/\b(Bearer\s+)[A-Za-z0-9._~+/=-]{8,}/gi, '$1[redacted]').replace(/\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*/g, '[redacted]');
-    return clean.length > 300 ? `${clean.slice(0, 297)}...` : clean;
+  private scrub(text: string): Promise<string> {
+    return this.deps.credentials.redact(text, this.deps.settings());
   }
 
   private setTools(tools: Tool[], save = true): void {

@@ -125,14 +125,18 @@ export class McpCredentials {
     return { headers, missing };
   }
 
-  /** Every value that must never be shown: tokens, client secrets, header values. */
-  async secretValues(settings: McpServerSettings): Promise<string[]> {
+  /** Text fit to show (an error's message, a reason): no secret value of the server, no bearer token or JWT, one line, bounded. */
+  async redact(text: string, settings: McpServerSettings): Promise<string> {
     await this.load();
     const { headers } = await this.headers(settings);
-    return [
+    const values = [
       this.tokenCache?.access_token, this.tokenCache?.refresh_token, this.tokenCache?.id_token, this.clientCache?.client_secret,
       await this.clientSecret(), ...Object.values(headers),
     ].filter((value): value is string => typeof value === 'string' && value.length >= 4);
+    let clean = text.replace(/\s+/g, ' ').trim();
+    for (const value of values) clean = clean.split(value).join('[redacted]');
+    clean = clean.replace(/\b(Bearer\s+)[A-Za-z0-9._~+/=-]{8,}/gi, '$1[redacted]').replace(/\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*/g, '[redacted]');
+    return clean.length > 300 ? `${clean.slice(0, 297)}...` : clean;
   }
 
   /** Drops what is held in memory, so the next read goes to the store (a secret changed outside). */

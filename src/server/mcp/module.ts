@@ -210,17 +210,17 @@ export default defineModule({
     /** An OAuth failure as the caller sees it: the authorization server's own error passed on, secrets left out. */
     const oauthFailure = async (sdk: Awaited<ReturnType<typeof loadMcpSdk>>, error: unknown, what: string, entry: { credentials: McpCredentials; settings: McpServerSettings }): Promise<DomainError> => {
       if (error instanceof DomainError) return error;
-      const secrets = await entry.credentials.secretValues(entry.settings);
-      const clean = (message: string) => secrets.reduce((text, value) => text.split(value).join('[redacted]'), message).replace(/\s+/g, ' ').slice(0, 300);
       if (sdk.IssuerMismatchError.isInstance(error) || sdk.AuthorizationServerMismatchError.isInstance(error)) {
         return new DomainError('invalid', `${what}: the authorization response did not come from the authorization server this login started with (issuer mismatch); nothing was stored. Start again.`, { code: 'issuer_mismatch' });
       }
       if (sdk.OAuthError.isInstance(error)) {
         const code = String((error as { code?: unknown }).code ?? 'oauth_error').replace(/[^a-z0-9_]/gi, '').slice(0, 64) || 'oauth_error';
-        return new DomainError('invalid', `${what}: the authorization server answered ${code}${(error as Error).message ? `: ${clean((error as Error).message)}` : ''}.`, { code });
+        const message = (error as Error).message;
+        return new DomainError('invalid', `${what}: the authorization server answered ${code}${message ? `: ${await entry.credentials.redact(message, entry.settings)}` : ''}.`, { code });
       }
-      ctx.log.warn({ err: clean((error as Error)?.message ?? String(error)) }, what);
-      return new DomainError('upstream', `${what}: ${clean((error as Error)?.message ?? String(error))}.`);
+      const message = await entry.credentials.redact((error as Error)?.message ?? String(error), entry.settings);
+      ctx.log.warn({ err: message }, what);
+      return new DomainError('upstream', `${what}: ${message}.`);
     };
 
     /** Finishes a login with the authorization response: state taken once, iss checked, code exchanged with the verifier and the resource. */
@@ -272,7 +272,6 @@ export default defineModule({
         }
         http.set('cache-control', 'no-store');
         http.set('referrer-policy', 'no-referrer');
-        http.status = 302;
         http.redirect(authorizationUrl);
       },
     });
@@ -388,13 +387,13 @@ export default defineModule({
       },
     });
 
-    const overHttp = (name: string) => runner.catalog('http').some((tool) => tool.name === name);
     ctx.rpc.method({ name: 'mcp.list', handler: async () => ({ servers: await Promise.all([...connections.values()].map(({ connection }) => connection.info())) }) });
     ctx.rpc.method({
       name: 'mcp.tools',
       handler: async ({ name }) => {
         const { connection } = find(name);
-        return { server: await connection.info(), tools: connection.toolInfo(overHttp) };
+        const overHttp = new Set(runner.catalog('http').map((tool) => tool.name));
+        return { server: await connection.info(), tools: connection.toolInfo((tool) => overHttp.has(tool)) };
       },
     });
     ctx.rpc.method({
