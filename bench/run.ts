@@ -11,6 +11,7 @@ import { runWebhookBench, WEBHOOK_BENCH_SECRET } from './webhooks.ts';
 import { runPluginBench, writeBenchPlugin } from './plugins.ts';
 import { runInferenceBench, startStreamingUpstream } from './inference.ts';
 import { runMcpBench } from './mcp.ts';
+import { runControlUiBench } from './control-ui.ts';
 
 const BIN = new URL('../bin/run.js', import.meta.url).pathname;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
@@ -94,6 +95,9 @@ try {
 
   step('MCP tools through the gateway');
   figures.push(await runMcpBench(port, token, gateway, ROUNDS * 200));
+
+  step('Control UI in Chromium');
+  figures.push(...(await runControlUiBench(port, gateway, ROUNDS)));
 
   step(`webhook deliveries, ${DURATION} s each, synchronous normal then full`);
   spawnSync(process.execPath, [BIN, 'secrets', 'set', 'webhooks.github.secret'], { env, input: WEBHOOK_BENCH_SECRET });

@@ -16,7 +16,7 @@ if (!existsSync(`${server}/node_modules/node-llama-cpp`)) {
 
 const programs: [string, string][] = [
   ['ngircd', 'ngircd'], ['gnome-keyring-daemon', 'gnome-keyring'], ['dbus-run-session', 'dbus'], ['secret-tool', 'libsecret-tools'], ['ip', 'iproute2'],
-  ['systemd-analyze', 'systemd'], ['script', 'bsdutils'], ['python3', 'python3'], ['zsh', 'zsh'],
+  ['systemd-analyze', 'systemd'], ['script', 'bsdutils'], ['python3', 'python3'], ['zsh', 'zsh'], ['chromium', 'chromium'], ['curl', 'curl'],
 ];
 const missing = programs.filter(([program]) => spawnSync('sh', ['-c', `command -v ${program} || test -x /usr/sbin/${program}`], { stdio: 'ignore' }).status !== 0);
 if (missing.length > 0) {

@@ -21,3 +21,5 @@ export { default as plugins } from './plugins/module.ts';
 export { default as overlay } from './overlay/module.ts';
 export { default as discovery } from './discovery/module.ts';
 export { default as mcp } from './mcp/module.ts';
+export { default as controlUi } from './control-ui/module.ts';
+export { default as logs } from './logs/module.ts';

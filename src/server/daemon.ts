@@ -27,6 +27,7 @@ import { ConnectionsHub } from './kernel/connections.ts';
 import { EventBus } from './kernel/events.ts';
 import { ModuleHost } from './kernel/host.ts';
 import type { DaemonView, GatewayModule } from './kernel/module.ts';
+import { originRefusal } from './auth/browser-origin.ts';
 import { createLogger, type ConsoleLog, type DaemonLogger } from './logger.ts';
 import { onLooseSecretFile } from '../shared/secrets/file-store.ts';
 import { Checkpointer } from './store/checkpointer.ts';
@@ -211,6 +212,7 @@ export class Daemon {
       routeUpgrade: routeUpgrade(() => host.table, authenticator, this.logger),
       server: { version: record.version, instanceId: this.instanceId, profile: this.paths.name },
       accepting: () => this.readiness !== 'stopping',
+      originRefusal: (request) => originRefusal(request.headers.origin, request.headers.host, this.config.gateway.controlUi.allowedOrigins),
     });
     this.controlPlane.attach(this.server);
     this.port = await listen(this.server, { port: this.port, bind: this.bind, paths: this.paths });
@@ -233,6 +235,7 @@ export class Daemon {
       profile: this.paths.name,
       paths: this.paths,
       logFile: this.logFile,
+      onLog: (listener) => this.log.tap(listener),
       instanceId: this.instanceId,
       version: gatewayVersion(),
       startedAt: this.startedAt,

@@ -14,6 +14,8 @@ export interface DaemonLogger {
   logger: Logger;
   /** The profile's log file, unless logging to it is off. */
   file?: LogFile;
+  /** Receives each line as it is written (a live tail); returns a function that stops it. */
+  tap(listener: (line: string) => void): () => void;
 }
 
 /** Where the log goes besides (or instead of) the file: JSON lines, or lines for a person on a terminal. */
@@ -41,10 +43,12 @@ export function createLogger(options: LoggerOptions): DaemonLogger {
     // A console that went away (a closed pipe) must not stop the daemon: bin/run.js turns its errors into no-ops.
     process.stdout.write(render ? render(line) : line);
   };
+  const taps = new Set<(line: string) => void>();
   const destination = {
     write(line: string): boolean {
       file?.write(line);
       toConsole?.(line);
+      for (const tap of taps) tap(line);
       return true;
     },
   };
@@ -57,5 +61,5 @@ export function createLogger(options: LoggerOptions): DaemonLogger {
     },
     destination,
   );
-  return { logger, file };
+  return { logger, file, tap: (listener) => { taps.add(listener); return () => taps.delete(listener); } };
 }

@@ -74,7 +74,7 @@ describe('product access tokens (e2e)', function () {
     const revoked = await call('GET', '/tokens', reader.token);
     expect(revoked.status).to.equal(401);
     expect(revoked.body.message).to.equal('The token was revoked.');
-    for (const id of ['tok_doesnotexist', '1', '%2e%2e', 'x'.repeat(300)]) {
+    for (const id of ['tok_doesnotexist', '1', '..%2f', 'x'.repeat(300)]) {
       const missing = await call('DELETE', `/tokens/${id}`, gateway);
       expect(missing.status, id).to.equal(404);
       expect(missing.body.error).to.equal('not_found');

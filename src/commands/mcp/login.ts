@@ -1,9 +1,8 @@
-import { spawn } from 'node:child_process';
 import { Args, Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.ts';
 import { GatewayError } from '../../shared/errors.ts';
 import { ExitCode } from '../../shared/exit-codes.ts';
-import { isLoopbackHost } from '../../shared/mcp-url.ts';
+import { openBrowser, sshForward } from '../../cli/browser.ts';
 import type { McpServerInfo } from '../../shared/protocol/results.ts';
 
 export interface McpLoginResult {
@@ -12,11 +11,6 @@ export interface McpLoginResult {
   authorizationUrl?: string;
   callbackUrl: string;
 }
-
-
-/** Whether a browser can be opened here: a desktop session, not over SSH. */
-const desktop = (): boolean => !process.env.SSH_CONNECTION && !process.env.SSH_TTY
-  && (process.platform === 'darwin' || process.platform === 'win32' || Boolean(process.env.DISPLAY || process.env.WAYLAND_DISPLAY));
 
 export default class McpLogin extends BaseCommand<McpLoginResult> {
   static override summary = 'Log the gateway in to an MCP server with OAuth: prints the authorization URL and waits for the login to finish.';
@@ -50,20 +44,9 @@ export default class McpLogin extends BaseCommand<McpLoginResult> {
     // The URL goes to stderr under --json, so stdout stays one JSON document.
     const show = (text: string) => (this.jsonEnabled() ? this.note(text) : this.say(text));
     show(`Open this URL in a browser to log the gateway in to MCP server ${args.name}:\n\n  ${started.authorizationUrl}\n`);
-    const callback = new URL(started.callbackUrl);
-    if (process.env.SSH_CONNECTION && isLoopbackHost(callback.hostname)) {
-      const port = callback.port || (callback.protocol === 'https:' ? '443' : '80');
-      const host = process.env.SSH_CONNECTION.split(' ')[2] ?? '<this-host>';
-      show(`The login ends at ${callback.origin}, on this host. From the computer with the browser, forward it first:\n\n  ssh -N -L ${port}:127.0.0.1:${port} ${process.env.USER ?? 'user'}@${host}\n`);
-    }
-    if (flags.browser && desktop() && process.stdout.isTTY) {
-      const opener = process.platform === 'darwin' ? 'open' : process.platform === 'win32' ? 'explorer' : 'xdg-open';
-      try {
-        spawn(opener, [started.authorizationUrl], { stdio: 'ignore', detached: true }).on('error', () => undefined).unref();
-      } catch {
-        // No opener: the URL is printed above.
-      }
-    }
+    const forward = sshForward(started.callbackUrl);
+    if (forward) show(`The login ends at ${new URL(started.callbackUrl).origin}, on this host. From the computer with the browser, forward it first:\n\n  ${forward}\n`);
+    if (flags.browser) openBrowser(started.authorizationUrl);
     if (!flags.wait) return started;
     this.note(`Waiting for the login (up to ${flags.timeout} s; Ctrl-C stops waiting, the link stays valid for 10 minutes)...`);
     let timer: NodeJS.Timeout | undefined;

@@ -5,7 +5,8 @@
  */
 import { ERROR_CATEGORIES, schemas } from '../../shared/api/schemas.ts';
 import { getPath } from '../../shared/config/keys.ts';
-import { changeConfig, loadConfig } from '../../shared/config/profile-config.ts';
+import { changeConfig, changeConfigKeys, loadConfig } from '../../shared/config/profile-config.ts';
+import { configSchema, LIVE_KEYS, READ_ONLY_KEYS, RELOAD_KEYS } from '../../shared/config/schema.ts';
 import type { PluginSummary, StatusPayload } from '../../shared/protocol/results.ts';
 import { isSecretName } from '../../shared/secrets/names.ts';
 import channelsModule from '../channels/module.ts';
@@ -139,6 +140,29 @@ export default defineModule({
       return changed;
     };
     ctx.rpc.method({ name: 'config.set', handler: ({ key, value }, client) => change(key, value, client) });
+    ctx.rpc.method({
+      name: 'config.patch',
+      handler: async ({ changes, dryRun = false }, client) => {
+        const before = new Set(daemon.configProblems(ctx.config()));
+        const missing = changes.find((change) => !change.unset && change.value === undefined);
+        if (missing) throw new DomainError('invalid', `config.patch: the change of ${missing.key} needs a value, or unset: true`);
+        const list = changes.map(({ key, value, unset }) => ({ key, value: unset ? undefined : value }));
+        const changed = await changeConfigKeys(daemon.paths, list, { dryRun, check: (next) => daemon.configProblems(next).filter((problem) => !before.has(problem)) });
+        if (!dryRun) {
+          if (!changed.some((change) => change.remainingProblems)) daemon.applyConfig(loadConfig(daemon.paths).effective);
+          ctx.log.info({ keys: list.map((change) => change.key), client: client.clientId }, 'configuration changed');
+          for (const { key } of list) audit('config.changed', client, key);
+        }
+        return {
+          changes: changed, dryRun,
+          restartRequired: changed.some((change) => change.restartRequired), reloadRequired: changed.some((change) => change.reloadRequired),
+        };
+      },
+    });
+    ctx.rpc.method({
+      name: 'config.schema',
+      handler: () => ({ schema: configSchema as unknown as Record<string, unknown>, liveKeys: [...LIVE_KEYS], reloadKeys: [...RELOAD_KEYS], readOnlyKeys: Object.keys(READ_ONLY_KEYS) }),
+    });
     ctx.rpc.method({ name: 'config.unset', handler: ({ key }, client) => change(key, undefined, client) });
     ctx.rpc.method({
       name: 'secrets.changed',

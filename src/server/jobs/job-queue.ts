@@ -86,9 +86,21 @@ export class JobQueue {
     this.now = now;
   }
 
+  private changeListeners = new Set<() => void>();
+
   /** Called when work may be waiting, so the worker need not poll. */
   onEnqueued(listener: () => void): void {
     this.listeners.add(listener);
+  }
+
+  /** Called when a job is queued or changes status (for live views; may be called often). */
+  onChanged(listener: () => void): void {
+    this.listeners.add(listener);
+    this.changeListeners.add(listener);
+  }
+
+  private changed(): void {
+    for (const listener of this.changeListeners) listener();
   }
 
   /**
@@ -142,6 +154,7 @@ export class JobQueue {
   succeed(id: string, result: unknown): void {
     this.store.prepare("UPDATE jobs SET status = 'succeeded', finished_at = ?, result = ?, error = NULL WHERE id = ?")
       .run(this.now(), JSON.stringify(result ?? null), id);
+    this.changed();
   }
 
   /** A failed attempt goes back to the queue with backoff until its attempts run out. */
@@ -153,6 +166,7 @@ export class JobQueue {
     } else {
       this.store.prepare("UPDATE jobs SET status = 'failed', finished_at = ?, error = ? WHERE id = ?").run(now, error, job.id);
     }
+    this.changed();
   }
 
   /** Jobs a killed daemon left running go back to the queue. */

@@ -25,6 +25,9 @@ const JOB_MIGRATIONS: readonly Migration[] = [{
 
 export type { JobQueue };
 
+/** The most often the jobs.changed event is sent. */
+export const JOBS_CHANGED_MS = 250;
+
 /** What other modules get from this one. */
 export interface Jobs {
   queue: JobQueue;
@@ -48,6 +51,14 @@ export default defineModule<Jobs>({
       return job;
     };
     const pruners = new Map<string, (retentionMs: number) => number>();
+    // Live views (the Control UI's Jobs page) hear of changes at most every JOBS_CHANGED_MS, however many jobs change.
+    let told: NodeJS.Timeout | undefined;
+    queue.onChanged(() => {
+      told ??= setTimeout(() => {
+        told = undefined;
+        ctx.events.emit('jobs.changed', { at: new Date().toISOString() }, 'operator.read');
+      }, JOBS_CHANGED_MS).unref();
+    });
     const worker = new JobWorker({
       queue, store, logger: ctx.log, concurrency: ctx.config().jobs.concurrency, handler: (kind) => ctx.table().jobHandler(kind)?.value,
     });

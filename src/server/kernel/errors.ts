@@ -71,7 +71,10 @@ export function toDomainError(error: unknown): { error: DomainError; unexpected:
   // Errors of the code the daemon shares with the CLI (the configuration): their exit code names the kind.
   if (error instanceof GatewayError) {
     const kind = KIND_OF_EXIT[error.exitCode] ?? 'conflict';
-    return { error: new DomainError(kind, error.message, { details: error.hints.length ? { hints: error.hints } : undefined, cause: error }), unexpected: false };
+    // Refused configuration changes say which key each problem is about (the Control UI shows it beside the field).
+    const problems = (error as { problems?: unknown }).problems;
+    const details = { ...(error.hints.length ? { hints: error.hints } : {}), ...(Array.isArray(problems) ? { problems } : {}) };
+    return { error: new DomainError(kind, error.message, { details: Object.keys(details).length ? details : undefined, cause: error }), unexpected: false };
   }
   // A status of 400-499 from a plugin's or a library's error (Koa's http-errors mark theirs expose).
   const status = (error as { status?: unknown } | null)?.status;

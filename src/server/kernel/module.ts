@@ -213,6 +213,8 @@ export interface DaemonView {
   readonly paths: ProfilePaths;
   /** The log file the daemon writes, or undefined when it logs to stdout only (under systemd, or --log-file off). */
   readonly logFile: string | undefined;
+  /** Receives each log line (JSON) as it is written; returns a function that stops it. */
+  onLog(listener: (line: string) => void): () => void;
   readonly instanceId: string;
   readonly version: string;
   readonly startedAt: number;

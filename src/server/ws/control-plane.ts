@@ -49,6 +49,8 @@ export interface ControlPlaneOptions {
   server: { version: string; instanceId: string; profile: string };
   /** Whether the daemon accepts new work (false while stopping). */
   accepting: () => boolean;
+  /** Why a browser page may not open the control plane (its Origin is not allowed), or undefined. */
+  originRefusal?: (request: IncomingMessage) => string | undefined;
 }
 
 interface Connection {
@@ -104,6 +106,12 @@ export class ControlPlane {
     if (path !== '/' || !this.options.accepting()) {
       const status = path !== '/' ? '404 Not Found' : '503 Service Unavailable';
       socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+      return;
+    }
+    const refusal = this.options.originRefusal?.(request);
+    if (refusal) {
+      this.options.logger.info({ address: request.socket.remoteAddress, origin: String(request.headers.origin).slice(0, 200) }, `websocket refused: ${refusal}`);
+      socket.end(`HTTP/1.1 403 Forbidden\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(refusal)}\r\n\r\n${refusal}`);
       return;
     }
     let proxyUser: string | undefined;

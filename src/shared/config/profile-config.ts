@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { writeFileAtomic } from '../atomic-file.ts';
-import { configError, usageError } from '../errors.ts';
+import { configError, GatewayError, usageError } from '../errors.ts';
 import type { ProfilePaths } from '../profile.ts';
 import { assertPortFree } from '../profiles.ts';
 import {
-  assertValidValue, assertWritableKey, deletePath, documentProblems, effectiveConfig, getPath, keyOfProblem, needsReload, needsRestart, setPath,
+  assertWritableKey, deletePath, documentProblems, effectiveConfig, getPath, keyOfProblem, needsReload, needsRestart, problemsOf, setPath,
 } from './keys.ts';
 import type { ConfigChange } from '../protocol/results.ts';
 import type { GatewayConfig } from './types.ts';
@@ -84,31 +84,58 @@ export type { ConfigChange };
  * first, then the whole document, and only then is the file written, atomically.
  */
 export async function changeConfig(paths: ProfilePaths, key: string, value: unknown, options: { check?: (next: GatewayConfig) => string[] } = {}): Promise<ConfigChange> {
+  return (await changeConfigKeys(paths, [{ key, value }], options))[0]!;
+}
+
+/** Why changes were refused: each problem, with the key it names. */
+export class ConfigRefused extends GatewayError {
+  readonly problems: { key: string; message: string }[];
+  constructor(error: GatewayError, problems: string[]) {
+    super(error.message, { exitCode: error.exitCode, hints: error.hints });
+    this.problems = problems.map((problem) => ({ key: keyOfProblem(problem), message: problem }));
+  }
+}
+
+/**
+ * Sets or unsets several keys at once: each is checked, then the document
+ * they make together, and the file is written once, or not at all. With
+ * dryRun nothing is written.
+ */
+export async function changeConfigKeys(paths: ProfilePaths, changes: readonly { key: string; value: unknown }[], options: { check?: (next: GatewayConfig) => string[]; dryRun?: boolean } = {}): Promise<ConfigChange[]> {
   // A file that breaks the schema can still be changed, as long as the change leaves it valid: that is how it is mended.
   const raw = readRawConfig(paths);
-  // Removing what the file holds is always possible, even a key the schema does not know (that may be what breaks it).
-  if (value !== undefined || getPath(raw, key) === undefined) assertWritableKey(key);
-  if (value !== undefined) assertValidValue(key, value);
-  if (key === 'gateway.port' && typeof value === 'number') assertPortFree(value, paths.name, paths.home);
-  const before = documentProblems(raw);
-  const previous = getPath(raw, key);
   const next = structuredClone(raw);
-  if (value === undefined) deletePath(next, key);
-  else setPath(next, key, value);
+  const valueProblems: string[] = [];
+  for (const { key, value } of changes) {
+    // Removing what the file holds is always possible, even a key the schema does not know (that may be what breaks it).
+    if (value !== undefined || getPath(raw, key) === undefined) assertWritableKey(key);
+    if (value !== undefined) valueProblems.push(...problemsOf(key, value));
+    if (key === 'gateway.port' && typeof value === 'number' && valueProblems.length === 0) assertPortFree(value, paths.name, paths.home);
+    if (value === undefined) deletePath(next, key);
+    else setPath(next, key, value);
+  }
+  if (valueProblems.length > 0) {
+    throw new ConfigRefused(usageError(`Invalid setting: ${valueProblems.join('; ')}. Nothing was written.`, changes.length === 1 ? [`gateway config get ${changes[0]!.key}   # shows the current value`] : undefined), valueProblems);
+  }
+  const before = documentProblems(raw);
   const problems = documentProblems(next);
   // Written when valid, or when it mends a broken file one problem at a time (fewer problems, none new).
   const mends = before.length > 0 && problems.length < before.length && problems.every((problem) => before.includes(problem));
   if (problems.length > 0 && !mends) {
     const broken = before.length > 0;
-    throw (broken ? configError : usageError)(`${broken ? `${paths.config} would still be invalid` : 'Invalid setting'}: ${problems.join('; ')}. Nothing was written.`, broken ? [
+    throw new ConfigRefused((broken ? configError : usageError)(`${broken ? `${paths.config} would still be invalid` : 'Invalid setting'}: ${problems.join('; ')}. Nothing was written.`, broken ? [
       ...before.map((problem) => `gateway config unset ${keyOfProblem(problem)}`),
-    ] : undefined);
+    ] : undefined), problems);
   }
   // What the running daemon's modules find wrong (a hook mapping to a job kind nothing runs) is refused like a bad value.
   const refused = problems.length === 0 && options.check ? options.check(withIdentity(paths, effectiveConfig(next))) : [];
-  if (refused.length > 0) throw usageError(`Invalid setting: ${refused.join('; ')}. Nothing was written.`);
-  writeConfigFile(paths, next);
-  // Part of the way mended: not usable yet, and said so.
-  if (problems.length > 0) return { key, value: getPath(next, key), previous, restartRequired: true, reloadRequired: false, remainingProblems: problems };
-  return { key, value: getPath(effectiveConfig(next), key), previous, restartRequired: needsRestart(key), reloadRequired: needsReload(key) };
+  if (refused.length > 0) throw new ConfigRefused(usageError(`Invalid setting: ${refused.join('; ')}. Nothing was written.`), refused);
+  if (!options.dryRun) writeConfigFile(paths, next);
+  const effective = effectiveConfig(next);
+  return changes.map(({ key }) => {
+    const previous = getPath(raw, key);
+    // Part of the way mended: not usable yet, and said so.
+    if (problems.length > 0) return { key, value: getPath(next, key), previous, restartRequired: true, reloadRequired: false, remainingProblems: problems };
+    return { key, value: getPath(effective, key), previous, restartRequired: needsRestart(key), reloadRequired: needsReload(key) };
+  });
 }

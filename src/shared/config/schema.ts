@@ -296,7 +296,7 @@ export const configSchema: SchemaNode = object({
 /** Keys the daemon applies as soon as they change; every other change needs a restart. */
 export const LIVE_KEYS: readonly string[] = [
   'log.level', 'api.jwt', 'api.tokens', 'gateway.tools', 'hooks.enabled', 'hooks.maxBodyBytes', 'hooks.defaultSessionKey',
-  'hooks.allowedSessionKeyPrefixes', 'hooks.presets', 'hooks.mappings', 'models', 'agents', 'runtime', 'inference', 'gateway.http.endpoints', 'mcp',
+  'hooks.allowedSessionKeyPrefixes', 'hooks.presets', 'hooks.mappings', 'models', 'agents', 'runtime', 'inference', 'gateway.http.endpoints', 'mcp', 'gateway.controlUi.allowedOrigins',
 ];
 
 /** Keys that apply at the next `gateway reload` (or SIGHUP), without a restart. */

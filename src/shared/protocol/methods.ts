@@ -16,6 +16,7 @@ const channelId = { type: 'string', pattern: '^[a-z0-9][a-z0-9_-]{0,31}$' } as c
 /** A time in ms since 1970, within what a Date can hold. */
 const epochMs = { type: 'number', minimum: 0, maximum: 8_640_000_000_000_000 } as const;
 const configKey = { type: 'string', minLength: 1, maxLength: 256 } as const;
+const logLevel = { type: 'string', enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] } as const;
 const none = { type: 'object', additionalProperties: false, properties: {} } as const;
 const object = <const P extends Record<string, unknown>, const R extends readonly string[] = []>(properties: P, required?: R) =>
   ({ type: 'object', additionalProperties: false, properties, required: required ?? ([] as unknown as R) }) as const;
@@ -113,6 +114,20 @@ export const METHODS = {
   'mcp.tools': { scope: 'operator.read', params: object({ name: channelId }, ['name'] as const) },
   'mcp.login': { scope: 'operator.admin', params: object({ name: channelId }, ['name'] as const) },
   'mcp.logout': { scope: 'operator.admin', params: object({ name: channelId }, ['name'] as const) },
+  'logs.tail': { scope: 'operator.admin', params: object({ lines: { type: 'integer', minimum: 1, maximum: 1000 }, level: logLevel, text: { type: 'string', maxLength: 200 } }) },
+  'logs.follow': { scope: 'operator.admin', params: object({ level: logLevel }) },
+  'logs.unfollow': { scope: 'operator.admin', params: none },
+  'config.schema': { scope: 'operator.read', params: none },
+  'config.patch': {
+    scope: 'operator.admin',
+    params: object({
+      changes: {
+        type: 'array', minItems: 1, maxItems: 500,
+        items: object({ key: configKey, value: {}, unset: { type: 'boolean' } }, ['key'] as const),
+      },
+      dryRun: { type: 'boolean' },
+    }, ['changes'] as const),
+  },
   'tools.invoke': {
     scope: 'operator.write',
     params: object({
@@ -142,5 +157,5 @@ export const METHOD_SCOPES = Object.fromEntries(Object.entries(METHODS).map(([na
 export const EVENTS = [
   'connect.challenge', 'tick', 'shutdown', 'device.pair.requested', 'device.pair.resolved', 'device.revoked', 'node.invoke',
   'channel.status', 'channel.pair.requested', 'channel.pair.resolved', 'session.message', 'session.wake',
-  'agent.delta', 'agent.tool', 'agent.done', 'agent.error', 'mcp.status',
+  'agent.delta', 'agent.tool', 'agent.done', 'agent.error', 'mcp.status', 'log.entries', 'jobs.changed',
 ] as const;

@@ -53,6 +53,18 @@ export interface ConfigChange {
   remainingProblems?: string[];
 }
 
+/** Several keys changed at once: all written together, or (any problem) none. */
+export interface ConfigPatchResult {
+  changes: ConfigChange[];
+  /** Nothing was written: the changes were only checked. */
+  dryRun: boolean;
+  restartRequired: boolean;
+  reloadRequired: boolean;
+}
+
+/** A line of the daemon's log, as pino wrote it (level as a number: 10 trace .. 60 fatal). */
+export interface LogEntry { level: number; time: string; msg: string; [field: string]: unknown }
+
 export interface DeviceView {
   id: string; role: string; scopes: string[]; clientId: string | null; platform: string | null;
   pairedAt: string | null; pairedBy: string; lastSeenAt: string | null; lastAddress: string | null; rotatedAt: string | null;
@@ -324,6 +336,11 @@ export interface MethodResults {
   'agents.list': { agents: AgentInfo[] };
   'agent.run': RunResult;
   'agent.abort': { aborted: number };
+  'logs.tail': { entries: LogEntry[]; source: 'file' | 'memory' };
+  'logs.follow': { following: true };
+  'logs.unfollow': { following: false };
+  'config.schema': { schema: Record<string, unknown>; liveKeys: string[]; reloadKeys: string[]; readOnlyKeys: string[] };
+  'config.patch': ConfigPatchResult;
 }
 
 export type MethodResult<M extends MethodName> = M extends keyof MethodResults ? MethodResults[M] : never;

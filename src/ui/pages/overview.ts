@@ -1,0 +1,94 @@
+/** Overview: the daemon's state, exposure and readiness, its channels, and recent errors from its log; live over events. */
+import { html, nothing } from 'lit';
+import { duration, LEVEL_NAMES, Page, when } from '../page.ts';
+import type { ChannelStatus, LogEntry, StatusPayload } from '../../shared/protocol/results.ts';
+
+export class OverviewPage extends Page {
+  static override properties = { status: { state: true }, channels: { state: true }, errors: { state: true }, now: { state: true } };
+  declare status: StatusPayload | undefined;
+  declare channels: ChannelStatus[];
+  declare errors: LogEntry[] | undefined;
+  declare now: number;
+  private clock: number | undefined;
+
+  constructor() {
+    super();
+    this.channels = [];
+    this.now = Date.now();
+  }
+
+  protected async load(): Promise<void> {
+    this.listen('channel.status', (payload) => {
+      const changed = payload as ChannelStatus;
+      this.channels = [...this.channels.filter((c) => !(c.channel === changed.channel && c.account === changed.account)), changed]
+        .sort((a, b) => `${a.channel}/${a.account}`.localeCompare(`${b.channel}/${b.account}`));
+    });
+    this.listen('tick', () => void this.refreshStatus());
+    this.listen('log.entries', (payload) => {
+      const entries = (payload as { entries: LogEntry[] }).entries.filter((entry) => entry.level >= 50);
+      if (entries.length) this.errors = [...(this.errors ?? []), ...entries].slice(-10);
+    });
+    this.clock = window.setInterval(() => { this.now = Date.now(); }, 1000);
+    const [status, channels] = await Promise.all([
+      this.call<StatusPayload>('status'),
+      this.call<{ channels: ChannelStatus[] }>('channels.status'),
+    ]);
+    this.status = status;
+    this.channels = channels.channels;
+    if (this.gateway.has('operator.admin')) {
+      const tail = await this.call<{ entries: LogEntry[] }>('logs.tail', { level: 'error', lines: 10 });
+      this.errors = tail.entries;
+      await this.call('logs.follow', { level: 'error' });
+    }
+  }
+
+  protected override leave(): void {
+    clearInterval(this.clock);
+    if (this.gateway.has('operator.admin')) this.gateway.request('logs.unfollow').catch(() => undefined);
+  }
+
+  private async refreshStatus(): Promise<void> {
+    this.status = await this.call<StatusPayload>('status').catch(() => this.status);
+  }
+
+  protected override render() {
+    const s = this.status;
+    if (!s) return html`${this.alerts()}<p class="muted">Loading…</p>`;
+    const problems = Object.entries(s.problems ?? {});
+    return html`${this.alerts()}
+      <div class="grid">
+        <section class="card" aria-labelledby="daemon-title">
+          <h2 id="daemon-title">Daemon</h2>
+          <dl class="facts">
+            <dt>State</dt><dd><span class="badge ${s.readiness === 'ready' ? 'ok' : 'warn'}" data-testid="readiness">${s.readiness}</span></dd>
+            <dt>Version</dt><dd>${s.version}</dd>
+            <dt>Uptime</dt><dd data-testid="uptime">${duration(this.now - s.startedAt)}</dd>
+            <dt>Listening</dt><dd><code>${s.url}</code> (${s.bind})</dd>
+            <dt>Authentication</dt><dd>${s.authMode}</dd>
+            <dt>Secret store</dt><dd>${s.secretStore}</dd>
+            <dt>Clients</dt><dd>${s.connections}</dd>
+            <dt>Memory</dt><dd>${Math.round(s.memory.rss / 1048576)} MB</dd>
+          </dl>
+        </section>
+        <section class="card" aria-labelledby="ready-title">
+          <h2 id="ready-title">Readiness</h2>
+          ${problems.length === 0 ? html`<p><span class="badge ok">all checks pass</span></p>` : html`<ul class="plain">${problems.map(([name, reason]) => html`<li><span class="badge warn">${name}</span> ${reason}</li>`)}</ul>`}
+          ${s.plugins.errors.length ? html`<h3>Plugin errors</h3><ul class="plain">${s.plugins.errors.map((e) => html`<li><strong>${e.plugin}</strong>: ${e.error}</li>`)}</ul>` : nothing}
+        </section>
+        <section class="card" aria-labelledby="channels-title">
+          <h2 id="channels-title">Channels</h2>
+          ${this.channels.length === 0 ? html`<p class="muted">No channel is configured.</p>` : html`
+          <table><thead><tr><th scope="col">Channel</th><th scope="col">Account</th><th scope="col">State</th></tr></thead>
+            <tbody>${this.channels.map((c) => html`<tr><td>${c.channel}</td><td>${c.account}</td>
+              <td><span class="badge ${c.state === 'connected' ? 'ok' : c.state === 'error' ? 'bad' : 'warn'}">${c.state}</span>${c.detail ? html` <span class="muted">${c.detail}</span>` : nothing}</td></tr>`)}</tbody></table>`}
+        </section>
+        <section class="card wide" aria-labelledby="errors-title">
+          <h2 id="errors-title">Recent errors</h2>
+          ${this.errors === undefined ? html`<p class="muted">Reading the log needs the admin scope.</p>`
+            : this.errors.length === 0 ? html`<p class="muted">No errors in the log.</p>`
+            : html`<ul class="log">${this.errors.map((entry) => html`<li><time>${when(entry.time)}</time> <span class="level l${entry.level}">${LEVEL_NAMES[entry.level] ?? entry.level}</span> ${entry.msg}</li>`)}</ul>`}
+        </section>
+      </div>`;
+  }
+}
+customElements.define('gw-overview', OverviewPage);

@@ -1,0 +1,59 @@
+/** Sessions: every channel and chat session, newest first, and a session's transcript; new messages arrive live. */
+import { html, nothing } from 'lit';
+import { Page, when } from '../page.ts';
+import type { MessageView, SessionView } from '../../shared/protocol/results.ts';
+
+export const transcript = (messages: MessageView[]) => html`<ol class="transcript">${messages.map((m) => html`
+  <li class="msg ${m.role} ${m.kind}"><span class="who">${m.senderName ?? m.sender}</span> <time>${when(m.at)}</time>
+    ${m.kind === 'tool_call' ? html`<div class="tool">calls <code>${String(m.data?.name ?? '')}</code> <code>${JSON.stringify(m.data?.args ?? {})}</code></div>`
+      : m.kind === 'tool_result' ? html`<div class="tool">result <code>${m.text}</code></div>`
+      : html`<div class="text">${m.text}</div>`}</li>`)}</ol>`;
+
+export class SessionsPage extends Page {
+  static override properties = { sessions: { state: true }, open: { state: true }, messages: { state: true } };
+  declare sessions: SessionView[] | undefined;
+  declare open: SessionView | undefined;
+  declare messages: MessageView[];
+
+  constructor() {
+    super();
+    this.messages = [];
+  }
+
+  protected async load(): Promise<void> {
+    this.listen('session.message', (payload) => {
+      const { session, message } = payload as { session: SessionView; message: MessageView };
+      this.sessions = [session, ...(this.sessions ?? []).filter((s) => s.key !== session.key)];
+      if (this.open?.key === session.key) this.messages = [...this.messages, message];
+    });
+    this.sessions = (await this.call<{ sessions: SessionView[] }>('sessions.list', { limit: 200 })).sessions;
+  }
+
+  private async show(session: SessionView): Promise<void> {
+    await this.guard(async () => {
+      const history = await this.call<{ session: SessionView; messages: MessageView[] }>('sessions.history', { key: session.key, limit: 200 });
+      this.open = history.session;
+      this.messages = history.messages;
+    });
+  }
+
+  protected override render() {
+    return html`${this.alerts()}
+      <div class="split">
+        <section class="card" aria-labelledby="list-title">
+          <h2 id="list-title">Sessions</h2>
+          ${!this.sessions ? html`<p class="muted">Loading…</p>` : this.sessions.length === 0 ? html`<p class="muted">No sessions yet.</p>` : html`
+          <ul class="items" data-testid="sessions">${this.sessions.map((s) => html`<li>
+            <button class="link" aria-current=${this.open?.key === s.key ? 'true' : 'false'} @click=${() => void this.show(s)}>${s.peerName ?? s.peer}</button>
+            <span class="muted">${s.channel}/${s.account} · ${s.kind} · ${s.messageCount} messages · ${when(s.updatedAt)}</span>
+            ${s.lastMessage ? html`<span class="preview">${s.lastMessage.text.slice(0, 120)}</span>` : nothing}
+          </li>`)}</ul>`}
+        </section>
+        <section class="card" aria-labelledby="transcript-title" aria-live="polite">
+          <h2 id="transcript-title">${this.open ? `Transcript: ${this.open.peerName ?? this.open.peer}` : 'Transcript'}</h2>
+          ${this.open ? transcript(this.messages) : html`<p class="muted">Pick a session.</p>`}
+        </section>
+      </div>`;
+  }
+}
+customElements.define('gw-sessions', SessionsPage);

@@ -1,0 +1,377 @@
+import { expect } from 'chai';
+import { spawnSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createServer, request as httpRequest, type Server } from 'node:http';
+import type { Page } from 'playwright-core';
+import { DESKTOP, PHONE, screenshot, TestBrowser } from '../support/browser.ts';
+import { freePort, Home, waitFor } from '../support/cli.ts';
+import { startGateway } from '../support/harness.ts';
+import { codeIn, IrcServer, IrcUser } from '../support/irc.ts';
+import { startModelServer, type ModelServer } from '../support/model-server.ts';
+import { TestHost } from '../support/netns.ts';
+import { deliver, pushPayload, TEST_WEBHOOK_SECRET } from '../support/webhooks.ts';
+
+const PAGES = ['overview', 'chat', 'sessions', 'pairing', 'tokens', 'jobs', 'logs', 'config', 'tools'];
+
+/** The status and headers of a raw WebSocket upgrade (what a browser's page sends, Origin included). */
+function upgrade(port: number, headers: Record<string, string>): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({
+      host: '127.0.0.1', port, path: '/',
+      headers: { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==', ...headers },
+    });
+    req.on('upgrade', (response, socket) => {
+      socket.destroy();
+      resolve({ status: response.statusCode ?? 0, body: '' });
+    });
+    req.on('response', (response) => {
+      let body = '';
+      response.on('data', (chunk) => { body += chunk; });
+      response.on('end', () => resolve({ status: response.statusCode ?? 0, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe('the Control UI and WebChat (e2e, in Chromium)', function () {
+  this.timeout(120_000);
+  let browser: TestBrowser;
+  let home: Home;
+  let port: number;
+  let base: string;
+  let model: ModelServer;
+  let ircd: IrcServer;
+  const users: IrcUser[] = [];
+
+  before(async function () {
+    if (!TestBrowser.available()) {
+      if (process.env.CI) throw new Error('the Control UI tests need Chromium at /usr/bin/chromium (apt-get install chromium)');
+      this.skip();
+    }
+    [browser, model, ircd] = await Promise.all([TestBrowser.launch(), startModelServer(), IrcServer.start()]);
+    port = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    home = new Home({ GATEWAY_PORT: String(port) });
+    const set = async (key: string, value: unknown) => {
+      const result = await home.run(['config', 'set', key, JSON.stringify(value)]);
+      expect(result.code, result.stderr).to.equal(0);
+    };
+    await set('models.providers', { local: { kind: 'openai-compatible', baseUrl: model.url, models: ['stories'] } });
+    await set('agents', { story: { model: 'local/stories', maxOutputTokens: 16 } });
+    await set('channels.irc', { enabled: true, host: '127.0.0.1', port: ircd.port, nick: `gwui${process.pid % 1000}`, reconnectMaxDelayMs: 2000 });
+    const started = await home.run(['start']);
+    expect(started.code, started.stderr).to.equal(0);
+    expect((await home.run(['secrets', 'set', 'webhooks.github.secret'], { input: TEST_WEBHOOK_SECRET })).code).to.equal(0);
+  });
+  after(async () => {
+    users.splice(0).forEach((user) => user.quit());
+    await browser?.close();
+    home?.cleanup();
+    model?.stop();
+    await ircd?.stop();
+  });
+
+  /** A new browser (a new device) signed in with the one-time code `gateway dashboard` prints. */
+  async function signedIn(viewport = DESKTOP, colorScheme: 'light' | 'dark' = 'light') {
+    const dashboard = await home.run(['dashboard', '--invite', '--no-browser', '--json']);
+    expect(dashboard.code, dashboard.stderr).to.equal(0);
+    expect(dashboard.json.url).to.equal(`${base}/`);
+    const opened = await browser.page(viewport, colorScheme);
+    await opened.page.goto(dashboard.json.url);
+    await opened.page.getByLabel('or a one-time invite code').fill(dashboard.json.invite.code);
+    await opened.page.getByRole('button', { name: 'Sign in' }).click();
+    await opened.page.getByRole('status').filter({ hasText: 'Connected' }).waitFor();
+    return opened;
+  }
+  const go = async (page: Page, section: string) => {
+    await page.goto(`${base}/#/${section}`);
+    await page.getByRole('heading', { level: 1 }).waitFor();
+  };
+
+  it('serves the page and its assets with strict headers, compressed copies and long caching; refuses bad requests', async () => {
+    const page = await fetch(`${base}/`, { headers: { 'accept-encoding': 'br, gzip' } });
+    expect(page.status).to.equal(200);
+    expect(page.headers.get('content-type')).to.match(/^text\/html/);
+    expect(page.headers.get('cache-control')).to.equal('no-cache');
+    const csp = page.headers.get('content-security-policy')!;
+    for (const directive of ["default-src 'self'", "script-src 'self'", "connect-src 'self'", "frame-ancestors 'none'", "base-uri 'none'", "object-src 'none'"]) {
+      expect(csp).to.include(directive);
+    }
+    expect(csp).to.not.include('unsafe-inline');
+    expect(page.headers.get('x-frame-options')).to.equal('DENY');
+    expect(page.headers.get('x-content-type-options')).to.equal('nosniff');
+    expect(page.headers.get('referrer-policy')).to.equal('no-referrer');
+    const html = await page.text();
+    expect(html).to.not.match(/<script>|<script [^>]*>[^<]/);
+    const script = html.match(/src="(assets\/app-[A-Z0-9]{8}\.js)"/)![1]!;
+    const style = html.match(/href="(assets\/style-[A-Z0-9]{8}\.css)"/)![1]!;
+    // fetch undoes the encoding; curl shows what went over the wire.
+    const head = (path: string, encoding: string) => spawnSync('curl', ['-s', '-D', '-', '-o', '/dev/null', '-H', `accept-encoding: ${encoding}`, `${base}/${path}`], { encoding: 'utf8' }).stdout.toLowerCase();
+    expect(head(script, 'br, gzip')).to.include('content-encoding: br').and.include('cache-control: public, max-age=31536000, immutable');
+    expect(head(script, 'gzip')).to.include('content-encoding: gzip');
+    expect(head(style, 'identity')).to.not.include('content-encoding');
+    const etag = (await fetch(`${base}/${script}`)).headers.get('etag')!;
+    expect((await fetch(`${base}/${script}`, { headers: { 'if-none-match': etag } })).status).to.equal(304);
+    expect((await fetch(`${base}/${script}`, { method: 'HEAD' })).status).to.equal(200);
+
+    for (const method of ['POST', 'PUT', 'DELETE']) {
+      const refused = await fetch(`${base}/`, { method });
+      expect(refused.status, method).to.equal(405);
+      expect(refused.headers.get('allow')).to.include('GET');
+      expect((await fetch(`${base}/${script}`, { method })).status).to.equal(405);
+    }
+    for (const path of ['/assets/..%2f..%2fpackage.json', '/assets/%2e%2e/%2e%2e/package.json', '/assets/..%5c..%5cpackage.json', '/assets/missing-AAAAAAAA.js', '/assets/%00']) {
+      const refused = spawnSync('curl', ['-s', '-o', '/dev/null', '-w', '%{http_code}', '--path-as-is', `${base}${path}`], { encoding: 'utf8' }).stdout;
+      expect(refused, path).to.equal('404');
+    }
+    // A page of another site may not read the settings, nor open the WebSocket.
+    expect((await fetch(`${base}/settings.json`, { headers: { origin: 'http://evil.example' } })).status).to.equal(403);
+    const settings = await (await fetch(`${base}/settings.json`)).json() as Record<string, unknown>;
+    expect(settings).to.include({ basePath: '/', websocketPath: '/', authMode: 'token', originAllowed: true });
+    expect(JSON.stringify(settings)).to.not.include(home.token());
+    expect((await upgrade(port, { origin: 'http://evil.example' })).status).to.equal(403);
+    expect((await upgrade(port, { origin: `http://localhost:${await freePort()}` })).status).to.equal(403);
+    expect((await upgrade(port, { origin: base })).status).to.equal(101);
+    expect((await upgrade(port, {})).status).to.equal(101);
+  });
+
+  it('a broken install answers 503 naming the fix; the base path without its slash redirects', async () => {
+    // Run from the sources, the gateway has no bundle beside it: the install is broken in just this way.
+    const gateway = await startGateway({ config: { gateway: { controlUi: { basePath: '/ui/' } } } });
+    try {
+      const broken = await gateway.request('/ui/');
+      expect(broken.status).to.equal(503);
+      expect(broken.body.message).to.include('npm run build');
+      const redirect = await fetch(`${gateway.url}/ui`, { redirect: 'manual' });
+      expect(redirect.status).to.equal(308);
+      expect(redirect.headers.get('location')).to.equal('/ui/');
+      expect((await gateway.request('/ui/settings.json')).body.basePath).to.equal('/ui/');
+    } finally {
+      await gateway.stop();
+    }
+  });
+
+  it('signs a browser in with the code from gateway dashboard, with zero console errors and CSP violations; every page at desktop and phone widths', async () => {
+    const text = await home.run(['dashboard', '--no-browser']);
+    expect(text.stdout).to.include(`${base}/`).and.match(/one-time code [A-Z0-9-]+/);
+    const { page, problems, context } = await signedIn();
+    await page.getByTestId('readiness').filter({ hasText: 'ready' }).waitFor();
+    // The device token is kept: a reload signs in by itself.
+    await page.reload();
+    await page.getByRole('status').filter({ hasText: 'Connected' }).waitFor();
+    for (const [width, viewport] of [['desktop', DESKTOP], ['phone', PHONE]] as const) {
+      await page.setViewportSize(viewport);
+      for (const section of PAGES) {
+        await go(page, section);
+        await page.waitForLoadState('networkidle');
+        await page.locator('p.muted', { hasText: 'Loading…' }).waitFor({ state: 'detached' });
+        await screenshot(page, `${section}-${width}`);
+      }
+    }
+    // Keyboard: the skip link comes first, and the sections are reachable by Tab.
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate('document.activeElement?.textContent')).to.equal('Skip to content');
+    expect(problems).to.deep.equal({ console: [], csp: [], page: [] });
+    const dark = await signedIn(PHONE, 'dark');
+    await screenshot(dark.page, 'overview-phone-dark');
+    await dark.context.close();
+    await context.close();
+  });
+
+  it('a token created in the UI is shown once and works with curl', async () => {
+    const { page, context, problems } = await signedIn();
+    await go(page, 'tokens');
+    await page.getByLabel('Name').fill('ui-made');
+    await page.getByLabel('jobs:read').check();
+    await page.getByRole('button', { name: 'Create' }).click();
+    const value = await page.getByTestId('new-token').inputValue();
+    expect(value).to.match(/^gwt_/);
+    const curl = spawnSync('curl', ['-s', '-w', '\n%{http_code}', '-H', `authorization: Bearer ${value}`, `${base}/jobs`], { encoding: 'utf8' }).stdout.split('\n');
+    expect(curl.at(-1)).to.equal('200');
+    expect(JSON.parse(curl.slice(0, -1).join('\n'))).to.have.property('jobs');
+    await page.getByRole('button', { name: 'Done' }).click();
+    await page.getByRole('cell', { name: 'ui-made', exact: true }).waitFor();
+    // Listed masked; the value is nowhere on the page any more.
+    expect(await page.content()).to.not.include(value);
+    page.once('dialog', (dialog) => void dialog.accept());
+    await page.getByRole('button', { name: 'Revoke ui-made' }).click();
+    await page.getByText('Revoked ui-made.').waitFor();
+    expect(spawnSync('curl', ['-s', '-o', '/dev/null', '-w', '%{http_code}', '-H', `authorization: Bearer ${value}`, `${base}/jobs`], { encoding: 'utf8' }).stdout).to.equal('401');
+    expect(problems.console).to.deep.equal([]);
+    await context.close();
+  });
+
+  it('a signed webhook makes its job appear on the Jobs page without a reload', async () => {
+    const { page, context } = await signedIn();
+    await go(page, 'jobs');
+    await page.getByTestId('jobs').or(page.getByText('No jobs match.')).first().waitFor();
+    const deliveryId = randomUUID();
+    const accepted = await deliver(base, 'push', JSON.stringify(pushPayload(2048)), { deliveryId });
+    expect(accepted.status).to.equal(200);
+    await page.getByRole('button', { name: accepted.body.jobId }).waitFor({ timeout: 10_000 });
+    await page.getByRole('button', { name: accepted.body.jobId }).click();
+    await page.getByRole('heading', { name: `Job ${accepted.body.jobId}` }).waitFor();
+    await page.getByText(deliveryId).waitFor();
+    await context.close();
+  });
+
+  it('an invalid config value is refused beside its field and config.json is unchanged; a valid one applies', async () => {
+    const file = home.file('config.json');
+    const before = readFileSync(file);
+    const { page, context, problems } = await signedIn();
+    await go(page, 'config');
+    await page.locator('summary', { hasText: /^log$/ }).click();
+    await page.getByLabel('maxFiles').fill('0');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.getByText(/Nothing was written/).waitFor();
+    const field = page.getByLabel('maxFiles');
+    expect(await field.getAttribute('aria-invalid')).to.equal('true');
+    const problem = await page.locator(`#${await field.getAttribute('id')}-problem`).textContent();
+    expect(problem).to.match(/log\.maxFiles/);
+    expect(readFileSync(file).equals(before)).to.equal(true);
+    // A type the form can tell at once is refused before anything is sent.
+    await field.fill('two');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.getByText('log.maxFiles: must be a whole number').waitFor();
+    expect(readFileSync(file).equals(before)).to.equal(true);
+
+    await field.fill('5');
+    await page.getByLabel('level', { exact: true }).selectOption('debug');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.getByTestId('config-outcome').filter({ hasText: 'Applied' }).waitFor({ timeout: 10_000 }).catch(async (error: Error) => {
+      throw new Error(`${error.message}; the page says: ${await page.locator('.alert').allTextContents()}`);
+    });
+    expect((await home.run(['config', 'get', 'log.level', '--json'])).json.value).to.equal('debug');
+    // Only what was changed is written: the values the form showed at their defaults stay unset.
+    expect(JSON.parse(readFileSync(file, 'utf8')).log).to.deep.equal({ level: 'debug' });
+    expect(problems.page).to.deep.equal([]);
+    await context.close();
+  });
+
+  it('WebChat: a message to an agent streams its reply, then it is in the session history', async () => {
+    const { page, context } = await signedIn();
+    await go(page, 'chat');
+    await page.getByLabel('Message', { exact: true }).fill('Once upon a time');
+    await page.getByRole('button', { name: 'Send' }).click();
+    // The reply streams in while the run lasts, then the history holds both turns.
+    await page.getByTestId('conversation').locator('.msg.assistant').first().waitFor({ timeout: 60_000 });
+    const reply = await page.getByTestId('conversation').locator('.msg.assistant .text').last().textContent();
+    expect(reply!.trim().length).to.be.greaterThan(0);
+    const sessions = await home.run(['sessions', 'list', '--json']);
+    const chat = sessions.json.sessions.find((s: { channel: string }) => s.channel === 'chat');
+    expect(chat.messageCount).to.be.at.least(2);
+    await context.close();
+  });
+
+  it('a DM pairing code from IRC is approved on the Pairing page, and the sender\'s next message appears in Sessions', async () => {
+    await waitFor(async () => (await home.run(['channels', 'status', '--json'])).json.channels.find((c: { state: string }) => c.state === 'connected'), 20_000, 'the IRC channel');
+    const { page, context } = await signedIn();
+    await go(page, 'pairing');
+    const nick = `stranger${process.pid % 1000}`;
+    const stranger = await IrcUser.connect(ircd.port, nick);
+    users.push(stranger);
+    const gatewayNick = (await home.run(['config', 'get', 'channels.irc.nick', '--json'])).json.value;
+    stranger.say(gatewayNick, 'hello there');
+    const code = codeIn((await stranger.waitFor(/pairing code is/)).text);
+    // The request appears live, and one click approves it.
+    await page.getByRole('button', { name: `Approve ${code} from ${nick}` }).click({ timeout: 15_000 });
+    await page.getByText(`Approved ${nick} on irc.`).waitFor();
+    await go(page, 'sessions');
+    await page.getByTestId('sessions').or(page.getByText('No sessions yet.')).first().waitFor();
+    stranger.say(gatewayNick, 'now approved, hi');
+    await page.getByRole('button', { name: nick }).click({ timeout: 15_000 });
+    await page.getByText('now approved, hi').first().waitFor();
+    await context.close();
+  });
+
+  it('a page from a foreign origin cannot open the WebSocket', async () => {
+    const foreignPort = await freePort();
+    const foreign: Server = createServer((_req, res) => {
+      res.setHeader('content-type', 'text/html');
+      res.end(`<!doctype html><script>
+        const ws = new WebSocket('ws://127.0.0.1:${port}/');
+        ws.onopen = () => { document.title = 'opened'; };
+        ws.onclose = (e) => { document.title = 'closed ' + e.code; };
+      </script>`);
+    });
+    await new Promise<void>((resolve) => foreign.listen(foreignPort, '127.0.0.1', resolve));
+    try {
+      const { page, context } = await browser.page();
+      await page.goto(`http://127.0.0.1:${foreignPort}/`);
+      await page.waitForFunction("document.title.startsWith('closed') || document.title === 'opened'");
+      expect(await page.title()).to.equal('closed 1006');
+      await context.close();
+    } finally {
+      foreign.close();
+    }
+  });
+});
+
+describe('the Control UI from another host (e2e, Chromium in a network namespace)', function () {
+  this.timeout(120_000);
+  const host = TestHost.perTest();
+  let home: Home | undefined;
+  before(function () {
+    if (!TestBrowser.available()) {
+      if (process.env.CI) throw new Error('the Control UI tests need Chromium at /usr/bin/chromium');
+      this.skip();
+    }
+  });
+  afterEach(() => home?.cleanup());
+
+  it('waits for approval, gateway devices approve lets it in, gateway devices revoke throws it out', async () => {
+    const remote = host();
+    const port = await freePort();
+    const origin = `http://${remote.hostAddress}:${port}`;
+    home = new Home({ GATEWAY_PORT: String(port) });
+    await home.run(['config', 'set', 'gateway.discovery.mdns.enabled', 'false']);
+    expect((await home.run(['config', 'set', 'gateway.controlUi.allowedOrigins', JSON.stringify([origin])])).code).to.equal(0);
+    const started = await home.run(['start', '--bind', 'lan']);
+    expect(started.code, started.stderr).to.equal(0);
+    const browser = await TestBrowser.launch({ netns: remote.name });
+    try {
+      const { page, problems } = await browser.page();
+      await page.goto(`${origin}/`);
+      // Plain http on a LAN address is not a secure context: the device key lives in the page's own Ed25519.
+      expect(await page.evaluate('globalThis.isSecureContext')).to.equal(false);
+      await page.getByLabel('Gateway token').fill(home.token());
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('heading', { name: 'Waiting for approval' }).waitFor();
+      const code = (await page.locator('strong.code').textContent())!;
+      const pending = await home.run(['devices', 'list', '--pending', '--json']);
+      const request = pending.json.pending.find((r: { requestId: string }) => r.requestId === code);
+      expect(request).to.include({ address: remote.address, clientId: 'control-ui' });
+      await screenshot(page, 'remote-waiting-desktop');
+      expect((await home.run(['devices', 'approve', code])).code).to.equal(0);
+      await page.getByRole('status').filter({ hasText: 'Connected' }).waitFor({ timeout: 20_000 });
+      await page.getByTestId('readiness').waitFor();
+
+      expect((await home.run(['devices', 'revoke', '--', request.deviceId])).code).to.equal(0);
+      await page.getByText(/signed out by the gateway/).waitFor({ timeout: 10_000 });
+      await page.getByRole('heading', { name: 'Sign in to this gateway' }).waitFor();
+      expect(problems.csp).to.deep.equal([]);
+      expect(problems.page).to.deep.equal([]);
+    } finally {
+      await browser.close();
+    }
+  });
+
+  it('a page at an address that is not an allowed origin is told so, and its WebSocket is refused', async () => {
+    const remote = host();
+    const port = await freePort();
+    home = new Home({ GATEWAY_PORT: String(port) });
+    await home.run(['config', 'set', 'gateway.discovery.mdns.enabled', 'false']);
+    expect((await home.run(['start', '--bind', 'lan'])).code).to.equal(0);
+    const browser = await TestBrowser.launch({ netns: remote.name });
+    try {
+      const { page } = await browser.page();
+      await page.goto(`http://${remote.hostAddress}:${port}/`);
+      await page.getByRole('heading', { name: 'Not allowed' }).waitFor();
+      await page.getByText('gateway.controlUi.allowedOrigins').waitFor();
+    } finally {
+      await browser.close();
+    }
+  });
+});
