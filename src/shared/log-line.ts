@@ -1,5 +1,8 @@
 /** Log lines for people: one pino JSON line as time, level, message and fields. */
-const LEVELS: Record<number, string> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO', 40: 'WARN', 50: 'ERROR', 60: 'FATAL' };
+/** pino's level numbers, by name. */
+export const LOG_LEVEL_VALUES: Readonly<Record<string, number>> = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60 };
+/** The name of a level number. */
+export const LOG_LEVEL_NAMES: Readonly<Record<number, string>> = Object.fromEntries(Object.entries(LOG_LEVEL_VALUES).map(([name, value]) => [value, name]));
 const OMIT = new Set(['level', 'time', 'msg', 'pid', 'profile', 'hostname', 'v']);
 
 /** Renders one pino JSON line for a person; other lines pass through unchanged. */
@@ -12,7 +15,7 @@ export function renderLogLine(line: string, color = false): string {
   }
   if (typeof entry !== 'object' || entry === null || !('msg' in entry || 'level' in entry)) return line;
   const time = typeof entry.time === 'string' ? entry.time.replace('T', ' ').replace(/\.\d+Z$/, 'Z') : String(entry.time ?? '');
-  const level = LEVELS[entry.level as number] ?? String(entry.level ?? '');
+  const level = LOG_LEVEL_NAMES[entry.level as number]?.toUpperCase() ?? String(entry.level ?? '');
   const fields = Object.entries(entry)
     .filter(([key]) => !OMIT.has(key))
     .map(([key, value]) => `${key}=${typeof value === 'string' ? value : JSON.stringify(value)}`)

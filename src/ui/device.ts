@@ -110,7 +110,3 @@ export async function loadDevice(): Promise<DeviceIdentity> {
   };
 }
 
-/** The string a device signs on connect: the same lines as every client's. */
-export function canonicalConnectString(fields: { nonce: string; signedAt: number; role: string; scopes: readonly string[]; clientId: string; deviceId: string }): string {
-  return ['gateway-connect/v1', fields.nonce, String(fields.signedAt), fields.role, [...fields.scopes].sort().join(','), fields.clientId, fields.deviceId].join('\n');
-}

@@ -4,7 +4,8 @@
  * device token the gateway issues, waits for approval when the device is not
  * paired, reconnects with backoff, and hands out requests and events.
  */
-import { canonicalConnectString, loadDevice, type DeviceIdentity } from './device.ts';
+import { canonicalConnectString } from '../shared/protocol/connect-string.ts';
+import { loadDevice, type DeviceIdentity } from './device.ts';
 
 export interface Settings {
   basePath: string;

@@ -91,4 +91,4 @@ export async function copyText(text: string, fallbackField?: HTMLInputElement | 
   return false;
 }
 
-export const LEVEL_NAMES: Record<number, string> = { 10: 'trace', 20: 'debug', 30: 'info', 40: 'warn', 50: 'error', 60: 'fatal' };
+export { LOG_LEVEL_NAMES as LEVEL_NAMES, LOG_LEVEL_VALUES } from '../shared/log-line.ts';

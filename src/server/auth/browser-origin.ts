@@ -35,6 +35,7 @@ export function originRefusal(origin: string | undefined, host: string | undefin
   if (normalized === undefined) return `the page's origin ${JSON.stringify(origin.slice(0, 100))} is not an http(s) origin`;
   if (allowed.some((entry) => normalizeOrigin(entry) === normalized)) return undefined;
   const url = new URL(normalized);
-  if (isLoopbackName(url.hostname) && host !== undefined && url.host === normalizeOrigin(`${url.protocol}//${host}`)?.slice(url.protocol.length + 2)) return undefined;
+  // The page's own server: its host:port as the Host header names it (default ports dropped alike).
+  if (isLoopbackName(url.hostname) && host !== undefined && normalizeOrigin(`${url.protocol}//${host}`) === normalized) return undefined;
   return `the origin ${normalized} is not allowed: add it to gateway.controlUi.allowedOrigins`;
 }

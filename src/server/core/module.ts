@@ -5,7 +5,7 @@
  */
 import { ERROR_CATEGORIES, schemas } from '../../shared/api/schemas.ts';
 import { getPath } from '../../shared/config/keys.ts';
-import { changeConfig, changeConfigKeys, loadConfig } from '../../shared/config/profile-config.ts';
+import { changeConfigKeys, loadConfig } from '../../shared/config/profile-config.ts';
 import { configSchema, LIVE_KEYS, READ_ONLY_KEYS, RELOAD_KEYS } from '../../shared/config/schema.ts';
 import type { PluginSummary, StatusPayload } from '../../shared/protocol/results.ts';
 import { isSecretName } from '../../shared/secrets/names.ts';
@@ -129,33 +129,30 @@ export default defineModule({
         return { key, value: getPath(effective, key), source: getPath(raw, key) === undefined ? 'default' : 'config' };
       },
     });
-    const change = async (key: string, value: unknown, client: RpcClient) => {
+    /** Writes changes together (or checks them, with dryRun) and applies them when the file is whole. */
+    const change = async (list: { key: string; value: unknown }[], client: RpcClient, dryRun = false) => {
       // Refused: what the change would newly leave a module unable to do (a problem it already had is not this change's).
       const before = new Set(daemon.configProblems(ctx.config()));
-      const changed = await changeConfig(daemon.paths, key, value, { check: (next) => daemon.configProblems(next).filter((problem) => !before.has(problem)) });
+      const changed = await changeConfigKeys(daemon.paths, list, { dryRun, check: (next) => daemon.configProblems(next).filter((problem) => !before.has(problem)) });
+      if (dryRun) return changed;
       // A file mended only part of the way is not applied: the daemon keeps the settings it has.
-      if (!changed.remainingProblems) daemon.applyConfig(loadConfig(daemon.paths).effective);
-      ctx.log.info({ key, restartRequired: changed.restartRequired, client: client.clientId }, value === undefined ? 'configuration key removed' : 'configuration changed');
-      audit('config.changed', client, key);
+      if (!changed.some((one) => one.remainingProblems)) daemon.applyConfig(loadConfig(daemon.paths).effective);
+      const removed = list.every((one) => one.value === undefined);
+      ctx.log.info({ keys: list.map((one) => one.key), restartRequired: changed.some((one) => one.restartRequired), client: client.clientId }, removed ? 'configuration key removed' : 'configuration changed');
+      for (const { key } of list) audit('config.changed', client, key);
       return changed;
     };
-    ctx.rpc.method({ name: 'config.set', handler: ({ key, value }, client) => change(key, value, client) });
+    ctx.rpc.method({ name: 'config.set', handler: async ({ key, value }, client) => (await change([{ key, value }], client))[0]! });
+    ctx.rpc.method({ name: 'config.unset', handler: async ({ key }, client) => (await change([{ key, value: undefined }], client))[0]! });
     ctx.rpc.method({
       name: 'config.patch',
       handler: async ({ changes, dryRun = false }, client) => {
-        const before = new Set(daemon.configProblems(ctx.config()));
-        const missing = changes.find((change) => !change.unset && change.value === undefined);
+        const missing = changes.find((one) => !one.unset && one.value === undefined);
         if (missing) throw new DomainError('invalid', `config.patch: the change of ${missing.key} needs a value, or unset: true`);
-        const list = changes.map(({ key, value, unset }) => ({ key, value: unset ? undefined : value }));
-        const changed = await changeConfigKeys(daemon.paths, list, { dryRun, check: (next) => daemon.configProblems(next).filter((problem) => !before.has(problem)) });
-        if (!dryRun) {
-          if (!changed.some((change) => change.remainingProblems)) daemon.applyConfig(loadConfig(daemon.paths).effective);
-          ctx.log.info({ keys: list.map((change) => change.key), client: client.clientId }, 'configuration changed');
-          for (const { key } of list) audit('config.changed', client, key);
-        }
+        const changed = await change(changes.map(({ key, value, unset }) => ({ key, value: unset ? undefined : value })), client, dryRun);
         return {
           changes: changed, dryRun,
-          restartRequired: changed.some((change) => change.restartRequired), reloadRequired: changed.some((change) => change.reloadRequired),
+          restartRequired: changed.some((one) => one.restartRequired), reloadRequired: changed.some((one) => one.reloadRequired),
         };
       },
     });
@@ -163,7 +160,6 @@ export default defineModule({
       name: 'config.schema',
       handler: () => ({ schema: configSchema as unknown as Record<string, unknown>, liveKeys: [...LIVE_KEYS], reloadKeys: [...RELOAD_KEYS], readOnlyKeys: Object.keys(READ_ONLY_KEYS) }),
     });
-    ctx.rpc.method({ name: 'config.unset', handler: ({ key }, client) => change(key, undefined, client) });
     ctx.rpc.method({
       name: 'secrets.changed',
       handler: async ({ name }, client) => {

@@ -5,13 +5,12 @@
  * no log file: then the last lines are kept in memory for logs.tail.
  */
 import { lastLines } from '../../shared/last-lines.ts';
+import { LOG_LEVEL_VALUES } from '../../shared/log-line.ts';
 import type { LogEntry } from '../../shared/protocol/results.ts';
 import { defineModule, type RpcClient } from '../kernel/module.ts';
 
 /** Bounds of the live tail: lines kept without a file, the batch interval, the most lines in one batch. */
 export const LOG_LIMITS = { memoryLines: 500, batchMs: 200, maxBatch: 500, scanLines: 20_000 } as const;
-
-const LEVELS: Record<string, number> = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60 };
 
 function parse(line: string): LogEntry | undefined {
   try {
@@ -83,7 +82,7 @@ export default defineModule({
     ctx.rpc.method({
       name: 'logs.tail',
       handler: ({ lines = 200, level, text }) => {
-        const floor = level ? LEVELS[level]! : 0;
+        const floor = level ? LOG_LEVEL_VALUES[level]! : 0;
         const needle = text?.toLowerCase();
         const file = ctx.daemon.logFile;
         const source = file ? lastLines(file, floor > 0 || needle ? LOG_LIMITS.scanLines : lines) : [...memory];
@@ -100,7 +99,7 @@ export default defineModule({
       name: 'logs.follow',
       handler: ({ level }, client) => {
         const push = pushers.get(client.connectionId);
-        if (push) followers.set(client.connectionId, { push, level: level ? LEVELS[level]! : 0 });
+        if (push) followers.set(client.connectionId, { push, level: level ? LOG_LEVEL_VALUES[level]! : 0 });
         tapped();
         return { following: true as const };
       },

@@ -21,7 +21,7 @@ import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, sig
  * (a reused or foreign nonce fails), that signedAt is within the allowed clock
  * skew, that the id matches the public key, and the signature.
  */
-export const CANONICAL_PREFIX = 'gateway-connect/v1';
+export { CANONICAL_PREFIX, canonicalConnectString } from './connect-string.ts';
 
 export interface DeviceKey {
   id: string;
@@ -34,9 +34,6 @@ export function deviceIdFor(publicKey: string): string {
   return createHash('sha256').update(Buffer.from(publicKey, 'base64url')).digest('base64url');
 }
 
-export function canonicalConnectString(fields: { nonce: string; signedAt: number; role: string; scopes: readonly string[]; clientId: string; deviceId: string }): string {
-  return [CANONICAL_PREFIX, fields.nonce, String(fields.signedAt), fields.role, [...fields.scopes].sort().join(','), fields.clientId, fields.deviceId].join('\n');
-}
 
 /** A new key, serialised as a private JWK string for the secret store. */
 export function generateDeviceKey(): string {

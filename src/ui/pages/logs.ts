@@ -1,11 +1,10 @@
 /** Logs: the daemon's log as it is written, filtered by level and text. */
 import { html } from 'lit';
-import { LEVEL_NAMES, Page, when } from '../page.ts';
+import { LEVEL_NAMES, LOG_LEVEL_VALUES, Page, when } from '../page.ts';
 import type { LogEntry } from '../../shared/protocol/results.ts';
 
 const KEEP = 1000;
-const LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'];
-const NUMBERS: Record<string, number> = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60 };
+const LEVELS = Object.keys(LOG_LEVEL_VALUES);
 
 export class LogsPage extends Page {
   static override properties = { entries: { state: true }, level: { state: true }, text: { state: true }, paused: { state: true } };
@@ -47,7 +46,7 @@ export class LogsPage extends Page {
 
   protected override render() {
     const needle = this.text.toLowerCase();
-    const floor = NUMBERS[this.level] ?? 0;
+    const floor = LOG_LEVEL_VALUES[this.level] ?? 0;
     const shown = this.entries.filter((e) => e.level >= floor && (!needle || JSON.stringify(e).toLowerCase().includes(needle)));
     return html`${this.alerts()}
       <form class="filters" role="search" @submit=${(e: Event) => e.preventDefault()}>
