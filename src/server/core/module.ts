@@ -138,7 +138,7 @@ export default defineModule({
       // A file mended only part of the way is not applied: the daemon keeps the settings it has.
       if (!changed.some((one) => one.remainingProblems)) daemon.applyConfig(loadConfig(daemon.paths).effective);
       const removed = list.every((one) => one.value === undefined);
-      ctx.log.info({ keys: list.map((one) => one.key), restartRequired: changed.some((one) => one.restartRequired), client: client.clientId }, removed ? 'configuration key removed' : 'configuration changed');
+      ctx.log.info({ ...(list.length === 1 ? { key: list[0]!.key } : { keys: list.map((one) => one.key) }), restartRequired: changed.some((one) => one.restartRequired), client: client.clientId }, removed ? 'configuration key removed' : 'configuration changed');
       for (const { key } of list) audit('config.changed', client, key);
       return changed;
     };
