@@ -10,7 +10,9 @@ import { startGateway } from '../support/harness.ts';
 import { codeIn, IrcServer, IrcUser } from '../support/irc.ts';
 import { startModelServer, type ModelServer } from '../support/model-server.ts';
 import { TestHost } from '../support/netns.ts';
+import { openaiText, openaiToolCalls, ScriptedUpstream } from '../support/scripted-upstream.ts';
 import { deliver, pushPayload, TEST_WEBHOOK_SECRET } from '../support/webhooks.ts';
+import { RawSocket } from '../support/ws-client.ts';
 
 const PAGES = ['overview', 'chat', 'sessions', 'pairing', 'tokens', 'jobs', 'logs', 'config', 'tools'];
 
@@ -43,6 +45,7 @@ describe('the Control UI and WebChat (e2e, in Chromium)', function () {
   let base: string;
   let model: ModelServer;
   let ircd: IrcServer;
+  let script: ScriptedUpstream;
   const users: IrcUser[] = [];
 
   before(async function () {
@@ -50,7 +53,7 @@ describe('the Control UI and WebChat (e2e, in Chromium)', function () {
       if (process.env.CI) throw new Error('the Control UI tests need Chromium at /usr/bin/chromium (apt-get install chromium)');
       this.skip();
     }
-    [browser, model, ircd] = await Promise.all([TestBrowser.launch(), startModelServer(), IrcServer.start()]);
+    [browser, model, ircd, script] = await Promise.all([TestBrowser.launch(), startModelServer(), IrcServer.start(), new ScriptedUpstream().start()]);
     port = await freePort();
     base = `http://127.0.0.1:${port}`;
     home = new Home({ GATEWAY_PORT: String(port) });
@@ -58,8 +61,12 @@ describe('the Control UI and WebChat (e2e, in Chromium)', function () {
       const result = await home.run(['config', 'set', key, JSON.stringify(value)]);
       expect(result.code, result.stderr).to.equal(0);
     };
-    await set('models.providers', { local: { kind: 'openai-compatible', baseUrl: model.url, models: ['stories'] } });
-    await set('agents', { story: { model: 'local/stories', maxOutputTokens: 16 } });
+    await set('models.providers', {
+      local: { kind: 'openai-compatible', baseUrl: model.url, models: ['stories'] },
+      script: { kind: 'openai-compatible', baseUrl: script.url, models: ['m'], retries: { max: 0 } },
+    });
+    await set('agents', { story: { model: 'local/stories', maxOutputTokens: 16 }, ops: { model: 'script/m', tools: ['jobs.get'] } });
+    await set('runtime.defaultAgent', 'story');
     await set('channels.irc', { enabled: true, host: '127.0.0.1', port: ircd.port, nick: `gwui${process.pid % 1000}`, reconnectMaxDelayMs: 2000 });
     const started = await home.run(['start']);
     expect(started.code, started.stderr).to.equal(0);
@@ -71,6 +78,7 @@ describe('the Control UI and WebChat (e2e, in Chromium)', function () {
     home?.cleanup();
     model?.stop();
     await ircd?.stop();
+    await script?.stop();
   });
 
   /** A new browser (a new device) signed in with the one-time code `gateway dashboard` prints. */
@@ -262,6 +270,93 @@ describe('the Control UI and WebChat (e2e, in Chromium)', function () {
     const sessions = await home.run(['sessions', 'list', '--json']);
     const chat = sessions.json.sessions.find((s: { channel: string }) => s.channel === 'chat');
     expect(chat.messageCount).to.be.at.least(2);
+    await context.close();
+  });
+
+  it('WebChat: a slow reply appears part by part with its tool call as it happens, and Stop aborts a run', async () => {
+    const answer = 'The job is not there. Nothing more to say about it.';
+    script.enqueue(openaiToolCalls([{ name: 'jobs_get', args: { id: 'job_zzz' } }]), openaiText(answer, undefined, { pieces: 3, gapMs: 1500 }));
+    const { page, context, problems } = await signedIn();
+    await go(page, 'chat');
+    await page.getByLabel('Agent').selectOption('ops');
+    await page.getByLabel('Message', { exact: true }).fill('is job_zzz done?');
+    await page.getByRole('button', { name: 'Send' }).click();
+    const streaming = page.getByTestId('streaming');
+    // The tool call shows while the run goes on, then the first piece of the answer, before the rest has been written upstream.
+    await streaming.locator('.tool').filter({ hasText: 'jobs.get' }).filter({ hasText: 'job_zzz' }).waitFor({ timeout: 20_000 });
+    await streaming.locator('.text').filter({ hasText: 'The job is' }).waitFor({ timeout: 20_000 });
+    const partial = (await streaming.locator('.text').textContent())!;
+    expect(partial).to.not.equal(answer);
+    expect(answer.startsWith(partial.trim())).to.equal(true);
+    await screenshot(page, 'chat-streaming-desktop');
+    expect(await page.getByRole('button', { name: 'Stop' }).isVisible()).to.equal(true);
+    // Done: the whole answer is in the history, the run's live view is gone.
+    await page.getByTestId('conversation').getByText(answer).waitFor({ timeout: 20_000 });
+    await streaming.waitFor({ state: 'detached' });
+
+    // An answer that stops coming: Stop ends the run, and the session records it as aborted.
+    script.enqueue({ sse: [
+      { data: { id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: { role: 'assistant', content: 'Let me think' }, finish_reason: null }] } },
+      { data: { id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: { content: ' forever' }, finish_reason: null }] }, delayMs: 20_000 },
+    ] });
+    await page.getByLabel('Message', { exact: true }).fill('think hard');
+    await page.getByRole('button', { name: 'Send' }).click();
+    await streaming.locator('.text').filter({ hasText: 'Let me think' }).waitFor({ timeout: 20_000 });
+    await page.getByRole('button', { name: 'Stop' }).click();
+    await page.getByRole('alert').filter({ hasText: 'aborted' }).waitFor({ timeout: 10_000 });
+    await page.getByRole('button', { name: 'Send' }).waitFor();
+    const sessions = await home.run(['sessions', 'list', '--json']);
+    const chat = sessions.json.sessions.find((s: { channel: string; account: string }) => s.channel === 'chat' && s.account === 'ops');
+    const shown = await home.run(['sessions', 'show', chat.key, '--json']);
+    expect(JSON.stringify(shown.json.messages)).to.include('aborted');
+    expect(problems.csp).to.deep.equal([]);
+    expect(problems.page).to.deep.equal([]);
+    await context.close();
+  });
+
+  it('refuses a browser\'s signed connect replayed or re-aimed at another challenge, and its device token once revoked', async () => {
+    const { page, context } = await signedIn();
+    // The connect frame the page sends on its next visit: signed by its device key, with its device token.
+    const sent: any[] = [];
+    page.on('websocket', (socket) => socket.on('framesent', (frame) => {
+      try {
+        const parsed = JSON.parse(String(frame.payload));
+        if (parsed.method === 'connect') sent.push(parsed);
+      } catch { /* not JSON */ }
+    }));
+    await page.reload();
+    await page.getByRole('status').filter({ hasText: 'Connected' }).waitFor();
+    const connect = sent.at(-1);
+    expect(connect.params.auth).to.have.property('deviceToken');
+    const answer = async (frame: any) => {
+      const socket = new RawSocket(`ws://127.0.0.1:${port}/`, { origin: base });
+      try {
+        await socket.opened();
+        const challenge = await socket.next((f) => f.event === 'connect.challenge');
+        socket.send(frame(challenge.payload.nonce));
+        return await socket.next((f) => f.type === 'res');
+      } finally {
+        socket.close();
+      }
+    };
+    // Replayed as it was: the signature is over another connection's challenge.
+    const replayed = await answer(() => connect);
+    expect(replayed.ok).to.equal(false);
+    expect(replayed.error).to.include({ code: 'UNAUTHORIZED' });
+    expect(replayed.error.message).to.include('challenge');
+    // The new challenge put in place of the old under the old signature: forged.
+    const forged = await answer((nonce: string) => ({ ...connect, params: { ...connect.params, device: { ...connect.params.device, nonce } } }));
+    expect(forged.ok).to.equal(false);
+    expect(forged.error.message).to.include('signature is invalid');
+    expect(JSON.stringify([replayed, forged])).to.not.include(connect.params.auth.deviceToken);
+
+    // Revoked while no page was open: the next visit's old device token is refused and the page asks to sign in again.
+    await page.close();
+    expect((await home.run(['devices', 'revoke', '--', connect.params.device.id])).code).to.equal(0);
+    const again = await context.newPage();
+    await again.goto(`${base}/`);
+    await again.getByRole('heading', { name: 'Sign in to this gateway' }).waitFor();
+    await again.getByRole('alert').filter({ hasText: 'revoked' }).waitFor();
     await context.close();
   });
 

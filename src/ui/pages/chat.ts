@@ -83,7 +83,10 @@ export class ChatPage extends Page {
       this.sessionKey = result.sessionKey;
       this.sessions = (await this.call<{ sessions: SessionView[] }>('sessions.list', { limit: 100 })).sessions.filter((s) => s.channel === 'chat');
     }
+    // The run's own failure (an abort, a provider error) stays on screen after the history is read again.
+    const failure = this.error;
     await this.guard(() => this.loadHistory());
+    this.error ??= failure;
     this.streaming = '';
     this.tools = [];
     field.focus();
