@@ -98,6 +98,28 @@ try {
 
   step('Control UI in Chromium');
   figures.push(...(await runControlUiBench(port, gateway, ROUNDS)));
+  // Served lazily: an enabled UI costs start-up and memory nothing until a browser asks for it.
+  const uiStart = new Map<boolean, number[]>([[false, []], [true, []]]);
+  const uiRss = new Map<boolean, number[]>([[false, []], [true, []]]);
+  for (let round = 0; round < Math.min(ROUNDS, 5); round++) {
+    for (const enabled of [false, true]) {
+      gateway('stop');
+      gateway('config', 'set', 'gateway.controlUi.enabled', String(enabled));
+      uiStart.get(enabled)!.push(timeCommand(process.execPath, [BIN, 'start'], env));
+      await sleep(300);
+      uiRss.get(enabled)!.push(rssKiB(JSON.parse(readFileSync(join(home, 'profiles/bench/daemon.json'), 'utf8')).pid));
+    }
+  }
+  const [startOff, startOn] = [median(uiStart.get(false)!), median(uiStart.get(true)!)];
+  const [rssOff, rssOn] = [median(uiRss.get(false)!) / 1024, median(uiRss.get(true)!) / 1024];
+  figures.push({
+    name: 'gateway start with the Control UI enabled', value: `${startOn.toFixed(0)} ms`, baseline: `${startOff.toFixed(0)} ms disabled`,
+    comparison: `${startOn - startOff >= 0 ? '+' : ''}${(startOn - startOff).toFixed(0)} ms`, target: 'unchanged (<= +15 ms)', ok: startOn - startOff <= 15,
+  });
+  figures.push({
+    name: 'daemon RSS after ready with the Control UI enabled', value: `${rssOn.toFixed(1)} MB`, baseline: `${rssOff.toFixed(1)} MB disabled`,
+    comparison: `${rssOn - rssOff >= 0 ? '+' : ''}${(rssOn - rssOff).toFixed(1)} MB`, target: 'unchanged (<= +1 MB)', ok: rssOn - rssOff <= 1,
+  });
 
   step(`webhook deliveries, ${DURATION} s each, synchronous normal then full`);
   spawnSync(process.execPath, [BIN, 'secrets', 'set', 'webhooks.github.secret'], { env, input: WEBHOOK_BENCH_SECRET });

@@ -8,6 +8,7 @@ import { DESKTOP, PHONE, screenshot, TestBrowser } from '../support/browser.ts';
 import { freePort, Home, waitFor } from '../support/cli.ts';
 import { startGateway } from '../support/harness.ts';
 import { codeIn, IrcServer, IrcUser } from '../support/irc.ts';
+import { startExampleServer } from '../support/mcp.ts';
 import { startModelServer, type ModelServer } from '../support/model-server.ts';
 import { TestHost } from '../support/netns.ts';
 import { openaiText, openaiToolCalls, ScriptedUpstream } from '../support/scripted-upstream.ts';
@@ -379,6 +380,37 @@ describe('the Control UI and WebChat (e2e, in Chromium)', function () {
     await page.getByRole('button', { name: nick }).click({ timeout: 15_000 });
     await page.getByText('now approved, hi').first().waitFor();
     await context.close();
+  });
+
+  it('logs the gateway in to an MCP server from the Tools page: its state and tools change live, and it logs out', async () => {
+    const example = await startExampleServer();
+    try {
+      expect((await home.run(['mcp', 'add', 'demo', example.url])).code).to.equal(0);
+      const { page, context, problems } = await signedIn();
+      await go(page, 'tools');
+      const row = page.getByTestId('mcp-servers').getByRole('row').filter({ hasText: 'demo' });
+      await row.getByText('needs-login', { exact: true }).waitFor();
+      await page.getByRole('button', { name: 'Log in to demo' }).click();
+      // The authorization server opens in a tab of its own; it approves by itself and sends that tab to the gateway's callback page.
+      const [login] = await Promise.all([context.waitForEvent('page'), page.getByRole('link', { name: 'Open the authorization server for demo' }).click()]);
+      await login.getByText(/MCP server demo is connected with \d+ tools?/).waitFor({ timeout: 30_000 });
+      await login.close();
+      // This page heard it over the WebSocket: no reload.
+      await page.getByRole('status').filter({ hasText: /MCP server demo is connected with \d+ tool/ }).waitFor({ timeout: 10_000 });
+      await row.getByText('connected', { exact: true }).waitFor();
+      await page.getByLabel('Tool', { exact: true }).locator('option', { hasText: 'mcp.demo.greet' }).waitFor({ state: 'attached' });
+      await screenshot(page, 'tools-mcp-desktop');
+      expect((await home.run(['mcp', 'list', '--json'])).json.servers.find((s: { name: string }) => s.name === 'demo')).to.include({ state: 'connected', auth: 'oauth' });
+
+      await page.getByRole('button', { name: 'Log out of demo' }).click();
+      await row.getByText('needs-login', { exact: true }).waitFor({ timeout: 10_000 });
+      expect(problems.csp).to.deep.equal([]);
+      expect(problems.page).to.deep.equal([]);
+      await context.close();
+    } finally {
+      await home.run(['mcp', 'remove', 'demo']);
+      example.stop();
+    }
   });
 
   it('a page from a foreign origin cannot open the WebSocket', async () => {

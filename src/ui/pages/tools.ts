@@ -1,13 +1,23 @@
-/** Plugins and tools: what each module and plugin registered and why one failed to load; invoke a tool with a form generated from its input schema, dry run first. */
+/**
+ * Plugins and tools: what each module and plugin registered and why one failed
+ * to load; MCP servers, their state live, and their OAuth login; invoke a tool
+ * with a form generated from its input schema, dry run first.
+ */
 import { html, nothing, type TemplateResult } from 'lit';
 import { Page } from '../page.ts';
-import type { BuildOutcome, PluginInfo, ToolCatalogEntry } from '../../shared/protocol/results.ts';
+import type { BuildOutcome, McpServerInfo, PluginInfo, ToolCatalogEntry } from '../../shared/protocol/results.ts';
 
 interface Property { type?: string | string[]; description?: string; enum?: unknown[]; default?: unknown }
 
 export class ToolsPage extends Page {
-  static override properties = { plugins: { state: true }, lastReload: { state: true }, tools: { state: true }, chosen: { state: true }, answer: { state: true }, checked: { state: true }, problems: { state: true } };
+  static override properties = {
+    plugins: { state: true }, lastReload: { state: true }, mcp: { state: true }, logins: { state: true },
+    tools: { state: true }, chosen: { state: true }, answer: { state: true }, checked: { state: true }, problems: { state: true },
+  };
   declare plugins: PluginInfo[] | undefined;
+  declare mcp: McpServerInfo[] | undefined;
+  /** Logins started from this page: the authorization URL to open, per server. */
+  declare logins: Record<string, string>;
   declare lastReload: BuildOutcome | null;
   declare tools: ToolCatalogEntry[];
   declare chosen: ToolCatalogEntry | undefined;
@@ -21,16 +31,48 @@ export class ToolsPage extends Page {
     this.tools = [];
     this.lastReload = null;
     this.problems = {};
+    this.logins = {};
   }
 
   protected async load(): Promise<void> {
-    const [plugins, tools] = await Promise.all([
+    this.listen('mcp.status', (payload) => {
+      const info = payload as McpServerInfo;
+      const others = (this.mcp ?? []).filter((s) => s.name !== info.name);
+      this.mcp = info.state === 'disabled' && info.reason === 'removed' ? others : [...others, info].sort((a, b) => a.name.localeCompare(b.name));
+      if (info.state === 'connected' && this.logins[info.name]) {
+        const { [info.name]: _done, ...rest } = this.logins;
+        this.logins = rest;
+        this.notice = `MCP server ${info.name} is connected with ${info.tools} tool${info.tools === 1 ? '' : 's'}.`;
+      }
+      // Its tools came or went.
+      void this.guard(async () => { this.tools = (await this.call<{ tools: ToolCatalogEntry[] }>('tools.catalog')).tools; });
+    });
+    const [plugins, tools, mcp] = await Promise.all([
       this.call<{ plugins: PluginInfo[]; lastReload: BuildOutcome | null }>('plugins.list'),
       this.call<{ tools: ToolCatalogEntry[] }>('tools.catalog'),
+      this.call<{ servers: McpServerInfo[] }>('mcp.list'),
     ]);
     this.plugins = plugins.plugins;
     this.lastReload = plugins.lastReload;
     this.tools = tools.tools;
+    this.mcp = mcp.servers.sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  /** Starts the OAuth login; the authorization server is opened from a link, in a tab of its own, and the callback page finishes it. */
+  private async login(name: string): Promise<void> {
+    this.notice = undefined;
+    const started = await this.guard(() => this.call<{ server: McpServerInfo; authorizationUrl?: string }>('mcp.login', { name }));
+    if (!started) return;
+    if (!started.authorizationUrl) {
+      this.notice = `MCP server ${name} needs no login: it is ${started.server.state}.`;
+      return;
+    }
+    this.logins = { ...this.logins, [name]: started.authorizationUrl };
+  }
+
+  private async logout(name: string): Promise<void> {
+    const done = await this.guard(() => this.call<{ server: McpServerInfo }>('mcp.logout', { name }));
+    if (done) this.notice = `Logged out of MCP server ${name}.`;
   }
 
   private args(form: HTMLFormElement): Record<string, unknown> | undefined {
@@ -92,6 +134,7 @@ export class ToolsPage extends Page {
             <td>${p.status === 'loaded' ? html`<span class="badge ok">loaded</span>` : html`<span class="badge bad">error</span> <span class="error-text">${p.error}</span>`}</td>
             <td class="small">${summary(p)}</td></tr>`)}</tbody></table></div>`}
       </section>
+      ${this.mcpServers()}
       <section class="card" aria-labelledby="tools-title">
         <h2 id="tools-title">Tools</h2>
         <label for="tool-pick">Tool</label>
@@ -102,6 +145,25 @@ export class ToolsPage extends Page {
         ${this.chosen ? this.invokeForm(this.chosen) : nothing}
         ${this.answer ? html`<h3>${this.answer.label}</h3><pre data-testid="tool-answer">${JSON.stringify(this.answer.value, null, 2)}</pre>` : nothing}
       </section>`;
+  }
+
+  private mcpServers(): TemplateResult {
+    const servers = this.mcp;
+    return html`<section class="card" aria-labelledby="mcp-title">
+      <h2 id="mcp-title">MCP servers</h2>
+      ${!servers ? html`<p class="muted">Loading…</p>` : servers.length === 0 ? html`<p class="muted">None yet: <code>gateway mcp add &lt;name&gt; &lt;url&gt;</code> adds one.</p>` : html`
+      <div class="scroll"><table data-testid="mcp-servers">
+        <thead><tr><th scope="col">Name</th><th scope="col">State</th><th scope="col">Tools</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
+        <tbody>${servers.map((s) => html`<tr>
+          <td>${s.name}<div class="muted small">${s.url}</div></td>
+          <td><span class="badge ${s.state === 'connected' ? 'ok' : s.state === 'error' || s.state === 'needs-login' ? 'bad' : ''}">${s.state}</span>${s.reason ? html`<div class="small">${s.reason}</div>` : nothing}</td>
+          <td>${s.tools}</td>
+          <td class="row">
+            ${s.state === 'needs-login' || s.auth === 'oauth' ? html`<button type="button" aria-label="Log in to ${s.name}" @click=${() => void this.login(s.name)}>${s.state === 'connected' ? 'Log in again' : 'Log in'}</button>` : nothing}
+            ${s.auth === 'oauth' ? html`<button type="button" class="danger" aria-label="Log out of ${s.name}" @click=${() => void this.logout(s.name)}>Log out</button>` : nothing}
+            ${this.logins[s.name] ? html`<a href=${this.logins[s.name]} target="_blank" rel="noopener noreferrer">Open the authorization server for ${s.name}</a>` : nothing}
+          </td></tr>`)}</tbody></table></div>`}
+    </section>`;
   }
 
   private invokeForm(tool: ToolCatalogEntry): TemplateResult {
