@@ -26,6 +26,9 @@ async function load(port: number): Promise<{ rps: number; p99: number }> {
 }
 
 const figures: Figure[] = [];
+/** BENCH_ONLY=mcp,control-ui runs only those sections (start, foundation, connect, plugins, mcp, control-ui, webhooks, agents). */
+const only = new Set((process.env.BENCH_ONLY ?? '').split(',').map((name) => name.trim()).filter(Boolean));
+const wants = (section: string) => only.size === 0 || only.has(section);
 try {
   const port = await freePort();
   // The profile exists before anything is measured, as on a host in use.
@@ -35,134 +38,150 @@ try {
   gateway('start');
   gateway('stop');
 
-  step('start, launch to ready');
-  const starts: number[] = [];
-  const bareStarts: number[] = [];
-  for (let round = 0; round < ROUNDS; round++) {
-    const barePort = await freePort();
-    const bare = await startBare(barePort);
-    bareStarts.push(bare.ms);
-    bare.stop();
-    starts.push(timeCommand(process.execPath, [BIN, 'start'], env));
-    gateway('stop');
+  if (wants('start')) {
+    step('start, launch to ready');
+    const starts: number[] = [];
+    const bareStarts: number[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      const barePort = await freePort();
+      const bare = await startBare(barePort);
+      bareStarts.push(bare.ms);
+      bare.stop();
+      starts.push(timeCommand(process.execPath, [BIN, 'start'], env));
+      gateway('stop');
+    }
+    const start = median(starts);
+    const bareStart = median(bareStarts);
+    figures.push({ name: 'gateway start, launch to ready', value: `${start.toFixed(0)} ms`, baseline: `${bareStart.toFixed(0)} ms bare node:http listen`, comparison: `+${(start - bareStart).toFixed(0)} ms`, target: '<= +300 ms', ok: start - bareStart <= 300 });
   }
-  const start = median(starts);
-  const bareStart = median(bareStarts);
-  figures.push({ name: 'gateway start, launch to ready', value: `${start.toFixed(0)} ms`, baseline: `${bareStart.toFixed(0)} ms bare node:http listen`, comparison: `+${(start - bareStart).toFixed(0)} ms`, target: '<= +300 ms', ok: start - bareStart <= 300 });
 
-  step('status and --version');
-  gateway('start');
-  const lock = JSON.parse(readFileSync(join(home, 'profiles/bench/daemon.json'), 'utf8'));
-  const nodeZero = median(Array.from({ length: ROUNDS }, () => timeCommand(process.execPath, ['-e', '0'])));
-  const status = median(Array.from({ length: ROUNDS }, () => timeCommand(process.execPath, [BIN, 'status', '--json'], env)));
-  figures.push({ name: 'gateway status --json', value: `${status.toFixed(0)} ms`, baseline: `${nodeZero.toFixed(0)} ms node -e 0`, comparison: `+${(status - nodeZero).toFixed(0)} ms`, target: '<= +150 ms', ok: status - nodeZero <= 150 });
-  const version = median(Array.from({ length: ROUNDS }, () => timeCommand(process.execPath, [BIN, '--version'], env)));
-  figures.push({ name: 'gateway --version', value: `${version.toFixed(0)} ms`, baseline: `${nodeZero.toFixed(0)} ms node -e 0`, comparison: `${(version / nodeZero).toFixed(2)}x`, target: '<= 2x', ok: version / nodeZero <= 2 });
-
-  step('memory');
-  const barePort = await freePort();
-  const bare = await startBare(barePort);
-  await sleep(300);
-  const rss = rssKiB(lock.pid);
-  const bareRss = rssKiB(bare.pid);
-  figures.push({ name: 'daemon RSS after ready', value: `${(rss / 1024).toFixed(1)} MB`, baseline: `${(bareRss / 1024).toFixed(1)} MB bare server`, comparison: `+${((rss - bareRss) / 1024).toFixed(1)} MB`, target: '<= +30 MB', ok: rss - bareRss <= 30 * 1024 });
-
-  step(`GET /healthz load, ${DURATION} s each`);
-  const bareLoad = await load(barePort);
-  bare.stop();
-  const gatewayLoad = await load(port);
-  figures.push({ name: `GET /healthz, 50 conns, ${DURATION} s`, value: `${gatewayLoad.rps.toFixed(0)} req/s (p99 ${gatewayLoad.p99} ms)`, baseline: `${bareLoad.rps.toFixed(0)} req/s bare (p99 ${bareLoad.p99} ms)`, comparison: `${(gatewayLoad.rps / bareLoad.rps).toFixed(2)}x`, target: '>= 0.85x', ok: gatewayLoad.rps / bareLoad.rps >= 0.85 });
-
-  // Informational: the HTTP application loads on the first non-probe request.
-  await fetch(`http://127.0.0.1:${port}/not-a-route`).then((response) => response.text());
-  await sleep(200);
-  const rssLoaded = rssKiB(lock.pid);
-  figures.push({ name: 'daemon RSS after load + API request', value: `${(rssLoaded / 1024).toFixed(1)} MB`, baseline: `${(bareRss / 1024).toFixed(1)} MB bare server`, comparison: `+${((rssLoaded - bareRss) / 1024).toFixed(1)} MB`, target: '(informational)', ok: true });
-
-  const token = JSON.parse(readFileSync(join(home, 'profiles/bench/secrets.json'), 'utf8')).secrets['gateway.token'];
-  step('WebSocket connect and first RPC');
-  figures.push(await runConnectBench(port, token, ROUNDS * 30));
-
-  step(`plugin route lookup and tool invocation, ${DURATION} s each`);
   // The request budget (1200 a minute per credential by default) would answer most of a load test with 429.
   gateway('config', 'set', 'gateway.rateLimit.max', '10000000');
-  gateway('config', 'set', 'plugins.load', JSON.stringify([writeBenchPlugin(join(home, 'profiles/bench'))]));
-  const restarted = gateway('restart');
-  if (restarted.status !== 0) throw new Error(`restart failed: ${restarted.stderr}`);
-  figures.push(...(await runPluginBench(port, token, DURATION)));
-  gateway('config', 'set', 'plugins.load', '[]');
-  gateway('reload');
+  gateway('start');
+  if (wants('foundation')) {
+    step('status and --version');
+    const lock = JSON.parse(readFileSync(join(home, 'profiles/bench/daemon.json'), 'utf8'));
+    const nodeZero = median(Array.from({ length: ROUNDS }, () => timeCommand(process.execPath, ['-e', '0'])));
+    const status = median(Array.from({ length: ROUNDS }, () => timeCommand(process.execPath, [BIN, 'status', '--json'], env)));
+    figures.push({ name: 'gateway status --json', value: `${status.toFixed(0)} ms`, baseline: `${nodeZero.toFixed(0)} ms node -e 0`, comparison: `+${(status - nodeZero).toFixed(0)} ms`, target: '<= +150 ms', ok: status - nodeZero <= 150 });
+    const version = median(Array.from({ length: ROUNDS }, () => timeCommand(process.execPath, [BIN, '--version'], env)));
+    figures.push({ name: 'gateway --version', value: `${version.toFixed(0)} ms`, baseline: `${nodeZero.toFixed(0)} ms node -e 0`, comparison: `${(version / nodeZero).toFixed(2)}x`, target: '<= 2x', ok: version / nodeZero <= 2 });
 
-  step('MCP tools through the gateway');
-  figures.push(await runMcpBench(port, token, gateway, ROUNDS * 200));
+    step('memory');
+    const barePort = await freePort();
+    const bare = await startBare(barePort);
+    await sleep(300);
+    const rss = rssKiB(lock.pid);
+    const bareRss = rssKiB(bare.pid);
+    figures.push({ name: 'daemon RSS after ready', value: `${(rss / 1024).toFixed(1)} MB`, baseline: `${(bareRss / 1024).toFixed(1)} MB bare server`, comparison: `+${((rss - bareRss) / 1024).toFixed(1)} MB`, target: '<= +30 MB', ok: rss - bareRss <= 30 * 1024 });
 
-  step('Control UI in Chromium');
-  figures.push(...(await runControlUiBench(port, gateway, ROUNDS)));
-  // Served lazily: an enabled UI costs start-up and memory nothing until a browser asks for it.
-  const uiStart = new Map<boolean, number[]>([[false, []], [true, []]]);
-  const uiRss = new Map<boolean, number[]>([[false, []], [true, []]]);
-  for (let round = 0; round < Math.min(ROUNDS, 5); round++) {
-    for (const enabled of [false, true]) {
-      gateway('stop');
-      gateway('config', 'set', 'gateway.controlUi.enabled', String(enabled));
-      uiStart.get(enabled)!.push(timeCommand(process.execPath, [BIN, 'start'], env));
-      await sleep(300);
-      uiRss.get(enabled)!.push(rssKiB(JSON.parse(readFileSync(join(home, 'profiles/bench/daemon.json'), 'utf8')).pid));
-    }
+    step(`GET /healthz load, ${DURATION} s each`);
+    const bareLoad = await load(barePort);
+    bare.stop();
+    const gatewayLoad = await load(port);
+    figures.push({ name: `GET /healthz, 50 conns, ${DURATION} s`, value: `${gatewayLoad.rps.toFixed(0)} req/s (p99 ${gatewayLoad.p99} ms)`, baseline: `${bareLoad.rps.toFixed(0)} req/s bare (p99 ${bareLoad.p99} ms)`, comparison: `${(gatewayLoad.rps / bareLoad.rps).toFixed(2)}x`, target: '>= 0.85x', ok: gatewayLoad.rps / bareLoad.rps >= 0.85 });
+
+    // Informational: the HTTP application loads on the first non-probe request.
+    await fetch(`http://127.0.0.1:${port}/not-a-route`).then((response) => response.text());
+    await sleep(200);
+    const rssLoaded = rssKiB(lock.pid);
+    figures.push({ name: 'daemon RSS after load + API request', value: `${(rssLoaded / 1024).toFixed(1)} MB`, baseline: `${(bareRss / 1024).toFixed(1)} MB bare server`, comparison: `+${((rssLoaded - bareRss) / 1024).toFixed(1)} MB`, target: '(informational)', ok: true });
   }
-  const [startOff, startOn] = [median(uiStart.get(false)!), median(uiStart.get(true)!)];
-  const [rssOff, rssOn] = [median(uiRss.get(false)!) / 1024, median(uiRss.get(true)!) / 1024];
-  figures.push({
-    name: 'gateway start with the Control UI enabled', value: `${startOn.toFixed(0)} ms`, baseline: `${startOff.toFixed(0)} ms disabled`,
-    comparison: `${startOn - startOff >= 0 ? '+' : ''}${(startOn - startOff).toFixed(0)} ms`, target: 'unchanged (<= +15 ms)', ok: startOn - startOff <= 15,
-  });
-  figures.push({
-    name: 'daemon RSS after ready with the Control UI enabled', value: `${rssOn.toFixed(1)} MB`, baseline: `${rssOff.toFixed(1)} MB disabled`,
-    comparison: `${rssOn - rssOff >= 0 ? '+' : ''}${(rssOn - rssOff).toFixed(1)} MB`, target: 'unchanged (<= +1 MB)', ok: rssOn - rssOff <= 1,
-  });
 
-  step(`webhook deliveries, ${DURATION} s each, synchronous normal then full`);
-  spawnSync(process.execPath, [BIN, 'secrets', 'set', 'webhooks.github.secret'], { env, input: WEBHOOK_BENCH_SECRET });
-  gateway('restart');
-  figures.push((await runWebhookBench(port, DURATION, 'synchronous normal')).figure);
-  gateway('config', 'set', 'store.synchronous', 'full');
-  gateway('restart');
-  figures.push((await runWebhookBench(port, DURATION, 'synchronous full')).figure);
-  gateway('config', 'set', 'store.synchronous', 'normal');
+  const token = JSON.parse(readFileSync(join(home, 'profiles/bench/secrets.json'), 'utf8')).secrets['gateway.token'];
+  if (wants('connect')) {
+    step('WebSocket connect and first RPC');
+    figures.push(await runConnectBench(port, token, ROUNDS * 30));
+  }
 
-  step('agents and the inference API');
-  // A paced upstream (a word every 5 ms, 40 words): the gateway's run, records and SDK against the same calls made directly.
-  const upstream = await startStreamingUpstream(40, 5);
-  try {
-    gateway('config', 'set', 'models.providers.up', JSON.stringify({ kind: 'openai-compatible', baseUrl: upstream.url, models: ['m'] }));
-    gateway('config', 'set', 'agents.bench', JSON.stringify({ model: 'up/m' }));
-    gateway('config', 'set', 'gateway.http.endpoints.chatCompletions.enabled', 'true');
-    gateway('config', 'set', 'runtime.concurrency', '64');
-    // Memory of a daemon with agents configured, before any has run, beside the same daemon without them.
-    const plainRss: number[] = [];
-    const agentRss: number[] = [];
-    const readyRss = async () => {
-      gateway('restart');
-      await sleep(300);
-      return rssKiB(JSON.parse(readFileSync(join(home, 'profiles/bench/daemon.json'), 'utf8')).pid);
-    };
-    for (let round = 0; round < Math.min(ROUNDS, 3); round++) {
-      gateway('config', 'set', 'gateway.http.endpoints.chatCompletions.enabled', 'false');
-      gateway('config', 'unset', 'agents.bench');
-      plainRss.push(await readyRss());
+  if (wants('plugins')) {
+    step(`plugin route lookup and tool invocation, ${DURATION} s each`);
+    gateway('config', 'set', 'plugins.load', JSON.stringify([writeBenchPlugin(join(home, 'profiles/bench'))]));
+    const restarted = gateway('restart');
+    if (restarted.status !== 0) throw new Error(`restart failed: ${restarted.stderr}`);
+    figures.push(...(await runPluginBench(port, token, DURATION)));
+    gateway('config', 'set', 'plugins.load', '[]');
+    gateway('reload');
+  }
+
+  if (wants('mcp')) {
+    step('MCP tools through the gateway');
+    figures.push(await runMcpBench(port, token, gateway, ROUNDS * 200));
+  }
+
+  if (wants('control-ui')) {
+    step('Control UI in Chromium');
+    figures.push(...(await runControlUiBench(port, gateway, ROUNDS)));
+    // Served lazily: an enabled UI costs start-up and memory nothing until a browser asks for it.
+    const uiStart = new Map<boolean, number[]>([[false, []], [true, []]]);
+    const uiRss = new Map<boolean, number[]>([[false, []], [true, []]]);
+    for (let round = 0; round < Math.min(ROUNDS, 5); round++) {
+      for (const enabled of [false, true]) {
+        gateway('stop');
+        gateway('config', 'set', 'gateway.controlUi.enabled', String(enabled));
+        uiStart.get(enabled)!.push(timeCommand(process.execPath, [BIN, 'start'], env));
+        await sleep(300);
+        uiRss.get(enabled)!.push(rssKiB(JSON.parse(readFileSync(join(home, 'profiles/bench/daemon.json'), 'utf8')).pid));
+      }
+    }
+    const [startOff, startOn] = [median(uiStart.get(false)!), median(uiStart.get(true)!)];
+    const [rssOff, rssOn] = [median(uiRss.get(false)!) / 1024, median(uiRss.get(true)!) / 1024];
+    figures.push({
+      name: 'gateway start with the Control UI enabled', value: `${startOn.toFixed(0)} ms`, baseline: `${startOff.toFixed(0)} ms disabled`,
+      comparison: `${startOn - startOff >= 0 ? '+' : ''}${(startOn - startOff).toFixed(0)} ms`, target: 'unchanged (<= +15 ms)', ok: startOn - startOff <= 15,
+    });
+    figures.push({
+      name: 'daemon RSS after ready with the Control UI enabled', value: `${rssOn.toFixed(1)} MB`, baseline: `${rssOff.toFixed(1)} MB disabled`,
+      comparison: `${rssOn - rssOff >= 0 ? '+' : ''}${(rssOn - rssOff).toFixed(1)} MB`, target: 'unchanged (<= +1 MB)', ok: rssOn - rssOff <= 1,
+    });
+  }
+
+  if (wants('webhooks')) {
+    step(`webhook deliveries, ${DURATION} s each, synchronous normal then full`);
+    spawnSync(process.execPath, [BIN, 'secrets', 'set', 'webhooks.github.secret'], { env, input: WEBHOOK_BENCH_SECRET });
+    gateway('restart');
+    figures.push((await runWebhookBench(port, DURATION, 'synchronous normal')).figure);
+    gateway('config', 'set', 'store.synchronous', 'full');
+    gateway('restart');
+    figures.push((await runWebhookBench(port, DURATION, 'synchronous full')).figure);
+    gateway('config', 'set', 'store.synchronous', 'normal');
+  }
+
+  if (wants('agents')) {
+    step('agents and the inference API');
+    // A paced upstream (a word every 5 ms, 40 words): the gateway's run, records and SDK against the same calls made directly.
+    const upstream = await startStreamingUpstream(40, 5);
+    try {
+      gateway('config', 'set', 'models.providers.up', JSON.stringify({ kind: 'openai-compatible', baseUrl: upstream.url, models: ['m'] }));
       gateway('config', 'set', 'agents.bench', JSON.stringify({ model: 'up/m' }));
       gateway('config', 'set', 'gateway.http.endpoints.chatCompletions.enabled', 'true');
-      agentRss.push(await readyRss());
+      gateway('config', 'set', 'runtime.concurrency', '64');
+      // Memory of a daemon with agents configured, before any has run, beside the same daemon without them.
+      const plainRss: number[] = [];
+      const agentRss: number[] = [];
+      const readyRss = async () => {
+        gateway('restart');
+        await sleep(300);
+        return rssKiB(JSON.parse(readFileSync(join(home, 'profiles/bench/daemon.json'), 'utf8')).pid);
+      };
+      for (let round = 0; round < Math.min(ROUNDS, 3); round++) {
+        gateway('config', 'set', 'gateway.http.endpoints.chatCompletions.enabled', 'false');
+        gateway('config', 'unset', 'agents.bench');
+        plainRss.push(await readyRss());
+        gateway('config', 'set', 'agents.bench', JSON.stringify({ model: 'up/m' }));
+        gateway('config', 'set', 'gateway.http.endpoints.chatCompletions.enabled', 'true');
+        agentRss.push(await readyRss());
+      }
+      const added = (median(agentRss) - median(plainRss)) / 1024;
+      figures.push({
+        name: 'daemon RSS after ready, agents configured, none run', value: `${(median(agentRss) / 1024).toFixed(1)} MB`,
+        baseline: `${(median(plainRss) / 1024).toFixed(1)} MB without agents`, comparison: `${added >= 0 ? '+' : ''}${added.toFixed(1)} MB`,
+        target: 'unchanged (<= +2 MB)', ok: added <= 2,
+      });
+      figures.push(...(await runInferenceBench(`http://127.0.0.1:${port}`, token, upstream.url, Math.min(ROUNDS, 3), Math.max(3, Math.min(DURATION, 5)))));
+    } finally {
+      upstream.stop();
     }
-    const added = (median(agentRss) - median(plainRss)) / 1024;
-    figures.push({
-      name: 'daemon RSS after ready, agents configured, none run', value: `${(median(agentRss) / 1024).toFixed(1)} MB`,
-      baseline: `${(median(plainRss) / 1024).toFixed(1)} MB without agents`, comparison: `${added >= 0 ? '+' : ''}${added.toFixed(1)} MB`,
-      target: 'unchanged (<= +2 MB)', ok: added <= 2,
-    });
-    figures.push(...(await runInferenceBench(`http://127.0.0.1:${port}`, token, upstream.url, Math.min(ROUNDS, 3), Math.max(3, Math.min(DURATION, 5)))));
-  } finally {
-    upstream.stop();
   }
 } finally {
   gateway('stop', '--force');

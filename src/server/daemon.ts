@@ -51,6 +51,8 @@ export interface DaemonParts {
   /** Whether to hold the profile's lock (daemon.json); the in-process harness runs without it. */
   lock?: boolean;
   overrides?: { port?: number; bind?: string };
+  /** Started by `gateway start` (detached) or in the foreground (default). */
+  launchedBy?: 'gateway-start' | 'foreground';
 }
 
 export interface RunOptions {
@@ -66,6 +68,7 @@ export interface RunOptions {
   report: (message: DaemonMessage) => void;
   /** Receives the daemon as soon as it exists, so signals can stop it. */
   onCreated?: (daemon: Daemon) => void;
+  launchedBy?: 'gateway-start' | 'foreground';
 }
 
 /**
@@ -111,6 +114,10 @@ export class Daemon {
     return this.log.logger;
   }
 
+  get launchedBy(): 'gateway-start' | 'foreground' {
+    return this.parts.launchedBy ?? 'foreground';
+  }
+
   get logFile(): string | undefined {
     return this.log.file ? this.paths.log : undefined;
   }
@@ -141,7 +148,7 @@ export class Daemon {
       });
       if (setup.warning) log.logger.warn(setup.warning);
       onLooseSecretFile((message) => log.logger.warn(message));
-      daemon = new Daemon({ paths, config, bind, port, log, secrets: openSecretStore(paths, setup.backend), overrides: { port: options.port, bind: options.bind } });
+      daemon = new Daemon({ paths, config, bind, port, log, secrets: openSecretStore(paths, setup.backend), overrides: { port: options.port, bind: options.bind }, launchedBy: options.launchedBy });
       options.onCreated?.(daemon);
       await daemon.start();
     } catch (error) {
@@ -243,6 +250,7 @@ export class Daemon {
       bind: this.bind,
       get url() { return daemon.url; },
       secretStore: this.secrets.backend,
+      launchedBy: this.launchedBy,
       readiness: () => this.readiness,
       problems: () => this.host?.problems() ?? {},
       configProblems: (next) => this.host?.configProblems(next) ?? [],

@@ -434,6 +434,32 @@ describe('the Control UI and WebChat (e2e, in Chromium)', function () {
       foreign.close();
     }
   });
+
+  it('a change that needs a restart offers one; the page is back on the new daemon by itself', async () => {
+    const before = (await home.run(['status', '--json'])).json.pid;
+    const { page, context, problems } = await signedIn();
+    await go(page, 'config');
+    await page.locator('summary', { hasText: /^store$/ }).click();
+    await page.getByLabel('synchronous', { exact: true }).selectOption('full');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.getByTestId('config-outcome').filter({ hasText: 'needs a restart' }).waitFor({ timeout: 10_000 });
+    await page.getByRole('button', { name: 'Restart now' }).click();
+    await page.getByRole('status').filter({ hasText: 'Restarting (gateway restart)' }).waitFor();
+    const after = await waitFor(async () => {
+      const status = await home.run(['status', '--json']);
+      return status.json?.state === 'running' && status.json.pid !== before ? status.json : undefined;
+    }, 30_000, 'a new daemon');
+    expect(after.port).to.equal(port);
+    const audit = await home.run(['audit', '--json']);
+    expect(JSON.stringify(audit.json)).to.include('gateway.restart');
+    // The page reconnects to the new daemon with its device token, no sign-in.
+    await page.getByRole('status').filter({ hasText: 'Connected' }).waitFor({ timeout: 20_000 });
+    await go(page, 'overview');
+    await page.getByTestId('readiness').waitFor();
+    expect((await home.run(['config', 'get', 'store.synchronous', '--json'])).json.value).to.equal('full');
+    expect(problems.page).to.deep.equal([]);
+    await context.close();
+  });
 });
 
 describe('the Control UI from another host (e2e, Chromium in a network namespace)', function () {

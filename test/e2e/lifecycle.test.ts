@@ -167,6 +167,11 @@ describe('daemon lifecycle (e2e)', function () {
     const socket = new RawSocket(`ws://127.0.0.1:${port}/`);
     const hello = await socket.connect({ token });
     expect(hello.ok).to.equal(true);
+    // Nothing here would start a foreground daemon again: it refuses to restart itself, and runs on.
+    const restart = await socket.call('restart');
+    expect(restart.ok).to.equal(false);
+    expect(restart.error.message).to.match(/runs in the foreground.*nothing here would start it again/);
+    expect((await socket.call('health')).payload).to.deep.equal({ ok: true, status: 'ready' });
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     child.kill('SIGTERM');
     await socket.closed;

@@ -13,6 +13,7 @@ import channelsModule from '../channels/module.ts';
 import { errorResponse, jsonResponse } from '../kernel/api-doc.ts';
 import { DomainError } from '../kernel/errors.ts';
 import { defineModule, type ModuleContext, type RpcClient } from '../kernel/module.ts';
+import { restartSelf } from './self-restart.ts';
 
 function pluginSummary(ctx: ModuleContext): PluginSummary {
   const { plugins, lastReload } = ctx.daemon.plugins();
@@ -185,6 +186,15 @@ export default defineModule({
         // Answer first, then stop: the caller waits for the process to exit.
         setImmediate(() => void daemon.stop('rpc shutdown'));
         return { stopping: true, pid: process.pid };
+      },
+    });
+    ctx.rpc.method({
+      name: 'restart',
+      handler: (_params, client) => {
+        const { via } = restartSelf(daemon.profile, daemon.launchedBy);
+        ctx.log.info({ client: client.clientId, address: client.address, via }, 'restart requested over RPC');
+        audit('gateway.restart', client, daemon.profile);
+        return { restarting: true, pid: process.pid, via };
       },
     });
     ctx.rpc.method({

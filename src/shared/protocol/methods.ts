@@ -29,6 +29,7 @@ export const METHODS = {
   'config.unset': { scope: 'operator.admin', params: object({ key: configKey }, ['key'] as const) },
   'secrets.changed': { scope: 'operator.admin', params: object({ name: { type: 'string', minLength: 1, maxLength: 200 } }, ['name'] as const) },
   shutdown: { scope: 'operator.admin', params: none },
+  restart: { scope: 'operator.admin', params: none },
   'devices.list': { scope: 'operator.pairing', params: none },
   'devices.approve': { scope: 'operator.pairing', params: object({ requestId: id, latest: { type: 'boolean' } }) },
   'devices.reject': { scope: 'operator.pairing', params: object({ requestId: id }, ['requestId'] as const) },

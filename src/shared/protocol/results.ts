@@ -292,6 +292,8 @@ export interface MethodResults {
   'config.unset': ConfigChange;
   'secrets.changed': { name: string; applied: boolean };
   shutdown: { stopping: true; pid: number };
+  /** The restart was handed to `via` (systemctl or gateway restart); this process stops soon after the answer. */
+  restart: { restarting: true; pid: number; via: string };
   'devices.list': { paired: DeviceView[]; pending: DevicePairingRequestView[] };
   'devices.approve': { approved: true; requestId: string; device: DeviceView };
   'devices.reject': { rejected: true; requestId: string; deviceId: string };

@@ -154,6 +154,15 @@ export class ConfigPage extends Page {
     });
   }
 
+  /** The daemon hands its restart to its supervisor; this page reconnects by itself when the new one is up. */
+  private async restart(): Promise<void> {
+    await this.guard(async () => {
+      const result = await this.call<{ via: string }>('restart');
+      this.outcome = undefined;
+      this.notice = `Restarting (${result.via}); this page reconnects when the daemon is back.`;
+    });
+  }
+
   protected override render() {
     if (!this.schema) return html`${this.alerts()}<p class="muted">Loading…</p>`;
     const admin = this.gateway.has('operator.admin');
@@ -178,8 +187,8 @@ export class ConfigPage extends Page {
   private describeOutcome(outcome: ConfigPatchResult): TemplateResult {
     const keys = outcome.changes.map((c) => c.key).join(', ');
     if (outcome.restartRequired) {
-      return html`<div class="alert notice" role="status" data-testid="config-outcome">Saved ${keys}. The change needs a restart of the daemon:
-        <code>gateway restart</code> on the gateway host.</div>`;
+      return html`<div class="alert notice" role="status" data-testid="config-outcome">Saved ${keys}. The change needs a restart of the daemon
+        (<code>gateway restart</code> on the gateway host). <button @click=${() => void this.restart()}>Restart now</button></div>`;
     }
     if (outcome.reloadRequired) {
       return html`<div class="alert notice" role="status" data-testid="config-outcome">Saved ${keys}. The change applies at the next reload.
