@@ -2,9 +2,9 @@ import { spawn } from 'node:child_process';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { median, sleep, type Figure } from './support.ts';
 
-/** The server in a process of its own, so neither path shares a process with it. */
-async function startServer(): Promise<{ url: string; stop: () => void }> {
-  const child = spawn(process.execPath, [new URL('./mcp-server.ts', import.meta.url).pathname], { stdio: ['ignore', 'pipe', 'ignore'] });
+/** A bench script in a process of its own, so no path shares a process with another; resolves with the line it prints. */
+async function startServer(script = './mcp-server.ts', args: string[] = []): Promise<{ url: string; stop: () => void }> {
+  const child = spawn(process.execPath, [new URL(script, import.meta.url).pathname, ...args], { stdio: ['ignore', 'pipe', 'ignore'] });
   const url = await new Promise<string>((resolve, reject) => {
     let out = '';
     child.stdout.on('data', (chunk) => {
@@ -60,26 +60,36 @@ export async function runMcpBench(port: number, token: string, gateway: (...args
         await sleep(100);
       }
     }
+    // The floor for any HTTP front: a bare proxy with the same client, no auth, policy or validation.
+    const proxy = await startServer('./mcp-proxy.ts', [server.url]);
+    const viaProxy = async () => {
+      const res = await fetch(`http://127.0.0.1:${proxy.url}/`, { method: 'POST', body: JSON.stringify({ text: 'hi' }) });
+      if (res.status !== 200) throw new Error(`the bench proxy answered ${res.status}`);
+      await res.arrayBuffer();
+    };
     const client = new Client({ name: 'bench', version: '1' });
     await client.connect(new StreamableHTTPClientTransport(new URL(server.url)));
     // Alternating rounds, so drift in a noisy machine's speed falls on both paths alike.
     const direct: number[] = [];
     const through: number[] = [];
+    const proxied: number[] = [];
     const rounds = 7;
     for (let round = 0; round < rounds; round++) {
       direct.push(...(await timed(Math.ceil(calls / rounds), async () => {
         await client.callTool({ name: 'echo', arguments: { text: 'hi' } });
       })));
       through.push(...(await timed(Math.ceil(calls / rounds), invoke)));
+      proxied.push(...(await timed(Math.ceil(calls / rounds), viaProxy)));
     }
     await client.close();
+    proxy.stop();
     gateway('mcp', 'remove', 'bench');
     const ratio = median(through) / median(direct);
     return {
       name: `MCP tool via POST /tools/invoke, ${calls} calls one at a time`,
       value: `p50 ${median(through).toFixed(2)} ms (p99 ${percentile(through, 99).toFixed(2)} ms)`,
       baseline: `p50 ${median(direct).toFixed(2)} ms (p99 ${percentile(direct, 99).toFixed(2)} ms) MCP client direct`,
-      comparison: `${ratio.toFixed(2)}x`,
+      comparison: `${ratio.toFixed(2)}x (a bare node:http proxy with the same client: p50 ${median(proxied).toFixed(2)} ms, ${(median(proxied) / median(direct)).toFixed(2)}x)`,
       target: '<= 1.5x at p50',
       ok: ratio <= 1.5,
     };
