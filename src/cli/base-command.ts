@@ -97,7 +97,7 @@ export abstract class BaseCommand<T> extends Command {
   }
 
   override async catch(error: Error & { oclif?: { exit?: number }; exitCode?: number }): Promise<unknown> {
-    const failure = toGatewayError(error);
+    const failure = toGatewayError(error, this.id?.replaceAll(':', ' '));
     process.exitCode = failure.exitCode;
     if (this.jsonEnabled()) this.logJson(errorJson(failure));
     process.stderr.write(errorText(failure));
@@ -110,11 +110,14 @@ export abstract class BaseCommand<T> extends Command {
   abstract override run(): Promise<T>;
 }
 
-function toGatewayError(error: Error & { oclif?: { exit?: number }; exitCode?: number }): GatewayError {
+function toGatewayError(error: Error & { oclif?: { exit?: number }; exitCode?: number }, command = '<command>'): GatewayError {
   if (error instanceof GatewayError) return error;
   const exit = error.oclif?.exit;
   if (exit === 2 || error.name === 'NonExistentFlagsError' || /Unexpected argument|Missing required|Expected --|Nonexistent flag/i.test(error.message)) {
-    return new GatewayError(error.message.replace(/\nSee more help with --help$/, ''), { exitCode: ExitCode.usage, hints: ['gateway <command> --help'] });
+    // Ids are base64url and may start with '-' (a device id one time in 64): oclif takes such an id for a flag.
+    const id = /Nonexistent flags?: (-[A-Za-z0-9_-]{15,})(?=[\s,]|$)/.exec(error.message)?.[1];
+    const hints = id ? [`an id that starts with '-' goes after '--': gateway ${command} -- ${id}`] : [`gateway ${command} --help`];
+    return new GatewayError(error.message.replace(/\nSee more help with --help$/, ''), { exitCode: ExitCode.usage, hints });
   }
   return new GatewayError(error.message || String(error), { exitCode: ExitCode.failure, cause: error });
 }

@@ -176,6 +176,10 @@ describe('device pairing (e2e)', function () {
 
     const reused = await open();
     expect((await reused.connect({ deviceToken }, [], { device })).payload.scopes).to.deep.equal(['operator.read']);
+    // An id that oclif would take for a flag: the error says how to pass it.
+    const dashed = await home.run(['devices', 'revoke', '-Qx3kP9mZt2LwV8rYb1N']);
+    expect(dashed.code).to.equal(2);
+    expect(dashed.stderr).to.include("an id that starts with '-' goes after '--': gateway devices revoke -- -Qx3kP9mZt2LwV8rYb1N");
     const revoked = await home.run(['devices', 'revoke', '--', device.id]);
     expect(revoked.code, revoked.stderr).to.equal(0);
     await waitFor(() => joined.closeCode, 5000, 'the revoked device\'s first connection to close');
