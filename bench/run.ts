@@ -140,10 +140,13 @@ try {
     step(`webhook deliveries, ${DURATION} s each, synchronous normal then full`);
     spawnSync(process.execPath, [BIN, 'secrets', 'set', 'webhooks.github.secret'], { env, input: WEBHOOK_BENCH_SECRET });
     gateway('restart');
-    figures.push((await runWebhookBench(port, DURATION, 'synchronous normal')).figure);
+    const pid = JSON.parse(readFileSync(join(home, 'profiles/bench/daemon.json'), 'utf8')).pid;
+    const normal = await runWebhookBench(port, DURATION, 'synchronous normal', { pid, settleS: Number(process.env.BENCH_SETTLE ?? 60) });
+    figures.push(normal.figure, ...(normal.memory ?? []));
     gateway('config', 'set', 'store.synchronous', 'full');
     gateway('restart');
-    figures.push((await runWebhookBench(port, DURATION, 'synchronous full')).figure);
+    const full = await runWebhookBench(port, DURATION, 'synchronous full');
+    figures.push({ ...full.figure, target: '>= 0.85x normal', comparison: `${(full.rps / normal.rps).toFixed(2)}x normal`, ok: full.clean && full.rps >= 0.85 * normal.rps });
     gateway('config', 'set', 'store.synchronous', 'normal');
   }
 

@@ -1,6 +1,6 @@
 import { createHmac, randomUUID } from 'node:crypto';
 import autocannon from 'autocannon';
-import { type Figure } from './support.ts';
+import { rssKiB, sleep, type Figure } from './support.ts';
 
 const SECRET = 'bench-webhook-secret';
 
@@ -19,12 +19,19 @@ export function pushBodies(count: number): { body: string; signature: string }[]
 
 export const WEBHOOK_BENCH_SECRET = SECRET;
 
-/** Signed deliveries per second, each committed with its job before the answer, beside GET /healthz on the same daemon. */
-export async function runWebhookBench(port: number, duration: number, label: string): Promise<{ figure: Figure; rps: number }> {
+/**
+ * Signed deliveries per second, each committed with its job before the answer,
+ * beside GET /healthz on the same daemon. With `memory`, the daemon's RSS
+ * too: at ready, its peak under the load, and `settleS` seconds after the load.
+ */
+export async function runWebhookBench(port: number, duration: number, label: string, memory?: { pid: number; settleS: number }): Promise<{ figure: Figure; memory?: Figure[]; rps: number; clean: boolean }> {
   const bodies = pushBodies(200);
   let next = 0;
   // The probe baseline first, on an idle daemon; deliveries after, so their backlog cannot slow the baseline.
   const probes = await autocannon({ url: `http://127.0.0.1:${port}/healthz`, connections: 50, duration });
+  const ready = memory ? rssKiB(memory.pid) : 0;
+  let peak = ready;
+  const sampler = memory ? setInterval(() => { peak = Math.max(peak, rssKiB(memory.pid)); }, 250) : undefined;
   const deliveries = await autocannon({
     url: `http://127.0.0.1:${port}/webhooks`,
     connections: 50,
@@ -37,17 +44,37 @@ export async function runWebhookBench(port: number, duration: number, label: str
       },
     }],
   });
+  clearInterval(sampler);
   const ok = deliveries.non2xx === 0;
+  let memoryFigures: Figure[] | undefined;
+  if (memory) {
+    peak = Math.max(peak, rssKiB(memory.pid));
+    await sleep(memory.settleS * 1000);
+    const after = rssKiB(memory.pid);
+    const mb = (kib: number) => `${(kib / 1024).toFixed(1)} MB`;
+    memoryFigures = [
+      {
+        name: `daemon RSS under ${duration} s of deliveries (${label})`, value: `peak ${mb(peak)}`, baseline: `${mb(ready)} before the load`,
+        comparison: `+${mb(peak - ready)}`, target: '<= +150 MB', ok: peak - ready <= 150 * 1024,
+      },
+      {
+        name: `daemon RSS ${memory.settleS} s after the deliveries stop`, value: mb(after), baseline: `${mb(ready)} before the load`,
+        comparison: `${after >= ready ? '+' : ''}${mb(after - ready)}`, target: '<= +50 MB', ok: after - ready <= 50 * 1024,
+      },
+    ];
+  }
   const ratio = deliveries.requests.average / probes.requests.average;
   return {
     rps: deliveries.requests.average,
+    clean: ok,
+    memory: memoryFigures,
     figure: {
       name: `POST /webhooks (${label}), 50 conns`,
       value: `${deliveries.requests.average.toFixed(0)} req/s (p99 ${deliveries.latency.p99} ms${ok ? '' : `, ${deliveries.non2xx} non-2xx`})`,
       baseline: `${probes.requests.average.toFixed(0)} req/s GET /healthz, same daemon`,
       comparison: `${ratio.toFixed(3)}x`,
-      target: '>= 0.08x',
-      ok: ok && ratio >= 0.08,
+      target: '>= 12,000/s, p99 <= 15 ms',
+      ok: ok && deliveries.requests.average >= 12_000 && deliveries.latency.p99 <= 15,
     },
   };
 }

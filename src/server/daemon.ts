@@ -30,6 +30,7 @@ import type { DaemonView, GatewayModule } from './kernel/module.ts';
 import { originRefusal } from './auth/browser-origin.ts';
 import { createLogger, type ConsoleLog, type DaemonLogger } from './logger.ts';
 import { onLooseSecretFile } from '../shared/secrets/file-store.ts';
+import { startMemoryReducer } from './kernel/memory-reducer.ts';
 import { Checkpointer } from './store/checkpointer.ts';
 import { Store } from './store/database.ts';
 import { ControlPlane } from './ws/control-plane.ts';
@@ -88,6 +89,7 @@ export class Daemon {
   private controlPlane?: ControlPlane;
   private store?: Store;
   private checkpointer?: Checkpointer;
+  private stopMemoryReducer?: () => void;
   private stopping?: Promise<void>;
   private resolveStopped!: () => void;
   readonly stopped = new Promise<void>((resolve) => { this.resolveStopped = resolve; });
@@ -232,6 +234,7 @@ export class Daemon {
     await host.start();
     this.checkpointer.watchWal();
     store.audit('daemon.start', { detail: { port: this.port, bind: this.bind.mode } });
+    this.stopMemoryReducer = startMemoryReducer(this.logger);
     this.logger.info({ url: this.url, ms: Date.now() - this.startedAt }, 'daemon ready');
   }
 
@@ -330,6 +333,7 @@ export class Daemon {
 
   /** Releases what start-up took; safe to call on a half-started daemon. */
   async teardown(): Promise<void> {
+    this.stopMemoryReducer?.();
     this.store?.close();
     if (this.record) releaseDaemonLock(this.paths, this.instanceId);
   }

@@ -67,7 +67,13 @@ function decodeCursor(cursor: string): [number, string] {
   return [Number(match[1]), match[2]!];
 }
 
-const PARSED_CACHE_LIMIT = 10_000;
+/**
+ * How many parsed payloads wait for the worker, at most: about what it claims
+ * in the next moments. Beyond that (a worker lagging behind a burst) a job's
+ * payload is read from the store when it is claimed, so the memory the queue
+ * holds does not grow with its backlog.
+ */
+const PARSED_CACHE = { entries: 512, bytes: 4 * 1024 * 1024 };
 
 /** Durable jobs in the profile's database: queued -> running -> succeeded | failed, with retries and backoff. */
 export class JobQueue {
@@ -76,10 +82,11 @@ export class JobQueue {
   private listeners = new Set<() => void>();
   /**
    * Payloads of jobs just queued, already parsed, for the worker that claims
-   * them moments later: it need not read and parse them again. Bounded; a
-   * job missing here is read from the database as usual.
+   * them moments later: it need not read and parse them again. Bounded (see
+   * PARSED_CACHE); a job missing here is read from the database as usual.
    */
-  private readonly parsed = new Map<string, unknown>();
+  private readonly parsed = new Map<string, { value: unknown; bytes: number }>();
+  private parsedBytes = 0;
 
   constructor(store: Store, now: () => number = Date.now) {
     this.store = store;
@@ -117,9 +124,11 @@ export class JobQueue {
       id, kind, options.maxAttempts ?? JOB_LIMITS.defaultMaxAttempts, options.runAt ?? now, now, options.source ?? null,
     );
     this.store.prepare('INSERT INTO job_payloads (job_id, payload) VALUES (?, ?)').run(id, options.serialized ?? JSON.stringify(payload ?? null));
-    if (options.parsed !== undefined) {
-      if (this.parsed.size >= PARSED_CACHE_LIMIT) this.parsed.delete(this.parsed.keys().next().value!);
-      this.parsed.set(id, options.parsed);
+    // Kept only while the worker is near: the newest jobs of a backlog are claimed last, and would only hold memory.
+    const bytes = options.serialized?.length ?? 0;
+    if (options.parsed !== undefined && this.parsed.size < PARSED_CACHE.entries && this.parsedBytes + bytes <= PARSED_CACHE.bytes) {
+      this.parsed.set(id, { value: options.parsed, bytes });
+      this.parsedBytes += bytes;
     }
     queueMicrotask(() => this.listeners.forEach((listener) => listener()));
     return id;
@@ -133,15 +142,24 @@ export class JobQueue {
         WHERE id IN (SELECT id FROM jobs WHERE status = 'queued' AND run_at <= ? ORDER BY run_at, created_at LIMIT ?)
         RETURNING id, kind, attempts, max_attempts`).all(now, now, limit) as Row[];
       const payload = this.store.prepare('SELECT payload FROM job_payloads WHERE job_id = ?');
-      return rows.map((row) => {
+      const claimed = rows.map((row) => {
         const id = String(row.id);
         const cached = this.parsed.get(id);
-        if (cached !== undefined) this.parsed.delete(id);
+        if (cached !== undefined) {
+          this.parsed.delete(id);
+          this.parsedBytes -= cached.bytes;
+        }
         return {
           id, kind: String(row.kind), attempts: Number(row.attempts), maxAttempts: Number(row.max_attempts),
-          payload: cached !== undefined && Number(row.attempts) === 1 ? cached : JSON.parse(String((payload.get(id) as Row | undefined)?.payload ?? 'null')),
+          payload: cached !== undefined && Number(row.attempts) === 1 ? cached.value : JSON.parse(String((payload.get(id) as Row | undefined)?.payload ?? 'null')),
         };
       });
+      // Every due job is taken: what is left here is for jobs not yet due, or ones whose transaction was rolled back. The store has them.
+      if (rows.length < limit && this.parsed.size > 0) {
+        this.parsed.clear();
+        this.parsedBytes = 0;
+      }
+      return claimed;
     });
   }
 

@@ -37,6 +37,25 @@ describe('job queue', () => {
     expect(queue.retry('job_nope')).to.equal(undefined);
   });
 
+  it('keeps parsed payloads only for the jobs the worker takes next: a backlog is read from the store, never held', () => {
+    // The parsed object stands for what the intake already had; what is stored is the serialized copy.
+    const ids = Array.from({ length: 2000 }, (_, n) => queue.enqueue('k', null, { serialized: JSON.stringify({ n, from: 'store' }), parsed: { n, from: 'memory' } }));
+    const taken = queue.claim(2000);
+    expect(taken.map((job) => job.id)).to.deep.equal(ids);
+    const from = taken.map((job) => (job.payload as { from: string }).from);
+    expect(from.filter((where) => where === 'memory')).to.have.length(512);
+    expect(from.slice(0, 512).every((where) => where === 'memory')).to.equal(true);
+    expect(from.slice(512).every((where) => where === 'store')).to.equal(true);
+    // Once the backlog is taken, new jobs are kept parsed again.
+    queue.enqueue('k', null, { serialized: '{"from":"store"}', parsed: { from: 'memory' } });
+    expect(queue.claim()[0]!.payload).to.deep.equal({ from: 'memory' });
+    // A job not yet due is read from the store when it is (its parsed copy is let go once the queue is drained).
+    queue.enqueue('k', null, { serialized: '{"from":"store"}', parsed: { from: 'memory' }, runAt: now + 1000 });
+    expect(queue.claim()).to.deep.equal([]);
+    now += 1000;
+    expect(queue.claim()[0]!.payload).to.deep.equal({ from: 'store' });
+  });
+
   it('requeues jobs a killed daemon left running', () => {
     queue.enqueue('k', null);
     queue.claim();

@@ -1,0 +1,44 @@
+import { expect } from 'chai';
+import { spawnSync } from 'node:child_process';
+import { DAEMON_NODE_FLAGS } from '../../../src/shared/run-args.ts';
+
+const REDUCER = new URL('../../../src/server/kernel/memory-reducer.ts', import.meta.url).href;
+
+/** A process with the daemon's flags that makes a burst of garbage, then goes quiet; what it reports of its RSS. */
+function burstThenIdle(): { before: number; burst: number; after: number; told: { rssBefore: number; rssAfter: number; ms: number }[] } {
+  const script = `
+    import { startMemoryReducer } from ${JSON.stringify(REDUCER)};
+    const told = [];
+    const stop = startMemoryReducer({ debug: (fields) => told.push(fields) }, { intervalMs: 200, growthBytes: 16 * 1024 * 1024 });
+    const before = process.memoryUsage.rss();
+    let keep = [];
+    const started = Date.now();
+    while (Date.now() - started < 1500) {
+      const batch = [];
+      for (let i = 0; i < 1000; i++) batch.push({ text: 'x'.repeat(200) + i, i });
+      keep.push(batch);
+      if (keep.length > 100) keep = keep.slice(50);
+    }
+    keep = [];
+    const burst = process.memoryUsage.rss();
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    stop();
+    process.stdout.write(JSON.stringify({ before, burst, after: process.memoryUsage.rss(), told }));
+  `;
+  const child = spawnSync(process.execPath, [...DAEMON_NODE_FLAGS, '--input-type=module', '-e', script], { encoding: 'utf8' });
+  expect(child.status, child.stderr).to.equal(0);
+  return JSON.parse(child.stdout);
+}
+
+describe('memory reducer', () => {
+  it('gives the memory of a burst back once the process is idle, and says so', function () {
+    this.timeout(20_000);
+    const { before, burst, after, told } = burstThenIdle();
+    const mb = (bytes: number) => bytes / 1024 / 1024;
+    expect(mb(burst - before), 'the burst grew the heap').to.be.above(48);
+    expect(told).to.have.length(1);
+    expect(told[0]!.rssBefore).to.be.above(told[0]!.rssAfter);
+    // Most of what the burst took is back with the system.
+    expect(mb(after - before)).to.be.below(mb(burst - before) / 2);
+  });
+});
