@@ -1,7 +1,7 @@
 #!/usr/bin/env node
-// The `gateway` executable. It answers --version before loading oclif, runs
-// the daemon (`gateway run`, and the child `gateway start` spawns) without
-// loading oclif at all, and turns on Node's compile cache so every later
+// The `gateway` executable. It answers --version and a plain `status` before
+// loading oclif, runs the daemon (`gateway run`, and the child `gateway start`
+// spawns) without loading oclif at all, and turns on Node's compile cache so every later
 // start is cheaper.
 import './check-node.cjs';
 import { readFileSync } from 'node:fs';
@@ -37,6 +37,12 @@ if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-v')) {
   const { runCommand } = await import('../dist/server/main.js');
   process.exitCode = await runCommand(argv.slice(1));
 } else {
-  const { execute } = await import('@oclif/core');
-  await execute({ dir: import.meta.url });
+  // A plain `gateway status [--json] [--profile <name>]` is answered without oclif; any other form goes to oclif.
+  const fast = argv[0] === 'status' ? await (await import('../dist/cli/fast-status.js')).fastStatus(argv.slice(1)) : undefined;
+  if (fast !== undefined) {
+    process.exitCode = fast;
+  } else {
+    const { execute } = await import('@oclif/core');
+    await execute({ dir: import.meta.url });
+  }
 }

@@ -1,0 +1,51 @@
+/**
+ * `gateway status` without oclif, for the plain forms scripts and prompts call
+ * again and again: `status`, `--json`, `--profile <name>` (`-p`, `--profile=`).
+ * Anything else (--url, GATEWAY_URL, --help, an unknown flag) returns
+ * undefined and goes to the oclif command, which owns usage and its errors.
+ * The output is the command's own (src/cli/status-report.ts), byte for byte.
+ */
+import { errorJson, errorText, GatewayError } from '../shared/errors.ts';
+import { ExitCode } from '../shared/exit-codes.ts';
+import { gatewayHome, profilePaths } from '../shared/profile.ts';
+import { requireProfile, selectProfileName } from '../shared/profiles.ts';
+
+/** The flags of a plain status call, or undefined when oclif should take it. */
+export function plainStatusFlags(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): { json: boolean; profile?: string } | undefined {
+  if (env.GATEWAY_URL || env.GATEWAY_CONTENT_TYPE) return undefined;
+  let json = false;
+  let profile: string | undefined;
+  for (let index = 0; index < argv.length; index++) {
+    const arg = argv[index]!;
+    if (arg === '--json' && !json) json = true;
+    else if ((arg === '--profile' || arg === '-p') && profile === undefined && argv[index + 1] !== undefined && !argv[index + 1]!.startsWith('-')) profile = argv[++index];
+    else if (arg.startsWith('--profile=') && profile === undefined && arg.length > '--profile='.length) profile = arg.slice('--profile='.length);
+    else return undefined;
+  }
+  return { json, ...(profile === undefined ? {} : { profile }) };
+}
+
+/** Runs a plain status call and returns its exit code; undefined when it is not one. */
+export async function fastStatus(argv: readonly string[]): Promise<number | undefined> {
+  const flags = plainStatusFlags(argv);
+  if (!flags) return undefined;
+  let exitCode: number = ExitCode.ok;
+  try {
+    const { name } = selectProfileName(flags.profile);
+    const paths = profilePaths(name, gatewayHome());
+    requireProfile(name, paths.home);
+    const { localStatus, reportStatus } = await import('./status-report.ts');
+    const status = await reportStatus(await localStatus(paths), {
+      say: (text) => { if (!flags.json) process.stdout.write(`${text}\n`); },
+      warning: (text) => process.stderr.write(`Warning: ${text}\n`),
+      exitWith: (code) => { exitCode = code; },
+    });
+    if (flags.json) process.stdout.write(`${JSON.stringify(status, null, 2)}\n`);
+    return exitCode;
+  } catch (error) {
+    const failure = error instanceof GatewayError ? error : new GatewayError((error as Error).message || String(error), { exitCode: ExitCode.failure, cause: error });
+    if (flags.json) process.stdout.write(`${JSON.stringify(errorJson(failure), null, 2)}\n`);
+    process.stderr.write(errorText(failure));
+    return failure.exitCode;
+  }
+}
