@@ -30,7 +30,6 @@ import type { DaemonView, GatewayModule } from './kernel/module.ts';
 import { originRefusal } from './auth/browser-origin.ts';
 import { createLogger, type ConsoleLog, type DaemonLogger } from './logger.ts';
 import { onLooseSecretFile } from '../shared/secrets/file-store.ts';
-import { startMemoryReducer } from './kernel/memory-reducer.ts';
 import { Checkpointer } from './store/checkpointer.ts';
 import { Store } from './store/database.ts';
 import { ControlPlane } from './ws/control-plane.ts';
@@ -52,8 +51,6 @@ export interface DaemonParts {
   /** Whether to hold the profile's lock (daemon.json); the in-process harness runs without it. */
   lock?: boolean;
   overrides?: { port?: number; bind?: string };
-  /** Started by `gateway start` (detached) or in the foreground (default). */
-  launchedBy?: 'gateway-start' | 'foreground';
 }
 
 export interface RunOptions {
@@ -69,7 +66,6 @@ export interface RunOptions {
   report: (message: DaemonMessage) => void;
   /** Receives the daemon as soon as it exists, so signals can stop it. */
   onCreated?: (daemon: Daemon) => void;
-  launchedBy?: 'gateway-start' | 'foreground';
 }
 
 /**
@@ -89,7 +85,6 @@ export class Daemon {
   private controlPlane?: ControlPlane;
   private store?: Store;
   private checkpointer?: Checkpointer;
-  private stopMemoryReducer?: () => void;
   private stopping?: Promise<void>;
   private resolveStopped!: () => void;
   readonly stopped = new Promise<void>((resolve) => { this.resolveStopped = resolve; });
@@ -114,10 +109,6 @@ export class Daemon {
 
   get logger(): Logger {
     return this.log.logger;
-  }
-
-  get launchedBy(): 'gateway-start' | 'foreground' {
-    return this.parts.launchedBy ?? 'foreground';
   }
 
   get logFile(): string | undefined {
@@ -150,7 +141,7 @@ export class Daemon {
       });
       if (setup.warning) log.logger.warn(setup.warning);
       onLooseSecretFile((message) => log.logger.warn(message));
-      daemon = new Daemon({ paths, config, bind, port, log, secrets: openSecretStore(paths, setup.backend), overrides: { port: options.port, bind: options.bind }, launchedBy: options.launchedBy });
+      daemon = new Daemon({ paths, config, bind, port, log, secrets: openSecretStore(paths, setup.backend), overrides: { port: options.port, bind: options.bind } });
       options.onCreated?.(daemon);
       await daemon.start();
     } catch (error) {
@@ -234,7 +225,6 @@ export class Daemon {
     await host.start();
     this.checkpointer.watchWal();
     store.audit('daemon.start', { detail: { port: this.port, bind: this.bind.mode } });
-    this.stopMemoryReducer = startMemoryReducer(this.logger);
     this.logger.info({ url: this.url, ms: Date.now() - this.startedAt }, 'daemon ready');
   }
 
@@ -253,7 +243,6 @@ export class Daemon {
       bind: this.bind,
       get url() { return daemon.url; },
       secretStore: this.secrets.backend,
-      launchedBy: this.launchedBy,
       readiness: () => this.readiness,
       problems: () => this.host?.problems() ?? {},
       configProblems: (next) => this.host?.configProblems(next) ?? [],
@@ -333,7 +322,6 @@ export class Daemon {
 
   /** Releases what start-up took; safe to call on a half-started daemon. */
   async teardown(): Promise<void> {
-    this.stopMemoryReducer?.();
     this.store?.close();
     if (this.record) releaseDaemonLock(this.paths, this.instanceId);
   }

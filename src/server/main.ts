@@ -15,8 +15,6 @@ export interface MainOptions {
   logFile?: boolean;
   /** Also log to stdout: JSON lines, or readable lines on a terminal. */
   console?: ConsoleLog;
-  /** Started by `gateway start` (detached), else in the foreground. */
-  launchedBy?: 'gateway-start' | 'foreground';
   /** Where start-up outcomes go when no parent listens over IPC (foreground `gateway run`). */
   onReport?: (message: DaemonMessage) => void;
 }
@@ -58,7 +56,6 @@ export async function main(options: MainOptions): Promise<number> {
     verbose: options.verbose,
     logFile: options.logFile,
     console: options.console,
-    launchedBy: options.launchedBy,
     report: (message) => report(message),
     onCreated: (created) => { daemon = created; },
   });
@@ -83,7 +80,7 @@ export async function runCommand(argv: readonly string[]): Promise<number> {
     profile = selectProfileName(args.profile).name;
     let refusal: DaemonMessage | undefined;
     const code = await main({
-      profile, port: args.port, bind: args.bind, verbose: args.verbose, logFile: args.logFile, launchedBy: args.detached ? 'gateway-start' : 'foreground',
+      profile, port: args.port, bind: args.bind, verbose: args.verbose, logFile: args.logFile,
       // In the foreground the log goes to stdout too (journald and container runtimes read it); a detached daemon has no stdout.
       console: args.detached ? undefined : process.stdout.isTTY ? 'pretty' : 'json',
       onReport: (message) => {

@@ -222,8 +222,6 @@ export interface DaemonView {
   readonly bind: { mode: string; host: string; loopback: boolean };
   readonly url: string;
   readonly secretStore: string;
-  /** How the process was started: by `gateway start` (it can hand over to `gateway restart`) or in the foreground. */
-  readonly launchedBy: 'gateway-start' | 'foreground';
   readiness(): 'starting' | 'ready' | 'stopping';
   /** The readiness checks that fail, by name, with the reason. */
   problems(): Record<string, string>;

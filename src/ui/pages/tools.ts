@@ -123,17 +123,6 @@ export class ToolsPage extends Page {
 
   protected override render() {
     return html`${this.alerts()}
-      <section class="card" aria-labelledby="plugins-title">
-        <h2 id="plugins-title">Modules and plugins</h2>
-        ${this.lastReload && !this.lastReload.ok ? html`<p class="alert error">The last reload had errors: ${this.lastReload.errors.map((e) => `${e.plugin}: ${e.error}`).join('; ')}</p>` : nothing}
-        ${!this.plugins ? html`<p class="muted">Loading…</p>` : html`
-        <div class="scroll"><table>
-          <thead><tr><th scope="col">Name</th><th scope="col">Status</th><th scope="col">Registered</th></tr></thead>
-          <tbody>${this.plugins.map((p) => html`<tr>
-            <td>${p.name}${p.builtin ? html` <span class="muted">built in</span>` : nothing}</td>
-            <td>${p.status === 'loaded' ? html`<span class="badge ok">loaded</span>` : html`<span class="badge bad">error</span> <span class="error-text">${p.error}</span>`}</td>
-            <td class="small">${summary(p)}</td></tr>`)}</tbody></table></div>`}
-      </section>
       ${this.mcpServers()}
       <section class="card" aria-labelledby="tools-title">
         <h2 id="tools-title">Tools</h2>
@@ -144,6 +133,17 @@ export class ToolsPage extends Page {
         </select>
         ${this.chosen ? this.invokeForm(this.chosen) : nothing}
         ${this.answer ? html`<h3>${this.answer.label}</h3><pre data-testid="tool-answer">${JSON.stringify(this.answer.value, null, 2)}</pre>` : nothing}
+      </section>
+      <section class="card" aria-labelledby="plugins-title">
+        <h2 id="plugins-title">Modules and plugins</h2>
+        ${this.lastReload && !this.lastReload.ok ? html`<p class="alert error">The last reload had errors: ${this.lastReload.errors.map((e) => `${e.plugin}: ${e.error}`).join('; ')}</p>` : nothing}
+        ${!this.plugins ? html`<p class="muted">Loading…</p>` : html`
+        <div class="scroll"><table>
+          <thead><tr><th scope="col">Name</th><th scope="col">Status</th><th scope="col">Registered</th></tr></thead>
+          <tbody>${this.plugins.map((p) => html`<tr>
+            <td>${p.name}${p.builtin ? html` <span class="muted">built in</span>` : nothing}</td>
+            <td>${p.status === 'loaded' ? html`<span class="badge ok">loaded</span>` : html`<span class="badge bad">error</span> <span class="error-text">${p.error}</span>`}</td>
+            <td class="small">${summary(p)}</td></tr>`)}</tbody></table></div>`}
       </section>`;
   }
 
