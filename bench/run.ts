@@ -19,6 +19,8 @@ const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const home = mkdtempSync(join(tmpdir(), 'gateway-bench-'));
 const env = { ...process.env, GATEWAY_HOME: home, CI: 'true' } as NodeJS.ProcessEnv;
 const gateway = (...args: string[]) => spawnSync(process.execPath, [BIN, ...args], { env, encoding: 'utf8' });
+/** The pid of the bench profile's running daemon, from its lock. */
+const daemonPid = (): number => JSON.parse(readFileSync(join(home, 'profiles/bench/daemon.json'), 'utf8')).pid;
 
 async function load(port: number): Promise<{ rps: number; p99: number }> {
   const result = await autocannon({ url: `http://127.0.0.1:${port}/healthz`, connections: 50, duration: DURATION, pipelining: 1 });
@@ -60,7 +62,7 @@ try {
   gateway('start');
   if (wants('foundation')) {
     step('status and --version');
-    const lock = JSON.parse(readFileSync(join(home, 'profiles/bench/daemon.json'), 'utf8'));
+    const pid = daemonPid();
     const nodeZero = median(Array.from({ length: ROUNDS }, () => timeCommand(process.execPath, ['-e', '0'])));
     const status = median(Array.from({ length: ROUNDS }, () => timeCommand(process.execPath, [BIN, 'status', '--json'], env)));
     figures.push({ name: 'gateway status --json', value: `${status.toFixed(0)} ms`, baseline: `${nodeZero.toFixed(0)} ms node -e 0`, comparison: `${(status / nodeZero).toFixed(2)}x, +${(status - nodeZero).toFixed(0)} ms`, target: '<= 3x', ok: status / nodeZero <= 3 });
@@ -71,7 +73,7 @@ try {
     const barePort = await freePort();
     const bare = await startBare(barePort);
     await sleep(300);
-    const rss = rssKiB(lock.pid);
+    const rss = rssKiB(pid);
     const bareRss = rssKiB(bare.pid);
     figures.push({ name: 'daemon RSS after ready', value: `${(rss / 1024).toFixed(1)} MB`, baseline: `${(bareRss / 1024).toFixed(1)} MB bare server`, comparison: `+${((rss - bareRss) / 1024).toFixed(1)} MB`, target: '<= +20 MB', ok: rss - bareRss <= 20 * 1024 });
 
@@ -84,7 +86,7 @@ try {
     // Informational: the HTTP application loads on the first non-probe request.
     await fetch(`http://127.0.0.1:${port}/not-a-route`).then((response) => response.text());
     await sleep(200);
-    const rssLoaded = rssKiB(lock.pid);
+    const rssLoaded = rssKiB(pid);
     figures.push({ name: 'daemon RSS after load + API request', value: `${(rssLoaded / 1024).toFixed(1)} MB`, baseline: `${(bareRss / 1024).toFixed(1)} MB bare server`, comparison: `+${((rssLoaded - bareRss) / 1024).toFixed(1)} MB`, target: '(informational)', ok: true });
   }
 
@@ -121,7 +123,7 @@ try {
         gateway('config', 'set', 'gateway.controlUi.enabled', String(enabled));
         uiStart.get(enabled)!.push(timeCommand(process.execPath, [BIN, 'start'], env));
         await sleep(300);
-        uiRss.get(enabled)!.push(rssKiB(JSON.parse(readFileSync(join(home, 'profiles/bench/daemon.json'), 'utf8')).pid));
+        uiRss.get(enabled)!.push(rssKiB(daemonPid()));
       }
     }
     const [startOff, startOn] = [median(uiStart.get(false)!), median(uiStart.get(true)!)];
@@ -140,8 +142,7 @@ try {
     step(`webhook deliveries, ${DURATION} s each, synchronous normal then full`);
     spawnSync(process.execPath, [BIN, 'secrets', 'set', 'webhooks.github.secret'], { env, input: WEBHOOK_BENCH_SECRET });
     gateway('restart');
-    const pid = JSON.parse(readFileSync(join(home, 'profiles/bench/daemon.json'), 'utf8')).pid;
-    const normal = await runWebhookBench(port, DURATION, 'synchronous normal', { pid, settleS: Number(process.env.BENCH_SETTLE ?? 60) });
+    const normal = await runWebhookBench(port, DURATION, 'synchronous normal', { pid: daemonPid(), settleS: Number(process.env.BENCH_SETTLE ?? 60) });
     figures.push(normal.figure, ...(normal.memory ?? []));
     gateway('config', 'set', 'store.synchronous', 'full');
     gateway('restart');
@@ -165,7 +166,7 @@ try {
       const readyRss = async () => {
         gateway('restart');
         await sleep(300);
-        return rssKiB(JSON.parse(readFileSync(join(home, 'profiles/bench/daemon.json'), 'utf8')).pid);
+        return rssKiB(daemonPid());
       };
       for (let round = 0; round < Math.min(ROUNDS, 3); round++) {
         gateway('config', 'set', 'gateway.http.endpoints.chatCompletions.enabled', 'false');

@@ -1,5 +1,5 @@
 import { Command, Flags } from '@oclif/core';
-import { errorJson, errorText, GatewayError } from '../shared/errors.ts';
+import { asGatewayError, errorJson, errorText, GatewayError } from '../shared/errors.ts';
 import { ExitCode } from '../shared/exit-codes.ts';
 import { gatewayHome, profilePaths, type ProfilePaths } from '../shared/profile.ts';
 import { requireProfile, selectProfileName } from '../shared/profiles.ts';
@@ -119,5 +119,5 @@ function toGatewayError(error: Error & { oclif?: { exit?: number }; exitCode?: n
     const hints = id ? [`an id that starts with '-' goes after '--': gateway ${command} -- ${id}`] : [`gateway ${command} --help`];
     return new GatewayError(error.message.replace(/\nSee more help with --help$/, ''), { exitCode: ExitCode.usage, hints });
   }
-  return new GatewayError(error.message || String(error), { exitCode: ExitCode.failure, cause: error });
+  return asGatewayError(error);
 }

@@ -5,7 +5,7 @@
  * undefined and goes to the oclif command, which owns usage and its errors.
  * The output is the command's own (src/cli/status-report.ts), byte for byte.
  */
-import { errorJson, errorText, GatewayError } from '../shared/errors.ts';
+import { asGatewayError, errorJson, errorText } from '../shared/errors.ts';
 import { ExitCode } from '../shared/exit-codes.ts';
 import { gatewayHome, profilePaths } from '../shared/profile.ts';
 import { requireProfile, selectProfileName } from '../shared/profiles.ts';
@@ -43,7 +43,7 @@ export async function fastStatus(argv: readonly string[]): Promise<number | unde
     if (flags.json) process.stdout.write(`${JSON.stringify(status, null, 2)}\n`);
     return exitCode;
   } catch (error) {
-    const failure = error instanceof GatewayError ? error : new GatewayError((error as Error).message || String(error), { exitCode: ExitCode.failure, cause: error });
+    const failure = asGatewayError(error);
     if (flags.json) process.stdout.write(`${JSON.stringify(errorJson(failure), null, 2)}\n`);
     process.stderr.write(errorText(failure));
     return failure.exitCode;

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
-import { GatewayError } from '../shared/errors.ts';
+import { asGatewayError } from '../shared/errors.ts';
 import { ExitCode } from '../shared/exit-codes.ts';
 import { assertExposure, type BindTarget } from '../shared/config/exposure.ts';
 import { loadConfig } from '../shared/config/profile-config.ts';
@@ -150,7 +150,7 @@ export class Daemon {
         options.report({ type: 'running', pid: error.record.pid, port: error.record.port });
         return ExitCode.failure;
       }
-      const failure = error instanceof GatewayError ? error : new GatewayError((error as Error).message, { cause: error });
+      const failure = asGatewayError(error);
       daemon?.logger.error({ err: error }, 'start-up failed');
       await daemon?.teardown();
       options.report({ type: 'error', message: failure.message, hints: failure.hints, exitCode: failure.exitCode });

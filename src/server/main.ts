@@ -1,4 +1,4 @@
-import { errorJson, errorText, GatewayError } from '../shared/errors.ts';
+import { asGatewayError, errorJson, errorText, GatewayError } from '../shared/errors.ts';
 import { ExitCode } from '../shared/exit-codes.ts';
 import type { DaemonMessage } from '../shared/daemon-messages.ts';
 import { selectProfileName } from '../shared/profiles.ts';
@@ -96,6 +96,6 @@ export async function runCommand(argv: readonly string[]): Promise<number> {
     if (json) process.stdout.write(`${JSON.stringify({ profile, exitCode: code }, null, 2)}\n`);
     return code;
   } catch (error) {
-    return fail(error instanceof GatewayError ? error : new GatewayError((error as Error).message, { cause: error }));
+    return fail(asGatewayError(error));
   }
 }

@@ -39,6 +39,10 @@ function codeFor(exitCode: ExitCode): string {
   }
 }
 
+/** Any thrown value as a GatewayError: itself when it is one, else a failure (exit 1) with its message. */
+export const asGatewayError = (error: unknown): GatewayError =>
+  error instanceof GatewayError ? error : new GatewayError((error as Error)?.message || String(error), { cause: error });
+
 /** What a failed command prints with --json: one document on stdout. */
 export interface ErrorJson {
   error: { code: string; message: string; exitCode: number; hints: string[] };

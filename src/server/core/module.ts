@@ -13,6 +13,7 @@ import channelsModule from '../channels/module.ts';
 import { errorResponse, jsonResponse } from '../kernel/api-doc.ts';
 import { DomainError } from '../kernel/errors.ts';
 import { defineModule, type ModuleContext, type RpcClient } from '../kernel/module.ts';
+import { startMemoryReducer } from './memory-reducer.ts';
 import { restartSelf } from './self-restart.ts';
 
 function pluginSummary(ctx: ModuleContext): PluginSummary {
@@ -191,12 +192,16 @@ export default defineModule({
     ctx.rpc.method({
       name: 'restart',
       handler: (_params, client) => {
-        const { via } = restartSelf(daemon.profile, daemon.launchedBy);
+        const { via } = restartSelf(daemon.profile);
         ctx.log.info({ client: client.clientId, address: client.address, via }, 'restart requested over RPC');
         audit('gateway.restart', client, daemon.profile);
         return { restarting: true, pid: process.pid, via };
       },
     });
+    // Memory a burst made the process commit goes back once it is idle again.
+    let stopMemoryReducer: (() => void) | undefined;
+    ctx.onStart(() => { stopMemoryReducer = startMemoryReducer(ctx.log); });
+    ctx.onStop(() => stopMemoryReducer?.());
     ctx.rpc.method({
       name: 'audit.list',
       handler: ({ since, limit }) => {

@@ -14,8 +14,6 @@ import { underSystemd } from '../../shared/run-args.ts';
 import { gatewayBin } from '../../shared/version.ts';
 import { DomainError } from '../kernel/errors.ts';
 
-export type LaunchedBy = 'gateway-start' | 'foreground';
-
 /** The systemd unit this process runs in, from its cgroup (`.../user@1000.service/app.slice/gateway-x.service`). */
 export function systemdUnit(cgroup: string): { unit: string; user: boolean } | undefined {
   const path = cgroup.split('\n').find((line) => line.startsWith('0::'))?.slice(3) ?? '';
@@ -23,7 +21,10 @@ export function systemdUnit(cgroup: string): { unit: string; user: boolean } | u
   return unit ? { unit, user: /\/user@\d+\.service\//.test(path) } : undefined;
 }
 
-export function restartSelf(profile: string, launchedBy: LaunchedBy): { via: string } {
+/** `gateway start` spawns `gateway run ... --detached` (src/cli/supervisor.ts); the process's own arguments say which it was. */
+const startedByGatewayStart = (): boolean => process.argv.slice(2).includes('--detached');
+
+export function restartSelf(profile: string): { via: string } {
   if (underSystemd()) {
     const found = (() => {
       try {
@@ -41,7 +42,7 @@ export function restartSelf(profile: string, launchedBy: LaunchedBy): { via: str
       return { via: `systemctl ${args.join(' ')}` };
     }
   }
-  if (launchedBy === 'gateway-start') {
+  if (startedByGatewayStart()) {
     const child = spawn(process.execPath, [gatewayBin(), 'restart', '--profile', profile], { detached: true, stdio: 'ignore', env: process.env });
     child.on('error', () => undefined);
     child.unref();

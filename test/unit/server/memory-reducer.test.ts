@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
 import { DAEMON_NODE_FLAGS } from '../../../src/shared/run-args.ts';
 
-const REDUCER = new URL('../../../src/server/kernel/memory-reducer.ts', import.meta.url).href;
+const REDUCER = new URL('../../../src/server/core/memory-reducer.ts', import.meta.url).href;
 
 /** A process with the daemon's flags that makes a burst of garbage, then goes quiet; what it reports of its RSS. */
 function burstThenIdle(): { before: number; burst: number; after: number; told: { rssBefore: number; rssAfter: number; ms: number }[] } {
