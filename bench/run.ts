@@ -8,6 +8,7 @@ import autocannon from 'autocannon';
 import { freePort, median, printFigures, rssKiB, sleep, startBare, step, timeCommand, type Figure } from './support.ts';
 import { runConnectBench } from './connect.ts';
 import { runWebhookBench, WEBHOOK_BENCH_SECRET } from './webhooks.ts';
+import { runPostgresBench } from './postgres.ts';
 import { runPluginBench, writeBenchPlugin } from './plugins.ts';
 import { runInferenceBench, startStreamingUpstream } from './inference.ts';
 import { runMcpBench } from './mcp.ts';
@@ -28,7 +29,7 @@ async function load(port: number): Promise<{ rps: number; p99: number }> {
 }
 
 const figures: Figure[] = [];
-/** BENCH_ONLY=mcp,control-ui runs only those sections (start, foundation, connect, plugins, mcp, control-ui, webhooks, agents). */
+/** BENCH_ONLY=mcp,control-ui runs only those sections (start, foundation, connect, plugins, mcp, control-ui, webhooks, agents, postgres). */
 const only = new Set((process.env.BENCH_ONLY ?? '').split(',').map((name) => name.trim()).filter(Boolean));
 const wants = (section: string) => only.size === 0 || only.has(section);
 try {
@@ -186,6 +187,11 @@ try {
     } finally {
       upstream.stop();
     }
+  }
+  if (wants('postgres')) {
+    step(`webhook deliveries on one PostgreSQL with 1, 2 and 3 daemons, ${DURATION} s each`);
+    gateway('stop', '--force');
+    figures.push(...(await runPostgresBench(DURATION)));
   }
 } finally {
   gateway('stop', '--force');

@@ -18,7 +18,9 @@ const programs: [string, string][] = [
   ['ngircd', 'ngircd'], ['gnome-keyring-daemon', 'gnome-keyring'], ['dbus-run-session', 'dbus'], ['secret-tool', 'libsecret-tools'], ['ip', 'iproute2'],
   ['systemd-analyze', 'systemd'], ['script', 'bsdutils'], ['python3', 'python3'], ['zsh', 'zsh'], ['chromium', 'chromium'], ['curl', 'curl'],
 ];
-const missing = programs.filter(([program]) => spawnSync('sh', ['-c', `command -v ${program} || test -x /usr/sbin/${program}`], { stdio: 'ignore' }).status !== 0);
+// PostgreSQL's server programs live outside PATH on Debian (/usr/lib/postgresql/<version>/bin).
+if (spawnSync('sh', ['-c', 'ls /usr/lib/postgresql/*/bin/postgres'], { stdio: 'ignore' }).status !== 0) programs.push(['postgres', 'postgresql']);
+const missing = programs.filter(([program]) => spawnSync('sh', ['-c', `command -v ${program} || test -x /usr/sbin/${program} || ls /usr/lib/postgresql/*/bin/${program}`], { stdio: 'ignore' }).status !== 0);
 if (missing.length > 0) {
   const packages = [...new Set(missing.map(([, pkg]) => pkg))].join(' ');
   process.stderr.write(`test: the tests start these programs for real and they are missing: ${missing.map(([program]) => program).join(', ')}\n`

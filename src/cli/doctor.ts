@@ -11,6 +11,7 @@ import { inspectDaemon, removeStaleLock } from '../shared/daemon-lock.ts';
 import { GatewayError } from '../shared/errors.ts';
 import { NO_WEBHOOK_SECRET_LOG } from '../shared/log-line.ts';
 import type { ProfilePaths } from '../shared/profile.ts';
+import { redactedUrl } from '../shared/store-url.ts';
 
 export type CheckStatus = 'ok' | 'warn' | 'fail';
 
@@ -208,7 +209,9 @@ function storageCheck(context: Context): Check[] {
       : { name: 'disk', status: 'ok', detail: `${(free / 1024 / MB).toFixed(1)} GB free` });
   const size = (path: string) => (existsSync(path) ? statSync(path).size : 0);
   const wal = size(`${paths.db}-wal`);
-  checks.push(wal > 256 * MB
+  const url = process.env.GATEWAY_STORE_URL || config?.store.url;
+  if (url) checks.push({ name: 'state', status: 'ok', detail: `kept in PostgreSQL at ${redactedUrl(url)} (gateway store status shows its schema and the daemons attached)` });
+  else checks.push(wal > 256 * MB
     ? { name: 'state', status: 'warn', detail: `state.db ${(size(paths.db) / MB).toFixed(0)} MB with a ${(wal / MB).toFixed(0)} MB write-ahead log: checkpoints are falling behind`, fix: `gateway restart --profile ${paths.name}   # checkpoints it at stop` }
     : { name: 'state', status: 'ok', detail: `state.db ${(size(paths.db) / MB).toFixed(1)} MB, write-ahead log ${(wal / MB).toFixed(1)} MB` });
   const logs = readdirSync(paths.dir).filter((name) => name.startsWith('gateway.log')).reduce((sum, name) => sum + size(join(paths.dir, name)), 0);

@@ -1,8 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { startedPostgres, testEngine } from './postgres.ts';
 
 export const ROOT = new URL('../../', import.meta.url).pathname;
 export const BIN = join(ROOT, 'bin/run.js');
@@ -34,7 +35,9 @@ export class Home {
   /** A fresh temporary folder, or the one given (a file system a test mounted). */
   constructor(env: Record<string, string | undefined> = {}, dir = mkdtempSync(join(tmpdir(), 'gateway-test-'))) {
     this.dir = dir;
-    this.env = { GATEWAY_HOME: this.dir, ...env };
+    // Under GATEWAY_TEST_STORE=postgres each home's daemons keep their state in a fresh database of the tests' server.
+    const postgres = testEngine() === 'postgres' ? startedPostgres() : undefined;
+    this.env = { GATEWAY_HOME: this.dir, ...(postgres ? { GATEWAY_STORE_URL: postgres.createDatabase() } : {}), ...env };
   }
 
   profileDir(name = 'default'): string {
@@ -57,6 +60,14 @@ export class Home {
   /** The gateway token the daemon generated on first start. */
   token(profile = 'default'): string {
     return this.secrets(profile)['gateway.token']!;
+  }
+
+  /** Everything the default profile's store holds, as text: its SQLite files, or a dump of its PostgreSQL database. */
+  stateText(): string {
+    const url = this.env.GATEWAY_STORE_URL;
+    if (url) return startedPostgres()!.dump(new URL(url).pathname.slice(1));
+    const read = (name: string) => (existsSync(this.file(name)) ? readFileSync(this.file(name)).toString('latin1') : '');
+    return read('state.db') + read('state.db-wal');
   }
 
   lock(profile = 'default'): any {

@@ -75,7 +75,7 @@ export default defineModule<Agents>({
   needs: [jobsModule, sessionsModule, modelsModule, toolsModule, channelsModule],
   setup(ctx) {
     ctx.store.migrateModule('agents', RUN_MIGRATIONS);
-    const runs = new RunStore(ctx.store);
+    const runs = new RunStore(ctx.store, ctx.daemon.instanceId);
     const interrupted = runs.interruptLeftovers();
     if (interrupted > 0) ctx.log.warn({ runs: interrupted }, 'agent runs the previous daemon left running were interrupted');
     ctx.use(jobsModule).retention('agentRuns', (retentionMs) => runs.prune(retentionMs));

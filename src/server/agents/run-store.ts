@@ -24,18 +24,25 @@ export const RUN_MIGRATIONS: readonly Migration[] = [{
     CREATE INDEX agent_runs_session ON agent_runs (session_key, started_at);
     CREATE INDEX agent_runs_running ON agent_runs (status) WHERE status = 'running';
   `,
+}, {
+  version: 2,
+  name: 'the daemon that runs each run',
+  sql: 'ALTER TABLE agent_runs ADD COLUMN daemon TEXT',
 }];
 
 export class RunStore {
   private readonly store: Store;
+  /** This daemon's instance id, recorded with each run it starts. */
+  private readonly daemon: string;
 
-  constructor(store: Store) {
+  constructor(store: Store, daemon = 'local') {
     this.store = store;
+    this.daemon = daemon;
   }
 
   started(run: { id: string; agent: string; sessionKey: string; surface: string; at: number }): void {
-    this.store.prepare("INSERT INTO agent_runs (id, agent, session_key, surface, status, started_at) VALUES (?, ?, ?, ?, 'running', ?)")
-      .run(run.id, run.agent, run.sessionKey, run.surface, run.at);
+    this.store.prepare("INSERT INTO agent_runs (id, agent, session_key, surface, status, started_at, daemon) VALUES (?, ?, ?, ?, 'running', ?, ?)")
+      .run(run.id, run.agent, run.sessionKey, run.surface, run.at, this.daemon);
   }
 
   finished(result: RunResult, at = Date.now()): void {
@@ -48,9 +55,18 @@ export class RunStore {
     return this.store.prepare('SELECT 1 FROM agent_runs WHERE id = ?').get(id) !== undefined;
   }
 
-  /** Runs a daemon that died left running: they were interrupted. */
+  /**
+   * Runs a daemon that died left running: they were interrupted. Alone on its
+   * store, a starting daemon knows every running run was a previous one's;
+   * sharing one, only runs of daemons no longer attached are.
+   */
   interruptLeftovers(): number {
-    return Number(this.store.prepare("UPDATE agent_runs SET status = 'interrupted', finished_at = ?, error = 'the daemon stopped during the run' WHERE status = 'running'").run(Date.now()).changes);
+    const update = "UPDATE agent_runs SET status = 'interrupted', finished_at = ?, error = 'the daemon stopped during the run' WHERE status = 'running'";
+    const live = this.store.liveDaemons();
+    if (!live) return Number(this.store.prepare(update).run(Date.now()).changes);
+    const others = live.filter((id) => id !== this.daemon);
+    const keep = others.length > 0 ? ` AND (daemon IS NULL OR daemon NOT IN (${others.map(() => '?').join(', ')}))` : '';
+    return Number(this.store.engine.prepare(`${update} AND (daemon IS NULL OR daemon <> ?)${keep}`).run(Date.now(), this.daemon, ...others).changes);
   }
 
   prune(retentionMs: number): number {

@@ -17,6 +17,12 @@ export interface ChannelManagerDeps {
   sessions: Sessions;
   /** Pushes an event to operators holding the scope. */
   emit: (event: string, payload: unknown, scope: string) => void;
+  /**
+   * Runs a channel's connection on exactly one daemon of the gateway (several
+   * share a PostgreSQL store): start is called when this daemon takes it.
+   * Without it, this daemon always does.
+   */
+  singleton?: (name: string, handlers: { start(): Promise<void>; stop(): Promise<void> }) => void;
   now?: () => number;
 }
 
@@ -50,6 +56,8 @@ export class ChannelManager {
   private readonly running = new Map<string, Channel>();
   private readonly listeners: ((inbound: Inbound) => void)[] = [];
   private readonly failed = new Map<string, string>();
+  /** Channels another daemon of the gateway runs now (a shared store); this one takes over if it stops. */
+  private readonly standby = new Set<string>();
   private readonly now: () => number;
   private readonly deps: ChannelManagerDeps;
 
@@ -72,7 +80,11 @@ export class ChannelManager {
     return this.running.get(channel)?.selfName?.(account);
   }
 
-  /** Starts every enabled channel; connections are made in the background. */
+  /**
+   * Starts every enabled channel; connections are made in the background. With
+   * a shared store each channel connects from one daemon only, the one holding
+   * its singleton; the others wait to take over.
+   */
   async start(): Promise<void> {
     for (const [id, settings] of Object.entries(this.deps.config().channels)) {
       if (!settings.enabled) continue;
@@ -82,28 +94,48 @@ export class ChannelManager {
         this.deps.logger.error({ channel: id }, 'configured channel is not installed');
         continue;
       }
-      try {
-        const channel = await kind.create(id, {
-          settings: () => this.settings(id) ?? { enabled: false, dmPolicy: 'pairing', allowFrom: [] },
-          secret: this.deps.secret,
-          logger: this.deps.logger,
-          inbound: (message) => this.inbound(id, message),
-          stateChanged: (status) => this.deps.emit('channel.status', this.statusView(id, status), 'operator.read'),
-        });
-        this.running.set(id, channel);
-        await channel.start();
-      } catch (error) {
-        this.failed.set(id, (error as Error).message);
-        this.deps.logger.error({ channel: id, err: error }, 'channel failed to start');
+      const handlers = { start: () => this.open(id, kind), stop: () => this.close(id) };
+      if (this.deps.singleton) {
+        this.standby.add(id);
+        this.deps.singleton(`channel:${id}`, handlers);
+      } else {
+        await handlers.start();
       }
     }
   }
 
+  private async open(id: string, kind: ChannelKind): Promise<void> {
+    this.standby.delete(id);
+    this.failed.delete(id);
+    try {
+      const channel = await kind.create(id, {
+        settings: () => this.settings(id) ?? { enabled: false, dmPolicy: 'pairing', allowFrom: [] },
+        secret: this.deps.secret,
+        logger: this.deps.logger,
+        inbound: (message) => this.inbound(id, message),
+        stateChanged: (status) => this.deps.emit('channel.status', this.statusView(id, status), 'operator.read'),
+      });
+      this.running.set(id, channel);
+      await channel.start();
+    } catch (error) {
+      this.failed.set(id, (error as Error).message);
+      this.deps.logger.error({ channel: id, err: error }, 'channel failed to start');
+    }
+  }
+
+  private async close(id: string): Promise<void> {
+    const channel = this.running.get(id);
+    if (!channel) return;
+    this.running.delete(id);
+    if (this.deps.singleton) this.standby.add(id);
+    await channel.stop().catch((error: unknown) => {
+      this.deps.logger.warn({ channel: id, err: error }, 'channel did not stop cleanly');
+    });
+  }
+
   async stop(): Promise<void> {
-    await Promise.all([...this.running.values()].map((channel) => channel.stop().catch((error: unknown) => {
-      this.deps.logger.warn({ channel: channel.id, err: error }, 'channel did not stop cleanly');
-    })));
-    this.running.clear();
+    await Promise.all([...this.running.keys()].map((id) => this.close(id)));
+    this.standby.clear();
   }
 
   private statusView(channel: string, status: AccountStatus): ChannelStatus {
@@ -118,7 +150,9 @@ export class ChannelManager {
       if (channel) {
         out.push(...channel.status().map((status) => this.statusView(id, status)));
       } else {
-        const detail = this.failed.get(id) ?? (settings.enabled ? 'enabled since the daemon started; restart to connect' : 'not enabled');
+        const detail = this.failed.get(id) ?? (this.standby.has(id)
+          ? 'connected through another daemon of this gateway (shared store); this one takes over if that one stops'
+          : settings.enabled ? 'enabled since the daemon started; restart to connect' : 'not enabled');
         out.push({ channel: id, account: 'default', state: this.failed.has(id) ? 'error' : 'disconnected', detail, since: new Date(this.now()).toISOString() });
       }
     }
@@ -226,6 +260,7 @@ export class ChannelManager {
     const channel = this.running.get(id);
     if (channel) return channel;
     if (!this.settings(id) && !this.kind(id)) throw new DomainError('not_found', `no channel named ${id}`);
+    if (this.standby.has(id)) throw new DomainError('unavailable', `channel ${id} is connected through another daemon of this gateway; send through that one (gateway store status names it)`);
     throw new DomainError('unavailable', `channel ${id} is not running (${this.failed.get(id) ?? (this.settings(id)?.enabled ? 'enabled after the daemon started; restart it' : `enable it: gateway config set channels.${id}.enabled true`)})`);
   }
 

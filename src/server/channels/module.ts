@@ -29,6 +29,7 @@ export default defineModule<Channels>({
     const channels = new ChannelManager({
       kinds: () => ctx.table().channels, config: ctx.config, secret: (name) => ctx.secrets.get(name), logger: ctx.log,
       pairing, sessions, emit: (event, payload, scope) => events.emit(event, payload, scope),
+      ...(store.coordinator ? { singleton: (name: string, handlers: { start(): Promise<void>; stop(): Promise<void> }) => store.singleton(name, handlers) } : {}),
     });
     ctx.use(jobsModule).retention('pairingRequests', (retentionMs) => pairing.prune(retentionMs));
     ctx.onStart(() => channels.start());

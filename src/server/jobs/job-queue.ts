@@ -2,6 +2,7 @@ import { randomFillSync } from 'node:crypto';
 import type { Job, JobStatus } from '../../shared/protocol/results.ts';
 import { DomainError } from '../kernel/errors.ts';
 import type { Store } from '../store/database.ts';
+import { claimDueJobs } from '../store/dialect.ts';
 
 export interface ClaimedJob {
   id: string;
@@ -88,9 +89,16 @@ export class JobQueue {
   private readonly parsed = new Map<string, { value: unknown; bytes: number }>();
   private parsedBytes = 0;
 
-  constructor(store: Store, now: () => number = Date.now) {
+  /** The daemon this queue claims jobs for (its instance id). */
+  readonly owner: string;
+  /** How long a claim holds without news from the daemon that runs the job; its worker renews it every third of that. */
+  readonly leaseMs: number;
+
+  constructor(store: Store, options: { owner?: string; leaseMs?: number; now?: () => number } = {}) {
     this.store = store;
-    this.now = now;
+    this.owner = options.owner ?? 'local';
+    this.leaseMs = options.leaseMs ?? 30_000;
+    this.now = options.now ?? Date.now;
   }
 
   private changeListeners = new Set<() => void>();
@@ -116,8 +124,8 @@ export class JobQueue {
    * `parsed` the same as an object (the worker then uses it instead of parsing
    * the stored JSON; it must not be changed afterwards).
    */
-  enqueue(kind: string, payload: unknown, options: { source?: string; maxAttempts?: number; runAt?: number; serialized?: string; parsed?: unknown } = {}): string {
-    const id = newJobId(this.now());
+  enqueue(kind: string, payload: unknown, options: { id?: string; source?: string; maxAttempts?: number; runAt?: number; serialized?: string; parsed?: unknown } = {}): string {
+    const id = options.id ?? newJobId(this.now());
     const now = this.now();
     this.store.prepare(`INSERT INTO jobs (id, kind, status, attempts, max_attempts, run_at, created_at, source)
       VALUES (?, ?, 'queued', 0, ?, ?, ?, ?)`).run(
@@ -134,13 +142,17 @@ export class JobQueue {
     return id;
   }
 
+  /** A new job's id, for a caller that records it before it enqueues the job (in the same transaction). */
+  newId(): string {
+    return newJobId(this.now());
+  }
+
   /** Takes up to `limit` due jobs, atomically, marking them running. */
   claim(limit = 1): ClaimedJob[] {
     const now = this.now();
     return this.store.transaction(() => {
-      const rows = this.store.prepare(`UPDATE jobs SET status = 'running', started_at = ?, attempts = attempts + 1
-        WHERE id IN (SELECT id FROM jobs WHERE status = 'queued' AND run_at <= ? ORDER BY run_at, created_at LIMIT ?)
-        RETURNING id, kind, attempts, max_attempts`).all(now, now, limit) as Row[];
+      const rows = (this.store.prepare(claimDueJobs(this.store.kind)).all(now, this.owner, now + this.leaseMs, now, limit) as Row[])
+        .sort((a, b) => Number(a.run_at) - Number(b.run_at) || Number(a.created_at) - Number(b.created_at) || (String(a.id) < String(b.id) ? -1 : 1));
       const payload = this.store.prepare('SELECT payload FROM job_payloads WHERE job_id = ?');
       const claimed = rows.map((row) => {
         const id = String(row.id);
@@ -169,27 +181,58 @@ export class JobQueue {
     return row.next === null ? undefined : Number(row.next);
   }
 
-  succeed(id: string, result: unknown): void {
-    this.store.prepare("UPDATE jobs SET status = 'succeeded', finished_at = ?, result = ?, error = NULL WHERE id = ?")
-      .run(this.now(), JSON.stringify(result ?? null), id);
+  /**
+   * Records a job's outcome while this daemon still holds its claim; false
+   * when the claim was lost (its lease ran out and the job went back to the
+   * queue), and the outcome is then not recorded.
+   */
+  succeed(id: string, result: unknown): boolean {
+    const changes = this.store.prepare("UPDATE jobs SET status = 'succeeded', finished_at = ?, result = ?, error = NULL, lease_expires_at = NULL WHERE id = ? AND status = 'running' AND claimed_by = ?")
+      .run(this.now(), JSON.stringify(result ?? null), id, this.owner).changes;
     this.changed();
+    return Number(changes) === 1;
   }
 
   /** A failed attempt goes back to the queue with backoff until its attempts run out. */
-  fail(job: ClaimedJob, error: string): void {
+  fail(job: ClaimedJob, error: string): boolean {
     const now = this.now();
+    let changes;
     if (job.attempts < job.maxAttempts) {
       const delay = Math.min(JOB_LIMITS.backoffBaseMs * 2 ** (job.attempts - 1), JOB_LIMITS.backoffMaxMs);
-      this.store.prepare("UPDATE jobs SET status = 'queued', run_at = ?, error = ? WHERE id = ?").run(now + delay, error, job.id);
+      changes = this.store.prepare("UPDATE jobs SET status = 'queued', run_at = ?, error = ?, claimed_by = NULL, lease_expires_at = NULL WHERE id = ? AND status = 'running' AND claimed_by = ?")
+        .run(now + delay, error, job.id, this.owner).changes;
     } else {
-      this.store.prepare("UPDATE jobs SET status = 'failed', finished_at = ?, error = ? WHERE id = ?").run(now, error, job.id);
+      changes = this.store.prepare("UPDATE jobs SET status = 'failed', finished_at = ?, error = ?, lease_expires_at = NULL WHERE id = ? AND status = 'running' AND claimed_by = ?")
+        .run(now, error, job.id, this.owner).changes;
     }
     this.changed();
+    return Number(changes) === 1;
   }
 
-  /** Jobs a killed daemon left running go back to the queue. */
-  requeueInterrupted(): number {
-    return Number(this.store.prepare("UPDATE jobs SET status = 'queued', run_at = ? WHERE status = 'running'").run(this.now()).changes);
+  /**
+   * Jobs left running by a daemon that is gone go back to the queue. `all`
+   * (a daemon alone on its SQLite file, at start) takes every running job;
+   * otherwise only those whose lease ran out: their daemon stopped renewing it.
+   */
+  requeueInterrupted(options: { all?: boolean } = {}): number {
+    const now = this.now();
+    const requeue = "UPDATE jobs SET status = 'queued', run_at = ?, claimed_by = NULL, lease_expires_at = NULL WHERE status = 'running'";
+    const changes = options.all
+      ? this.store.prepare(requeue).run(now).changes
+      : this.store.prepare(`${requeue} AND (lease_expires_at IS NULL OR lease_expires_at < ?)`).run(now, now).changes;
+    if (Number(changes) > 0) this.changed();
+    return Number(changes);
+  }
+
+  /** Renews this daemon's claims on the jobs it runs. */
+  renewLeases(): number {
+    const now = this.now();
+    return Number(this.store.prepare("UPDATE jobs SET lease_expires_at = ? WHERE status = 'running' AND claimed_by = ?").run(now + this.leaseMs, this.owner).changes);
+  }
+
+  /** Wakes this queue's worker: jobs may have been queued by another daemon. */
+  wake(): void {
+    this.listeners.forEach((listener) => listener());
   }
 
   get(id: string): Job | undefined {

@@ -43,7 +43,7 @@ export default defineModule<Jobs>({
   setup(ctx) {
     const { store } = ctx;
     store.migrateModule('jobs', JOB_MIGRATIONS);
-    const queue = new JobQueue(store);
+    const queue = new JobQueue(store, { owner: ctx.daemon.instanceId, leaseMs: ctx.config().jobs.leaseSeconds * 1000 });
     const handles = (kind: string) => ctx.table().jobHandler(kind) !== undefined;
     const existing = (id: string) => {
       const job = queue.get(id);
@@ -59,6 +59,10 @@ export default defineModule<Jobs>({
         ctx.events.emit('jobs.changed', { at: new Date().toISOString() }, 'operator.read');
       }, JOBS_CHANGED_MS).unref();
     });
+    // Sharing a PostgreSQL store: another daemon's jobs.changed (its NOTIFY) wakes this daemon's idle worker.
+    store.coordinator?.onEvent((event) => {
+      if (event === 'jobs.changed') queue.wake();
+    });
     const worker = new JobWorker({
       queue, store, logger: ctx.log, concurrency: ctx.config().jobs.concurrency, handler: (kind) => ctx.table().jobHandler(kind)?.value,
     });
@@ -68,12 +72,15 @@ export default defineModule<Jobs>({
       return { ...queue.prune(days), ...Object.fromEntries([...pruners].map(([name, prune]) => [name, prune(days * 86_400_000)])) };
     });
     // Retention runs as a job every PRUNE_INTERVAL_MS, counted across restarts: a daemon started ten times a day queues it four times, not ten.
+    // Of several daemons sharing a database, the one whose conditional upsert changes the row queues it: the row is the lock.
     const queueIfDue = () => {
       const last = store.prepare('SELECT last_queued_at FROM job_schedules WHERE name = ?').get(PRUNE_JOB) as { last_queued_at: number } | undefined;
       if (last && Date.now() - Number(last.last_queued_at) < PRUNE_INTERVAL_MS) return;
       store.transaction(() => {
-        queue.enqueue(PRUNE_JOB, null, { maxAttempts: 1 });
-        store.prepare('INSERT INTO job_schedules (name, last_queued_at) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET last_queued_at = excluded.last_queued_at').run(PRUNE_JOB, Date.now());
+        const now = Date.now();
+        const won = store.prepare(`INSERT INTO job_schedules (name, last_queued_at) VALUES (?, ?)
+          ON CONFLICT (name) DO UPDATE SET last_queued_at = excluded.last_queued_at WHERE job_schedules.last_queued_at <= ?`).run(PRUNE_JOB, now, now - PRUNE_INTERVAL_MS).changes;
+        if (Number(won) === 1) queue.enqueue(PRUNE_JOB, null, { maxAttempts: 1 });
       });
     };
     let pruneTimer: NodeJS.Timeout | undefined;

@@ -30,6 +30,7 @@ export class JobWorker {
   private stopped = false;
   private scheduled = false;
   private timer?: NodeJS.Timeout;
+  private leases?: NodeJS.Timeout;
   private readonly options: JobWorkerOptions;
 
   constructor(options: JobWorkerOptions) {
@@ -38,8 +39,22 @@ export class JobWorker {
   }
 
   start(): void {
-    const requeued = this.options.queue.requeueInterrupted();
-    if (requeued > 0) this.options.logger.warn({ jobs: requeued }, 'requeued jobs a previous run left running');
+    const { queue, store, logger } = this.options;
+    // Alone on its SQLite file, a daemon that starts knows every running job was left by a previous run; sharing a
+    // database, it takes back only jobs whose daemon stopped renewing their lease, now and every few seconds.
+    const shared = store.kind === 'postgres';
+    const requeued = queue.requeueInterrupted({ all: !shared });
+    if (requeued > 0) logger.warn({ jobs: requeued }, 'requeued jobs a previous run left running');
+    // Every third of the lease: a claim is renewed twice before it could lapse.
+    this.leases = setInterval(() => {
+      store.bookkeeping(() => {
+        if (this.running.size > 0) queue.renewLeases();
+        if (!shared) return;
+        const taken = queue.requeueInterrupted();
+        if (taken > 0) logger.warn({ jobs: taken }, 'requeued jobs whose daemon stopped renewing their lease');
+      });
+    }, queue.leaseMs / 3);
+    this.leases.unref();
     this.pump();
   }
 
@@ -135,7 +150,9 @@ export class JobWorker {
     let outcome: () => void;
     try {
       const result = await pending;
-      outcome = () => this.options.queue.succeed(job.id, result);
+      outcome = () => {
+        if (!this.options.queue.succeed(job.id, result)) this.lost(job);
+      };
     } catch (error) {
       outcome = () => this.failed(job, error);
     }
@@ -149,8 +166,13 @@ export class JobWorker {
 
   private failed(job: ClaimedJob, error: unknown): void {
     const message = (error as Error)?.message ?? String(error);
-    this.options.queue.fail(job, message.slice(0, 2000));
+    if (!this.options.queue.fail(job, message.slice(0, 2000))) this.lost(job);
     this.options.logger.warn({ job: job.id, kind: job.kind, attempt: job.attempts, err: error }, 'job attempt failed');
+  }
+
+  /** The job's lease ran out while it ran (the daemon stalled past it): another daemon owns it now, and its outcome here is dropped. */
+  private lost(job: ClaimedJob): void {
+    this.options.logger.warn({ job: job.id, kind: job.kind }, 'job finished after its lease ran out; another daemon runs it again');
   }
 
   private troubled(error: unknown): void {
@@ -170,6 +192,7 @@ export class JobWorker {
   async drain(timeoutMs: number): Promise<number> {
     this.stopped = true;
     clearTimeout(this.timer);
+    clearInterval(this.leases);
     if (this.running.size === 0) return 0;
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([Promise.allSettled(this.running.values()), new Promise((resolve) => { timer = setTimeout(resolve, timeoutMs); })]);

@@ -5,6 +5,8 @@ export interface GatewayEvent {
   payload: unknown;
   /** The operator scope a client needs to receive it. */
   scope: string;
+  /** Emitted by another daemon sharing this one's store, and relayed here. */
+  remote?: true;
 }
 
 type Listener = (event: GatewayEvent) => void;
@@ -18,6 +20,15 @@ export class EventBus {
     const frame = { event, payload, scope };
     for (const listener of this.listeners) listener(frame);
     for (const listener of this.named.get(event) ?? []) listener(payload);
+  }
+
+  /**
+   * An event another daemon of the same gateway emitted: it reaches this
+   * daemon's clients, not its modules (the daemon that emitted it acted on it).
+   */
+  relay(event: string, payload: unknown, scope: string): void {
+    const frame: GatewayEvent = { event, payload, scope, remote: true };
+    for (const listener of this.listeners) listener(frame);
   }
 
   /** Receives every event (the control plane); returns a function that unsubscribes. */

@@ -75,7 +75,7 @@ export class UsageLog {
       const rows = this.store.prepare(`SELECT ${key} AS key, COUNT(*) AS calls, SUM(CASE WHEN outcome = 'ok' THEN 0 ELSE 1 END) AS errors,
         COALESCE(SUM(input_tokens), 0) AS input_tokens, COALESCE(SUM(output_tokens), 0) AS output_tokens,
         SUM(CASE WHEN outcome = 'ok' AND input_tokens IS NULL AND output_tokens IS NULL THEN 1 ELSE 0 END) AS uncounted, AVG(latency_ms) AS latency
-        FROM model_calls WHERE at >= ? GROUP BY ${key} ORDER BY calls DESC, key`).all(since) as Row[];
+        FROM model_calls WHERE at >= ?${column ? ` GROUP BY ${key} ORDER BY calls DESC, key` : ''}`).all(since) as Row[];
       return rows.map((row) => ({
         key: String(row.key), calls: Number(row.calls), errors: Number(row.errors), inputTokens: Number(row.input_tokens),
         outputTokens: Number(row.output_tokens), uncounted: Number(row.uncounted), latencyMsAvg: Math.round(Number(row.latency ?? 0)),

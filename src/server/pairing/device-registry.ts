@@ -117,7 +117,7 @@ export class DeviceRegistry {
   }
 
   findPending(id: string): PairingRequest | undefined {
-    const row = this.store.prepare("SELECT * FROM pairing_requests WHERE id = ? COLLATE NOCASE AND status = 'pending' AND expires_at > ?").get(id, this.now()) as Row | undefined;
+    const row = this.store.prepare("SELECT * FROM pairing_requests WHERE lower(id) = lower(?) AND status = 'pending' AND expires_at > ?").get(id, this.now()) as Row | undefined;
     return row ? toRequest(row) : undefined;
   }
 

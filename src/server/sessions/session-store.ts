@@ -141,11 +141,10 @@ export class SessionStore {
 
   private insert(key: string, entry: NewEntry): { session: Session; message: SessionMessage } {
     this.store.prepare('UPDATE sessions SET updated_at = ?, message_count = message_count + 1 WHERE key = ?').run(entry.at, key);
-    const inserted = this.store.prepare(
-      'INSERT INTO session_messages (session_key, direction, sender, sender_name, text, at, via, role, kind, data, run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-    ).run(key, entry.direction, entry.sender, entry.senderName ?? null, entry.text, entry.at, entry.via ?? null,
-      entry.role ?? null, entry.messageKind ?? null, entry.data === undefined ? null : JSON.stringify(entry.data), entry.runId ?? null);
-    const row = this.store.prepare('SELECT * FROM session_messages WHERE id = ?').get(inserted.lastInsertRowid) as Row;
+    const row = this.store.prepare(
+      'INSERT INTO session_messages (session_key, direction, sender, sender_name, text, at, via, role, kind, data, run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *',
+    ).get(key, entry.direction, entry.sender, entry.senderName ?? null, entry.text, entry.at, entry.via ?? null,
+      entry.role ?? null, entry.messageKind ?? null, entry.data === undefined ? null : JSON.stringify(entry.data), entry.runId ?? null) as Row;
     return { session: this.get(key)!, message: toMessage(row) };
   }
 

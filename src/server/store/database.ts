@@ -1,102 +1,123 @@
 import { statSync } from 'node:fs';
-import { DatabaseSync, type StatementSync } from 'node:sqlite';
-import { GatewayError } from '../../shared/errors.ts';
+import { configError } from '../../shared/errors.ts';
+import { ATTACHED_DAEMONS, BEGIN, DATABASE_SIZE, type EngineKind, postgresDdl, SINGLETON_HOLDER } from './dialect.ts';
+import type { Engine, Statement } from './engine.ts';
 import { StorageHealth } from './faults.ts';
 import { MIGRATIONS, type Migration } from './migrations.ts';
+import { type PostgresCoordinator, type Singleton, SINGLETON_LOCK_CLASS } from './postgres-coordinator.ts';
+import { PostgresEngine } from './postgres-engine.ts';
+import { SqliteEngine } from './sqlite-engine.ts';
 
 export interface StoreOptions {
+  /** The SQLite file, when the profile keeps its state on this host. */
   path: string;
   /** normal survives a crash of the daemon (WAL); full also survives power loss. */
   synchronous: 'normal' | 'full';
+  /** A postgres:// URL: the state is kept in PostgreSQL, shared with every daemon that names it. */
+  url?: string;
+  /** The database password, from the secret store (never in the URL kept in config). */
+  password?: string;
+  /** How this daemon appears in PostgreSQL's list of sessions. */
+  applicationName?: string;
 }
 
-const SQLITE_CORRUPT = 11;
-const SQLITE_NOTADB = 26;
+/** Serializes migrations of one database among every daemon that starts on it at once. */
+const MIGRATION_LOCK = "SELECT pg_advisory_xact_lock(hashtext('gateway.migrations'))";
 
 /**
- * Opens the profile's database, refusing one that is damaged instead of
- * failing later with a bare SQLite error, and never taking an emptied file
- * for a new database: SQLite writes a database's header when it makes one, so
- * a file of 0 bytes is a database that lost its content (a truncation, a
- * failed copy), and starting afresh on it would drop every token, device and
- * job without a word.
+ * The profile's state: one SQLite database in WAL mode on this host, or a
+ * PostgreSQL database several daemons share. Migrated at start; the features
+ * speak the same SQL to both.
  */
-function openDatabase(path: string): DatabaseSync {
-  const size = (() => {
-    try {
-      return statSync(path).size;
-    } catch {
-      return undefined;
-    }
-  })();
-  const aside = `mv ${path} ${path}.broken   # the profile then starts with empty state: tokens, devices, jobs and sessions are gone`;
-  if (size === 0) {
-    throw new GatewayError(`${path} is empty (0 bytes): the profile's database lost its content. It was left as it is.`, {
-      hints: [`restore it from a backup (with its -wal file, if any)`, `or set it aside: ${aside}`],
-    });
-  }
-  let db: DatabaseSync | undefined;
-  try {
-    db = new DatabaseSync(path);
-    // Reading the schema reads the header and the first page: a file that is not a database says so here.
-    db.prepare('SELECT count(*) FROM sqlite_schema').get();
-    return db;
-  } catch (error) {
-    db?.close();
-    const code = ((error as { errcode?: number }).errcode ?? 0) & 0xff;
-    const damaged = code === SQLITE_CORRUPT || code === SQLITE_NOTADB;
-    throw new GatewayError(`${path} ${damaged ? 'is damaged' : 'cannot be opened'}: ${(error as Error).message}. It was left as it is.`, {
-      cause: error,
-      hints: damaged ? ['restore it from a backup (with its -wal file, if any)', `or set it aside: ${aside}`] : [`check the file and its folder: ls -l ${path}`],
-    });
-  }
-}
-
-/** The profile's state: one SQLite database in WAL mode, migrated at start. */
 export class Store {
-  readonly db: DatabaseSync;
-  private readonly statements = new Map<string, StatementSync>();
-  /** The last storage failure (a full disk), until a write works again. */
+  readonly engine: Engine;
+  readonly kind: EngineKind;
+  private readonly statements = new Map<string, Statement>();
+  /** The last storage failure (a full disk, a database out of reach), until a write works again. */
   readonly health = new StorageHealth();
   private depth = 0;
+  /** With PostgreSQL: what the daemons sharing the database agree on (singletons, events). */
+  coordinator?: PostgresCoordinator;
+  /** The singletons this daemon takes part in. */
+  readonly singletonNames = new Set<string>();
 
   constructor(options: StoreOptions, migrations: readonly Migration[] = MIGRATIONS) {
-    this.db = openDatabase(options.path);
-    this.db.exec('PRAGMA journal_mode = WAL');
-    this.db.exec(`PRAGMA synchronous = ${options.synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
-    this.db.exec('PRAGMA foreign_keys = ON');
-    this.db.exec('PRAGMA busy_timeout = 5000');
-    // A larger page cache and fewer, larger checkpoints: the daemon is the database's only writer.
-    this.db.exec('PRAGMA cache_size = -16000');
-    this.setAutocheckpoint();
-    this.db.exec('PRAGMA temp_store = MEMORY');
-    this.migrate(migrations);
+    if (options.url) {
+      const engine = new PostgresEngine({ url: options.url, password: options.password, applicationName: options.applicationName ?? 'gateway' });
+      engine.onConnection((state) => {
+        if (state.up) this.health.succeeded();
+        else this.health.failed(Object.assign(new Error(state.message ?? 'connection lost'), { code: state.code, unreachable: true }));
+      });
+      this.engine = engine;
+    } else {
+      this.engine = new SqliteEngine(options.path, options.synchronous);
+    }
+    this.kind = this.engine.kind;
+    try {
+      this.migrate(migrations);
+    } catch (error) {
+      this.close();
+      throw error;
+    }
   }
 
-  /** How many WAL pages this connection lets accumulate before it checkpoints inline during a commit. */
-  setAutocheckpoint(pages = 4000): void {
-    this.db.exec(`PRAGMA wal_autocheckpoint = ${Math.trunc(pages)}`);
+  /** How many WAL pages the SQLite connection lets accumulate before it checkpoints inline during a commit. */
+  setAutocheckpoint(pages?: number): void {
+    if (this.engine instanceof SqliteEngine) this.engine.setAutocheckpoint(pages);
   }
 
   get schemaVersion(): number {
-    const row = this.db.prepare('SELECT MAX(version) AS version FROM schema_migrations').get() as { version: number | null };
+    const row = this.engine.prepare('SELECT MAX(version) AS version FROM schema_migrations').get() as { version: number | null };
     return row.version ?? 0;
   }
 
-  private migrate(migrations: readonly Migration[]): void {
-    this.db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)');
-    const applied = this.schemaVersion;
-    const known = migrations.at(-1)?.version ?? 0;
-    if (applied > known) {
-      throw new Error(`state.db has schema version ${applied}, newer than this gateway understands (${known}); upgrade gateway`);
-    }
-    for (const migration of migrations) {
-      if (migration.version <= applied) continue;
+  private ddl(sql: string): string {
+    return this.kind === 'postgres' ? postgresDdl(sql) : sql;
+  }
+
+  /**
+   * Applies what is missing of a list of migrations, in one transaction per
+   * migration on SQLite, and all at once under an advisory lock on PostgreSQL:
+   * of several daemons starting together on one database, one migrates and
+   * the others then find the work done.
+   */
+  private applyMigrations(table: string, owner: string | undefined, migrations: readonly Migration[]): void {
+    const scope = owner === undefined ? '' : ' WHERE module = ?';
+    const keys = owner === undefined ? [] : [owner];
+    const create = owner === undefined
+      ? 'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER NOT NULL PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)'
+      : 'CREATE TABLE IF NOT EXISTS module_migrations (module TEXT NOT NULL, version INTEGER NOT NULL, name TEXT NOT NULL, applied_at BIGINT NOT NULL, PRIMARY KEY (module, version))';
+    const pending = (): Migration[] => {
+      const row = this.engine.prepare(`SELECT MAX(version) AS version FROM ${table}${scope}`).get(...keys) as { version: number | null };
+      const applied = row.version ?? 0;
+      const known = migrations.at(-1)?.version ?? 0;
+      if (applied > known) {
+        const what = owner === undefined ? 'schema version' : `module ${owner} at schema version`;
+        throw configError(`the store has ${what} ${applied}, newer than this gateway understands (${known}): a newer gateway migrated it`, [
+          'upgrade gateway on this host to the version the other daemons run',
+        ]);
+      }
+      return migrations.filter((migration) => migration.version > applied);
+    };
+    const record = (migration: Migration) => {
+      this.engine.exec(this.ddl(migration.sql));
+      if (owner === undefined) this.engine.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(migration.version, migration.name, Date.now());
+      else this.engine.prepare('INSERT INTO module_migrations (module, version, name, applied_at) VALUES (?, ?, ?, ?)').run(owner, migration.version, migration.name, Date.now());
+    };
+    if (this.kind === 'postgres') {
       this.transaction(() => {
-        this.db.exec(migration.sql);
-        this.db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(migration.version, migration.name, Date.now());
+        this.engine.exec(MIGRATION_LOCK);
+        this.engine.exec(create);
+        for (const migration of pending()) record(migration);
       });
+      return;
     }
+    this.engine.exec(create);
+    for (const migration of pending()) this.transaction(() => record(migration));
+  }
+
+  private migrate(migrations: readonly Migration[]): void {
+    this.applyMigrations('schema_migrations', undefined, migrations);
   }
 
   /**
@@ -105,30 +126,22 @@ export class Store {
    * module, recorded in module_migrations.
    */
   migrateModule(module: string, migrations: readonly Migration[]): void {
-    this.db.exec('CREATE TABLE IF NOT EXISTS module_migrations (module TEXT NOT NULL, version INTEGER NOT NULL, name TEXT NOT NULL, applied_at BIGINT NOT NULL, PRIMARY KEY (module, version))');
-    const row = this.db.prepare('SELECT MAX(version) AS version FROM module_migrations WHERE module = ?').get(module) as { version: number | null };
-    const applied = row.version ?? 0;
-    const known = migrations.at(-1)?.version ?? 0;
-    if (applied > known) {
-      throw new Error(`state.db has module ${module} at schema version ${applied}, newer than this gateway understands (${known}); upgrade gateway`);
-    }
-    for (const migration of migrations) {
-      if (migration.version <= applied) continue;
-      this.transaction(() => {
-        this.db.exec(migration.sql);
-        this.db.prepare('INSERT INTO module_migrations (module, version, name, applied_at) VALUES (?, ?, ?, ?)').run(module, migration.version, migration.name, Date.now());
-      });
-    }
+    this.applyMigrations('module_migrations', module, migrations);
   }
 
   /** A prepared statement, compiled once per daemon: preparing costs more than running. */
-  prepare(sql: string): StatementSync {
+  prepare(sql: string): Statement {
     let statement = this.statements.get(sql);
     if (!statement) {
-      statement = this.db.prepare(sql);
+      statement = this.engine.prepare(sql);
       this.statements.set(sql, statement);
     }
     return statement;
+  }
+
+  /** Whether a transaction is open on the daemon's connection. */
+  private get open(): boolean {
+    return this.engine instanceof SqliteEngine ? this.engine.db.isTransaction : this.depth > 0;
   }
 
   /**
@@ -136,10 +149,10 @@ export class Store {
    * another transaction it is a savepoint of that one.
    */
   transaction<T>(work: () => T): T {
-    const nested = this.db.isTransaction;
+    const nested = this.depth > 0;
     const savepoint = `sp${this.depth + 1}`;
     try {
-      this.db.exec(nested ? `SAVEPOINT ${savepoint}` : 'BEGIN IMMEDIATE');
+      this.engine.exec(nested ? `SAVEPOINT ${savepoint}` : BEGIN[this.kind]);
     } catch (error) {
       this.health.failed(error);
       throw error;
@@ -147,15 +160,15 @@ export class Store {
     this.depth++;
     try {
       const result = work();
-      this.db.exec(nested ? `RELEASE ${savepoint}` : 'COMMIT');
+      this.engine.exec(nested ? `RELEASE ${savepoint}` : 'COMMIT');
       if (!nested) this.health.succeeded();
       return result;
     } catch (error) {
       // SQLite rolls a transaction back by itself after some failures (a full disk): only what is still open is undone here,
       // and a rollback that fails says less than the error that caused it.
-      if (this.db.isTransaction) {
+      if (this.open) {
         try {
-          this.db.exec(nested ? `ROLLBACK TO ${savepoint}; RELEASE ${savepoint}` : 'ROLLBACK');
+          this.engine.exec(nested ? `ROLLBACK TO ${savepoint}; RELEASE ${savepoint}` : 'ROLLBACK');
         } catch {
           // the original error is the one to report
         }
@@ -165,6 +178,69 @@ export class Store {
     } finally {
       this.depth--;
     }
+  }
+
+  /**
+   * Work exactly one daemon of the gateway does (a channel's connection). Alone
+   * on its SQLite file a daemon always holds it; sharing PostgreSQL, the daemon
+   * that takes its advisory lock does, and another takes over when it dies.
+   */
+  singleton(name: string, handlers: Singleton): void {
+    this.singletonNames.add(name);
+    if (this.coordinator) this.coordinator.singleton(name, handlers);
+    else void Promise.resolve(handlers.start());
+  }
+
+  /** Whether this daemon holds a singleton now. */
+  holds(name: string): boolean {
+    return this.coordinator ? this.coordinator.holds(name) : true;
+  }
+
+  /**
+   * The daemons attached to a shared store now, by instance id, as PostgreSQL
+   * lists its sessions; undefined on SQLite, where a daemon is alone.
+   */
+  liveDaemons(): string[] | undefined {
+    return this.attached()?.map((daemon) => daemon.instanceId);
+  }
+
+  /** The daemons attached to a shared store, as PostgreSQL lists their sessions; undefined on SQLite. */
+  attached(): { instanceId: string; profile: string; address: string | null; connectedAt: number | null }[] | undefined {
+    if (this.kind !== 'postgres') return undefined;
+    const rows = this.prepare(ATTACHED_DAEMONS).all() as { name: string; address: string | null; since: number | null }[];
+    return rows.map((row) => {
+      const [, profile = '', instanceId = ''] = String(row.name).split(' ');
+      return { instanceId, profile, address: row.address ?? null, connectedAt: row.since ?? null };
+    });
+  }
+
+  /** Which daemon holds each singleton now, by instance id (null: none); this daemon's own view on SQLite. */
+  singletonHolders(names: readonly string[], self: string): { name: string; holder: string | null }[] {
+    if (this.kind !== 'postgres') return names.map((name) => ({ name, holder: self }));
+    return names.map((name) => {
+      const row = this.prepare(SINGLETON_HOLDER).get(String(SINGLETON_LOCK_CLASS), name) as { holder: string } | undefined;
+      return { name, holder: row ? String(row.holder).split(' ').at(-1)! : null };
+    });
+  }
+
+  /** How much room the state takes: the database's size on PostgreSQL, the file and its WAL on SQLite. */
+  sizeBytes(path: string): number | null {
+    if (this.kind === 'postgres') return Number((this.prepare(DATABASE_SIZE).get() as { bytes: number }).bytes);
+    let total = 0;
+    for (const file of [path, `${path}-wal`]) {
+      try {
+        total += statSync(file).size;
+      } catch {
+        // no such file
+      }
+    }
+    return total;
+  }
+
+  /** Schema versions of the modules' own tables. */
+  moduleVersions(): Record<string, number> {
+    const rows = this.prepare('SELECT module, MAX(version) AS version FROM module_migrations GROUP BY module ORDER BY module').all() as { module: string; version: number }[];
+    return Object.fromEntries(rows.map((row) => [row.module, Number(row.version)]));
   }
 
   /** Records an audit event; detail never carries a secret. */
@@ -190,6 +266,6 @@ export class Store {
   }
 
   close(): void {
-    if (this.db.isOpen) this.db.close();
+    this.engine.close();
   }
 }

@@ -6,11 +6,11 @@
  */
 import { statfsSync } from 'node:fs';
 
-export type StorageFaultKind = 'disk_full' | 'io_error' | 'read_only';
+export type StorageFaultKind = 'disk_full' | 'io_error' | 'read_only' | 'unreachable';
 
 export interface StorageFault {
   kind: StorageFaultKind;
-  /** The error as it came (no secret: SQLite and the file system speak of files and space). */
+  /** The error as it came (no secret: SQLite, PostgreSQL and the file system speak of files, space and connections). */
   detail: string;
   since: number;
 }
@@ -19,10 +19,14 @@ const SQLITE_READONLY = 8;
 const SQLITE_IOERR = 10;
 const SQLITE_FULL = 13;
 
-/** Which storage failure an error is (SQLite's or the file system's), if it is one. */
+/** Which storage failure an error is (SQLite's, PostgreSQL's or the file system's), if it is one. */
 export function storageFaultKind(error: unknown): StorageFaultKind | undefined {
-  const found = error as { code?: unknown; errcode?: unknown; message?: unknown } | null;
+  const found = error as { code?: unknown; errcode?: unknown; message?: unknown; unreachable?: unknown } | null;
   if (!found || typeof found !== 'object') return undefined;
+  if (found.unreachable === true) return 'unreachable';
+  // PostgreSQL out of disk space (SQLSTATE 53100) or refusing writes (a standby, 25006).
+  if (found.code === '53100') return 'disk_full';
+  if (found.code === '25006') return 'read_only';
   const primary = typeof found.errcode === 'number' ? found.errcode & 0xff : undefined;
   if (found.code === 'ENOSPC' || found.code === 'EDQUOT' || primary === SQLITE_FULL) return 'disk_full';
   if (found.code === 'EROFS' || primary === SQLITE_READONLY) return 'read_only';
@@ -34,6 +38,7 @@ export const describeFault = (kind: StorageFaultKind): string => ({
   disk_full: 'the disk that holds its state is full',
   io_error: 'the disk that holds its state fails to read or write',
   read_only: 'the file system that holds its state is read-only',
+  unreachable: 'the database that holds its state cannot be reached',
 })[kind];
 
 /** Bytes free for this process on the file system of a path; undefined when it cannot be asked. */
@@ -81,6 +86,7 @@ export class StorageHealth {
    * failed write while no write has worked since.
    */
   problem(dir: string): string | undefined {
+    if (this.fault?.kind === 'unreachable') return `${describeFault('unreachable')} (${this.fault.detail}) since ${new Date(this.fault.since).toISOString()}; it reconnects by itself`;
     const free = freeBytes(dir);
     if (free !== undefined && free < LOW_SPACE_BYTES) return `${describeFault('disk_full')} (${dir}: ${Math.floor(free / 1024)} KiB free); free some space and it recovers by itself`;
     if (this.fault && !(this.fault.kind === 'disk_full' && free !== undefined)) {

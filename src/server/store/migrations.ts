@@ -244,4 +244,18 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX jobs_due ON jobs (run_at, created_at) WHERE status = 'queued';
     `,
   },
+  {
+    version: 8,
+    name: 'job leases',
+    sql: `
+      -- Which daemon runs a job and until when its claim holds: a daemon that dies leaves its jobs to be requeued
+      -- when the lease runs out, by whichever daemon sees it first.
+      ALTER TABLE jobs ADD COLUMN claimed_by TEXT;
+      ALTER TABLE jobs ADD COLUMN lease_expires_at BIGINT;
+      CREATE INDEX jobs_leases ON jobs (lease_expires_at) WHERE status = 'running';
+      -- Jobs queued in one millisecond are taken in the order of their ids (which sort by creation), on every engine.
+      DROP INDEX jobs_due;
+      CREATE INDEX jobs_due ON jobs (run_at, created_at, id) WHERE status = 'queued';
+    `,
+  },
 ];

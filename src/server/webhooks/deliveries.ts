@@ -75,16 +75,28 @@ type DeliveryInput = { event: string; deliveryId: string; hookId: string | undef
  */
 function recordDelivery(store: Store, queue: JobQueue, delivery: DeliveryInput): Accepted {
   const hookKey = delivery.hookId ?? '';
-  const existing = store.prepare('SELECT job_id FROM webhook_deliveries WHERE hook_id = ? AND delivery_id = ?').get(hookKey, delivery.deliveryId) as { job_id: string } | undefined;
-  if (existing) return { deliveryId: delivery.deliveryId, jobId: existing.job_id, duplicate: true };
+  // The delivery's row first, claiming its key: of two daemons taking the same delivery at once (a shared store),
+  // the second waits for the first's commit and then inserts nothing.
+  const jobId = queue.newId();
+  const claimed = store.prepare('INSERT INTO webhook_deliveries (hook_id, delivery_id, event, received_at, job_id) VALUES (?, ?, ?, ?, ?) ON CONFLICT (hook_id, delivery_id) DO NOTHING')
+    .run(hookKey, delivery.deliveryId, delivery.event, Date.now(), jobId).changes;
+  if (Number(claimed) === 0) {
+    const existing = store.prepare('SELECT job_id FROM webhook_deliveries WHERE hook_id = ? AND delivery_id = ?').get(hookKey, delivery.deliveryId) as { job_id: string };
+    return { deliveryId: delivery.deliveryId, jobId: existing.job_id, duplicate: true };
+  }
   // The body is stored as it came (already checked to be a JSON object), not parsed and serialised again.
   const serialized = `{"event":${JSON.stringify(delivery.event)},"deliveryId":${JSON.stringify(delivery.deliveryId)},"hookId":${JSON.stringify(delivery.hookId ?? null)},"body":${delivery.json}}`;
   const parsed = delivery.body && { event: delivery.event, deliveryId: delivery.deliveryId, hookId: delivery.hookId ?? null, body: delivery.body };
-  const jobId = queue.enqueue(`github.${delivery.event}`, undefined, { source: delivery.deliveryId, serialized, parsed });
-  store.prepare('INSERT INTO webhook_deliveries (hook_id, delivery_id, event, received_at, job_id) VALUES (?, ?, ?, ?, ?)')
-    .run(hookKey, delivery.deliveryId, delivery.event, Date.now(), jobId);
+  queue.enqueue(`github.${delivery.event}`, undefined, { id: jobId, source: delivery.deliveryId, serialized, parsed });
   return { deliveryId: delivery.deliveryId, jobId, duplicate: false };
 }
+
+/** Deliveries in the order of their keys: two daemons writing overlapping groups then take the keys' locks in one order, and never deadlock. */
+const byKey = (a: Pending, b: Pending): number => {
+  const left = `${a.delivery.hookId ?? ''}\u0000${a.delivery.deliveryId}`;
+  const right = `${b.delivery.hookId ?? ''}\u0000${b.delivery.deliveryId}`;
+  return left < right ? -1 : left > right ? 1 : 0;
+};
 
 interface Pending {
   delivery: DeliveryInput;
@@ -121,7 +133,14 @@ export class DeliveryIntake {
     let results: Accepted[];
     try {
       // One transaction for the group, no savepoint per delivery: a failure fails the group anyway.
-      results = this.store.transaction(() => group.map(({ delivery }) => recordDelivery(this.store, this.queue, delivery)));
+      const ordered = this.store.kind === 'postgres' ? [...group].sort(byKey) : group;
+      const accepted = this.store.transaction(() => ordered.map(({ delivery }) => recordDelivery(this.store, this.queue, delivery)));
+      if (ordered === group) {
+        results = accepted;
+      } else {
+        const at = new Map(ordered.map((pending, index) => [pending, index]));
+        results = group.map((pending) => accepted[at.get(pending)!]!);
+      }
     } catch (error) {
       for (const { reject } of group) reject(error);
       return;

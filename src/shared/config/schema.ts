@@ -241,11 +241,15 @@ export const configSchema: SchemaNode = object({
   },
   secrets: object({ backend: oneOf(SECRET_BACKENDS, undefined, 'where secrets are kept; chosen when the profile is created') }),
   store: object({
+    url: text('PostgreSQL database shared by several daemons (postgres://user@host/db), instead of this profile\'s SQLite file; its password is the secret store.password, never part of this URL', {
+      pattern: '^(?!.*[?&]password=)postgres(?:ql)?://(?:[^:@/?#\\s]*@)?[^@\\s]+$', maxLength: 2048,
+    }),
     synchronous: oneOf(['normal', 'full'] as const, 'normal', 'full extends durability to power loss'),
     retentionDays: int(30, 1, 3650, 'days to keep deliveries and finished jobs'),
   }),
   jobs: object({
     concurrency: int(32, 1, 256, 'jobs the daemon runs at once (and claims together)'),
+    leaseSeconds: int(30, 5, 3600, 'how long a claimed job stays with its daemon without news from it; with a shared store, another daemon then runs it again'),
   }),
   api: object({
     jwt: object({

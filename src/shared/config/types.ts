@@ -69,8 +69,8 @@ export interface GatewayConfig {
   };
   channels: Record<string, Record<string, unknown> & { enabled: boolean; dmPolicy: string; allowFrom: string[] }>;
   secrets: { backend?: SecretBackendName };
-  store: { synchronous: 'normal' | 'full'; retentionDays: number };
-  jobs: { concurrency: number };
+  store: { url?: string; synchronous: 'normal' | 'full'; retentionDays: number };
+  jobs: { concurrency: number; leaseSeconds: number };
   api: { jwt: { issuer?: string; audience?: string; jwksUrl?: string }; tokens: { defaultExpiryDays: number } };
   models: { providers: Record<string, ProviderSettings>; aliases: Record<string, string> };
   agents: Record<string, AgentSettings>;

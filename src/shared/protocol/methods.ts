@@ -14,7 +14,7 @@ export const NODE_SCOPE = 'node';
 const id = { type: 'string', minLength: 1, maxLength: 128 } as const;
 const channelId = { type: 'string', pattern: '^[a-z0-9][a-z0-9_-]{0,31}$' } as const;
 /** A time in ms since 1970, within what a Date can hold. */
-const epochMs = { type: 'number', minimum: 0, maximum: 8_640_000_000_000_000 } as const;
+const epochMs = { type: 'integer', minimum: 0, maximum: 8_640_000_000_000_000 } as const;
 const configKey = { type: 'string', minLength: 1, maxLength: 256 } as const;
 const logLevel = { type: 'string', enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] } as const;
 const none = { type: 'object', additionalProperties: false, properties: {} } as const;
@@ -43,6 +43,7 @@ export const METHODS = {
       ttlMs: { type: 'integer', minimum: 1000, maximum: 7 * 24 * 60 * 60_000 },
     }),
   },
+  'store.status': { scope: 'operator.read', params: none },
   'audit.list': { scope: 'operator.admin', params: object({ since: epochMs, limit: { type: 'integer', minimum: 1, maximum: 1000 } }) },
   'tokens.create': {
     scope: 'operator.admin',

@@ -75,6 +75,23 @@ export interface DevicePairingRequestView {
   address: string | null; viaProxy: boolean; createdAt: string | null; expiresAt: string | null;
 }
 
+/** Where the profile's state is kept, and with a shared store, who else uses it. */
+export interface StoreStatus {
+  backend: 'sqlite' | 'postgres';
+  /** The SQLite file, or the PostgreSQL URL without its password. */
+  location: string;
+  schemaVersion: number;
+  /** Schema versions of the modules' own tables. */
+  modules: Record<string, number>;
+  sizeBytes: number | null;
+  /** This daemon's instance id. */
+  self: string;
+  /** The daemons attached to the store now (this one alone on SQLite). */
+  daemons: { instanceId: string; profile: string; address: string | null; connectedAt: string | null }[];
+  /** Work exactly one daemon does, and which one does it now (null: none at the moment). */
+  singletons: { name: string; holder: string | null }[];
+}
+
 export interface AuditEvent {
   id: number; at: string; kind: string; actor: unknown; subject: unknown; address: unknown; detail: unknown;
 }
@@ -301,6 +318,7 @@ export interface MethodResults {
   'devices.rotate': { rotated: true; deviceId: string; deviceToken: string; closedConnections: number };
   'devices.invite': { code: string; expiresAt: string };
   'audit.list': { events: AuditEvent[] };
+  'store.status': StoreStatus;
   'tokens.create': TokenCreated;
   'tokens.list': { tokens: AccessTokenView[] };
   'tokens.revoke': { id: string; revokedAt: string | null; alreadyRevoked: boolean };

@@ -9,6 +9,7 @@ export const SECRET_NAMES = [
   'hooks.token',
   'api.jwt.secret',
   'api.serviceKey',
+  'store.password',
 ] as const;
 
 const CHANNEL_PASSWORD = /^channels\.[a-z0-9][a-z0-9_-]{0,31}(\.accounts\.[a-z0-9][a-z0-9_-]{0,31})?\.password$/;

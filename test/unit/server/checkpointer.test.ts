@@ -3,6 +3,7 @@ import { statSync } from 'node:fs';
 import { pino } from 'pino';
 import { Checkpointer } from '../../../src/server/store/checkpointer.ts';
 import { Store } from '../../../src/server/store/database.ts';
+import type { SqliteEngine } from '../../../src/server/store/sqlite-engine.ts';
 import { waitFor } from '../../support/cli.ts';
 import { freshStore } from '../../support/store.ts';
 
@@ -11,7 +12,7 @@ describe('background checkpoints', () => {
 
   it('copy the WAL into the database from their own thread, and the data stays whole', async () => {
     const store = current();
-    const path = store.db.location()!;
+    const path = (store.engine as SqliteEngine).db.location()!;
     const checkpointer = new Checkpointer(store, { path, synchronous: 'normal', logger: pino({ level: 'silent' }) });
     checkpointer.start();
     const insert = store.prepare('INSERT INTO audit_events (at, kind, detail) VALUES (?, ?, ?)');

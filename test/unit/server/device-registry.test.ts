@@ -42,7 +42,7 @@ describe('device registry', () => {
     registry.approve(request.id, 'op');
     const token = registry.issueTokenIfUndelivered(device.id)!;
     expect(registry.issueTokenIfUndelivered(device.id)).to.equal(undefined);
-    const row = store.db.prepare('SELECT token_hash FROM devices WHERE id = ?').get(device.id) as { token_hash: string };
+    const row = store.engine.prepare('SELECT token_hash FROM devices WHERE id = ?').get(device.id) as { token_hash: string };
     expect(row.token_hash).to.not.include(token);
     expect(row.token_hash).to.have.length(64);
     expect(registry.verifyToken(device.id, token)?.id).to.equal(device.id);

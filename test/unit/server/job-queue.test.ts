@@ -3,15 +3,15 @@ import { JobQueue } from '../../../src/server/jobs/job-queue.ts';
 import type { Store } from '../../../src/server/store/database.ts';
 import { freshStore } from '../../support/store.ts';
 
-describe('job queue', () => {
-  const current = freshStore();
+for (const engine of ['sqlite', 'postgres'] as const) describe(`job queue (${engine})`, () => {
+  const current = freshStore(engine);
   let store: Store;
   let now: number;
   let queue: JobQueue;
   beforeEach(() => {
     store = current();
     now = 1_000_000;
-    queue = new JobQueue(store, () => now);
+    queue = new JobQueue(store, { now: () => now });
   });
 
   it('retries a failed attempt with doubling backoff until its attempts run out', () => {
@@ -59,14 +59,35 @@ describe('job queue', () => {
   it('requeues jobs a killed daemon left running', () => {
     queue.enqueue('k', null);
     queue.claim();
-    expect(queue.requeueInterrupted()).to.equal(1);
+    expect(queue.requeueInterrupted({ all: true })).to.equal(1);
     expect(queue.claim()[0]?.attempts).to.equal(2);
+  });
+
+  it('leases a claim to one daemon: renewed while it runs, taken back when it lapses, and a late outcome is not recorded', () => {
+    const other = new JobQueue(store, { owner: 'other', now: () => now });
+    const id = queue.enqueue('k', null);
+    const [job] = queue.claim();
+    expect(other.claim()).to.deep.equal([]);
+    now += queue.leaseMs - 1;
+    expect(other.requeueInterrupted()).to.equal(0);
+    expect(queue.renewLeases()).to.equal(1);
+    now += queue.leaseMs - 1;
+    expect(other.requeueInterrupted()).to.equal(0);
+    now += 2;
+    // The daemon stalled past its lease: another takes the job back and runs it.
+    expect(other.requeueInterrupted()).to.equal(1);
+    const [again] = other.claim();
+    expect(again).to.include({ id, attempts: 2 });
+    expect(queue.succeed(job!.id, 'late')).to.equal(false);
+    expect(queue.get(id)).to.include({ status: 'running' });
+    expect(other.succeed(id, 'done')).to.equal(true);
+    expect(queue.get(id)).to.include({ status: 'succeeded', result: 'done' });
   });
 
   it('prunes finished jobs and deliveries past the retention', () => {
     const old = queue.enqueue('k', null);
     queue.succeed(queue.claim()[0]!.id, 1);
-    store.db.prepare("INSERT INTO webhook_deliveries (hook_id, delivery_id, event, received_at, job_id) VALUES ('', 'd', 'push', ?, ?)").run(now, old);
+    store.engine.prepare("INSERT INTO webhook_deliveries (hook_id, delivery_id, event, received_at, job_id) VALUES ('', 'd', 'push', ?, ?)").run(now, old);
     now += 31 * 86_400_000;
     const fresh = queue.enqueue('k', null);
     expect(queue.prune(30)).to.deep.equal({ jobs: 1, deliveries: 1 });

@@ -1,0 +1,143 @@
+/**
+ * PostgreSQL behind the store's synchronous interface. The features run their
+ * statements as they do on SQLite, one at a time on the daemon's thread; each
+ * goes to the connection's own thread (postgres-worker.ts), and the daemon's
+ * thread waits for its answer, bounded by the statement timeout. A lost
+ * connection makes statements fail at once as "unreachable" (no waiting on a
+ * dead server) while that thread reconnects with backoff.
+ */
+import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from 'node:worker_threads';
+import { GatewayError } from '../../shared/errors.ts';
+import { redactedUrl } from '../../shared/store-url.ts';
+import { numberedParameters } from './dialect.ts';
+import type { Engine, Parameter, Statement } from './engine.ts';
+import type { WireError } from './postgres-worker.ts';
+
+export interface PostgresOptions {
+  url: string;
+  password?: string;
+  applicationName: string;
+  statementTimeoutMs?: number;
+  connectTimeoutMs?: number;
+}
+
+/** An error PostgreSQL or the connection gave, with its SQLSTATE or system code. */
+export class PostgresError extends Error {
+  readonly code?: string;
+  readonly unreachable: boolean;
+
+  constructor(error: WireError) {
+    super(error.message);
+    this.name = 'PostgresError';
+    this.code = error.code;
+    this.unreachable = error.unreachable === true;
+  }
+}
+
+type Answer = { id: number; ok?: true; changes?: number; row?: unknown; rows?: unknown[]; error?: WireError };
+
+export class PostgresEngine implements Engine {
+  readonly kind = 'postgres' as const;
+  private readonly worker: Worker;
+  private readonly port: MessagePort;
+  private readonly flag: Int32Array;
+  private readonly waitMs: number;
+  private next = 0;
+  private readonly names = new Map<string, Statement>();
+  private closed = false;
+  private readonly listeners = new Set<(state: { up: boolean; message?: string; code?: string }) => void>();
+
+  constructor(options: PostgresOptions) {
+    const statementTimeoutMs = options.statementTimeoutMs ?? 10_000;
+    const connectTimeoutMs = options.connectTimeoutMs ?? 5_000;
+    this.waitMs = Math.max(statementTimeoutMs, connectTimeoutMs) + 5000;
+    const signal = new SharedArrayBuffer(4);
+    this.flag = new Int32Array(signal);
+    const { port1, port2 } = new MessageChannel();
+    this.port = port1;
+    // The worker's file sits beside this one: .js when built, .ts when run from the sources.
+    this.worker = new Worker(new URL(`./postgres-worker.${import.meta.url.endsWith('.ts') ? 'ts' : 'js'}`, import.meta.url), {
+      workerData: {
+        port: port2, signal, url: options.url, password: options.password, applicationName: options.applicationName,
+        statementTimeoutMs, connectTimeoutMs,
+      },
+      transferList: [port2],
+    });
+    this.worker.unref();
+    this.worker.on('message', (message: { type: string; message?: string; code?: string }) => {
+      for (const listener of this.listeners) listener({ up: message.type === 'up', message: message.message, code: message.code });
+    });
+    this.worker.on('error', () => {});
+    try {
+      this.call({ op: 'connect' });
+    } catch (error) {
+      this.close();
+      const found = error as PostgresError;
+      throw new GatewayError(`cannot reach the store's PostgreSQL at ${redactedUrl(options.url)}: ${found.message}`, {
+        cause: error,
+        hints: found.code === '28P01' || /password/i.test(found.message)
+          ? ['set its password: gateway secrets set store.password (or PGPASSWORD in the daemon\'s environment)']
+          : ['check that the server runs and the URL names the right host, port and database'],
+      });
+    }
+  }
+
+  /** Called when the connection is lost and when it is back. */
+  onConnection(listener: (state: { up: boolean; message?: string; code?: string }) => void): void {
+    this.listeners.add(listener);
+  }
+
+  /** Sends one request to the connection's thread and waits for its answer. */
+  call(request: Record<string, unknown>): Answer {
+    if (this.closed) throw new PostgresError({ message: 'the store is closed', unreachable: true });
+    const id = ++this.next;
+    Atomics.store(this.flag, 0, 0);
+    this.port.postMessage({ ...request, id });
+    const deadline = Date.now() + this.waitMs;
+    for (;;) {
+      Atomics.store(this.flag, 0, 0);
+      const received = receiveMessageOnPort(this.port);
+      if (received) {
+        const answer = received.message as Answer;
+        // An answer to a request given up on earlier: it is stale.
+        if (answer.id !== id) continue;
+        if (answer.error) throw new PostgresError(answer.error);
+        return answer;
+      }
+      const left = deadline - Date.now();
+      if (left <= 0 || Atomics.wait(this.flag, 0, 0, left) === 'timed-out') {
+        throw new PostgresError({ message: `no answer from PostgreSQL in ${this.waitMs} ms`, unreachable: true });
+      }
+    }
+  }
+
+  prepare(sql: string): Statement {
+    let statement = this.names.get(sql);
+    if (statement) return statement;
+    const text = numberedParameters(sql);
+    const name = `s${this.names.size + 1}`;
+    const params = (values: Parameter[]) => values.map((value) => (value instanceof Uint8Array ? Buffer.from(value) : value));
+    statement = {
+      run: (...values) => ({ changes: this.call({ op: 'query', mode: 'run', sql: text, name, params: params(values) }).changes ?? 0 }),
+      get: (...values) => this.call({ op: 'query', mode: 'get', sql: text, name, params: params(values) }).row,
+      all: (...values) => this.call({ op: 'query', mode: 'all', sql: text, name, params: params(values) }).rows ?? [],
+    };
+    this.names.set(sql, statement);
+    return statement;
+  }
+
+  exec(sql: string): void {
+    this.call({ op: 'exec', sql });
+  }
+
+  close(): void {
+    if (this.closed) return;
+    try {
+      this.call({ op: 'close' });
+    } catch {
+      // already gone
+    }
+    this.closed = true;
+    void this.worker.terminate();
+  }
+}
