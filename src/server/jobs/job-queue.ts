@@ -2,7 +2,7 @@ import { randomFillSync } from 'node:crypto';
 import type { Job, JobStatus } from '../../shared/protocol/results.ts';
 import { DomainError } from '../kernel/errors.ts';
 import type { Store } from '../store/database.ts';
-import { claimDueJobs } from '../store/dialect.ts';
+import { claimDueJobs, PG_INSERT_JOBS, PG_INSERT_PAYLOADS, PG_SUCCEED_JOBS } from '../store/dialect.ts';
 
 export interface ClaimedJob {
   id: string;
@@ -133,13 +133,35 @@ export class JobQueue {
     );
     this.store.prepare('INSERT INTO job_payloads (job_id, payload) VALUES (?, ?)').run(id, options.serialized ?? JSON.stringify(payload ?? null));
     // Kept only while the worker is near: the newest jobs of a backlog are claimed last, and would only hold memory.
-    const bytes = options.serialized?.length ?? 0;
-    if (options.parsed !== undefined && this.parsed.size < PARSED_CACHE.entries && this.parsedBytes + bytes <= PARSED_CACHE.bytes) {
-      this.parsed.set(id, { value: options.parsed, bytes });
-      this.parsedBytes += bytes;
-    }
+    this.keepParsed(id, options.parsed, options.serialized?.length ?? 0);
     queueMicrotask(() => this.listeners.forEach((listener) => listener()));
     return id;
+  }
+
+  /**
+   * Adds several jobs at once, inside the caller's transaction (see enqueue):
+   * on PostgreSQL two statements for the whole group.
+   */
+  enqueueMany(jobs: { id: string; kind: string; source?: string; serialized: string; parsed?: unknown }[]): void {
+    if (jobs.length === 0) return;
+    if (this.store.kind !== 'postgres') {
+      for (const job of jobs) this.enqueue(job.kind, undefined, job);
+      return;
+    }
+    const now = this.now();
+    this.store.prepare(PG_INSERT_JOBS).run(jobs.map((job) => job.id), jobs.map((job) => job.kind), jobs.map(() => JOB_LIMITS.defaultMaxAttempts),
+      jobs.map(() => now), jobs.map(() => now), jobs.map((job) => job.source ?? null));
+    this.store.prepare(PG_INSERT_PAYLOADS).run(jobs.map((job) => job.id), jobs.map((job) => job.serialized));
+    for (const job of jobs) this.keepParsed(job.id, job.parsed, job.serialized.length);
+    queueMicrotask(() => this.listeners.forEach((listener) => listener()));
+  }
+
+  /** Keeps a just-queued job's parsed payload for the worker, within the cache's bounds. */
+  private keepParsed(id: string, parsed: unknown, bytes: number): void {
+    if (parsed !== undefined && this.parsed.size < PARSED_CACHE.entries && this.parsedBytes + bytes <= PARSED_CACHE.bytes) {
+      this.parsed.set(id, { value: parsed, bytes });
+      this.parsedBytes += bytes;
+    }
   }
 
   /** A new job's id, for a caller that records it before it enqueues the job (in the same transaction). */
@@ -191,6 +213,19 @@ export class JobQueue {
       .run(this.now(), JSON.stringify(result ?? null), id, this.owner).changes;
     this.changed();
     return Number(changes) === 1;
+  }
+
+  /**
+   * Records the outcomes of several jobs that succeeded (see succeed); returns
+   * the ids whose claim was lost. On PostgreSQL one statement for them all.
+   */
+  succeedMany(outcomes: [id: string, result: unknown][]): string[] {
+    if (outcomes.length === 0) return [];
+    if (this.store.kind !== 'postgres') return outcomes.filter(([id, result]) => !this.succeed(id, result)).map(([id]) => id);
+    const done = this.store.prepare(PG_SUCCEED_JOBS).all(this.now(), outcomes.map(([id]) => id), outcomes.map(([, result]) => JSON.stringify(result ?? null)), this.owner) as Row[];
+    this.changed();
+    const recorded = new Set(done.map((row) => String(row.id)));
+    return outcomes.filter(([id]) => !recorded.has(id)).map(([id]) => id);
   }
 
   /** A failed attempt goes back to the queue with backoff until its attempts run out. */

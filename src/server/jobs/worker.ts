@@ -124,6 +124,9 @@ export class JobWorker {
     const waiting: [ClaimedJob, PromiseLike<unknown>][] = [];
     if (jobs.length === 0) return waiting;
     store.transaction(() => {
+      // Outcomes are recorded together at the end of the group, in the group's transaction: a handler's writes and
+      // its job's outcome still commit together, or not at all.
+      const succeeded: [string, unknown][] = [];
       for (const job of jobs) {
         const handler = this.options.handler(job.kind);
         if (!handler) {
@@ -135,12 +138,13 @@ export class JobWorker {
           store.transaction(() => {
             const result = handler(job.payload, { store, jobId: job.id, attempt: job.attempts });
             if (isThenable(result)) waiting.push([job, result]);
-            else queue.succeed(job.id, result);
+            else succeeded.push([job.id, result]);
           });
         } catch (error) {
           this.failed(job, error);
         }
       }
+      for (const id of queue.succeedMany(succeeded)) this.lost(jobs.find((job) => job.id === id)!);
     });
     return waiting;
   }

@@ -70,3 +70,23 @@ export const SINGLETON_HOLDER = `SELECT a.application_name AS holder FROM pg_loc
   AND CAST(l.objid AS BIGINT) = (CAST(hashtext(?) AS BIGINT) & 4294967295)`;
 
 export const DATABASE_SIZE = 'SELECT pg_database_size(current_database()) AS bytes';
+
+/*
+ * A group of webhook deliveries in three statements whatever its size (on
+ * SQLite, in the daemon's process, a statement per row costs less than
+ * building these): their keys claimed at once, the duplicates' jobs looked up,
+ * and the new jobs queued. Arrays are PostgreSQL's; these number their own
+ * parameters.
+ */
+export const PG_CLAIM_DELIVERIES = `INSERT INTO webhook_deliveries (hook_id, delivery_id, event, received_at, job_id)
+  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[])
+  ON CONFLICT (hook_id, delivery_id) DO NOTHING RETURNING hook_id, delivery_id, job_id`;
+export const PG_DELIVERY_JOBS = `SELECT d.hook_id, d.delivery_id, d.job_id FROM webhook_deliveries d
+  JOIN unnest($1::text[], $2::text[]) AS k(hook_id, delivery_id) ON d.hook_id = k.hook_id AND d.delivery_id = k.delivery_id`;
+export const PG_INSERT_JOBS = `INSERT INTO jobs (id, kind, status, attempts, max_attempts, run_at, created_at, source)
+  SELECT id, kind, 'queued', 0, attempts, run_at, created_at, source FROM unnest($1::text[], $2::text[], $3::int[], $4::bigint[], $5::bigint[], $6::text[])
+  AS t(id, kind, attempts, run_at, created_at, source)`;
+export const PG_INSERT_PAYLOADS = 'INSERT INTO job_payloads (job_id, payload) SELECT * FROM unnest($1::text[], $2::text[])';
+/** Outcomes of a group of jobs this daemon still holds, in one statement. */
+export const PG_SUCCEED_JOBS = `UPDATE jobs SET status = 'succeeded', finished_at = $1, result = t.result, error = NULL, lease_expires_at = NULL
+  FROM unnest($2::text[], $3::text[]) AS t(id, result) WHERE jobs.id = t.id AND jobs.status = 'running' AND jobs.claimed_by = $4 RETURNING jobs.id`;

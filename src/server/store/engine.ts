@@ -1,7 +1,8 @@
 import type { EngineKind } from './dialect.ts';
 
 export type Row = Record<string, unknown>;
-export type Parameter = string | number | bigint | null | Uint8Array;
+/** A statement's parameter; arrays only in statements written for PostgreSQL alone (dialect.ts). */
+export type Parameter = string | number | bigint | null | Uint8Array | readonly (string | number | null)[];
 
 /** A statement compiled once and run many times, as node:sqlite's StatementSync offers it. */
 export interface Statement {

@@ -45,6 +45,8 @@ export class PostgresEngine implements Engine {
   private next = 0;
   private readonly names = new Map<string, Statement>();
   private closed = false;
+  /** Transaction control waiting for the next statement (see exec). */
+  private deferred: string[] = [];
   private readonly listeners = new Set<(state: { up: boolean; message?: string; code?: string }) => void>();
 
   constructor(options: PostgresOptions) {
@@ -91,8 +93,10 @@ export class PostgresEngine implements Engine {
   call(request: Record<string, unknown>): Answer {
     if (this.closed) throw new PostgresError({ message: 'the store is closed', unreachable: true });
     const id = ++this.next;
+    const prefix = this.deferred;
+    if (prefix.length > 0) this.deferred = [];
     Atomics.store(this.flag, 0, 0);
-    this.port.postMessage({ ...request, id });
+    this.port.postMessage(prefix.length > 0 ? { ...request, id, prefix } : { ...request, id });
     const deadline = Date.now() + this.waitMs;
     for (;;) {
       Atomics.store(this.flag, 0, 0);
@@ -114,9 +118,10 @@ export class PostgresEngine implements Engine {
   prepare(sql: string): Statement {
     let statement = this.names.get(sql);
     if (statement) return statement;
-    const text = numberedParameters(sql);
+    const text = /\$1\b/.test(sql) ? sql : numberedParameters(sql);
     const name = `s${this.names.size + 1}`;
     const params = (values: Parameter[]) => values.map((value) => (value instanceof Uint8Array ? Buffer.from(value) : value));
+    // Statements written for PostgreSQL alone (dialect.ts) number their own parameters and may take arrays.
     statement = {
       run: (...values) => ({ changes: this.call({ op: 'query', mode: 'run', sql: text, name, params: params(values) }).changes ?? 0 }),
       get: (...values) => this.call({ op: 'query', mode: 'get', sql: text, name, params: params(values) }).row,
@@ -126,7 +131,28 @@ export class PostgresEngine implements Engine {
     return statement;
   }
 
+  /**
+   * Transaction control is sent with the next statement that needs it: a
+   * savepoint nothing was written under is never sent (nor its release), and
+   * BEGIN travels with the transaction's first statement, saving the thread
+   * hop of each.
+   */
   exec(sql: string): void {
+    if (sql === 'BEGIN' || /^SAVEPOINT \w+$/.test(sql)) {
+      this.deferred.push(sql);
+      return;
+    }
+    const closes = /^(?:RELEASE|ROLLBACK TO) (\w+)(?:; RELEASE \w+)?$/.exec(sql);
+    if (closes && this.deferred.at(-1) === `SAVEPOINT ${closes[1]}`) {
+      this.deferred.pop();
+      return;
+    }
+    if ((sql === 'COMMIT' || sql === 'ROLLBACK') && this.deferred[0] === 'BEGIN') {
+      // Nothing of the transaction reached the server.
+      this.deferred = [];
+      return;
+    }
+    if (sql === 'ROLLBACK') this.deferred = [];
     this.call({ op: 'exec', sql });
   }
 

@@ -33,6 +33,8 @@ interface Request {
   params?: unknown[];
   name?: string;
   mode?: 'run' | 'get' | 'all';
+  /** Transaction control to run first (BEGIN, SAVEPOINT): see PostgresEngine.exec. */
+  prefix?: string[];
 }
 
 export interface WireError {
@@ -148,6 +150,7 @@ async function handle(request: Request): Promise<void> {
     return;
   }
   try {
+    for (const statement of request.prefix ?? []) await current.query(statement);
     if (request.op === 'exec') {
       await current.query(request.sql!);
       reply({ id: request.id, ok: true });

@@ -1,6 +1,7 @@
 import type { JobQueue } from '../jobs/module.ts';
 import { JsonTooDeep, parseJsonWithin } from '../../shared/json.ts';
 import type { Store } from '../store/database.ts';
+import { PG_CLAIM_DELIVERIES, PG_DELIVERY_JOBS } from '../store/dialect.ts';
 
 import { DomainError } from '../kernel/errors.ts';
 
@@ -73,6 +74,14 @@ type DeliveryInput = { event: string; deliveryId: string; hookId: string | undef
  * delivery id) creates nothing. Without a hook id the key is the delivery id
  * alone: stored as "", since SQL NULLs never collide.
  */
+/** A delivery's job payload: the body as it came (already checked to be a JSON object), not parsed and serialised again. */
+function jobPayload(delivery: DeliveryInput): { serialized: string; parsed: unknown } {
+  return {
+    serialized: `{"event":${JSON.stringify(delivery.event)},"deliveryId":${JSON.stringify(delivery.deliveryId)},"hookId":${JSON.stringify(delivery.hookId ?? null)},"body":${delivery.json}}`,
+    parsed: delivery.body && { event: delivery.event, deliveryId: delivery.deliveryId, hookId: delivery.hookId ?? null, body: delivery.body },
+  };
+}
+
 function recordDelivery(store: Store, queue: JobQueue, delivery: DeliveryInput): Accepted {
   const hookKey = delivery.hookId ?? '';
   // The delivery's row first, claiming its key: of two daemons taking the same delivery at once (a shared store),
@@ -84,11 +93,41 @@ function recordDelivery(store: Store, queue: JobQueue, delivery: DeliveryInput):
     const existing = store.prepare('SELECT job_id FROM webhook_deliveries WHERE hook_id = ? AND delivery_id = ?').get(hookKey, delivery.deliveryId) as { job_id: string };
     return { deliveryId: delivery.deliveryId, jobId: existing.job_id, duplicate: true };
   }
-  // The body is stored as it came (already checked to be a JSON object), not parsed and serialised again.
-  const serialized = `{"event":${JSON.stringify(delivery.event)},"deliveryId":${JSON.stringify(delivery.deliveryId)},"hookId":${JSON.stringify(delivery.hookId ?? null)},"body":${delivery.json}}`;
-  const parsed = delivery.body && { event: delivery.event, deliveryId: delivery.deliveryId, hookId: delivery.hookId ?? null, body: delivery.body };
-  queue.enqueue(`github.${delivery.event}`, undefined, { id: jobId, source: delivery.deliveryId, serialized, parsed });
+  queue.enqueue(`github.${delivery.event}`, undefined, { id: jobId, source: delivery.deliveryId, ...jobPayload(delivery) });
   return { deliveryId: delivery.deliveryId, jobId, duplicate: false };
+}
+
+/**
+ * A group of deliveries on PostgreSQL, in three statements: the keys claimed
+ * at once (a key claimed already, by this group or another daemon, is a
+ * duplicate and answers with the first job's id), then the new jobs queued.
+ */
+function recordGroup(store: Store, queue: JobQueue, deliveries: DeliveryInput[]): Accepted[] {
+  const key = (hookId: string, deliveryId: string) => `${hookId}\u0000${deliveryId}`;
+  const hooks = deliveries.map((delivery) => delivery.hookId ?? '');
+  const ids = deliveries.map(() => queue.newId());
+  const now = Date.now();
+  const claimed = store.prepare(PG_CLAIM_DELIVERIES).all(hooks, deliveries.map((delivery) => delivery.deliveryId), deliveries.map((delivery) => delivery.event),
+    deliveries.map(() => now), ids) as { hook_id: string; delivery_id: string; job_id: string }[];
+  const jobOf = new Map(claimed.map((row) => [key(row.hook_id, row.delivery_id), row.job_id]));
+  const missing = deliveries.map((delivery, index) => [hooks[index]!, delivery.deliveryId] as const).filter(([hook, id]) => !jobOf.has(key(hook, id)));
+  if (missing.length > 0) {
+    const found = store.prepare(PG_DELIVERY_JOBS).all(missing.map(([hook]) => hook), missing.map(([, id]) => id)) as { hook_id: string; delivery_id: string; job_id: string }[];
+    for (const row of found) jobOf.set(key(row.hook_id, row.delivery_id), row.job_id);
+  }
+  const fresh: Parameters<JobQueue['enqueueMany']>[0] = [];
+  const accepted = deliveries.map((delivery, index) => {
+    const jobId = jobOf.get(key(hooks[index]!, delivery.deliveryId))!;
+    const duplicate = jobId !== ids[index];
+    if (!duplicate) {
+      fresh.push({
+        id: jobId, kind: `github.${delivery.event}`, source: delivery.deliveryId, ...jobPayload(delivery),
+      });
+    }
+    return { deliveryId: delivery.deliveryId, jobId, duplicate };
+  });
+  queue.enqueueMany(fresh);
+  return accepted;
 }
 
 /** Deliveries in the order of their keys: two daemons writing overlapping groups then take the keys' locks in one order, and never deadlock. */
@@ -134,7 +173,9 @@ export class DeliveryIntake {
     try {
       // One transaction for the group, no savepoint per delivery: a failure fails the group anyway.
       const ordered = this.store.kind === 'postgres' ? [...group].sort(byKey) : group;
-      const accepted = this.store.transaction(() => ordered.map(({ delivery }) => recordDelivery(this.store, this.queue, delivery)));
+      const accepted = this.store.transaction(() => (this.store.kind === 'postgres'
+        ? recordGroup(this.store, this.queue, ordered.map(({ delivery }) => delivery))
+        : ordered.map(({ delivery }) => recordDelivery(this.store, this.queue, delivery))));
       if (ordered === group) {
         results = accepted;
       } else {
