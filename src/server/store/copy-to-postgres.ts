@@ -8,7 +8,7 @@
 import { DatabaseSync } from 'node:sqlite';
 import { GatewayError } from '../../shared/errors.ts';
 import { redactedUrl } from '../../shared/store-url.ts';
-import { postgresDdl } from './dialect.ts';
+import { MIGRATION_LOCK, postgresDdl } from './dialect.ts';
 import type { Parameter } from './engine.ts';
 import { PostgresEngine } from './postgres-engine.ts';
 
@@ -41,7 +41,7 @@ export function copySqliteToPostgres(path: string, url: string, password: string
     let rows = 0;
     engine.exec('BEGIN');
     // The lock daemons take to migrate: none starts on the database half-copied.
-    engine.exec("SELECT pg_advisory_xact_lock(hashtext('gateway.migrations'))");
+    engine.exec(MIGRATION_LOCK);
     for (const table of tables) engine.exec(postgresDdl(table.sql));
     for (const table of tables) {
       const columns = (source.prepare('SELECT name FROM pragma_table_info(?) ORDER BY cid').all(table.name) as { name: string }[]).map((column) => column.name);

@@ -1,6 +1,6 @@
 import { statSync } from 'node:fs';
 import { configError } from '../../shared/errors.ts';
-import { ATTACHED_DAEMONS, BEGIN, DATABASE_SIZE, type EngineKind, postgresDdl, SINGLETON_HOLDER } from './dialect.ts';
+import { ATTACHED_DAEMONS, BEGIN, DATABASE_SIZE, type EngineKind, MIGRATION_LOCK, postgresDdl, SINGLETON_HOLDER } from './dialect.ts';
 import type { Engine, Statement } from './engine.ts';
 import { StorageHealth } from './faults.ts';
 import { MIGRATIONS, type Migration } from './migrations.ts';
@@ -20,9 +20,6 @@ export interface StoreOptions {
   /** How this daemon appears in PostgreSQL's list of sessions. */
   applicationName?: string;
 }
-
-/** Serializes migrations of one database among every daemon that starts on it at once. */
-const MIGRATION_LOCK = "SELECT pg_advisory_xact_lock(hashtext('gateway.migrations'))";
 
 /**
  * The profile's state: one SQLite database in WAL mode on this host, or a
