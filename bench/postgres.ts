@@ -8,11 +8,10 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { randomUUID } from 'node:crypto';
 import autocannon from 'autocannon';
 import { TestPostgres } from '../test/support/postgres.ts';
 import { freePort, sleep, type Figure } from './support.ts';
-import { pushBodies, WEBHOOK_BENCH_SECRET } from './webhooks.ts';
+import { pushBodies, signedDeliveries, WEBHOOK_BENCH_SECRET } from './webhooks.ts';
 
 const BIN = new URL('../bin/run.js', import.meta.url).pathname;
 const CONNECTIONS = 48;
@@ -44,18 +43,11 @@ function stopDaemon(daemon: Daemon): void {
 /** The load spread evenly over the daemons (CONNECTIONS in all); the sum of their rates and the worst p99. */
 async function load(daemons: Daemon[], duration: number): Promise<{ rps: number; p99: number; non2xx: number; total: number }> {
   const bodies = pushBodies(200);
-  let next = 0;
   const results = await Promise.all(daemons.map((daemon) => autocannon({
     url: `http://127.0.0.1:${daemon.port}/webhooks`,
     connections: Math.max(1, Math.round(CONNECTIONS / daemons.length)),
     duration,
-    requests: [{
-      method: 'POST',
-      setupRequest: (request: any) => {
-        const { body, signature } = bodies[next++ % bodies.length]!;
-        return { ...request, body, headers: { 'content-type': 'application/json', 'x-github-event': 'push', 'x-github-delivery': randomUUID(), 'x-github-hook-id': '1', 'x-hub-signature-256': signature } };
-      },
-    }],
+    requests: signedDeliveries(bodies),
   })));
   return {
     rps: results.reduce((sum, result) => sum + result.requests.average, 0),

@@ -19,6 +19,18 @@ export function pushBodies(count: number): { body: string; signature: string }[]
 
 export const WEBHOOK_BENCH_SECRET = SECRET;
 
+/** autocannon requests that POST the bodies in turn, each with a delivery id of its own. */
+export function signedDeliveries(bodies: { body: string; signature: string }[]): any[] {
+  let next = 0;
+  return [{
+    method: 'POST',
+    setupRequest: (request: any) => {
+      const { body, signature } = bodies[next++ % bodies.length]!;
+      return { ...request, body, headers: { 'content-type': 'application/json', 'x-github-event': 'push', 'x-github-delivery': randomUUID(), 'x-github-hook-id': '1', 'x-hub-signature-256': signature } };
+    },
+  }];
+}
+
 /**
  * Signed deliveries per second, each committed with its job before the answer,
  * beside GET /healthz on the same daemon. With `memory`, the daemon's RSS
@@ -26,7 +38,6 @@ export const WEBHOOK_BENCH_SECRET = SECRET;
  */
 export async function runWebhookBench(port: number, duration: number, label: string, memory?: { pid: number; settleS: number }): Promise<{ figure: Figure; memory?: Figure[]; rps: number; clean: boolean }> {
   const bodies = pushBodies(200);
-  let next = 0;
   // The probe baseline first, on an idle daemon; deliveries after, so their backlog cannot slow the baseline.
   const probes = await autocannon({ url: `http://127.0.0.1:${port}/healthz`, connections: 50, duration });
   const ready = memory ? rssKiB(memory.pid) : 0;
@@ -36,13 +47,7 @@ export async function runWebhookBench(port: number, duration: number, label: str
     url: `http://127.0.0.1:${port}/webhooks`,
     connections: 50,
     duration,
-    requests: [{
-      method: 'POST',
-      setupRequest: (request: any) => {
-        const { body, signature } = bodies[next++ % bodies.length]!;
-        return { ...request, body, headers: { 'content-type': 'application/json', 'x-github-event': 'push', 'x-github-delivery': randomUUID(), 'x-github-hook-id': '1', 'x-hub-signature-256': signature } };
-      },
-    }],
+    requests: signedDeliveries(bodies),
   });
   clearInterval(sampler);
   const ok = deliveries.non2xx === 0;
