@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { freePort, median, printFigures, rssKiB, sleep, startBare, step, timeCommand, type Figure } from './support.ts';
 import { runConnectBench } from './connect.ts';
-import { runWebhookBench, WEBHOOK_BENCH_SECRET } from './webhooks.ts';
+import { jobsLeft, queueBacklog, runWebhookBench, WEBHOOK_BENCH_SECRET } from './webhooks.ts';
 import { runPostgresBench } from './postgres.ts';
 import { runPluginBench, writeBenchPlugin } from './plugins.ts';
 import { runInferenceBench, startStreamingUpstream } from './inference.ts';
@@ -150,6 +150,21 @@ try {
     const full = await runWebhookBench(port, DURATION, 'synchronous full');
     figures.push({ ...full.figure, target: '>= 0.85x normal', comparison: `${(full.rps / normal.rps).toFixed(2)}x normal`, ok: full.clean && full.rps >= 0.85 * normal.rps });
     gateway('config', 'set', 'store.synchronous', 'normal');
+
+    // The same load while a backlog of 50,000 push jobs (queued before the daemon starts) is being run.
+    step('webhook deliveries while 50,000 jobs are queued and running');
+    gateway('stop');
+    queueBacklog(join(home, 'profiles/bench/state.db'), 50_000);
+    gateway('start');
+    const backlog = await runWebhookBench(port, DURATION, 'backlog of 50,000 jobs', undefined, { skipProbes: true });
+    const left = jobsLeft(join(home, 'profiles/bench/state.db'));
+    figures.push({
+      ...backlog.figure,
+      name: `POST /webhooks while 50,000 jobs are queued and running (${left} still queued after)`,
+      baseline: `p99 ${normal.p99} ms with an idle queue, ${normal.rps.toFixed(0)} req/s`,
+      comparison: `p99 ${(backlog.p99 / normal.p99).toFixed(2)}x`,
+      target: 'p99 <= 1.5x idle', ok: backlog.clean && backlog.p99 <= 1.5 * normal.p99,
+    });
   }
 
   if (wants('agents')) {

@@ -1,4 +1,5 @@
 import { createHmac, randomUUID } from 'node:crypto';
+import { DatabaseSync } from 'node:sqlite';
 import autocannon from 'autocannon';
 import { rssKiB, sleep, type Figure } from './support.ts';
 
@@ -36,10 +37,10 @@ export function signedDeliveries(bodies: { body: string; signature: string }[]):
  * beside GET /healthz on the same daemon. With `memory`, the daemon's RSS
  * too: at ready, its peak under the load, and `settleS` seconds after the load.
  */
-export async function runWebhookBench(port: number, duration: number, label: string, memory?: { pid: number; settleS: number }): Promise<{ figure: Figure; memory?: Figure[]; rps: number; clean: boolean }> {
+export async function runWebhookBench(port: number, duration: number, label: string, memory?: { pid: number; settleS: number }, options: { skipProbes?: boolean } = {}): Promise<{ figure: Figure; memory?: Figure[]; rps: number; p99: number; clean: boolean }> {
   const bodies = pushBodies(200);
   // The probe baseline first, on an idle daemon; deliveries after, so their backlog cannot slow the baseline.
-  const probes = await autocannon({ url: `http://127.0.0.1:${port}/healthz`, connections: 50, duration });
+  const probes = options.skipProbes ? { requests: { average: Number.NaN } } : await autocannon({ url: `http://127.0.0.1:${port}/healthz`, connections: 50, duration });
   const ready = memory ? rssKiB(memory.pid) : 0;
   let peak = ready;
   const sampler = memory ? setInterval(() => { peak = Math.max(peak, rssKiB(memory.pid)); }, 250) : undefined;
@@ -71,6 +72,7 @@ export async function runWebhookBench(port: number, duration: number, label: str
   const ratio = deliveries.requests.average / probes.requests.average;
   return {
     rps: deliveries.requests.average,
+    p99: deliveries.latency.p99,
     clean: ok,
     memory: memoryFigures,
     figure: {
@@ -82,4 +84,39 @@ export async function runWebhookBench(port: number, duration: number, label: str
       ok: ok && deliveries.requests.average >= 12_000 && deliveries.latency.p99 <= 15,
     },
   };
+}
+
+/**
+ * Queues `count` push jobs straight into a stopped daemon's database (each
+ * with a 2-8 KB payload, as deliveries leave them), so the daemon starts with
+ * that backlog to run.
+ */
+export function queueBacklog(path: string, count: number): void {
+  const db = new DatabaseSync(path);
+  try {
+    const bodies = pushBodies(50);
+    const now = Date.now();
+    const job = db.prepare("INSERT INTO jobs (id, kind, status, attempts, max_attempts, run_at, created_at, source) VALUES (?, 'github.push', 'queued', 0, 5, ?, ?, ?)");
+    const payload = db.prepare('INSERT INTO job_payloads (job_id, payload) VALUES (?, ?)');
+    db.exec('BEGIN');
+    for (let n = 0; n < count; n++) {
+      const id = `job_backlog${String(n).padStart(6, '0')}`;
+      const deliveryId = randomUUID();
+      job.run(id, now, now, deliveryId);
+      payload.run(id, `{"event":"push","deliveryId":"${deliveryId}","hookId":"9","body":${bodies[n % bodies.length]!.body}}`);
+    }
+    db.exec('COMMIT');
+  } finally {
+    db.close();
+  }
+}
+
+/** Jobs of a daemon's database not yet finished (read beside the running daemon). */
+export function jobsLeft(path: string): number {
+  const db = new DatabaseSync(path, { readOnly: true });
+  try {
+    return Number((db.prepare("SELECT count(*) AS n FROM jobs WHERE status IN ('queued', 'running')").get() as { n: number }).n);
+  } finally {
+    db.close();
+  }
 }
