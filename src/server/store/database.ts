@@ -158,7 +158,8 @@ export class Store {
     try {
       const result = work();
       this.engine.exec(nested ? `RELEASE ${savepoint}` : 'COMMIT');
-      if (!nested) this.health.succeeded();
+      // A commit says the storage works again, unless it never reached PostgreSQL (a transaction without statements).
+      if (!nested && !(this.engine instanceof PostgresEngine && this.engine.elided)) this.health.succeeded();
       return result;
     } catch (error) {
       // SQLite rolls a transaction back by itself after some failures (a full disk): only what is still open is undone here,

@@ -47,6 +47,8 @@ export class PostgresEngine implements Engine {
   private closed = false;
   /** Transaction control waiting for the next statement (see exec). */
   private deferred: string[] = [];
+  /** Whether the last COMMIT or ROLLBACK was never sent: its transaction had no statement. */
+  elided = false;
   private readonly listeners = new Set<(state: { up: boolean; message?: string; code?: string }) => void>();
 
   constructor(options: PostgresOptions) {
@@ -147,9 +149,11 @@ export class PostgresEngine implements Engine {
       this.deferred.pop();
       return;
     }
+    this.elided = false;
     if ((sql === 'COMMIT' || sql === 'ROLLBACK') && this.deferred[0] === 'BEGIN') {
-      // Nothing of the transaction reached the server.
+      // Nothing of the transaction reached the server (and nothing says whether it is reachable).
       this.deferred = [];
+      this.elided = true;
       return;
     }
     if (sql === 'ROLLBACK') this.deferred = [];
