@@ -87,12 +87,13 @@ export async function runWebhookBench(port: number, duration: number, label: str
 }
 
 /**
- * Queues `count` push jobs straight into a stopped daemon's database (each
- * with a 2-8 KB payload, as deliveries leave them), so the daemon starts with
- * that backlog to run.
+ * Queues `count` push jobs straight into a daemon's database, beside the
+ * daemon while it idles (each with a 2-8 KB payload, as deliveries leave
+ * them): its worker finds them at its next look.
  */
 export function queueBacklog(path: string, count: number): void {
   const db = new DatabaseSync(path);
+  db.exec('PRAGMA busy_timeout = 10000');
   try {
     const bodies = pushBodies(50);
     const now = Date.now();
