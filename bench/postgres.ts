@@ -1,17 +1,17 @@
 /**
  * Several daemons on one PostgreSQL (fsync and synchronous commit on): signed
  * deliveries acknowledged per second and their p99 with 1, 2 and 3 daemons,
- * beside one daemon on its SQLite file in the same run, and how fast the
- * daemons together drain the job backlog the load left.
+ * beside one daemon on its SQLite file in the same run (the load from
+ * processes of their own), and how fast the daemons together drain a job
+ * backlog.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import autocannon from 'autocannon';
 import { TestPostgres } from '../test/support/postgres.ts';
-import { freePort, sleep, type Figure } from './support.ts';
-import { pushBodies, signedDeliveries, WEBHOOK_BENCH_SECRET } from './webhooks.ts';
+import { freePort, loadFrom, sleep, type Figure } from './support.ts';
+import { WEBHOOK_BENCH_SECRET } from './webhooks.ts';
 
 const BIN = new URL('../bin/run.js', import.meta.url).pathname;
 const CONNECTIONS = 48;
@@ -40,20 +40,16 @@ function stopDaemon(daemon: Daemon): void {
   rmSync(daemon.home, { recursive: true, force: true });
 }
 
-/** The load spread evenly over the daemons (CONNECTIONS in all); the sum of their rates and the worst p99. */
+/** The load spread evenly over the daemons (CONNECTIONS in all), each share from a process of its own; the sum of their rates and the worst p99. */
 async function load(daemons: Daemon[], duration: number): Promise<{ rps: number; p99: number; non2xx: number; total: number }> {
-  const bodies = pushBodies(200);
-  const results = await Promise.all(daemons.map((daemon) => autocannon({
-    url: `http://127.0.0.1:${daemon.port}/webhooks`,
-    connections: Math.max(1, Math.round(CONNECTIONS / daemons.length)),
-    duration,
-    requests: signedDeliveries(bodies),
+  const results = await Promise.all(daemons.map((daemon) => loadFrom({
+    url: `http://127.0.0.1:${daemon.port}/webhooks`, connections: Math.max(1, Math.round(CONNECTIONS / daemons.length)), duration, deliveries: true,
   })));
   return {
-    rps: results.reduce((sum, result) => sum + result.requests.average, 0),
-    p99: Math.max(...results.map((result) => result.latency.p99)),
+    rps: results.reduce((sum, result) => sum + result.rps, 0),
+    p99: Math.max(...results.map((result) => result.p99)),
     non2xx: results.reduce((sum, result) => sum + result.non2xx, 0),
-    total: results.reduce((sum, result) => sum + result.requests.total, 0),
+    total: results.reduce((sum, result) => sum + result.total, 0),
   };
 }
 

@@ -65,3 +65,29 @@ export function printFigures(figures: Figure[]): void {
   const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
   for (const row of rows) console.log(row.map((cell, column) => cell.padEnd(widths[column]!)).join('  ').trimEnd());
 }
+
+export interface LoadResult {
+  rps: number;
+  p99: number;
+  non2xx: number;
+  total: number;
+}
+
+/** Load from a process of its own (bench/load-process.ts): GET a URL, or POST signed deliveries to it. */
+export function loadFrom(options: { url: string; connections: number; duration: number; deliveries?: boolean }): Promise<LoadResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [new URL('./load-process.ts', import.meta.url).pathname, JSON.stringify(options)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout!.on('data', (chunk) => { out += chunk; });
+    child.on('close', (code) => {
+      try {
+        resolve(JSON.parse(out) as LoadResult);
+      } catch {
+        reject(new Error(`the load process exited ${code} without a result`));
+      }
+    });
+  });
+}
+
+/** The machine's load average over the last minute, for the report: a busy machine explains a figure. */
+export const machineLoad = (): string => readFileSync('/proc/loadavg', 'utf8').split(' ')[0]!;
