@@ -1,5 +1,5 @@
-import { existsSync } from 'node:fs';
-import { loadConfig } from '../shared/config/profile-config.ts';
+import { statSync } from 'node:fs';
+import { loadConfig, readEffectiveConfig } from '../shared/config/profile-config.ts';
 import type { GatewayConfig } from '../shared/config/types.ts';
 import { inspectDaemon } from '../shared/daemon-lock.ts';
 import { httpUrl } from '../shared/listen.ts';
@@ -36,19 +36,31 @@ export interface StatusResult {
   service?: { unit: string; scope: 'user' | 'system'; active: string };
 }
 
+/** When a file was last modified (ms), or undefined when there is none. */
+function statSafe(path: string): number | undefined {
+  try {
+    return statSync(path).mtimeMs;
+  } catch {
+    return undefined;
+  }
+}
+
 /** The state of a profile's daemon from its lock and, when it runs, one RPC round trip. */
 export async function daemonStatus(paths: ProfilePaths, options: { rpc: boolean } = { rpc: true }): Promise<StatusResult> {
   // A broken config.json is reported beside the daemon's state, which comes from its lock whatever the file says.
   let config: GatewayConfig | undefined;
   let configError: string | undefined;
-  if (existsSync(paths.config)) {
+  const found = inspectDaemon(paths);
+  const modified = statSafe(paths.config);
+  if (modified !== undefined) {
     try {
-      config = loadConfig(paths).effective;
+      // A file unchanged since a running daemon started was checked by that start: it is read, not checked again.
+      const checked = (found.state === 'running' || found.state === 'starting') && modified < found.record.startedAt;
+      config = checked ? readEffectiveConfig(paths) : loadConfig(paths).effective;
     } catch (error) {
       configError = (error as Error).message;
     }
   }
-  const found = inspectDaemon(paths);
   const port = Number(process.env.GATEWAY_PORT) || config?.gateway.port || derivedPort(paths.name);
   const base = {
     profile: paths.name,

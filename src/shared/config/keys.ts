@@ -1,8 +1,17 @@
 import type { ErrorObject } from 'ajv';
-import validateDocument from './config-validator.generated.cjs';
+import { createRequire } from 'node:module';
+import type validateConfig from './config-validator.generated.cjs';
 import { usageError } from '../errors.ts';
 import { configSchema, LIVE_KEY_PATTERNS, LIVE_KEYS, READ_ONLY_KEYS, RELOAD_KEYS, type SchemaNode } from './schema.ts';
 import type { GatewayConfig } from './types.ts';
+
+/**
+ * The compiled validator (about 220 KB of generated code), loaded at its first
+ * use: a command that only reads the settings (`gateway status` beside a
+ * running daemon) does not pay for it.
+ */
+let loaded: typeof validateConfig | undefined;
+const validator = (): typeof validateConfig => (loaded ??= createRequire(import.meta.url)('./config-validator.generated.cjs') as typeof validateConfig);
 
 /** Splits a dotted key, refusing empty segments. */
 export function splitKey(key: string): string[] {
@@ -75,7 +84,8 @@ function describe(errors: ErrorObject[] | null | undefined): string[] {
 }
 
 function schemaProblems(document: unknown): string[] {
-  return validateDocument(document) ? [] : describe(validateDocument.errors);
+  const validate = validator();
+  return validate(document) ? [] : describe(validate.errors);
 }
 
 /** Rules that span keys, which the schema cannot say. */
