@@ -37,8 +37,10 @@ if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-v')) {
   const { runCommand } = await import('../dist/server/main.js');
   process.exitCode = await runCommand(argv.slice(1));
 } else {
-  // A plain `gateway status [--json] [--profile <name>]` is answered without oclif; any other form goes to oclif.
-  const fast = argv[0] === 'status' ? await (await import('../dist/cli/fast-status.js')).fastStatus(argv.slice(1)) : undefined;
+  // A plain `gateway status` or `gateway start` [--json] [--profile <name>] is answered without oclif; any other form goes to oclif.
+  const fast = argv[0] === 'status' || argv[0] === 'start'
+    ? await (await import('../dist/cli/fast-status.js'))[argv[0] === 'status' ? 'fastStatus' : 'fastStart'](argv.slice(1))
+    : undefined;
   if (fast !== undefined) {
     process.exitCode = fast;
   } else {

@@ -1,9 +1,11 @@
 /**
- * `gateway status` without oclif, for the plain forms scripts and prompts call
- * again and again: `status`, `--json`, `--profile <name>` (`-p`, `--profile=`).
- * Anything else (--url, GATEWAY_URL, --help, an unknown flag) returns
- * undefined and goes to the oclif command, which owns usage and its errors.
- * The output is the command's own (src/cli/status-report.ts), byte for byte.
+ * `gateway status` and `gateway start` without oclif, for the plain forms
+ * scripts, prompts and service files call again and again: the command,
+ * `--json`, `--profile <name>` (`-p`, `--profile=`). Anything else (--url,
+ * GATEWAY_URL, --help, --port, an unknown flag) returns undefined and goes to
+ * the oclif command, which owns usage and its errors. The output is the
+ * command's own (src/cli/status-report.ts, src/cli/start-flow.ts), byte for
+ * byte.
  */
 import { asGatewayError, errorJson, errorText } from '../shared/errors.ts';
 import { ExitCode } from '../shared/exit-codes.ts';
@@ -25,22 +27,14 @@ export function plainStatusFlags(argv: readonly string[], env: NodeJS.ProcessEnv
   return { json, ...(profile === undefined ? {} : { profile }) };
 }
 
-/** Runs a plain status call and returns its exit code; undefined when it is not one. */
-export async function fastStatus(argv: readonly string[]): Promise<number | undefined> {
+/** Runs a plain call of a command as BaseCommand would: its result as --json, or its error with next steps. */
+async function plain<T>(argv: readonly string[], command: (flags: { json: boolean; profile?: string }, exitWith: (code: number) => void) => Promise<T>): Promise<number | undefined> {
   const flags = plainStatusFlags(argv);
   if (!flags) return undefined;
   let exitCode: number = ExitCode.ok;
   try {
-    const { name } = selectProfileName(flags.profile);
-    const paths = profilePaths(name, gatewayHome());
-    requireProfile(name, paths.home);
-    const { localStatus, reportStatus } = await import('./status-report.ts');
-    const status = await reportStatus(await localStatus(paths), {
-      say: (text) => { if (!flags.json) process.stdout.write(`${text}\n`); },
-      warning: (text) => process.stderr.write(`Warning: ${text}\n`),
-      exitWith: (code) => { exitCode = code; },
-    });
-    if (flags.json) process.stdout.write(`${JSON.stringify(status, null, 2)}\n`);
+    const result = await command(flags, (code) => { exitCode = code; });
+    if (flags.json) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
     return exitCode;
   } catch (error) {
     const failure = asGatewayError(error);
@@ -48,4 +42,29 @@ export async function fastStatus(argv: readonly string[]): Promise<number | unde
     process.stderr.write(errorText(failure));
     return failure.exitCode;
   }
+}
+
+const output = (flags: { json: boolean }) => ({
+  say: (text: string) => { if (!flags.json) process.stdout.write(`${text}\n`); },
+  warning: (text: string) => process.stderr.write(`Warning: ${text}\n`),
+});
+
+/** Runs a plain status call and returns its exit code; undefined when it is not one. */
+export function fastStatus(argv: readonly string[]): Promise<number | undefined> {
+  return plain(argv, async (flags, exitWith) => {
+    const { name } = selectProfileName(flags.profile);
+    const paths = profilePaths(name, gatewayHome());
+    requireProfile(name, paths.home);
+    const { localStatus, reportStatus } = await import('./status-report.ts');
+    return reportStatus(await localStatus(paths), { ...output(flags), exitWith });
+  });
+}
+
+/** Runs a plain start call (no --port, --bind, --verbose or --timeout) and returns its exit code; undefined when it is not one. */
+export function fastStart(argv: readonly string[]): Promise<number | undefined> {
+  return plain(argv, async (flags) => {
+    const { name, source } = selectProfileName(flags.profile);
+    const { startProfile } = await import('./start-flow.ts');
+    return startProfile({ name, source, paths: profilePaths(name, gatewayHome()) }, { timeout: 30_000 }, { ...output(flags), json: flags.json });
+  });
 }

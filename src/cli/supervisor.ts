@@ -1,3 +1,4 @@
+import { type ChildProcess, spawn } from 'node:child_process';
 import { openSync, closeSync } from 'node:fs';
 import { connect } from 'node:net';
 import { GatewayError } from '../shared/errors.ts';
@@ -49,60 +50,60 @@ export async function startDaemon(paths: ProfilePaths, options: StartOptions): P
   }
 
   const started = performance.now();
-  const { execa } = await import('execa');
   const args = [...DAEMON_NODE_FLAGS, gatewayBin(), 'run', '--profile', paths.name, '--detached'];
   if (options.port !== undefined) args.push('--port', String(options.port));
   if (options.bind) args.push('--bind', options.bind);
   if (options.verbose) args.push('--verbose');
   const log = openSync(paths.log, 'a', 0o600);
-  let child;
+  let child: ChildProcess;
   try {
-    child = execa(process.execPath, args, {
-      detached: true,
-      cleanup: false,
-      reject: false,
-      ipc: true,
-      serialization: 'json',
-      stdin: 'ignore',
-      // A file descriptor goes straight to the child: no pipe through this process.
-      stdout: log as never,
-      stderr: log as never,
-    });
+    // Its own session, output straight to the log file (no pipe through this process), and an IPC channel for its ready message.
+    child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', log, log, 'ipc'], serialization: 'json' });
   } finally {
     closeSync(log);
   }
+  const exited = new Promise<{ kind: 'exit'; code: number; signal: NodeJS.Signals | null }>((resolve) => {
+    child.once('exit', (code, signal) => resolve({ kind: 'exit', code: code ?? 1, signal }));
+    child.once('error', () => resolve({ kind: 'exit', code: 1, signal: null }));
+  });
 
   let timer: NodeJS.Timeout | undefined;
   const outcome = await Promise.race([
-    child.getOneMessage({ filter: isDaemonMessage }).then((message) => ({ kind: 'message' as const, message: message as DaemonMessage })).catch(() => new Promise<never>(() => undefined)),
-    child.then((result) => ({ kind: 'exit' as const, code: result.exitCode ?? 1, signal: result.signal })),
+    new Promise<{ kind: 'message'; message: DaemonMessage }>((resolve) => {
+      const listener = (message: unknown) => {
+        if (!isDaemonMessage(message)) return;
+        child.off('message', listener);
+        resolve({ kind: 'message', message });
+      };
+      child.on('message', listener);
+    }),
+    exited,
     new Promise<{ kind: 'timeout' }>((resolve) => { timer = setTimeout(() => resolve({ kind: 'timeout' }), options.timeoutMs); }),
   ]);
   clearTimeout(timer);
 
   if (outcome.kind === 'message' && outcome.message.type === 'ready') {
     // Let this process exit while the daemon lives on.
-    const node = child.nodeChildProcess;
-    if (node.connected) node.disconnect();
-    node.unref();
+    if (child.connected) child.disconnect();
+    child.unref();
     return {
       profile: paths.name, state: 'started', pid: outcome.message.pid, port: outcome.message.port, url: outcome.message.url,
       logFile: paths.log, startMs: Math.round(performance.now() - started),
     };
   }
   if (outcome.kind === 'message' && outcome.message.type === 'running') {
-    await child;
+    await exited;
     const record = runningDaemon(paths, options.timeoutMs);
     return { profile: paths.name, state: 'already-running', pid: record.pid, port: record.port, url: httpUrl(record.host, record.port), logFile: paths.log };
   }
   if (outcome.kind === 'message' && outcome.message.type === 'error') {
-    await child;
+    await exited;
     throw new GatewayError(outcome.message.message, { exitCode: outcome.message.exitCode as ExitCode, hints: outcome.message.hints });
   }
   if (outcome.kind === 'timeout') {
     child.kill('SIGTERM');
-    await Promise.race([child, new Promise((resolve) => setTimeout(resolve, 3000))]);
-    if (child.nodeChildProcess.exitCode === null) child.kill('SIGKILL');
+    await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 3000))]);
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     throw new GatewayError(`The daemon of profile "${paths.name}" was not ready within ${options.timeoutMs} ms and was stopped.${logExcerpt(paths)}`, {
       hints: [`gateway logs --profile ${paths.name}`, 'gateway start --timeout <ms>   # allow more time'],
     });

@@ -1,9 +1,7 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../cli/base-command.ts';
-import { runSteps } from '../cli/progress.ts';
 import type { StartOutcome } from '../cli/supervisor.ts';
 import { BIND_MODES } from '../shared/config/schema.ts';
-import { usageError } from '../shared/errors.ts';
 
 export default class Start extends BaseCommand<StartOutcome> {
   static override summary = 'Start the profile\'s daemon in the background and wait until it is ready.';
@@ -22,68 +20,9 @@ export default class Start extends BaseCommand<StartOutcome> {
 
   async run(): Promise<StartOutcome> {
     const { flags } = await this.parse(Start);
-    const profile = this.selectProfile(flags.profile);
-    const [{ ensureProfile }, { loadConfig }, { resolveListen }, { assertExposure }, { startDaemon }, { inspectDaemon }] = await Promise.all([
-      import('../shared/profile-setup.ts'),
-      import('../shared/config/profile-config.ts'),
-      import('../shared/listen.ts'),
-      import('../shared/config/exposure.ts'),
-      import('../cli/supervisor.ts'),
-      import('../shared/daemon-lock.ts'),
-    ]);
-
-    // A profile a service manages is started by its manager, never by a second supervisor.
-    const { serviceOf } = await import('../cli/service.ts');
-    const record = serviceOf(profile.paths);
-    if (record) {
-      if (flags.port !== undefined || flags.bind) throw usageError(`Profile "${profile.name}" runs as the service ${record.unit}, which takes its port and bind from the configuration.`, [`gateway config set gateway.port <port> --profile ${profile.name}`]);
-      const { startService } = await import('../cli/service-control.ts');
-      const started = await startService(profile.paths, record, flags.timeout);
-      this.say(started.state === 'already-running'
-        ? `The daemon of profile "${profile.name}" is already running under ${record.unit} at ${started.url} (pid ${started.pid}).`
-        : `Started ${record.unit}: the daemon of profile "${profile.name}" is running at ${started.url} (pid ${started.pid}).`);
-      return { profile: profile.name, ...started, logFile: '', service: record.unit };
-    }
-
-    const context: { outcome?: StartOutcome } = {};
-    let port = flags.port;
-    let bind = flags.bind;
-    await runSteps([
-      {
-        title: `Prepare profile ${profile.name}`,
-        run: async () => {
-          const setup = await ensureProfile(profile.paths);
-          if (setup.warning) this.warning(setup.warning);
-        },
-      },
-      {
-        title: 'Check configuration',
-        run: () => {
-          const found = inspectDaemon(profile.paths);
-          // A stale daemon's own --port/--bind are reused when it is reclaimed.
-          if (found.state === 'stale' && found.record?.overrides) {
-            port ??= found.record.overrides.port;
-            bind ??= found.record.overrides.bind;
-          }
-          const { effective } = loadConfig(profile.paths);
-          const listen = resolveListen(profile.name, effective, { port, bind });
-          assertExposure(effective, listen.bind);
-        },
-      },
-      {
-        title: 'Start daemon',
-        run: async () => {
-          context.outcome = await startDaemon(profile.paths, { port, bind, verbose: flags.verbose, timeoutMs: flags.timeout });
-        },
-      },
-    ], context, { json: this.jsonEnabled() });
-
-    const outcome = context.outcome!;
-    if (outcome.state === 'already-running') {
-      this.say(`The daemon of profile "${profile.name}" is already running at ${outcome.url} (pid ${outcome.pid}).`);
-    } else {
-      this.say(`The daemon of profile "${profile.name}" is running at ${outcome.url} (pid ${outcome.pid}, ready in ${outcome.startMs} ms).`);
-    }
-    return outcome;
+    const { startProfile } = await import('../cli/start-flow.ts');
+    return startProfile(this.selectProfile(flags.profile), flags, {
+      say: (text) => this.say(text), warning: (text) => this.warning(text), json: this.jsonEnabled(),
+    });
   }
 }
