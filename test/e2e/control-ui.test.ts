@@ -175,7 +175,9 @@ describe('the Control UI and WebChat (e2e, in Chromium)', function () {
       for (const section of PAGES) {
         await go(page, section);
         await page.waitForLoadState('networkidle');
-        await page.locator('p.muted', { hasText: 'Loading…' }).waitFor({ state: 'detached' });
+        // Every section of the page has loaded (a page may show several "Loading…" at once).
+        const loading = page.locator('p.muted', { hasText: 'Loading…' });
+        await waitFor(async () => ((await loading.count()) === 0 ? true : undefined), 15_000, `${section} to finish loading`);
         await screenshot(page, `${section}-${width}`);
       }
     }
