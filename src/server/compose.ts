@@ -23,3 +23,4 @@ export { default as discovery } from './discovery/module.ts';
 export { default as mcp } from './mcp/module.ts';
 export { default as controlUi } from './control-ui/module.ts';
 export { default as logs } from './logs/module.ts';
+export { default as cluster } from './cluster/module.ts';

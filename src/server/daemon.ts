@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
-import { asGatewayError, GatewayError } from '../shared/errors.ts';
+import { asGatewayError } from '../shared/errors.ts';
 import { ExitCode } from '../shared/exit-codes.ts';
 import { assertExposure, type BindTarget } from '../shared/config/exposure.ts';
 import { loadConfig } from '../shared/config/profile-config.ts';
@@ -31,20 +31,12 @@ import { originRefusal } from './auth/browser-origin.ts';
 import { createLogger, type ConsoleLog, type DaemonLogger } from './logger.ts';
 import { onLooseSecretFile } from '../shared/secrets/file-store.ts';
 import { Checkpointer } from './store/checkpointer.ts';
-import { daemonApplicationName, hasPassword, redactedUrl } from '../shared/store-url.ts';
-import { PostgresCoordinator } from './store/postgres-coordinator.ts';
+import { openStore } from './store/open.ts';
 import { Store } from './store/database.ts';
 import { ControlPlane } from './ws/control-plane.ts';
 import { routeUpgrade } from './ws/routes.ts';
 
 /** The modules of a daemon started from the command line. */
-/**
- * Events that reach clients of every daemon sharing a PostgreSQL store: an
- * operator approves a pairing wherever they are connected. A run's stream
- * (agent.*) stays with the daemon that runs it.
- */
-const SHARED_EVENTS = new Set(['device.pair.requested', 'device.pair.resolved', 'channel.pair.requested', 'channel.pair.resolved', 'jobs.changed', 'session.message', 'session.wake', 'channel.status']);
-
 export const BUILTIN_MODULES: readonly GatewayModule<unknown>[] = Object.values(builtins) as GatewayModule<unknown>[];
 
 export interface DaemonParts {
@@ -191,23 +183,13 @@ export class Daemon {
     this.logger.info({ port: this.port, host: this.bind.host, bind: this.bind.mode, version: record.version, secretStore: this.secrets.backend }, 'daemon starting');
 
     await this.loadCredentials();
-    this.store = await this.openStore();
+    this.store = await openStore({ paths: this.paths, config: this.config, secrets: this.secrets, instanceId: this.instanceId, logger: this.logger });
     if (this.store.kind === 'sqlite') this.checkpointer = new Checkpointer(this.store, { path: this.paths.db, synchronous: this.config.store.synchronous, logger: this.logger });
     const store = this.store;
     const audit = (kind: string, fields: Parameters<Store['audit']>[1]) => store.audit(kind, fields);
     const lockout = new AuthLockout(this.config.gateway.auth.rateLimit);
     const authenticator = new HttpAuthenticator({ config: () => this.config, credential: this.credential, lockout, audit });
     const events = new EventBus();
-    const coordinator = store.coordinator;
-    if (coordinator) {
-      // What clients of any daemon should hear goes to the others; what they send comes to this one's clients.
-      events.subscribe((frame) => {
-        if (!frame.remote && SHARED_EVENTS.has(frame.event)) coordinator.publish(frame.event, frame.payload, frame.scope);
-      });
-      coordinator.onEvent((event, payload, scope) => {
-        if (SHARED_EVENTS.has(event)) events.relay(event, payload, scope);
-      });
-    }
     const hub = new ConnectionsHub();
     const host = new ModuleHost(this.parts.modules ?? BUILTIN_MODULES, {
       daemon: this.view(), config: () => this.config, store, secrets: this.secrets, events, connections: hub, lockout,
@@ -245,28 +227,6 @@ export class Daemon {
     this.checkpointer?.watchWal();
     store.audit('daemon.start', { detail: { port: this.port, bind: this.bind.mode } });
     this.logger.info({ url: this.url, ms: Date.now() - this.startedAt }, 'daemon ready');
-  }
-
-  /**
-   * The profile's SQLite file, or the PostgreSQL database named by
-   * GATEWAY_STORE_URL (which may carry its password: the environment is never
-   * stored) or store.url (whose password is the secret store.password).
-   */
-  private async openStore(): Promise<Store> {
-    const url = process.env.GATEWAY_STORE_URL || this.config.store.url;
-    const synchronous = this.config.store.synchronous;
-    if (!url) return new Store({ path: this.paths.db, synchronous });
-    const password = hasPassword(url) ? undefined : await this.secrets.get('store.password');
-    const applicationName = daemonApplicationName(this.paths.name, this.instanceId);
-    const store = new Store({ path: this.paths.db, synchronous, url, password, applicationName });
-    try {
-      store.coordinator = await PostgresCoordinator.open({ url, password, instanceId: this.instanceId, applicationName, logger: this.logger });
-    } catch (error) {
-      store.close();
-      throw new GatewayError(`cannot reach the store's PostgreSQL at ${redactedUrl(url)}: ${(error as Error).message}`, { cause: error });
-    }
-    this.logger.info({ store: redactedUrl(url), schema: store.schemaVersion }, 'store on PostgreSQL');
-    return store;
   }
 
   /** The daemon as its modules see it. */

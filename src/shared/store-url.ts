@@ -22,8 +22,18 @@ export function redactedUrl(url: string): string {
   }
 }
 
-/** How a daemon appears in PostgreSQL's list of sessions: `gateway store status` reads the daemons attached from it. */
-export const daemonApplicationName = (profile: string, instanceId: string): string => `gateway ${profile} ${instanceId}`.slice(0, 63);
+/**
+ * How a daemon appears in PostgreSQL's list of sessions: `gateway store
+ * status` reads the daemons attached from it. The instance id comes first:
+ * PostgreSQL keeps 63 bytes, and a long profile name is what is cut.
+ */
+export const daemonApplicationName = (profile: string, instanceId: string): string => `gateway ${instanceId} ${profile}`.slice(0, 63);
+
+/** The instance id and profile in a daemon's application name (see daemonApplicationName). */
+export function daemonOfApplicationName(name: string): { profile: string; instanceId: string } {
+  const [, instanceId = '', ...profile] = name.split(' ');
+  return { instanceId, profile: profile.join(' ') };
+}
 
 /**
  * The URL to connect with: the password from the secret store put in (pg

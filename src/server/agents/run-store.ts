@@ -64,9 +64,8 @@ export class RunStore {
     const update = "UPDATE agent_runs SET status = 'interrupted', finished_at = ?, error = 'the daemon stopped during the run' WHERE status = 'running'";
     const live = this.store.liveDaemons();
     if (!live) return Number(this.store.prepare(update).run(Date.now()).changes);
-    const others = live.filter((id) => id !== this.daemon);
-    const keep = others.length > 0 ? ` AND (daemon IS NULL OR daemon NOT IN (${others.map(() => '?').join(', ')}))` : '';
-    return Number(this.store.engine.prepare(`${update} AND (daemon IS NULL OR daemon <> ?)${keep}`).run(Date.now(), this.daemon, ...others).changes);
+    // This daemon is among those attached, and its own runs have not started yet.
+    return Number(this.store.engine.prepare(`${update} AND (daemon IS NULL OR daemon NOT IN (${live.map(() => '?').join(', ')}))`).run(Date.now(), ...live).changes);
   }
 
   prune(retentionMs: number): number {

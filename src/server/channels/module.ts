@@ -29,7 +29,8 @@ export default defineModule<Channels>({
     const channels = new ChannelManager({
       kinds: () => ctx.table().channels, config: ctx.config, secret: (name) => ctx.secrets.get(name), logger: ctx.log,
       pairing, sessions, emit: (event, payload, scope) => events.emit(event, payload, scope),
-      ...(store.coordinator ? { singleton: (name: string, handlers: { start(): Promise<void>; stop(): Promise<void> }) => store.singleton(name, handlers) } : {}),
+      // Sharing a PostgreSQL store, each channel connects from the one daemon holding its singleton.
+      singleton: store.coordinator ? (name, handlers) => store.singleton(name, handlers) : undefined,
     });
     ctx.use(jobsModule).retention('pairingRequests', (retentionMs) => pairing.prune(retentionMs));
     ctx.onStart(() => channels.start());

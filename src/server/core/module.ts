@@ -9,7 +9,6 @@ import { changeConfigKeys, loadConfig } from '../../shared/config/profile-config
 import { configSchema, LIVE_KEYS, READ_ONLY_KEYS, RELOAD_KEYS } from '../../shared/config/schema.ts';
 import type { PluginSummary, StatusPayload } from '../../shared/protocol/results.ts';
 import { isSecretName } from '../../shared/secrets/names.ts';
-import { redactedUrl } from '../../shared/store-url.ts';
 import channelsModule from '../channels/module.ts';
 import { errorResponse, jsonResponse } from '../kernel/api-doc.ts';
 import { DomainError } from '../kernel/errors.ts';
@@ -203,25 +202,6 @@ export default defineModule({
     let stopMemoryReducer: (() => void) | undefined;
     ctx.onStart(() => { stopMemoryReducer = startMemoryReducer(ctx.log); });
     ctx.onStop(() => stopMemoryReducer?.());
-    ctx.rpc.method({
-      name: 'store.status',
-      handler: () => {
-        const attached = store.attached();
-        const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
-        return {
-          backend: store.kind,
-          location: store.kind === 'postgres' ? redactedUrl(process.env.GATEWAY_STORE_URL || ctx.config().store.url || '') : daemon.paths.db,
-          schemaVersion: store.schemaVersion,
-          modules: store.moduleVersions(),
-          sizeBytes: store.sizeBytes(daemon.paths.db),
-          self: daemon.instanceId,
-          daemons: attached
-            ? attached.map((entry) => ({ ...entry, connectedAt: iso(entry.connectedAt) }))
-            : [{ instanceId: daemon.instanceId, profile: daemon.profile, address: null, connectedAt: new Date(daemon.startedAt).toISOString() }],
-          singletons: store.singletonHolders([...store.singletonNames].sort(), daemon.instanceId),
-        };
-      },
-    });
     ctx.rpc.method({
       name: 'audit.list',
       handler: ({ since, limit }) => {

@@ -25,7 +25,7 @@ export function copySqliteToPostgres(path: string, url: string, password: string
   const source = new DatabaseSync(path, { readOnly: true });
   let engine: PostgresEngine | undefined;
   try {
-    engine = new PostgresEngine({ url, password, applicationName: 'gateway store migrate' });
+    engine = new PostgresEngine({ url, password, applicationName: 'gateway-store-migrate' });
     const existing = engine.prepare("SELECT to_regclass('public.schema_migrations') AS found").get() as { found: string | null };
     if (existing.found) {
       const version = (engine.prepare('SELECT MAX(version) AS version FROM schema_migrations').get() as { version: number | null }).version;

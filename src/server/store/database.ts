@@ -1,5 +1,6 @@
 import { statSync } from 'node:fs';
 import { configError } from '../../shared/errors.ts';
+import { daemonOfApplicationName } from '../../shared/store-url.ts';
 import { ATTACHED_DAEMONS, BEGIN, DATABASE_SIZE, type EngineKind, MIGRATION_LOCK, postgresDdl, SINGLETON_HOLDER } from './dialect.ts';
 import type { Engine, Statement } from './engine.ts';
 import { StorageHealth } from './faults.ts';
@@ -51,7 +52,7 @@ export class Store {
     }
     this.kind = this.engine.kind;
     try {
-      this.migrate(migrations);
+      this.applyMigrations('schema_migrations', undefined, migrations);
     } catch (error) {
       this.close();
       throw error;
@@ -111,10 +112,6 @@ export class Store {
     }
     this.engine.exec(create);
     for (const migration of pending()) this.transaction(() => record(migration));
-  }
-
-  private migrate(migrations: readonly Migration[]): void {
-    this.applyMigrations('schema_migrations', undefined, migrations);
   }
 
   /**
@@ -189,11 +186,6 @@ export class Store {
     else void Promise.resolve(handlers.start());
   }
 
-  /** Whether this daemon holds a singleton now. */
-  holds(name: string): boolean {
-    return this.coordinator ? this.coordinator.holds(name) : true;
-  }
-
   /**
    * The daemons attached to a shared store now, by instance id, as PostgreSQL
    * lists its sessions; undefined on SQLite, where a daemon is alone.
@@ -206,10 +198,7 @@ export class Store {
   attached(): { instanceId: string; profile: string; address: string | null; connectedAt: number | null }[] | undefined {
     if (this.kind !== 'postgres') return undefined;
     const rows = this.prepare(ATTACHED_DAEMONS).all() as { name: string; address: string | null; since: number | null }[];
-    return rows.map((row) => {
-      const [, profile = '', instanceId = ''] = String(row.name).split(' ');
-      return { instanceId, profile, address: row.address ?? null, connectedAt: row.since ?? null };
-    });
+    return rows.map((row) => ({ ...daemonOfApplicationName(String(row.name)), address: row.address ?? null, connectedAt: row.since ?? null }));
   }
 
   /** Which daemon holds each singleton now, by instance id (null: none); this daemon's own view on SQLite. */
@@ -217,7 +206,7 @@ export class Store {
     if (this.kind !== 'postgres') return names.map((name) => ({ name, holder: self }));
     return names.map((name) => {
       const row = this.prepare(SINGLETON_HOLDER).get(String(SINGLETON_LOCK_CLASS), name) as { holder: string } | undefined;
-      return { name, holder: row ? String(row.holder).split(' ').at(-1)! : null };
+      return { name, holder: row ? daemonOfApplicationName(String(row.holder)).instanceId : null };
     });
   }
 

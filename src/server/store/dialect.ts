@@ -63,7 +63,7 @@ export function claimDueJobs(kind: EngineKind): string {
     RETURNING id, kind, attempts, max_attempts, run_at, created_at`;
 }
 
-/** PostgreSQL's own views, for `gateway store status`: the daemons attached (each names itself `gateway <profile> <instance id>`). */
+/** PostgreSQL's own views, for `gateway store status`: the daemons attached (each names itself `gateway <instance id> <profile>`). */
 export const ATTACHED_DAEMONS = `SELECT application_name AS name, MIN(host(client_addr)) AS address, CAST(EXTRACT(EPOCH FROM MIN(backend_start)) * 1000 AS BIGINT) AS since
   FROM pg_stat_activity WHERE datname = current_database() AND application_name LIKE 'gateway %' GROUP BY application_name`;
 

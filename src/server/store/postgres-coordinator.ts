@@ -153,16 +153,6 @@ export class PostgresCoordinator {
     this.schedule(0);
   }
 
-  /** The singletons this daemon takes part in. */
-  names(): string[] {
-    return [...this.singletons.keys()];
-  }
-
-  /** Whether this daemon holds a singleton now. */
-  holds(name: string): boolean {
-    return this.singletons.get(name)?.held === true;
-  }
-
   /** Sends an event to the other daemons (too large ones are dropped, with a log line). */
   publish(event: string, payload: unknown, scope: string): void {
     const client = this.client;

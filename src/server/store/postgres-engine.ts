@@ -34,6 +34,18 @@ export class PostgresError extends Error {
   }
 }
 
+/** The error of a daemon or command that cannot connect to the store's PostgreSQL, with what to check. */
+export function unreachableStore(url: string, error: unknown): GatewayError {
+  const found = error as { message?: string; code?: string };
+  const message = String(found?.message ?? error);
+  return new GatewayError(`cannot reach the store's PostgreSQL at ${redactedUrl(url)}: ${message}`, {
+    cause: error,
+    hints: found?.code === '28P01' || /password/i.test(message)
+      ? ['set its password: gateway secrets set store.password (or PGPASSWORD in the daemon\'s environment)']
+      : ['check that the server runs and the URL names the right host, port and database'],
+  });
+}
+
 type Answer = { id: number; ok?: true; changes?: number; row?: unknown; rows?: unknown[]; error?: WireError };
 
 export class PostgresEngine implements Engine {
@@ -76,13 +88,7 @@ export class PostgresEngine implements Engine {
       this.call({ op: 'connect' });
     } catch (error) {
       this.close();
-      const found = error as PostgresError;
-      throw new GatewayError(`cannot reach the store's PostgreSQL at ${redactedUrl(options.url)}: ${found.message}`, {
-        cause: error,
-        hints: found.code === '28P01' || /password/i.test(found.message)
-          ? ['set its password: gateway secrets set store.password (or PGPASSWORD in the daemon\'s environment)']
-          : ['check that the server runs and the URL names the right host, port and database'],
-      });
+      throw unreachableStore(options.url, error);
     }
   }
 
@@ -97,7 +103,6 @@ export class PostgresEngine implements Engine {
     const id = ++this.next;
     const prefix = this.deferred;
     if (prefix.length > 0) this.deferred = [];
-    Atomics.store(this.flag, 0, 0);
     this.port.postMessage(prefix.length > 0 ? { ...request, id, prefix } : { ...request, id });
     const deadline = Date.now() + this.waitMs;
     for (;;) {

@@ -68,12 +68,6 @@ export interface Accepted {
 
 type DeliveryInput = { event: string; deliveryId: string; hookId: string | undefined; json: string; body?: Record<string, unknown> };
 
-/**
- * The writes of one delivery and its job, inside the transaction the caller
- * holds (committed before anything answers). A redelivery (same hook id and
- * delivery id) creates nothing. Without a hook id the key is the delivery id
- * alone: stored as "", since SQL NULLs never collide.
- */
 /** A delivery's job payload: the body as it came (already checked to be a JSON object), not parsed and serialised again. */
 function jobPayload(delivery: DeliveryInput): { serialized: string; parsed: unknown } {
   return {
@@ -82,6 +76,12 @@ function jobPayload(delivery: DeliveryInput): { serialized: string; parsed: unkn
   };
 }
 
+/**
+ * The writes of one delivery and its job, inside the transaction the caller
+ * holds (committed before anything answers). A redelivery (same hook id and
+ * delivery id) creates nothing. Without a hook id the key is the delivery id
+ * alone: stored as "", since SQL NULLs never collide.
+ */
 function recordDelivery(store: Store, queue: JobQueue, delivery: DeliveryInput): Accepted {
   const hookKey = delivery.hookId ?? '';
   // The delivery's row first, claiming its key: of two daemons taking the same delivery at once (a shared store),
@@ -97,45 +97,41 @@ function recordDelivery(store: Store, queue: JobQueue, delivery: DeliveryInput):
   return { deliveryId: delivery.deliveryId, jobId, duplicate: false };
 }
 
+/** A delivery's key, as one string. */
+const deliveryKey = (hookId: string, deliveryId: string): string => `${hookId}\u0000${deliveryId}`;
+
+type DeliveryRow = { hook_id: string; delivery_id: string; job_id: string };
+
 /**
  * A group of deliveries on PostgreSQL, in three statements: the keys claimed
  * at once (a key claimed already, by this group or another daemon, is a
  * duplicate and answers with the first job's id), then the new jobs queued.
+ * Rows go in the order of their keys: two daemons writing overlapping groups
+ * then take the keys' locks in one order, and never deadlock.
  */
 function recordGroup(store: Store, queue: JobQueue, deliveries: DeliveryInput[]): Accepted[] {
-  const key = (hookId: string, deliveryId: string) => `${hookId}\u0000${deliveryId}`;
   const hooks = deliveries.map((delivery) => delivery.hookId ?? '');
+  const keys = deliveries.map((delivery, index) => deliveryKey(hooks[index]!, delivery.deliveryId));
+  const order = keys.map((_, index) => index).sort((a, b) => (keys[a]! < keys[b]! ? -1 : keys[a]! > keys[b]! ? 1 : 0));
   const ids = deliveries.map(() => queue.newId());
   const now = Date.now();
-  const claimed = store.prepare(PG_CLAIM_DELIVERIES).all(hooks, deliveries.map((delivery) => delivery.deliveryId), deliveries.map((delivery) => delivery.event),
-    deliveries.map(() => now), ids) as { hook_id: string; delivery_id: string; job_id: string }[];
-  const jobOf = new Map(claimed.map((row) => [key(row.hook_id, row.delivery_id), row.job_id]));
-  const missing = deliveries.map((delivery, index) => [hooks[index]!, delivery.deliveryId] as const).filter(([hook, id]) => !jobOf.has(key(hook, id)));
+  const claimed = store.prepare(PG_CLAIM_DELIVERIES).all(order.map((index) => hooks[index]!), order.map((index) => deliveries[index]!.deliveryId),
+    order.map((index) => deliveries[index]!.event), order.map(() => now), order.map((index) => ids[index]!)) as DeliveryRow[];
+  const jobOf = new Map(claimed.map((row) => [deliveryKey(row.hook_id, row.delivery_id), row.job_id]));
+  const missing = order.filter((index) => !jobOf.has(keys[index]!));
   if (missing.length > 0) {
-    const found = store.prepare(PG_DELIVERY_JOBS).all(missing.map(([hook]) => hook), missing.map(([, id]) => id)) as { hook_id: string; delivery_id: string; job_id: string }[];
-    for (const row of found) jobOf.set(key(row.hook_id, row.delivery_id), row.job_id);
+    const found = store.prepare(PG_DELIVERY_JOBS).all(missing.map((index) => hooks[index]!), missing.map((index) => deliveries[index]!.deliveryId)) as DeliveryRow[];
+    for (const row of found) jobOf.set(deliveryKey(row.hook_id, row.delivery_id), row.job_id);
   }
-  const fresh: Parameters<JobQueue['enqueueMany']>[0] = [];
-  const accepted = deliveries.map((delivery, index) => {
-    const jobId = jobOf.get(key(hooks[index]!, delivery.deliveryId))!;
-    const duplicate = jobId !== ids[index];
-    if (!duplicate) {
-      fresh.push({
-        id: jobId, kind: `github.${delivery.event}`, source: delivery.deliveryId, ...jobPayload(delivery),
-      });
-    }
-    return { deliveryId: delivery.deliveryId, jobId, duplicate };
+  queue.enqueueMany(order.filter((index) => jobOf.get(keys[index]!) === ids[index]).map((index) => {
+    const delivery = deliveries[index]!;
+    return { id: ids[index]!, kind: `github.${delivery.event}`, source: delivery.deliveryId, ...jobPayload(delivery) };
+  }));
+  return deliveries.map((delivery, index) => {
+    const jobId = jobOf.get(keys[index]!)!;
+    return { deliveryId: delivery.deliveryId, jobId, duplicate: jobId !== ids[index] };
   });
-  queue.enqueueMany(fresh);
-  return accepted;
 }
-
-/** Deliveries in the order of their keys: two daemons writing overlapping groups then take the keys' locks in one order, and never deadlock. */
-const byKey = (a: Pending, b: Pending): number => {
-  const left = `${a.delivery.hookId ?? ''}\u0000${a.delivery.deliveryId}`;
-  const right = `${b.delivery.hookId ?? ''}\u0000${b.delivery.deliveryId}`;
-  return left < right ? -1 : left > right ? 1 : 0;
-};
 
 interface Pending {
   delivery: DeliveryInput;
@@ -172,16 +168,10 @@ export class DeliveryIntake {
     let results: Accepted[];
     try {
       // One transaction for the group, no savepoint per delivery: a failure fails the group anyway.
-      const ordered = this.store.kind === 'postgres' ? [...group].sort(byKey) : group;
-      const accepted = this.store.transaction(() => (this.store.kind === 'postgres'
-        ? recordGroup(this.store, this.queue, ordered.map(({ delivery }) => delivery))
-        : ordered.map(({ delivery }) => recordDelivery(this.store, this.queue, delivery))));
-      if (ordered === group) {
-        results = accepted;
-      } else {
-        const at = new Map(ordered.map((pending, index) => [pending, index]));
-        results = group.map((pending) => accepted[at.get(pending)!]!);
-      }
+      const deliveries = group.map(({ delivery }) => delivery);
+      results = this.store.transaction(() => (this.store.kind === 'postgres'
+        ? recordGroup(this.store, this.queue, deliveries)
+        : deliveries.map((delivery) => recordDelivery(this.store, this.queue, delivery))));
     } catch (error) {
       for (const { reject } of group) reject(error);
       return;
