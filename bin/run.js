@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // The `gateway` executable. It answers --version and a plain `status` before
 // loading oclif, runs the daemon (`gateway run`, and the child `gateway start`
-// spawns) without loading oclif at all, and turns on Node's compile cache so every later
+// spawns) without loading oclif at all, from the bundles the build makes
+// (dist/daemon, dist/fast), and turns on Node's compile cache so every later
 // start is cheaper.
 import './check-node.cjs';
 import { readFileSync } from 'node:fs';
@@ -34,12 +35,12 @@ if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-v')) {
   if (candidates.length) process.stdout.write(`${candidates.join('\n')}\n`);
 } else if (argv[0] === 'run' && !argv.includes('--help') && !argv.includes('-h')) {
   // The daemon's start path: `gateway run` (and `gateway start`'s detached child) without oclif.
-  const { runCommand } = await import('../dist/server/main.js');
+  const { runCommand } = await import('../dist/daemon/main.js');
   process.exitCode = await runCommand(argv.slice(1));
 } else {
   // A plain `gateway status` or `gateway start` [--json] [--profile <name>] is answered without oclif; any other form goes to oclif.
   const fast = argv[0] === 'status' || argv[0] === 'start'
-    ? await (await import('../dist/cli/fast-status.js'))[argv[0] === 'status' ? 'fastStatus' : 'fastStart'](argv.slice(1))
+    ? await (await import('../dist/fast/fast-status.js'))[argv[0] === 'status' ? 'fastStatus' : 'fastStart'](argv.slice(1))
     : undefined;
   if (fast !== undefined) {
     process.exitCode = fast;

@@ -8,7 +8,7 @@
  * The profile records that it is managed (service.json), so `gateway start`,
  * `stop` and `status` act through the manager, never as a second supervisor.
  */
-import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
+import type { SpawnSyncReturns } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { writeFileAtomic } from '../shared/atomic-file.ts';
 import { homedir, userInfo } from 'node:os';
@@ -115,9 +115,13 @@ export function systemdUnit(options: UnitOptions): string {
   ].join('\n');
 }
 
+/** Runs a command to its end; child_process loads here, when a service manager is asked something (`gateway status` only reads records). */
+const runSync = (command: string, args: string[]): SpawnSyncReturns<string> =>
+  process.getBuiltinModule('node:child_process').spawnSync(command, args, { encoding: 'utf8' });
+
 /** Runs a service manager's command; a missing command or a refusal is an error naming what was asked. */
 function runManagerCommand(command: string, args: string[], options: { check?: boolean }, refusalHints: string[] = []): SpawnSyncReturns<string> {
-  const result = spawnSync(command, args, { encoding: 'utf8' });
+  const result = runSync(command, args);
   if (result.error) {
     throw new GatewayError(`${command} is not available (${(result.error as NodeJS.ErrnoException).code ?? result.error.message}): this host has no ${command === 'launchctl' ? 'launchd' : 'systemd'} to manage the daemon.`, {
       hints: ['run the daemon under another supervisor with: gateway run --profile <name>'],
@@ -137,7 +141,7 @@ export function systemctl(scope: ServiceScope, args: string[], options: { check?
 
 /** Whether the user's services outlive their sessions; undefined when logind cannot say. */
 export function lingering(user: string): boolean | undefined {
-  const result = spawnSync('loginctl', ['show-user', user, '--property=Linger', '--value'], { encoding: 'utf8' });
+  const result = runSync('loginctl', ['show-user', user, '--property=Linger', '--value']);
   if (result.error || result.status !== 0) return undefined;
   const value = result.stdout.trim();
   return value === 'yes' ? true : value === 'no' ? false : undefined;

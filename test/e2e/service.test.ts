@@ -3,6 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DAEMON_NODE_FLAGS } from '../../src/shared/run-args.ts';
 import { freePort, Home, waitFor } from '../support/cli.ts';
 import { FakeSystemd } from '../support/fake-systemd.ts';
 
@@ -47,9 +48,10 @@ describe('gateway service: the daemon under systemd (e2e, recording fakes of sys
     const unit = readFileSync(result.path, 'utf8');
     const exec = /^ExecStart=(.*)$/m.exec(unit)![1]!.split(' ');
     expect(exec[0]).to.equal(process.execPath);
-    expect(exec[1]).to.equal('--max-semi-space-size=16');
-    expect(exec[2]).to.match(/^\/.*\/bin\/run\.js$/);
-    expect(exec.slice(3)).to.deep.equal(['run', '--profile', 'default']);
+    // The daemon's node flags, then the executable.
+    expect(exec.slice(1, 1 + DAEMON_NODE_FLAGS.length)).to.deep.equal([...DAEMON_NODE_FLAGS]);
+    expect(exec[1 + DAEMON_NODE_FLAGS.length]).to.match(/^\/.*\/bin\/run\.js$/);
+    expect(exec.slice(2 + DAEMON_NODE_FLAGS.length)).to.deep.equal(['run', '--profile', 'default']);
     expect(unit).to.match(/^Restart=on-failure$/m);
     expect(unit).to.match(/^RestartPreventExitStatus=78$/m);
     expect(unit).to.include(`Environment=GATEWAY_HOME=${home.dir}`);
@@ -173,7 +175,7 @@ describe('gateway service under launchd (e2e, a recording fake of launchctl; the
     const plist = JSON.parse(parsed.stdout);
     expect(plist.Label).to.equal(unit);
     expect(plist.ProgramArguments[0]).to.equal(process.execPath);
-    expect(plist.ProgramArguments.slice(1)).to.deep.include.members(['--max-semi-space-size=16', 'run', '--profile', 'default']);
+    expect(plist.ProgramArguments.slice(1)).to.deep.include.members([...DAEMON_NODE_FLAGS, 'run', '--profile', 'default']);
     expect(plist.EnvironmentVariables).to.deep.equal({ GATEWAY_HOME: home.dir });
     expect(plist).to.include({ RunAtLoad: true });
     expect(plist.KeepAlive).to.deep.equal({ SuccessfulExit: false });

@@ -6,15 +6,23 @@
  */
 import { readFile, readdir } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DomainError } from '../kernel/errors.ts';
 import type { DaemonView, RouteContext } from '../kernel/module.ts';
 import { mimeTypeOf, safeSegments } from '../kernel/static-paths.ts';
 import { originRefusal } from '../auth/browser-origin.ts';
 
-/** Where `npm run build` puts the bundle, beside the compiled daemon. */
-export const UI_DIR = fileURLToPath(new URL('../../ui/', import.meta.url));
+/**
+ * Where `npm run build` puts the bundle: the ui folder of the tree this code
+ * runs from, dist/ (compiled or bundled, at different depths), or src/ when
+ * run from the sources, which hold no bundle.
+ */
+export const UI_DIR = ((): string => {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  while (basename(dir) !== 'dist' && basename(dir) !== 'src' && dirname(dir) !== dir) dir = dirname(dir);
+  return join(dir, 'ui');
+})();
 
 export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'content-security-policy': [

@@ -8,7 +8,9 @@
  * several full collections that shrink the young generation and release empty
  * pages) returns them to the system. It costs a pause of a few to a few tens of
  * milliseconds, so it runs only when the event loop has been idle for two
- * checks in a row after RSS grew well past what it was: never under load.
+ * checks in a row after RSS grew well past what it was: never under load;
+ * and once, a tenth of a second after ready, for what start-up itself left
+ * (about 4 MB, for a pause of about 20 ms).
  */
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
@@ -36,6 +38,8 @@ export interface MemoryReducerOptions {
   idleUtilization?: number;
   /** RSS growth over the last low mark that is worth giving back. */
   growthBytes?: number;
+  /** How long after ready start-up's garbage is given back. */
+  settleMs?: number;
 }
 
 /** Starts watching; returns the function that stops it. */
@@ -48,6 +52,16 @@ export function startMemoryReducer(logger: Logger, options: MemoryReducerOptions
   let floor = process.memoryUsage.rss();
   let previous = performance.eventLoopUtilization();
   let idleChecks = 0;
+  // Start-up leaves garbage and a young generation grown by it (compiling, reading the configuration, migrations):
+  // it goes back once, a moment after ready, before clients make the daemon busy.
+  const settle = setTimeout(() => {
+    const before = process.memoryUsage.rss();
+    const started = performance.now();
+    collect({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+    floor = process.memoryUsage.rss();
+    logger.debug({ rssBefore: before, rssAfter: floor, ms: Math.round(performance.now() - started) }, 'gave start-up memory back');
+  }, options.settleMs ?? 100);
+  settle.unref();
   const timer = setInterval(() => {
     const now = performance.eventLoopUtilization();
     const { utilization } = performance.eventLoopUtilization(now, previous);
@@ -65,5 +79,8 @@ export function startMemoryReducer(logger: Logger, options: MemoryReducerOptions
     logger.debug({ rssBefore: rss, rssAfter: after, ms: Math.round(performance.now() - started) }, 'gave memory back after a busy spell');
   }, intervalMs);
   timer.unref();
-  return () => clearInterval(timer);
+  return () => {
+    clearTimeout(settle);
+    clearInterval(timer);
+  };
 }

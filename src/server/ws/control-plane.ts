@@ -1,15 +1,14 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { createRequire } from 'node:module';
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
-import { WebSocket, WebSocketServer, type RawData } from 'ws';
+import type { RawData, WebSocket } from 'ws';
 import type { ConnectParams, EventFrame, HelloOk, RequestFrame, ResponseFrame } from '../../shared/protocol/frames.ts';
 import { parseFrame } from '../../shared/protocol/frames.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../shared/json.ts';
 import { CloseCode, Limits, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION } from '../../shared/protocol/limits.ts';
 import { NODE_SCOPE } from '../../shared/protocol/methods.ts';
-import { validatorExport } from '../../shared/protocol/validator-names.ts';
+import { loadProtocolValidators, validatorExport } from '../../shared/protocol/validator-names.ts';
 import { queryCarriesCredential } from '../auth/http-auth.ts';
 import type { AuthLockout, CredentialKind } from '../auth/throttle.ts';
 import type { ConnectionsHub } from '../kernel/connections.ts';
@@ -18,10 +17,11 @@ import type { EventBus } from '../kernel/events.ts';
 import type { Admission, ConnectionOrigin, RpcClient } from '../kernel/module.ts';
 import type { MethodEntry, RegistryTable } from '../kernel/registry.ts';
 import { compileSchema, describeProblems, loadSchemaCompiler } from '../kernel/schema.ts';
+import { lazyUpgrader, SOCKET_OPEN } from './upgrader.ts';
 
 type Validate = ((data: unknown) => boolean) & { errors?: Parameters<typeof describeProblems>[0] };
 /** The build-time validators of connect and of each declared method's params (see scripts/build-validators.ts). */
-const validators = createRequire(import.meta.url)('../../shared/protocol/validators.generated.cjs') as Record<string, Validate | undefined> & { connect: Validate };
+const validators = loadProtocolValidators() as Record<string, Validate | undefined> & { connect: Validate };
 
 /** Where a connection came from, as admission needs it. */
 export const originOf = (request: IncomingMessage, nonce: string, proxyUser?: string): ConnectionOrigin => ({
@@ -72,7 +72,7 @@ interface Connection {
 
 /** The WebSocket control plane on `/` of the daemon's HTTP server. */
 export class ControlPlane {
-  private readonly wss: WebSocketServer;
+  private readonly upgrader = lazyUpgrader();
   private readonly connections = new Set<Connection>();
   private readonly heartbeat: NodeJS.Timeout;
   private seq = 0;
@@ -82,7 +82,6 @@ export class ControlPlane {
 
   constructor(options: ControlPlaneOptions) {
     this.options = options;
-    this.wss = new WebSocketServer({ noServer: true, maxPayload: Limits.maxFrameBytes, clientTracking: false });
     this.heartbeat = setInterval(() => this.tick(), Limits.tickIntervalMs).unref();
     this.unsubscribe = options.events.subscribe(({ event, payload, scope }) => this.broadcast(event, payload, scope));
     options.hub.attach(this);
@@ -122,7 +121,7 @@ export class ControlPlane {
       socket.end(`HTTP/1.1 ${status} ${status === 403 ? 'Forbidden' : 'Unauthorized'}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
       return;
     }
-    this.wss.handleUpgrade(request, socket, head, (ws) => this.open(ws, request, proxyUser));
+    this.upgrader(request, socket, head, (ws) => this.open(ws, request, proxyUser));
   }
 
   private open(socket: WebSocket, request: IncomingMessage, proxyUser: string | undefined): void {
@@ -157,7 +156,7 @@ export class ControlPlane {
 
   private send(connection: Connection, frame: ResponseFrame | EventFrame): void {
     const { socket } = connection;
-    if (socket.readyState !== WebSocket.OPEN) return;
+    if (socket.readyState !== SOCKET_OPEN) return;
     // A client that does not read what it asked for would make the daemon hold it all: past the bound it is cut off.
     if (socket.bufferedAmount > Limits.maxQueuedBytes) {
       this.options.logger.info({ connection: connection.id, address: connection.address, queuedBytes: socket.bufferedAmount }, 'closed a client that does not read its answers');

@@ -1,11 +1,10 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
-import { WebSocketServer } from 'ws';
-import { Limits } from '../../shared/protocol/limits.ts';
 import { holds, type HttpAuthenticator } from '../auth/http-auth.ts';
 import { toDomainError } from '../kernel/errors.ts';
 import type { RegistryTable } from '../kernel/registry.ts';
+import { lazyUpgrader } from './upgrader.ts';
 
 const refuse = (socket: Duplex, status: number, reason: string, headers: Record<string, string> = {}) => {
   const extra = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
@@ -18,14 +17,12 @@ const refuse = (socket: Duplex, status: number, reason: string, headers: Record<
  * the handler they got.
  */
 export function routeUpgrade(table: () => RegistryTable, authenticator: HttpAuthenticator, logger: Logger) {
-  let wss: WebSocketServer | undefined;
+  const upgrade = lazyUpgrader();
   return (request: IncomingMessage, socket: Duplex, head: Buffer): boolean => {
     const path = (request.url ?? '/').split('?')[0]!;
     const entry = table().ws.get(path);
     if (!entry) return false;
-    wss ??= new WebSocketServer({ noServer: true, maxPayload: Limits.maxFrameBytes, clientTracking: false });
-    const server = wss;
-    const accept = () => server.handleUpgrade(request, socket, head, (ws) => {
+    const accept = () => upgrade(request, socket, head, (ws) => {
       try {
         entry.value.handler(ws, request);
       } catch (error) {

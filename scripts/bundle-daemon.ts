@@ -1,0 +1,101 @@
+// Bundles, during `npm run build` after tsc, the two paths that run most
+// often: the daemon (dist/server/main.js and its worker threads, into
+// dist/daemon) and the plain `gateway status` and `gateway start` (into
+// dist/fast), each with the libraries it uses, in a few files instead of some
+// 240 and 74 modules. Resolving and linking that many modules made Node's
+// loader hot enough for V8 to compile it with its optimising tiers at every
+// start: about 8 MB of the daemon's resident memory and a share of every
+// start. What loads on first use (dynamic imports) stays a chunk of its own.
+import { copyFileSync, rmSync } from 'node:fs';
+import { isBuiltin } from 'node:module';
+import { join } from 'node:path';
+import { build, type Plugin } from 'esbuild';
+
+const root = new URL('..', import.meta.url).pathname;
+const dist = join(root, 'dist');
+const out = join(dist, 'daemon');
+const fast = join(dist, 'fast');
+rmSync(out, { recursive: true, force: true });
+rmSync(fast, { recursive: true, force: true });
+
+// pino's transports run in worker threads through thread-stream; the daemon writes its log itself and never asks for
+// one. Left in, thread-stream would load worker_threads and assert at start-up for nothing.
+const noTransports: Plugin = {
+  name: 'no-pino-transports',
+  setup(builder) {
+    builder.onResolve({ filter: /^thread-stream$/ }, () => ({ path: 'thread-stream', namespace: 'no-transports' }));
+    builder.onLoad({ filter: /.*/, namespace: 'no-transports' }, () => ({
+      contents: "module.exports = class ThreadStream { constructor() { throw new Error('pino transports are not available in the gateway daemon'); } };",
+      loader: 'js',
+    }));
+  },
+};
+
+// The ws library loads Node's TLS (and with it OpenSSL's, about 7 MB and 12 ms) at its first line, for wss:// alone:
+// here TLS and HTTPS load when a secure connection is made, and never for a ws:// one.
+const lazyTls: Plugin = {
+  name: 'lazy-tls',
+  setup(builder) {
+    builder.onResolve({ filter: /^(node:)?(tls|https)$/ }, (args) => (/[\\/]node_modules[\\/]ws[\\/]/.test(args.importer)
+      ? { path: args.path.replace('node:', ''), namespace: 'lazy-tls' }
+      : undefined));
+    builder.onLoad({ filter: /.*/, namespace: 'lazy-tls' }, (args) => ({
+      contents: `module.exports = new Proxy({}, { get: (_, key) => require('node:${args.path}')[key] });`,
+      loader: 'js',
+    }));
+  },
+};
+
+// Node's own modules through require(): an ES import of one builds its ES facade, which reads every export and so
+// loads what the module keeps lazy (an import from node:fs loads its streams, one from node:crypto all of WebCrypto).
+const builtinsByRequire: Plugin = {
+  name: 'builtins-by-require',
+  setup(builder) {
+    builder.onResolve({ filter: /^[a-z_:/]+$/ }, (args) => {
+      if (!isBuiltin(args.path)) return undefined;
+      // The require() inside the module below is Node's own.
+      if (args.namespace === 'builtin') return { path: args.path, external: true };
+      return { path: args.path.startsWith('node:') ? args.path : `node:${args.path}`, namespace: 'builtin' };
+    });
+    builder.onLoad({ filter: /.*/, namespace: 'builtin' }, (args) => ({ contents: `module.exports = require(${JSON.stringify(args.path)});`, loader: 'js' }));
+  },
+};
+
+const common = {
+  bundle: true,
+  splitting: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node22',
+  chunkNames: 'chunk-[hash]',
+  // Native or optional: found in node_modules at run time, as before.
+  external: ['@napi-rs/keyring', 'pg-native', 'bufferutil', 'utf-8-validate', 'irc-framework'],
+  // The CommonJS libraries inside call require() for Node's own modules.
+  banner: { js: "import { createRequire as __gatewayRequire } from 'node:module'; const require = __gatewayRequire(import.meta.url);" },
+  plugins: [noTransports, lazyTls, builtinsByRequire],
+  // A third less source to read, parse and keep (about 3 MB of the daemon's memory), names kept; the source maps beside
+  // the files lead a stack trace's positions back to dist/ (node --enable-source-maps, or any tool that reads them).
+  minifyWhitespace: true,
+  minifySyntax: true,
+  sourcemap: 'linked',
+  legalComments: 'none',
+  logLevel: 'warning',
+} as const;
+
+await build({
+  ...common,
+  entryPoints: {
+    main: join(dist, 'server/main.js'),
+    // Started with new Worker(new URL('./<name>.js', import.meta.url)): beside every chunk, as beside their modules in dist/server/store.
+    'checkpoint-worker': join(dist, 'server/store/checkpoint-worker.js'),
+    'postgres-worker': join(dist, 'server/store/postgres-worker.js'),
+  },
+  outdir: out,
+});
+await build({ ...common, entryPoints: { 'fast-status': join(dist, 'cli/fast-status.js') }, outdir: fast });
+
+// Loaded with createRequire from beside the code that uses them (src/shared/config/keys.ts, src/shared/protocol/validator-names.ts).
+for (const dir of [out, fast]) {
+  copyFileSync(join(dist, 'shared/config/config-validator.generated.cjs'), join(dir, 'config-validator.generated.cjs'));
+  copyFileSync(join(dist, 'shared/protocol/validators.generated.cjs'), join(dir, 'validators.generated.cjs'));
+}
