@@ -1,7 +1,6 @@
-import { statSync } from 'node:fs';
 import { loadConfig, readEffectiveConfig } from '../shared/config/profile-config.ts';
 import type { GatewayConfig } from '../shared/config/types.ts';
-import { inspectDaemon } from '../shared/daemon-lock.ts';
+import { inspectDaemon, modifiedAt } from '../shared/daemon-lock.ts';
 import { httpUrl } from '../shared/listen.ts';
 import { derivedPort, type ProfilePaths } from '../shared/profile.ts';
 import type { RpcClient } from './rpc-client.ts';
@@ -36,22 +35,13 @@ export interface StatusResult {
   service?: { unit: string; scope: 'user' | 'system'; active: string };
 }
 
-/** When a file was last modified (ms), or undefined when there is none. */
-function statSafe(path: string): number | undefined {
-  try {
-    return statSync(path).mtimeMs;
-  } catch {
-    return undefined;
-  }
-}
-
 /** The state of a profile's daemon from its lock and, when it runs, one RPC round trip. */
 export async function daemonStatus(paths: ProfilePaths, options: { rpc: boolean } = { rpc: true }): Promise<StatusResult> {
   // A broken config.json is reported beside the daemon's state, which comes from its lock whatever the file says.
   let config: GatewayConfig | undefined;
   let configError: string | undefined;
   const found = inspectDaemon(paths);
-  const modified = statSafe(paths.config);
+  const modified = modifiedAt(paths.config);
   if (modified !== undefined) {
     try {
       // A file unchanged since a running daemon started was checked by that start: it is read, not checked again.

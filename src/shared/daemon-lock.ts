@@ -86,7 +86,7 @@ export function inspectDaemon(paths: ProfilePaths): DaemonState {
   if (record === undefined) return { state: 'stopped' };
   if (record === 'corrupt') {
     // A lock written a moment ago may still be empty; only an old one is stale.
-    const age = Date.now() - statSafe(paths.lock);
+    const age = Date.now() - (modifiedAt(paths.lock) ?? 0);
     return age < 2000 ? { state: 'stopped' } : { state: 'stale', reason: `${paths.lock} is not a valid lock file` };
   }
   const alive = processState(record.pid);
@@ -99,11 +99,12 @@ export function inspectDaemon(paths: ProfilePaths): DaemonState {
   return { state: record.readyAt ? 'running' : 'starting', record };
 }
 
-function statSafe(path: string): number {
+/** When a file was last modified (ms), or undefined when there is none. */
+export function modifiedAt(path: string): number | undefined {
   try {
     return statSync(path).mtimeMs;
   } catch {
-    return 0;
+    return undefined;
   }
 }
 
@@ -157,7 +158,7 @@ function reclaimStaleLock(paths: ProfilePaths, staleInstance: string | undefined
   try {
     writeFileSync(mutex, String(process.pid), { flag: 'wx', mode: 0o600 });
   } catch {
-    if (Date.now() - statSafe(mutex) > RECLAIM_MUTEX_STALE_MS) rmSync(mutex, { force: true });
+    if (Date.now() - (modifiedAt(mutex) ?? 0) > RECLAIM_MUTEX_STALE_MS) rmSync(mutex, { force: true });
     sleepSync(20);
     return;
   }

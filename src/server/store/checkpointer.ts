@@ -1,5 +1,5 @@
 import { statSync } from 'node:fs';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import type { Store } from './database.ts';
 
@@ -47,6 +47,8 @@ export class Checkpointer {
     clearInterval(this.watch);
     if (this.worker) return;
     // The worker's file sits beside this one: .js when built, .ts when run from the sources.
+    // worker_threads loads here, once write load calls for the thread, not at every start.
+    const { Worker } = process.getBuiltinModule('node:worker_threads');
     const worker = new Worker(new URL(`./checkpoint-worker.${import.meta.url.endsWith('.ts') ? 'ts' : 'js'}`, import.meta.url), {
       workerData: { path: this.options.path, synchronous: this.options.synchronous, intervalMs: CHECKPOINT_INTERVAL_MS },
     });

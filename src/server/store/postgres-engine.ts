@@ -6,7 +6,10 @@
  * connection makes statements fail at once as "unreachable" (no waiting on a
  * dead server) while that thread reconnects with backoff.
  */
-import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from 'node:worker_threads';
+import type { MessagePort, Worker } from 'node:worker_threads';
+
+/** Loaded when a daemon opens PostgreSQL: one on SQLite never starts this thread. */
+const threads = () => process.getBuiltinModule('node:worker_threads');
 import { GatewayError } from '../../shared/errors.ts';
 import { redactedUrl } from '../../shared/store-url.ts';
 import { numberedParameters } from './dialect.ts';
@@ -52,6 +55,7 @@ export class PostgresEngine implements Engine {
   readonly kind = 'postgres' as const;
   private readonly worker: Worker;
   private readonly port: MessagePort;
+  private readonly receive: typeof import('node:worker_threads').receiveMessageOnPort;
   private readonly flag: Int32Array;
   private readonly waitMs: number;
   private next = 0;
@@ -69,6 +73,8 @@ export class PostgresEngine implements Engine {
     this.waitMs = Math.max(statementTimeoutMs, connectTimeoutMs) + 5000;
     const signal = new SharedArrayBuffer(4);
     this.flag = new Int32Array(signal);
+    const { MessageChannel, Worker, receiveMessageOnPort } = threads();
+    this.receive = receiveMessageOnPort;
     const { port1, port2 } = new MessageChannel();
     this.port = port1;
     // The worker's file sits beside this one: .js when built, .ts when run from the sources.
@@ -107,7 +113,7 @@ export class PostgresEngine implements Engine {
     const deadline = Date.now() + this.waitMs;
     for (;;) {
       Atomics.store(this.flag, 0, 0);
-      const received = receiveMessageOnPort(this.port);
+      const received = this.receive(this.port);
       if (received) {
         const answer = received.message as Answer;
         // An answer to a request given up on earlier: it is stale.

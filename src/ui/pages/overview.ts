@@ -80,7 +80,7 @@ export class OverviewPage extends Page {
           ${this.channels.length === 0 ? html`<p class="muted">No channel is configured.</p>` : html`
           <table><thead><tr><th scope="col">Channel</th><th scope="col">Account</th><th scope="col">State</th></tr></thead>
             <tbody>${this.channels.map((c) => html`<tr><td>${c.channel}</td><td>${c.account}</td>
-              <td><span class="badge ${c.state === 'connected' ? 'ok' : c.state === 'error' ? 'bad' : 'warn'}">${c.state}</span>${c.detail ? html` <span class="muted">${c.detail}</span>` : nothing}</td></tr>`)}</tbody></table>`}
+              <td><span class="badge ${c.state === 'connected' ? 'ok' : c.state === 'error' ? 'bad' : 'warn'}">${c.state}</span>${c.detail ? html` <span class="muted wrap">${c.detail}</span>` : nothing}</td></tr>`)}</tbody></table>`}
         </section>
         <section class="card wide" aria-labelledby="errors-title">
           <h2 id="errors-title">Recent errors</h2>
