@@ -2,7 +2,7 @@ import { randomFillSync } from 'node:crypto';
 import type { Job, JobStatus } from '../../shared/protocol/results.ts';
 import { DomainError } from '../kernel/errors.ts';
 import type { Store } from '../store/database.ts';
-import { claimDueJobs, PG_INSERT_JOBS, PG_INSERT_PAYLOADS, PG_SUCCEED_JOBS } from '../store/dialect.ts';
+import { claimDueJobs, type JobLane, laneCondition, PG_INSERT_JOBS, PG_INSERT_PAYLOADS, PG_SUCCEED_JOBS } from '../store/dialect.ts';
 
 export interface ClaimedJob {
   id: string;
@@ -93,12 +93,36 @@ export class JobQueue {
   readonly owner: string;
   /** How long a claim holds without news from the daemon that runs the job; its worker renews it every third of that. */
   readonly leaseMs: number;
+  /** The kinds this queue's worker takes (undefined: every kind); see useLane. */
+  private lane: JobLane;
+  private claimSql!: string;
+  private nextSql!: string;
 
-  constructor(store: Store, options: { owner?: string; leaseMs?: number; now?: () => number } = {}) {
+  constructor(store: Store, options: { owner?: string; leaseMs?: number; now?: () => number; lane?: JobLane } = {}) {
     this.store = store;
     this.owner = options.owner ?? 'local';
     this.leaseMs = options.leaseMs ?? 30_000;
     this.now = options.now ?? Date.now;
+    this.useLane(options.lane);
+  }
+
+  /**
+   * Which kinds claim() and nextRunAt() look at: every kind, or a lane of
+   * them while another worker (a thread of the daemon) runs the rest. Every
+   * other operation (list, retry, prune) sees every job.
+   */
+  useLane(lane: JobLane): void {
+    this.lane = lane;
+    this.claimSql = claimDueJobs(this.store.kind, lane);
+    const condition = laneCondition(lane);
+    this.nextSql = `SELECT MIN(run_at) AS next FROM jobs WHERE status = 'queued'${condition ? ` AND ${condition}` : ''}`;
+  }
+
+  /** Whether this queue's worker runs jobs of a kind (see useLane). */
+  takes(kind: string): boolean {
+    const lane = this.lane;
+    if (!lane) return true;
+    return 'under' in lane ? kind.startsWith(lane.under) : !kind.startsWith(lane.outside);
   }
 
   private changeListeners = new Set<() => void>();
@@ -114,7 +138,8 @@ export class JobQueue {
     this.changeListeners.add(listener);
   }
 
-  private changed(): void {
+  /** Tells the live views that jobs changed: called here, and for the jobs another worker of the daemon runs. */
+  changed(): void {
     for (const listener of this.changeListeners) listener();
   }
 
@@ -173,7 +198,7 @@ export class JobQueue {
   claim(limit = 1): ClaimedJob[] {
     const now = this.now();
     return this.store.transaction(() => {
-      const rows = (this.store.prepare(claimDueJobs(this.store.kind)).all(now, this.owner, now + this.leaseMs, now, limit) as Row[])
+      const rows = (this.store.prepare(this.claimSql).all(now, this.owner, now + this.leaseMs, now, limit) as Row[])
         .sort((a, b) => Number(a.run_at) - Number(b.run_at) || Number(a.created_at) - Number(b.created_at) || (String(a.id) < String(b.id) ? -1 : 1));
       const payload = this.store.prepare('SELECT payload FROM job_payloads WHERE job_id = ?');
       const claimed = rows.map((row) => {
@@ -199,7 +224,7 @@ export class JobQueue {
 
   /** When the next queued job is due, if any. */
   nextRunAt(): number | undefined {
-    const row = this.store.prepare("SELECT MIN(run_at) AS next FROM jobs WHERE status = 'queued'").get() as Row;
+    const row = this.store.prepare(this.nextSql).get() as Row;
     return row.next === null ? undefined : Number(row.next);
   }
 

@@ -10,6 +10,12 @@ export interface JobWorkerOptions {
   store: Store;
   logger: Logger;
   concurrency: number;
+  /**
+   * Whether start() takes back the jobs a previous run left running (the
+   * daemon's own worker does); a second worker of the same daemon, started
+   * later, must not take back the jobs the first is running.
+   */
+  requeueAtStart?: boolean;
 }
 
 const isThenable = (value: unknown): value is PromiseLike<unknown> =>
@@ -43,7 +49,7 @@ export class JobWorker {
     // Alone on its SQLite file, a daemon that starts knows every running job was left by a previous run; sharing a
     // database, it takes back only jobs whose daemon stopped renewing their lease, now and every few seconds.
     const shared = store.kind === 'postgres';
-    const requeued = queue.requeueInterrupted({ all: !shared });
+    const requeued = this.options.requeueAtStart === false ? 0 : queue.requeueInterrupted({ all: !shared });
     if (requeued > 0) logger.warn({ jobs: requeued }, 'requeued jobs a previous run left running');
     // Every third of the lease: a claim is renewed twice before it could lapse.
     this.leases = setInterval(() => {

@@ -7,7 +7,7 @@ import { StorageHealth } from './faults.ts';
 import { MIGRATIONS, type Migration } from './migrations.ts';
 import { type PostgresCoordinator, type Singleton, SINGLETON_LOCK_CLASS } from './postgres-coordinator.ts';
 import { PostgresEngine } from './postgres-engine.ts';
-import { SqliteEngine } from './sqlite-engine.ts';
+import { DEFAULT_AUTOCHECKPOINT_PAGES, SqliteEngine } from './sqlite-engine.ts';
 
 export interface StoreOptions {
   /** The SQLite file, when the profile keeps its state on this host. */
@@ -60,8 +60,19 @@ export class Store {
   }
 
   /** How many WAL pages the SQLite connection lets accumulate before it checkpoints inline during a commit. */
-  setAutocheckpoint(pages?: number): void {
-    if (this.engine instanceof SqliteEngine) this.engine.setAutocheckpoint(pages);
+  setAutocheckpoint(pages = DEFAULT_AUTOCHECKPOINT_PAGES): void {
+    if (!(this.engine instanceof SqliteEngine)) return;
+    this.engine.setAutocheckpoint(pages);
+    this.autocheckpointPages = pages;
+    for (const listener of this.autocheckpointListeners) listener(pages);
+  }
+
+  /** The WAL pages set by setAutocheckpoint, for another connection of the daemon to follow (onAutocheckpoint). */
+  autocheckpointPages = DEFAULT_AUTOCHECKPOINT_PAGES;
+  private readonly autocheckpointListeners = new Set<(pages: number) => void>();
+
+  onAutocheckpoint(listener: (pages: number) => void): void {
+    this.autocheckpointListeners.add(listener);
   }
 
   get schemaVersion(): number {

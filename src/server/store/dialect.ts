@@ -51,15 +51,42 @@ export const MIGRATION_LOCK = "SELECT pg_advisory_xact_lock(hashtext('gateway.mi
 export const BEGIN: Record<EngineKind, string> = { sqlite: 'BEGIN IMMEDIATE', postgres: 'BEGIN' };
 
 /**
- * The statement that takes due jobs: on PostgreSQL the rows are locked as they
- * are picked, skipping rows another daemon is taking, so no two daemons claim
- * one job and none waits on another. RETURNING gives rows in no set order:
- * the caller sorts them by the columns it returns.
+ * Which job kinds a worker takes: every kind, the kinds under a prefix
+ * (`github.`), or every kind outside it. A lane is written as a range of
+ * kinds, literally, so that it matches the partial index made for it
+ * (laneIndex): SQLite uses a partial index only for a query that repeats its
+ * condition.
  */
-export function claimDueJobs(kind: EngineKind): string {
+export type JobLane = { under: string } | { outside: string } | undefined;
+
+const KIND_PREFIX = /^[a-z0-9_:-]+\.$/;
+
+/** The SQL condition on `kind` of a lane ('' for every kind). */
+export function laneCondition(lane: JobLane): string {
+  if (!lane) return '';
+  const prefix = 'under' in lane ? lane.under : lane.outside;
+  if (!KIND_PREFIX.test(prefix)) throw new Error(`a job lane's prefix is lower-case letters, digits, _ : - and ends in a dot: ${prefix}`);
+  // The first string after every kind that starts with the prefix: its last character (the dot) plus one.
+  const after = `${prefix.slice(0, -1)}/`;
+  return 'under' in lane ? `kind >= '${prefix}' AND kind < '${after}'` : `(kind < '${prefix}' OR kind >= '${after}')`;
+}
+
+/** The partial index of a lane's due jobs. */
+export function laneIndex(name: string, lane: Exclude<JobLane, undefined>): string {
+  return `CREATE INDEX ${name} ON jobs (run_at, created_at, id) WHERE status = 'queued' AND ${laneCondition(lane)}`;
+}
+
+/**
+ * The statement that takes due jobs (of a lane): on PostgreSQL the rows are
+ * locked as they are picked, skipping rows another daemon is taking, so no two
+ * daemons claim one job and none waits on another. RETURNING gives rows in no
+ * set order: the caller sorts them by the columns it returns.
+ */
+export function claimDueJobs(kind: EngineKind, lane?: JobLane): string {
   const lock = kind === 'postgres' ? ' FOR UPDATE SKIP LOCKED' : '';
+  const condition = laneCondition(lane);
   return `UPDATE jobs SET status = 'running', started_at = ?, attempts = attempts + 1, claimed_by = ?, lease_expires_at = ?
-    WHERE id IN (SELECT id FROM jobs WHERE status = 'queued' AND run_at <= ? ORDER BY run_at, created_at, id LIMIT ?${lock})
+    WHERE id IN (SELECT id FROM jobs WHERE status = 'queued' AND run_at <= ?${condition ? ` AND ${condition}` : ''} ORDER BY run_at, created_at, id LIMIT ?${lock})
     RETURNING id, kind, attempts, max_attempts, run_at, created_at`;
 }
 

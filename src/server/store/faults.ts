@@ -70,6 +70,13 @@ export class StorageHealth {
     return true;
   }
 
+  /** Takes on a failure another connection of the daemon met (a thread's), as if met here. */
+  adopt(fault: { kind: StorageFaultKind; detail: string }): void {
+    if (this.fault?.kind === fault.kind) return;
+    this.fault = { ...fault, since: Date.now() };
+    for (const listener of this.listeners) listener(this.fault);
+  }
+
   succeeded(): void {
     if (!this.fault) return;
     this.fault = undefined;

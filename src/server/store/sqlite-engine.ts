@@ -45,6 +45,9 @@ function openDatabase(path: string): DatabaseSync {
   }
 }
 
+/** WAL pages a connection lets accumulate before it checkpoints during a commit, while no thread does it. */
+export const DEFAULT_AUTOCHECKPOINT_PAGES = 4000;
+
 /** The profile's SQLite database in WAL mode, in the daemon's process. */
 export class SqliteEngine implements Engine {
   readonly kind = 'sqlite' as const;
@@ -63,7 +66,7 @@ export class SqliteEngine implements Engine {
   }
 
   /** How many WAL pages this connection lets accumulate before it checkpoints inline during a commit. */
-  setAutocheckpoint(pages = 4000): void {
+  setAutocheckpoint(pages = DEFAULT_AUTOCHECKPOINT_PAGES): void {
     this.db.exec(`PRAGMA wal_autocheckpoint = ${Math.trunc(pages)}`);
   }
 

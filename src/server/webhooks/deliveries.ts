@@ -10,8 +10,7 @@ const invalid = (message: string) => new DomainError('invalid', message);
 const isObject = (value: unknown): value is Record<string, any> => value !== null && typeof value === 'object' && !Array.isArray(value);
 
 /** The payload of a delivery, parsed and as JSON text: a JSON body, or a form body whose payload field holds the JSON. */
-export function parseDelivery(raw: Buffer, form: boolean): { body: Record<string, any>; json: string } {
-  let text = raw.toString('utf8');
+export function parseDelivery(text: string, form: boolean): { body: Record<string, any>; json: string } {
   if (form) {
     const field = new URLSearchParams(text).get('payload');
     if (field === null) throw invalid('A form-encoded delivery needs a payload= field.');
@@ -66,7 +65,14 @@ export interface Accepted {
   duplicate: boolean;
 }
 
-type DeliveryInput = { event: string; deliveryId: string; hookId: string | undefined; json: string; body?: Record<string, unknown> };
+/** A delivery as the intake records it: its headers and its payload as JSON text (and parsed, when the caller has it). */
+export type DeliveryInput = { event: string; deliveryId: string; hookId: string | undefined; json: string; body?: Record<string, unknown> };
+
+/** A delivery as it came, its signature checked: its headers and its body as text, not yet parsed. */
+export type RawDelivery = { event: string; deliveryId: string; hookId: string | undefined; text: string; form: boolean };
+
+/** What became of a delivery: recorded (or found recorded), or refused for its payload (a 400, with why). */
+export type Outcome = Accepted | { refused: string };
 
 /** A delivery's job payload: the body as it came (already checked to be a JSON object), not parsed and serialised again. */
 function jobPayload(delivery: DeliveryInput): { serialized: string; parsed: unknown } {
@@ -133,11 +139,50 @@ function recordGroup(store: Store, queue: JobQueue, deliveries: DeliveryInput[])
   });
 }
 
+/**
+ * Records a group of deliveries and their jobs in one transaction (no
+ * savepoint per delivery: a failure fails the group anyway), committed when
+ * this returns.
+ */
+export function recordDeliveries(store: Store, queue: JobQueue, deliveries: DeliveryInput[]): Accepted[] {
+  return store.transaction(() => (store.kind === 'postgres'
+    ? recordGroup(store, queue, deliveries)
+    : deliveries.map((delivery) => recordDelivery(store, queue, delivery))));
+}
+
+/**
+ * Parses and checks a group of deliveries and records those that pass, in
+ * one transaction: a delivery whose payload is refused changes nothing of the
+ * others. Each parsed payload is kept for the job worker of the same thread,
+ * which then need not parse it again.
+ */
+export function acceptDeliveries(store: Store, queue: JobQueue, raws: RawDelivery[]): Outcome[] {
+  const outcomes: Outcome[] = new Array(raws.length);
+  const good: DeliveryInput[] = [];
+  const places: number[] = [];
+  raws.forEach((raw, index) => {
+    try {
+      const parsed = parseDelivery(raw.text, raw.form);
+      validateEvent(raw.event, parsed.body);
+      good.push({ event: raw.event, deliveryId: raw.deliveryId, hookId: raw.hookId, json: parsed.json, body: parsed.body });
+      places.push(index);
+    } catch (error) {
+      if (!(error instanceof DomainError)) throw error;
+      outcomes[index] = { refused: error.message };
+    }
+  });
+  if (good.length > 0) recordDeliveries(store, queue, good).forEach((accepted, index) => { outcomes[places[index]!] = accepted; });
+  return outcomes;
+}
+
 interface Pending {
-  delivery: DeliveryInput;
+  delivery: RawDelivery;
   resolve: (accepted: Accepted) => void;
   reject: (error: unknown) => void;
 }
+
+/** What parses, checks and writes a group of deliveries: in the daemon's thread (answers at once) or in another (answers later). */
+export type AcceptGroup = (deliveries: RawDelivery[]) => Outcome[] | Promise<Outcome[]>;
 
 /**
  * Group commit: deliveries that arrive together are written in one
@@ -148,15 +193,14 @@ interface Pending {
  */
 export class DeliveryIntake {
   private pending: Pending[] = [];
-  private readonly store: Store;
-  private readonly queue: JobQueue;
+  private readonly acceptGroup: AcceptGroup;
 
-  constructor(store: Store, queue: JobQueue) {
-    this.store = store;
-    this.queue = queue;
+  constructor(acceptGroup: AcceptGroup) {
+    this.acceptGroup = acceptGroup;
   }
 
-  accept(delivery: Pending['delivery']): Promise<Accepted> {
+  /** Resolves once the delivery is committed with its job; rejects with a 400 for a payload it refuses. */
+  accept(delivery: RawDelivery): Promise<Accepted> {
     return new Promise((resolve, reject) => {
       if (this.pending.push({ delivery, resolve, reject }) === 1) setImmediate(() => this.flush());
     });
@@ -165,17 +209,22 @@ export class DeliveryIntake {
   private flush(): void {
     const group = this.pending;
     this.pending = [];
-    let results: Accepted[];
-    try {
-      // One transaction for the group, no savepoint per delivery: a failure fails the group anyway.
-      const deliveries = group.map(({ delivery }) => delivery);
-      results = this.store.transaction(() => (this.store.kind === 'postgres'
-        ? recordGroup(this.store, this.queue, deliveries)
-        : deliveries.map((delivery) => recordDelivery(this.store, this.queue, delivery))));
-    } catch (error) {
+    const fail = (error: unknown) => {
       for (const { reject } of group) reject(error);
+    };
+    const answer = (outcomes: Outcome[]) => group.forEach(({ resolve, reject }, index) => {
+      const outcome = outcomes[index]!;
+      if ('refused' in outcome) reject(invalid(outcome.refused));
+      else resolve(outcome);
+    });
+    let outcomes: Outcome[] | Promise<Outcome[]>;
+    try {
+      outcomes = this.acceptGroup(group.map(({ delivery }) => delivery));
+    } catch (error) {
+      fail(error);
       return;
     }
-    group.forEach(({ resolve }, index) => resolve(results[index]!));
+    if (Array.isArray(outcomes)) answer(outcomes);
+    else outcomes.then(answer, fail);
   }
 }

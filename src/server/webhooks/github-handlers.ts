@@ -1,6 +1,8 @@
 import type { RegistrationApi } from '../kernel/module.ts';
 import type { Store } from '../store/database.ts';
+import { laneIndex } from '../store/dialect.ts';
 import type { Migration } from '../store/migrations.ts';
+import { WEBHOOK_LANE } from './thread-protocol.ts';
 
 /** What a delivery's job carries. */
 export interface DeliveryPayload {
@@ -33,6 +35,35 @@ export const WEBHOOK_MIGRATIONS: readonly Migration[] = [{
       SELECT '', delivery_id, repository, ref, head_commit, commit_count, received_at FROM pushes_by_delivery;
     DROP TABLE pushes_by_delivery;
   `,
+}, {
+  version: 2,
+  name: 'due jobs by lane',
+  // The webhook thread takes deliveries' jobs, the daemon's worker every other kind: each finds its own due jobs in an
+  // index of their own, however many of the other kind are queued.
+  sql: `${laneIndex('jobs_due_webhooks', { under: WEBHOOK_LANE })}; ${laneIndex('jobs_due_others', { outside: WEBHOOK_LANE })};`,
+}, {
+  version: 3,
+  name: 'pushes keyed by job',
+  // A push is its delivery's job's: keyed by the job's id, which sorts by time, a new push lands at the end of its
+  // index instead of on a random page of it (delivery ids are random), a page less to write per delivery. A push whose
+  // delivery row retention already removed keeps a key made of its delivery.
+  sql: `
+    CREATE TABLE pushes_by_job (
+      job_id TEXT NOT NULL PRIMARY KEY,
+      hook_id TEXT NOT NULL,
+      delivery_id TEXT NOT NULL,
+      repository TEXT NOT NULL,
+      ref TEXT NOT NULL,
+      head_commit TEXT,
+      commit_count INTEGER NOT NULL,
+      received_at BIGINT NOT NULL
+    );
+    INSERT INTO pushes_by_job (job_id, hook_id, delivery_id, repository, ref, head_commit, commit_count, received_at)
+      SELECT COALESCE(d.job_id, 'delivery:' || p.hook_id || ':' || p.delivery_id), p.hook_id, p.delivery_id, p.repository, p.ref, p.head_commit, p.commit_count, p.received_at
+      FROM pushes p LEFT JOIN webhook_deliveries d ON d.hook_id = p.hook_id AND d.delivery_id = p.delivery_id;
+    DROP TABLE pushes;
+    ALTER TABLE pushes_by_job RENAME TO pushes;
+  `,
 }];
 
 function recordInstallation(store: Store, installation: Record<string, any>, state: { suspended?: boolean; deleted?: boolean } = {}): void {
@@ -50,12 +81,13 @@ const repositoryNames = (list: unknown): string[] =>
 
 /** Built-in handlers: installations and their repositories kept current, pushes recorded, everything else acknowledged. */
 export function registerGithubHandlers(jobs: RegistrationApi['jobs']): void {
-  jobs.handle('github.push', (payload, { store }) => {
+  jobs.handle('github.push', (payload, { store, jobId }) => {
       const { body, deliveryId, hookId } = payload as DeliveryPayload;
       const commits = Array.isArray(body.commits) ? body.commits.length : 0;
       const head = body.head_commit?.id ?? body.after ?? null;
-      store.prepare(`INSERT INTO pushes (hook_id, delivery_id, repository, ref, head_commit, commit_count, received_at) VALUES (?, ?, ?, ?, ?, ?, ?)
-        ON CONFLICT (hook_id, delivery_id) DO NOTHING`).run(hookId ?? '', deliveryId, body.repository.full_name, body.ref, head, commits, now());
+      // A job run again (its lease lapsed while it ran) records its push once.
+      store.prepare(`INSERT INTO pushes (job_id, hook_id, delivery_id, repository, ref, head_commit, commit_count, received_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT (job_id) DO NOTHING`).run(jobId, hookId ?? '', deliveryId, body.repository.full_name, body.ref, head, commits, now());
       return { repository: body.repository.full_name, ref: body.ref, headCommit: head, commits };
     });
   jobs.handle('github.installation', (payload, { store }) => {

@@ -3,12 +3,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { queryCarriesCredential } from '../auth/http-auth.ts';
 import type { RequestBudget } from '../auth/throttle.ts';
-import type { JobQueue } from '../jobs/module.ts';
 import { sendError, sendJson } from '../kernel/answer.ts';
 import { collectBody, requireMediaType } from '../kernel/body.ts';
 import { DomainError, rateLimited } from '../kernel/errors.ts';
-import type { Store } from '../store/database.ts';
-import { DeliveryIntake, parseDelivery, validateEvent } from './deliveries.ts';
+import { type AcceptGroup, DeliveryIntake } from './deliveries.ts';
 import { signatureMatches } from './signature.ts';
 
 /** The code-hosting platform's cap on a delivery. */
@@ -17,8 +15,8 @@ const TYPES = ['application/json', 'application/x-www-form-urlencoded'];
 const HEADER_VALUE = /^[\x21-\x7e]{1,200}$/;
 
 export interface WebhookIngressDeps {
-  store: Store;
-  queue: JobQueue;
+  /** Parses, checks and writes a group of deliveries with their jobs (see DeliveryIntake). */
+  accept: AcceptGroup;
   budget: RequestBudget;
   logger: Logger;
   /** The current secret and, during rotation, the previous one; empty when none is set. */
@@ -45,7 +43,7 @@ export class WebhookIngress {
 
   constructor(deps: WebhookIngressDeps) {
     this.deps = deps;
-    this.intake = new DeliveryIntake(deps.store, deps.queue);
+    this.intake = new DeliveryIntake(deps.accept);
   }
 
   handle(req: IncomingMessage, res: ServerResponse): void {
@@ -83,8 +81,7 @@ export class WebhookIngress {
     if (!signatureMatches(raw, header(req, 'x-hub-signature-256'), secrets)) {
       throw new DomainError('invalid', 'The X-Hub-Signature-256 signature does not match the body.');
     }
-    const parsed = parseDelivery(raw, type === 'application/x-www-form-urlencoded');
-    validateEvent(event, parsed.body);
-    return { ok: true, ...(await this.intake.accept({ event, deliveryId, hookId, json: parsed.json, body: parsed.body })) };
+    // The payload is parsed and checked (400) with the rest of its group, where it is recorded.
+    return { ok: true, ...(await this.intake.accept({ event, deliveryId, hookId, text: raw.toString('utf8'), form: type === 'application/x-www-form-urlencoded' })) };
   }
 }

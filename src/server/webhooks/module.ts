@@ -8,8 +8,10 @@ import { errorResponse, jsonResponse } from '../kernel/api-doc.ts';
 import { defineModule } from '../kernel/module.ts';
 import { secretFromEnv } from '../../shared/secrets/secret-store.ts';
 import jobsModule from '../jobs/module.ts';
+import { type AcceptGroup, acceptDeliveries } from './deliveries.ts';
 import { registerGithubHandlers, WEBHOOK_MIGRATIONS } from './github-handlers.ts';
 import { WebhookIngress } from './ingress.ts';
+import { WebhookThread } from './thread-client.ts';
 
 export default defineModule({
   id: 'webhooks',
@@ -27,9 +29,23 @@ export default defineModule({
     await loadSecrets();
     ctx.watch.secrets(['webhooks.github.secret*'], loadSecrets);
 
+    // On SQLite, deliveries are parsed, checked and written, and their jobs run, on a thread of their own (thread-client.ts), once one comes.
+    const { store } = ctx;
+    const thread = store.kind === 'sqlite'
+      ? new WebhookThread({
+        store, queue, logger: ctx.log,
+        settings: () => ({
+          path: ctx.daemon.paths.db, synchronous: ctx.config().store.synchronous, owner: ctx.daemon.instanceId,
+          leaseMs: ctx.config().jobs.leaseSeconds * 1000, concurrency: ctx.config().jobs.concurrency,
+        }),
+      })
+      : undefined;
+    const accept: AcceptGroup = (deliveries) => (thread?.available ? thread.accept(deliveries) : acceptDeliveries(store, queue, deliveries));
+    ctx.onStop((deadline) => thread?.stop(deadline));
+
     const { rateLimit } = ctx.config().gateway;
     const ingress = new WebhookIngress({
-      store: ctx.store, queue, budget: new RequestBudget(rateLimit.webhooksMax, rateLimit.windowMs), logger: ctx.log, secrets: () => secrets,
+      accept, budget: new RequestBudget(rateLimit.webhooksMax, rateLimit.windowMs), logger: ctx.log, secrets: () => secrets,
     });
     ctx.http.fast({ path: '/webhooks', handler: (req, res) => ingress.handle(req, res) });
     ctx.http.document({

@@ -56,6 +56,25 @@ for (const engine of ['sqlite', 'postgres'] as const) describe(`job queue (${eng
     expect(queue.claim()[0]!.payload).to.deep.equal({ from: 'store' });
   });
 
+  it('takes only the kinds of its lane, while another worker of the daemon runs the others', () => {
+    const push = queue.enqueue('github.push', null);
+    const other = queue.enqueue('store.prune', null);
+    const lookalike = queue.enqueue('githubx.push', null);
+    const webhooks = new JobQueue(store, { now: () => now, lane: { under: 'github.' } });
+    queue.useLane({ outside: 'github.' });
+    expect([queue.takes('github.push'), queue.takes('store.prune'), webhooks.takes('github.push'), webhooks.takes('githubx.push')]).to.deep.equal([false, true, true, false]);
+    expect(queue.claim(10).map((job) => job.id)).to.deep.equal([other, lookalike]);
+    expect(webhooks.claim(10).map((job) => job.id)).to.deep.equal([push]);
+    const later = queue.enqueue('github.issues', null, { runAt: now + 5000 });
+    expect(webhooks.nextRunAt()).to.equal(now + 5000);
+    expect(queue.nextRunAt()).to.equal(undefined);
+    // Back to one worker for every kind (the other stopped).
+    queue.useLane(undefined);
+    now += 5000;
+    expect(queue.claim(10).map((job) => job.id)).to.deep.equal([later]);
+    expect(() => new JobQueue(store, { lane: { under: "x'; DROP TABLE jobs; --." } })).to.throw(/lane/);
+  });
+
   it('requeues jobs a killed daemon left running', () => {
     queue.enqueue('k', null);
     queue.claim();

@@ -1,0 +1,137 @@
+import type { Worker } from 'node:worker_threads';
+import type { Logger } from 'pino';
+import type { JobQueue } from '../jobs/job-queue.ts';
+import { DomainError } from '../kernel/errors.ts';
+import type { Store } from '../store/database.ts';
+import type { Outcome, RawDelivery } from './deliveries.ts';
+import { type FromThread, type ThreadError, type ThreadSettings, type ToThread, WEBHOOK_LANE } from './thread-protocol.ts';
+
+export interface WebhookThreadOptions {
+  store: Store;
+  queue: JobQueue;
+  logger: Logger;
+  settings: () => Omit<ThreadSettings, 'autocheckpoint'>;
+}
+
+/** A failed write of the thread, as the daemon's thread would have thrown it (a storage fault keeps its codes). */
+const rebuilt = (error: ThreadError) => Object.assign(new Error(error.message), error.code ? { code: error.code } : {}, error.errcode === undefined ? {} : { errcode: error.errcode });
+
+/**
+ * The webhook thread, seen from the daemon's thread (SQLite stores only; see
+ * webhook-thread.ts). Started by the first delivery, so a daemon that never
+ * receives one never pays for it. While it runs, the daemon's own job worker
+ * leaves deliveries' jobs to it. Should it fail, the daemon records and runs
+ * deliveries on its own thread again, as before it started: deliveries in
+ * flight then answer 503 and are redelivered, and nothing is recorded twice.
+ */
+export class WebhookThread {
+  private worker?: Worker;
+  /** Set once the thread failed: the daemon records deliveries itself from then on. */
+  private failed = false;
+  private stopping?: Promise<void>;
+  private nextId = 1;
+  private readonly waiting = new Map<number, { resolve: (outcomes: Outcome[]) => void; reject: (error: unknown) => void }>();
+  private readonly options: WebhookThreadOptions;
+
+  constructor(options: WebhookThreadOptions) {
+    this.options = options;
+    options.store.onAutocheckpoint((pages) => this.send({ type: 'autocheckpoint', pages }));
+  }
+
+  /** Whether deliveries go to the thread (false once it failed or stops: the caller records them itself). */
+  get available(): boolean {
+    return !this.failed && !this.stopping;
+  }
+
+  /** Parses, checks and records a group of deliveries in the thread; resolves once their transaction committed. */
+  accept(deliveries: RawDelivery[]): Promise<Outcome[]> {
+    this.start();
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.waiting.set(id, { resolve, reject });
+      this.send({ type: 'accept', id, deliveries });
+    });
+  }
+
+  private send(message: ToThread): void {
+    this.worker?.postMessage(message);
+  }
+
+  private start(): void {
+    if (this.worker) return;
+    const { store, queue, logger } = this.options;
+    // The thread's file sits beside this one: .js when built, .ts when run from the sources. worker_threads loads here.
+    const { Worker } = process.getBuiltinModule('node:worker_threads');
+    const worker = new Worker(new URL(`./webhook-thread.${import.meta.url.endsWith('.ts') ? 'ts' : 'js'}`, import.meta.url), {
+      workerData: { ...this.options.settings(), autocheckpoint: store.autocheckpointPages } satisfies ThreadSettings,
+    });
+    this.worker = worker;
+    worker.unref();
+    worker.on('message', (message: FromThread) => {
+      switch (message.type) {
+        case 'ready':
+          // From now on the thread takes deliveries' jobs; the daemon's worker, every other kind.
+          queue.useLane({ outside: WEBHOOK_LANE });
+          logger.info('webhook deliveries and their jobs run on their own thread');
+          break;
+        case 'accepted':
+          this.settle(message.id)?.resolve(message.outcomes);
+          break;
+        case 'failed':
+          this.settle(message.id)?.reject(rebuilt(message.error));
+          break;
+        case 'changed':
+          queue.changed();
+          break;
+        case 'health':
+          if (message.fault) store.health.adopt(message.fault);
+          else store.health.succeeded();
+          break;
+        case 'log':
+          logger[message.level](message.fields, message.message);
+          break;
+        case 'stopped':
+          if (message.unfinished > 0) logger.warn({ jobs: message.unfinished }, 'stopping with webhook jobs still running; they run again at the next start');
+          break;
+      }
+    });
+    const gone = (why: string) => {
+      if (this.worker !== worker) return;
+      this.worker = undefined;
+      if (!this.stopping) {
+        this.failed = true;
+        logger.error({ why }, 'the webhook thread stopped; deliveries and their jobs run on the daemon thread');
+      }
+      // Back to one worker for every kind; jobs the thread was running are taken back at the next start.
+      queue.useLane(undefined);
+      queue.wake();
+      const unanswered = [...this.waiting.values()];
+      this.waiting.clear();
+      for (const { reject } of unanswered) {
+        reject(new DomainError('unavailable', 'The delivery could not be recorded (the gateway is stopping or its webhook thread failed); redeliver it.', { retryable: true, headers: { 'retry-after': '5' } }));
+      }
+    };
+    worker.once('error', (error) => gone(error.message));
+    worker.once('exit', (code) => gone(`exited with ${code}`));
+  }
+
+  private settle(id: number) {
+    const entry = this.waiting.get(id);
+    this.waiting.delete(id);
+    return entry;
+  }
+
+  /** Lets the thread finish its running jobs (up to the deadline) and close its connection. */
+  stop(deadline: number): Promise<void> {
+    this.stopping ??= (async () => {
+      const worker = this.worker;
+      if (!worker) return;
+      const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+      this.send({ type: 'stop', timeoutMs: Math.max(0, deadline - Date.now()) });
+      const bound = setTimeout(() => void worker.terminate(), Math.max(0, deadline - Date.now()) + 2000);
+      await exited;
+      clearTimeout(bound);
+    })();
+    return this.stopping;
+  }
+}

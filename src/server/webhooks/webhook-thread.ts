@@ -1,0 +1,106 @@
+// Runs in a worker thread of the daemon, on a SQLite store: records webhook
+// deliveries with their jobs, and runs those jobs (github.*), with a connection
+// of its own. The daemon's thread then only reads, checks and answers
+// deliveries; their writes and their jobs run beside it, on the other core.
+import type { Logger } from 'pino';
+import { parentPort, workerData } from 'node:worker_threads';
+import { JobQueue } from '../jobs/job-queue.ts';
+import { JobWorker } from '../jobs/worker.ts';
+import type { JobHandler } from '../kernel/module.ts';
+import { Store } from '../store/database.ts';
+import { registerGithubHandlers } from './github-handlers.ts';
+import { acceptDeliveries, type Outcome } from './deliveries.ts';
+import { type FromThread, type ThreadSettings, type ToThread, WEBHOOK_LANE } from './thread-protocol.ts';
+
+const settings = workerData as ThreadSettings;
+const port = parentPort!;
+const post = (message: FromThread) => port.postMessage(message);
+
+/** The daemon's log, through its thread: the fields of a line and its message. */
+const forward = (level: 'info' | 'warn' | 'error') => (fields: unknown, message?: string) => {
+  if (typeof fields === 'string') post({ type: 'log', level, fields: {}, message: fields });
+  else post({ type: 'log', level, fields: errorsAsText(fields as Record<string, unknown>), message: message ?? '' });
+};
+/** An Error crosses to the daemon's thread as its message (a clone would lose its kind anyway). */
+const errorsAsText = (fields: Record<string, unknown>) =>
+  Object.fromEntries(Object.entries(fields).map(([key, value]) => [key, value instanceof Error ? value.message : value]));
+const logger = { info: forward('info'), warn: forward('warn'), error: forward('error') } as unknown as Logger;
+
+/** What the daemon's thread needs of a failed write to answer it as it would its own: the message and the codes. */
+const describe = (error: unknown) => {
+  const found = error as { message?: unknown; code?: unknown; errcode?: unknown } | null;
+  return {
+    message: String(found?.message ?? error),
+    ...(typeof found?.code === 'string' ? { code: found.code } : {}),
+    ...(typeof found?.errcode === 'number' ? { errcode: found.errcode } : {}),
+  };
+};
+
+const store = new Store({ path: settings.path, synchronous: settings.synchronous });
+store.setAutocheckpoint(settings.autocheckpoint);
+const queue = new JobQueue(store, { owner: settings.owner, leaseMs: settings.leaseMs, lane: { under: WEBHOOK_LANE } });
+
+// The built-in handlers of deliveries' jobs, resolved as the daemon's table does: a kind's own, else github.*.
+const handlers = new Map<string, JobHandler>();
+registerGithubHandlers({ handle: (kind, handler) => void handlers.set(kind, handler) });
+const handlerOf = (kind: string): JobHandler | undefined => handlers.get(kind) ?? (kind.startsWith(WEBHOOK_LANE) ? handlers.get(`${WEBHOOK_LANE}*`) : undefined);
+
+const worker = new JobWorker({ queue, store, logger, concurrency: settings.concurrency, handler: handlerOf, requeueAtStart: false });
+
+// The daemon's live views hear that jobs changed; the daemon throttles what it sends on.
+let changed = false;
+queue.onChanged(() => {
+  if (changed) return;
+  changed = true;
+  setImmediate(() => {
+    changed = false;
+    post({ type: 'changed' });
+  });
+});
+// A storage failure met here (a full disk) is the daemon's to report, in readiness and status.
+store.health.onChange((fault) => post({ type: 'health', fault: fault ? { kind: fault.kind, detail: fault.detail } : null }));
+
+let waiting: Extract<ToThread, { type: 'accept' }>[] = [];
+function acceptWaiting(): void {
+  const groups = waiting;
+  waiting = [];
+  let outcomes: Outcome[];
+  try {
+    outcomes = acceptDeliveries(store, queue, groups.flatMap((group) => group.deliveries));
+  } catch (error) {
+    for (const group of groups) post({ type: 'failed', id: group.id, error: describe(error) });
+    // Said again at every failure: the daemon's own writes that work in between clear what it was told.
+    const fault = store.health.fault;
+    if (fault) post({ type: 'health', fault: { kind: fault.kind, detail: fault.detail } });
+    return;
+  }
+  let offset = 0;
+  for (const group of groups) {
+    post({ type: 'accepted', id: group.id, outcomes: outcomes.slice(offset, offset + group.deliveries.length) });
+    offset += group.deliveries.length;
+  }
+}
+
+port.on('message', (message: ToThread) => {
+  switch (message.type) {
+    case 'accept':
+      // Groups that arrive together share one transaction: every message waiting now is in it.
+      if (waiting.push(message) === 1) setImmediate(acceptWaiting);
+      break;
+    case 'autocheckpoint':
+      store.setAutocheckpoint(message.pages);
+      break;
+    case 'stop':
+      // Deliveries that came before the stop are recorded and answered first.
+      if (waiting.length > 0) acceptWaiting();
+      void worker.drain(message.timeoutMs).then((unfinished) => {
+        store.close();
+        post({ type: 'stopped', unfinished });
+        port.close();
+      });
+      break;
+  }
+});
+
+worker.start();
+post({ type: 'ready' });

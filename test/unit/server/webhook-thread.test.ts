@@ -1,0 +1,64 @@
+import { expect } from 'chai';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { JobQueue } from '../../../src/server/jobs/job-queue.ts';
+import { DomainError } from '../../../src/server/kernel/errors.ts';
+import type { SqliteEngine } from '../../../src/server/store/sqlite-engine.ts';
+import { acceptDeliveries, type RawDelivery } from '../../../src/server/webhooks/deliveries.ts';
+import { WEBHOOK_MIGRATIONS } from '../../../src/server/webhooks/github-handlers.ts';
+import { WebhookThread } from '../../../src/server/webhooks/thread-client.ts';
+import { waitFor } from '../../support/cli.ts';
+import { freshStore } from '../../support/store.ts';
+
+const push = (deliveryId: string, text = JSON.stringify({ ref: 'refs/heads/main', after: 'a'.repeat(40), repository: { full_name: 'acme/w' }, commits: [{}, {}] })): RawDelivery =>
+  ({ event: 'push', deliveryId, hookId: '7', text, form: false });
+
+describe('the webhook thread', () => {
+  const current = freshStore();
+  let thread: WebhookThread | undefined;
+  afterEach(async () => {
+    await thread?.stop(Date.now() + 5000);
+    thread = undefined;
+  });
+
+  const start = (path?: string) => {
+    const store = current();
+    store.migrateModule('webhooks', WEBHOOK_MIGRATIONS);
+    const queue = new JobQueue(store, { owner: 'daemon-1' });
+    const db = (store.engine as SqliteEngine).db.location()!;
+    thread = new WebhookThread({
+      store, queue, logger: pino({ level: 'silent' }),
+      settings: () => ({ path: path ?? db, synchronous: 'normal', owner: 'daemon-1', leaseMs: 30_000, concurrency: 8 }),
+    });
+    return { store, queue, thread };
+  };
+
+  it('records deliveries with their jobs, refuses a bad payload alone, and runs the jobs beside the daemon\'s worker', async () => {
+    const { store, queue, thread } = start();
+    const outcomes = await thread.accept([push('d-1'), push('d-2', '{"ref": '), push('d-1'), push('d-3', '{"ref":"x"}')]);
+    expect(outcomes[0]).to.include({ deliveryId: 'd-1', duplicate: false });
+    expect(outcomes[1]).to.deep.equal({ refused: 'The payload is not valid JSON.' });
+    expect(outcomes[2]).to.include({ deliveryId: 'd-1', duplicate: true, jobId: (outcomes[0] as { jobId: string }).jobId });
+    expect((outcomes[3] as { refused: string }).refused).to.include('after (string)');
+    // While the thread runs, the daemon's own worker leaves deliveries' jobs to it.
+    expect(queue.takes('github.push')).to.equal(false);
+    expect(queue.takes('store.prune')).to.equal(true);
+    const jobId = (outcomes[0] as { jobId: string }).jobId;
+    await waitFor(() => queue.get(jobId)?.status === 'succeeded' || undefined, 10_000, 'the thread to run the job');
+    expect(queue.get(jobId)!.result).to.deep.equal({ repository: 'acme/w', ref: 'refs/heads/main', headCommit: 'a'.repeat(40), commits: 2 });
+    expect(store.prepare('SELECT job_id, hook_id, delivery_id, commit_count FROM pushes').all()).to.deep.equal([{ job_id: jobId, hook_id: '7', delivery_id: 'd-1', commit_count: 2 }]);
+    expect((store.prepare('SELECT COUNT(*) AS n FROM webhook_deliveries').get() as { n: number }).n).to.equal(1);
+  });
+
+  it('that cannot start answers what it was given with a 503 to redeliver, and the daemon takes deliveries and their jobs back', async () => {
+    const { store, queue, thread } = start(join('/nonexistent', 'state.db'));
+    const error = await thread.accept([push('d-9')]).then(() => undefined, (thrown: unknown) => thrown);
+    expect(error).to.be.instanceOf(DomainError);
+    expect(error).to.include({ kind: 'unavailable' });
+    expect((error as Error).message).to.include('redeliver');
+    expect(thread.available).to.equal(false);
+    expect(queue.takes('github.push')).to.equal(true);
+    // Nothing of it was recorded; recorded on the daemon's thread, it is a first delivery.
+    expect(acceptDeliveries(store, queue, [push('d-9')])[0]).to.include({ duplicate: false });
+  });
+});
