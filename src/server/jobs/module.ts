@@ -23,7 +23,8 @@ const JOB_MIGRATIONS: readonly Migration[] = [{
   sql: 'CREATE TABLE job_schedules (name TEXT PRIMARY KEY, last_queued_at BIGINT NOT NULL)',
 }];
 
-export type { JobQueue };
+// The queue and the worker, for a thread of the daemon that runs a lane of jobs with a connection of its own.
+export { JobQueue, JobWorker };
 
 /** The most often the jobs.changed event is sent. */
 export const JOBS_CHANGED_MS = 250;

@@ -1,6 +1,6 @@
 import type { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
-import type { JobQueue } from '../jobs/job-queue.ts';
+import type { JobQueue } from '../jobs/module.ts';
 import { DomainError } from '../kernel/errors.ts';
 import type { Store } from '../store/database.ts';
 import type { Outcome, RawDelivery } from './deliveries.ts';

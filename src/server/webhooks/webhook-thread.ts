@@ -4,8 +4,7 @@
 // deliveries; their writes and their jobs run beside it, on the other core.
 import type { Logger } from 'pino';
 import { parentPort, workerData } from 'node:worker_threads';
-import { JobQueue } from '../jobs/job-queue.ts';
-import { JobWorker } from '../jobs/worker.ts';
+import { JobQueue, JobWorker } from '../jobs/module.ts';
 import type { JobHandler } from '../kernel/module.ts';
 import { Store } from '../store/database.ts';
 import { registerGithubHandlers } from './github-handlers.ts';
