@@ -10,8 +10,13 @@ export interface WebhookThreadOptions {
   store: Store;
   queue: JobQueue;
   logger: Logger;
-  settings: () => Omit<ThreadSettings, 'autocheckpoint'>;
+  settings: () => Omit<ThreadSettings, 'autocheckpoint' | 'idleMs'>;
+  /** How long the thread stays without deliveries or due jobs before it stops (30 s). */
+  idleMs?: number;
 }
+
+/** How long the thread stays without deliveries or due jobs before it stops, giving its memory back. */
+const IDLE_MS = 30_000;
 
 /** A failed write of the thread, as the daemon's thread would have thrown it (a storage fault keeps its codes). */
 const rebuilt = (error: ThreadError) => Object.assign(new Error(error.message), error.code ? { code: error.code } : {}, error.errcode === undefined ? {} : { errcode: error.errcode });
@@ -63,7 +68,7 @@ export class WebhookThread {
     // The thread's file sits beside this one: .js when built, .ts when run from the sources. worker_threads loads here.
     const { Worker } = process.getBuiltinModule('node:worker_threads');
     const worker = new Worker(new URL(`./webhook-thread.${import.meta.url.endsWith('.ts') ? 'ts' : 'js'}`, import.meta.url), {
-      workerData: { ...this.options.settings(), autocheckpoint: store.autocheckpointPages } satisfies ThreadSettings,
+      workerData: { ...this.options.settings(), autocheckpoint: store.autocheckpointPages, idleMs: this.options.idleMs ?? IDLE_MS } satisfies ThreadSettings,
     });
     this.worker = worker;
     worker.unref();
@@ -73,6 +78,10 @@ export class WebhookThread {
           // From now on the thread takes deliveries' jobs; the daemon's worker, every other kind.
           queue.useLane({ outside: WEBHOOK_LANE });
           logger.info('webhook deliveries and their jobs run on their own thread');
+          break;
+        case 'idle':
+          // Nothing sent to it is unanswered: it stops, and the next delivery starts another.
+          if (this.worker === worker && this.waiting.size === 0) this.retire(worker);
           break;
         case 'accepted':
           this.settle(message.id)?.resolve(message.outcomes);
@@ -113,6 +122,15 @@ export class WebhookThread {
     };
     worker.once('error', (error) => gone(error.message));
     worker.once('exit', (code) => gone(`exited with ${code}`));
+  }
+
+  /** Lets an idle thread go: the daemon's worker runs every kind again until the next delivery starts another. */
+  private retire(worker: Worker): void {
+    this.worker = undefined;
+    this.options.queue.useLane(undefined);
+    this.options.queue.wake();
+    worker.postMessage({ type: 'stop', timeoutMs: 5000 } satisfies ToThread);
+    this.options.logger.info('the webhook thread stopped after a while without deliveries; the next one starts it again');
   }
 
   private settle(id: number) {

@@ -14,6 +14,8 @@ export interface ThreadSettings {
   concurrency: number;
   /** WAL pages its connection lets accumulate before it checkpoints during a commit, as the daemon's own. */
   autocheckpoint: number;
+  /** After this long without deliveries or due jobs, the thread offers to stop. */
+  idleMs: number;
 }
 
 /** A failed write, as much as the daemon's thread needs to answer it as its own (storage faults by their codes). */
@@ -30,6 +32,7 @@ export type ToThread =
 
 export type FromThread =
   | { type: 'ready' }
+  | { type: 'idle' }
   | { type: 'accepted'; id: number; outcomes: Outcome[] }
   | { type: 'failed'; id: number; error: ThreadError }
   | { type: 'changed' }

@@ -60,7 +60,15 @@ queue.onChanged(() => {
 store.health.onChange((fault) => post({ type: 'health', fault: fault ? { kind: fault.kind, detail: fault.detail } : null }));
 
 let waiting: Extract<ToThread, { type: 'accept' }>[] = [];
+// A thread without deliveries or due jobs for a while offers to stop (its heap and page cache go back to the system);
+// the daemon takes it up once nothing it sent is unanswered, and starts another at the next delivery.
+let lastAccepted = Date.now();
+setInterval(() => {
+  const next = queue.nextRunAt();
+  if (Date.now() - lastAccepted >= settings.idleMs && waiting.length === 0 && worker.active === 0 && (next === undefined || next > Date.now())) post({ type: 'idle' });
+}, Math.min(5000, settings.idleMs)).unref();
 function acceptWaiting(): void {
+  lastAccepted = Date.now();
   const groups = waiting;
   waiting = [];
   let outcomes: Outcome[];

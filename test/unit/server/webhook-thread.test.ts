@@ -21,14 +21,14 @@ describe('the webhook thread', () => {
     thread = undefined;
   });
 
-  const start = (path?: string) => {
+  const start = (path?: string, idleMs?: number) => {
     const store = current();
     store.migrateModule('webhooks', WEBHOOK_MIGRATIONS);
     const queue = new JobQueue(store, { owner: 'daemon-1' });
     const db = (store.engine as SqliteEngine).db.location()!;
     thread = new WebhookThread({
       store, queue, logger: pino({ level: 'silent' }),
-      settings: () => ({ path: path ?? db, synchronous: 'normal', owner: 'daemon-1', leaseMs: 30_000, concurrency: 8 }),
+      settings: () => ({ path: path ?? db, synchronous: 'normal', owner: 'daemon-1', leaseMs: 30_000, concurrency: 8 }), idleMs,
     });
     return { store, queue, thread };
   };
@@ -60,5 +60,17 @@ describe('the webhook thread', () => {
     expect(queue.takes('github.push')).to.equal(true);
     // Nothing of it was recorded; recorded on the daemon's thread, it is a first delivery.
     expect(acceptDeliveries(store, queue, [push('d-9')])[0]).to.include({ duplicate: false });
+  });
+
+  it('stops once it has had nothing to do for a while, giving its memory back, and the next delivery starts another', async () => {
+    const { queue, thread } = start(undefined, 300);
+    const first = await thread.accept([push('d-20')]) as { jobId: string }[];
+    await waitFor(() => queue.get(first[0]!.jobId)?.status === 'succeeded' || undefined, 10_000, 'the job to run');
+    // Retired: the daemon's worker runs every kind again.
+    await waitFor(() => queue.takes('github.push') || undefined, 10_000, 'the idle thread to stop');
+    const second = await thread.accept([push('d-21'), push('d-20')]) as { jobId: string; duplicate: boolean }[];
+    expect(second[1]).to.include({ duplicate: true, jobId: first[0]!.jobId });
+    expect(queue.takes('github.push')).to.equal(false);
+    await waitFor(() => queue.get(second[0]!.jobId)?.status === 'succeeded' || undefined, 10_000, 'the new thread to run the job');
   });
 });
