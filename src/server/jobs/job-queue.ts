@@ -2,7 +2,7 @@ import { randomFillSync } from 'node:crypto';
 import type { Job, JobStatus } from '../../shared/protocol/results.ts';
 import { DomainError } from '../kernel/errors.ts';
 import type { Store } from '../store/database.ts';
-import { claimDueJobs, type JobLane, laneCondition, PG_INSERT_JOBS, PG_INSERT_PAYLOADS, PG_SUCCEED_JOBS } from '../store/dialect.ts';
+import { claimDueJobs, type JobLane, nextDueJob, PG_INSERT_JOBS, PG_INSERT_PAYLOADS, PG_SUCCEED_JOBS } from '../store/dialect.ts';
 
 export interface ClaimedJob {
   id: string;
@@ -114,8 +114,7 @@ export class JobQueue {
   useLane(lane: JobLane): void {
     this.lane = lane;
     this.claimSql = claimDueJobs(this.store.kind, lane);
-    const condition = laneCondition(lane);
-    this.nextSql = `SELECT MIN(run_at) AS next FROM jobs WHERE status = 'queued'${condition ? ` AND ${condition}` : ''}`;
+    this.nextSql = nextDueJob(lane);
   }
 
   /** Whether this queue's worker runs jobs of a kind (see useLane). */

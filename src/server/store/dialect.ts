@@ -71,6 +71,12 @@ export function laneCondition(lane: JobLane): string {
   return 'under' in lane ? `kind >= '${prefix}' AND kind < '${after}'` : `(kind < '${prefix}' OR kind >= '${after}')`;
 }
 
+/** A lane's condition as more of a WHERE clause ('' for every kind). */
+const andLane = (lane: JobLane): string => {
+  const condition = laneCondition(lane);
+  return condition ? ` AND ${condition}` : '';
+};
+
 /** The partial index of a lane's due jobs. */
 export function laneIndex(name: string, lane: Exclude<JobLane, undefined>): string {
   return `CREATE INDEX ${name} ON jobs (run_at, created_at, id) WHERE status = 'queued' AND ${laneCondition(lane)}`;
@@ -84,11 +90,13 @@ export function laneIndex(name: string, lane: Exclude<JobLane, undefined>): stri
  */
 export function claimDueJobs(kind: EngineKind, lane?: JobLane): string {
   const lock = kind === 'postgres' ? ' FOR UPDATE SKIP LOCKED' : '';
-  const condition = laneCondition(lane);
   return `UPDATE jobs SET status = 'running', started_at = ?, attempts = attempts + 1, claimed_by = ?, lease_expires_at = ?
-    WHERE id IN (SELECT id FROM jobs WHERE status = 'queued' AND run_at <= ?${condition ? ` AND ${condition}` : ''} ORDER BY run_at, created_at, id LIMIT ?${lock})
+    WHERE id IN (SELECT id FROM jobs WHERE status = 'queued' AND run_at <= ?${andLane(lane)} ORDER BY run_at, created_at, id LIMIT ?${lock})
     RETURNING id, kind, attempts, max_attempts, run_at, created_at`;
 }
+
+/** When the next queued job of a lane is due. */
+export const nextDueJob = (lane?: JobLane): string => `SELECT MIN(run_at) AS next FROM jobs WHERE status = 'queued'${andLane(lane)}`;
 
 /** PostgreSQL's own views, for `gateway store status`: the daemons attached (each names itself `gateway <instance id> <profile>`). */
 export const ATTACHED_DAEMONS = `SELECT application_name AS name, MIN(host(client_addr)) AS address, CAST(EXTRACT(EPOCH FROM MIN(backend_start)) * 1000 AS BIGINT) AS since

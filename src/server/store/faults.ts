@@ -63,14 +63,11 @@ export class StorageHealth {
   failed(error: unknown): boolean {
     const kind = storageFaultKind(error);
     if (!kind) return false;
-    if (this.fault?.kind !== kind) {
-      this.fault = { kind, detail: String((error as Error).message ?? error).slice(0, 200), since: Date.now() };
-      for (const listener of this.listeners) listener(this.fault);
-    }
+    this.adopt({ kind, detail: String((error as Error).message ?? error).slice(0, 200) });
     return true;
   }
 
-  /** Takes on a failure another connection of the daemon met (a thread's), as if met here. */
+  /** Takes on a failure, met here or by another connection of the daemon (a thread's). */
   adopt(fault: { kind: StorageFaultKind; detail: string }): void {
     if (this.fault?.kind === fault.kind) return;
     this.fault = { ...fault, since: Date.now() };

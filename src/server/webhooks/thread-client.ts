@@ -111,9 +111,8 @@ export class WebhookThread {
         this.failed = true;
         logger.error({ why }, 'the webhook thread stopped; deliveries and their jobs run on the daemon thread');
       }
-      // Back to one worker for every kind; jobs the thread was running are taken back at the next start.
-      queue.useLane(undefined);
-      queue.wake();
+      // Jobs the thread was running are taken back at the next start.
+      this.handBack();
       const unanswered = [...this.waiting.values()];
       this.waiting.clear();
       for (const { reject } of unanswered) {
@@ -127,10 +126,15 @@ export class WebhookThread {
   /** Lets an idle thread go: the daemon's worker runs every kind again until the next delivery starts another. */
   private retire(worker: Worker): void {
     this.worker = undefined;
-    this.options.queue.useLane(undefined);
-    this.options.queue.wake();
+    this.handBack();
     worker.postMessage({ type: 'stop', timeoutMs: 5000 } satisfies ToThread);
     this.options.logger.info('the webhook thread stopped after a while without deliveries; the next one starts it again');
+  }
+
+  /** Back to one worker for every kind: the daemon's. */
+  private handBack(): void {
+    this.options.queue.useLane(undefined);
+    this.options.queue.wake();
   }
 
   private settle(id: number) {

@@ -5,7 +5,7 @@
 import type { Logger } from 'pino';
 import { parentPort, workerData } from 'node:worker_threads';
 import { JobQueue, JobWorker } from '../jobs/module.ts';
-import type { JobHandler } from '../kernel/module.ts';
+import { TableBuilder } from '../kernel/registry.ts';
 import { Store } from '../store/database.ts';
 import { registerGithubHandlers } from './github-handlers.ts';
 import { acceptDeliveries, type Outcome } from './deliveries.ts';
@@ -39,12 +39,13 @@ const store = new Store({ path: settings.path, synchronous: settings.synchronous
 store.setAutocheckpoint(settings.autocheckpoint);
 const queue = new JobQueue(store, { owner: settings.owner, leaseMs: settings.leaseMs, lane: { under: WEBHOOK_LANE } });
 
-// The built-in handlers of deliveries' jobs, resolved as the daemon's table does: a kind's own, else github.*.
-const handlers = new Map<string, JobHandler>();
-registerGithubHandlers({ handle: (kind, handler) => void handlers.set(kind, handler) });
-const handlerOf = (kind: string): JobHandler | undefined => handlers.get(kind) ?? (kind.startsWith(WEBHOOK_LANE) ? handlers.get(`${WEBHOOK_LANE}*`) : undefined);
+// The built-in handlers of deliveries' jobs, in a table of their own, resolved as in the daemon's: a kind's own, else github.*.
+const table = new TableBuilder({ reservedPaths: () => [], compileSchema: () => undefined });
+registerGithubHandlers(table.api('webhooks', logger, true).jobs);
 
-const worker = new JobWorker({ queue, store, logger, concurrency: settings.concurrency, handler: handlerOf, requeueAtStart: false });
+const worker = new JobWorker({
+  queue, store, logger, concurrency: settings.concurrency, handler: (kind) => table.table.jobHandler(kind)?.value, requeueAtStart: false,
+});
 
 // The daemon's live views hear that jobs changed; the daemon throttles what it sends on.
 let changed = false;
