@@ -163,12 +163,12 @@ export class HttpAuthenticator {
   }
 
   private async bearer(req: IncomingMessage, address: string): Promise<Principal> {
-    const retryAfter = await this.deps.lockout.retryAfterMs(address, 'bearer');
+    const retryAfter = this.deps.lockout.retryAfterMs(address, 'bearer');
     if (retryAfter > 0) throw rateLimited(retryAfter, 'Too many failed attempts');
     const value = bearerOf(req);
     if (value === undefined) throw unauthorized('This route needs a credential: "Authorization: Bearer <credential>".', 'Bearer');
     if (this.deps.credential.verifyBearer(value)) {
-      await this.deps.lockout.succeed(address, 'bearer');
+      this.deps.lockout.succeed(address, 'bearer');
       this.rememberValid(req);
       return { kind: 'gateway', subject: 'gateway', scopes: 'all' };
     }
@@ -180,12 +180,12 @@ export class HttpAuthenticator {
         break;
       }
       if (outcome) {
-        await this.deps.lockout.succeed(address, 'bearer');
+        this.deps.lockout.succeed(address, 'bearer');
         this.rememberValid(req);
         return outcome;
       }
     }
-    const lockedFor = await this.deps.lockout.fail(address, 'bearer');
+    const lockedFor = this.deps.lockout.fail(address, 'bearer');
     this.deps.audit(lockedFor ? 'auth.lockout' : 'auth.failure', { address, detail: { kind: 'bearer', path: (req.url ?? '').split('?')[0], ...(lockedFor ? { lockoutMs: lockedFor } : {}) } });
     throw unauthorized(refusal, 'Bearer error="invalid_token"');
   }

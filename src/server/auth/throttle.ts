@@ -1,13 +1,67 @@
-import RateLimiterMemory from 'rate-limiter-flexible/lib/RateLimiterMemory.js';
-import type { RateLimiterRes } from 'rate-limiter-flexible';
 import { isLoopbackAddress } from '../../shared/config/exposure.ts';
 import type { GatewayConfig } from '../../shared/config/types.ts';
 import type { LockoutKind } from '../kernel/module.ts';
 
-const isLimited = (error: unknown): error is RateLimiterRes =>
-  typeof error === 'object' && error !== null && 'msBeforeNext' in error;
+interface Window {
+  count: number;
+  /** When the window ends and its count is forgotten (ms since the epoch). */
+  endsAt: number;
+}
 
-const seconds = (ms: number) => Math.max(1, Math.ceil(ms / 1000));
+/**
+ * Counts per key in fixed windows that start at a key's first count. Every
+ * call is synchronous (a request's budget costs no promise and no timer per
+ * key), and windows that ended are swept once a window, so memory follows the
+ * keys seen lately.
+ */
+export class WindowCounter {
+  private readonly windows = new Map<string, Window>();
+  private nextSweep = 0;
+  private readonly windowMs: number;
+
+  constructor(windowMs: number) {
+    this.windowMs = Math.max(1, windowMs);
+  }
+
+  /** Counts one for the key; the key's window after counting. */
+  hit(key: string, now = Date.now()): Window {
+    this.sweep(now);
+    let window = this.windows.get(key);
+    if (window === undefined || window.endsAt <= now) {
+      window = { count: 0, endsAt: now + this.windowMs };
+      this.windows.set(key, window);
+    }
+    window.count++;
+    return window;
+  }
+
+  /** The key's window while it lasts. */
+  peek(key: string, now = Date.now()): Window | undefined {
+    const window = this.windows.get(key);
+    return window !== undefined && window.endsAt > now ? window : undefined;
+  }
+
+  /** Holds the key at a count for a while, whatever its window was. */
+  hold(key: string, count: number, ms: number, now = Date.now()): void {
+    this.windows.set(key, { count, endsAt: now + ms });
+  }
+
+  forget(key: string): void {
+    this.windows.delete(key);
+  }
+
+  get size(): number {
+    return this.windows.size;
+  }
+
+  private sweep(now: number): void {
+    if (now < this.nextSweep) return;
+    this.nextSweep = now + this.windowMs;
+    for (const [key, window] of this.windows) {
+      if (window.endsAt <= now) this.windows.delete(key);
+    }
+  }
+}
 
 export type CredentialKind = LockoutKind;
 
@@ -17,12 +71,12 @@ export type CredentialKind = LockoutKind;
  * the client sends is checked, so it cannot learn whether a credential was right.
  */
 export class AuthLockout {
-  private limiter: InstanceType<typeof RateLimiterMemory>;
-  private settings: GatewayConfig['gateway']['auth']['rateLimit'];
+  private readonly failures: WindowCounter;
+  private readonly settings: GatewayConfig['gateway']['auth']['rateLimit'];
 
   constructor(settings: GatewayConfig['gateway']['auth']['rateLimit']) {
     this.settings = settings;
-    this.limiter = new RateLimiterMemory({ points: settings.maxFailures, duration: seconds(settings.windowMs) });
+    this.failures = new WindowCounter(settings.windowMs);
   }
 
   private exempt(address: string): boolean {
@@ -30,47 +84,41 @@ export class AuthLockout {
   }
 
   /** Milliseconds until the client may try again; 0 when it is not locked out. */
-  async retryAfterMs(address: string, kind: CredentialKind): Promise<number> {
+  retryAfterMs(address: string, kind: CredentialKind): number {
     if (this.exempt(address)) return 0;
-    const state = await this.limiter.get(`${kind}|${address}`);
-    return state && state.consumedPoints > this.settings.maxFailures ? Math.max(state.msBeforeNext, 1) : 0;
+    const now = Date.now();
+    const window = this.failures.peek(`${kind}|${address}`, now);
+    return window && window.count > this.settings.maxFailures ? Math.max(window.endsAt - now, 1) : 0;
   }
 
   /** Counts a failure; returns the lockout in ms when this failure started one, else 0. */
-  async fail(address: string, kind: CredentialKind): Promise<number> {
+  fail(address: string, kind: CredentialKind): number {
     if (this.exempt(address)) return 0;
     const key = `${kind}|${address}`;
-    try {
-      const counted = await this.limiter.consume(key);
-      if (counted.consumedPoints < this.settings.maxFailures) return 0;
-    } catch (error) {
-      if (!isLimited(error)) throw error;
-    }
-    await this.limiter.block(key, seconds(this.settings.lockoutMs));
+    if (this.failures.hit(key).count < this.settings.maxFailures) return 0;
+    this.failures.hold(key, this.settings.maxFailures + 1, this.settings.lockoutMs);
     return this.settings.lockoutMs;
   }
 
-  async succeed(address: string, kind: CredentialKind): Promise<void> {
-    if (!this.exempt(address)) await this.limiter.delete(`${kind}|${address}`);
+  succeed(address: string, kind: CredentialKind): void {
+    if (!this.exempt(address)) this.failures.forget(`${kind}|${address}`);
   }
 }
 
 /** A request budget per key (a credential or an address) and window. */
 export class RequestBudget {
-  private limiter: InstanceType<typeof RateLimiterMemory>;
+  private readonly spent: WindowCounter;
+  private readonly points: number;
 
   constructor(points: number, windowMs: number) {
-    this.limiter = new RateLimiterMemory({ points, duration: seconds(windowMs) });
+    this.points = points;
+    this.spent = new WindowCounter(windowMs);
   }
 
   /** Spends one request; returns 0, or the ms to wait when the budget is spent. */
-  async spend(key: string): Promise<number> {
-    try {
-      await this.limiter.consume(key);
-      return 0;
-    } catch (error) {
-      if (isLimited(error)) return Math.max(error.msBeforeNext, 1);
-      throw error;
-    }
+  spend(key: string): number {
+    const now = Date.now();
+    const window = this.spent.hit(key, now);
+    return window.count > this.points ? Math.max(window.endsAt - now, 1) : 0;
   }
 }

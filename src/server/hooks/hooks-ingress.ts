@@ -109,7 +109,7 @@ export class HooksIngress {
     if (queryCarriesCredential(req.url)) {
       throw invalid('The hooks token never goes in the URL: send it as "Authorization: Bearer <token>" or "x-gateway-token: <token>".');
     }
-    const wait = await this.deps.budget.spend(`addr:${req.socket.remoteAddress ?? 'unknown'}`);
+    const wait = this.deps.budget.spend(`addr:${req.socket.remoteAddress ?? 'unknown'}`);
     if (wait > 0) throw rateLimited(wait);
     await this.authenticate(req);
     const raw = await collectBody(req, hooks.maxBodyBytes, () => res.setHeader('connection', 'close'));
@@ -139,17 +139,17 @@ export class HooksIngress {
 
   private async authenticate(req: IncomingMessage): Promise<void> {
     const address = req.socket.remoteAddress ?? 'unknown';
-    const wait = await this.deps.lockout.retryAfterMs(address, 'hooks');
+    const wait = this.deps.lockout.retryAfterMs(address, 'hooks');
     if (wait > 0) throw rateLimited(wait, 'Too many failed attempts');
     const expected = this.deps.token();
     if (!expected) throw new DomainError('unavailable', 'No hooks token is configured: gateway hooks token set');
     const bearer = /^Bearer\s+(\S+)\s*$/i.exec(header(req, 'authorization') ?? '')?.[1];
     const presented = bearer ?? header(req, 'x-gateway-token');
     if (presented !== undefined && timingSafeEqual(digest(presented), digest(expected))) {
-      await this.deps.lockout.succeed(address, 'hooks');
+      this.deps.lockout.succeed(address, 'hooks');
       return;
     }
-    const lockedFor = await this.deps.lockout.fail(address, 'hooks');
+    const lockedFor = this.deps.lockout.fail(address, 'hooks');
     this.deps.store.audit(lockedFor ? 'auth.lockout' : 'auth.failure', { address, detail: { kind: 'hooks', ...(lockedFor ? { lockoutMs: lockedFor } : {}) } });
     if (lockedFor) throw rateLimited(lockedFor, 'Too many failed attempts');
     throw new DomainError('unauthorized', presented === undefined

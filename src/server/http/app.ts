@@ -79,7 +79,7 @@ async function queryCredentialLayer(ctx: Context, next: Next): Promise<void> {
 /** A request budget per valid credential, else per address (429 with Retry-After). */
 function requestBudgetLayer(budget: RequestBudget, authenticator: HttpAuthenticator) {
   return async (ctx: Context, next: Next): Promise<void> => {
-    const wait = await budget.spend(authenticator.budgetKey(ctx.req));
+    const wait = budget.spend(authenticator.budgetKey(ctx.req));
     if (wait > 0) throw rateLimited(wait);
     await next();
   };

@@ -25,8 +25,8 @@ export interface ProbeOptions {
   exposed: boolean;
   /** Readiness detail for authenticated callers; throws a DomainError when the credential is refused. */
   detail: (req: IncomingMessage) => Promise<Record<string, unknown>>;
-  /** Spends one request of a non-loopback caller's budget; resolves with ms to wait, or 0. */
-  budget: (address: string) => Promise<number>;
+  /** Spends one request of a non-loopback caller's budget; ms to wait, or 0. */
+  budget: (address: string) => number;
 }
 
 function send(res: ServerResponse, status: number, payload: Buffer, head: boolean, extra: Record<string, string> = {}): void {
@@ -87,9 +87,8 @@ export function answerProbe(req: IncomingMessage, res: ServerResponse, options: 
     answer();
     return true;
   }
-  options.budget(address).then((wait) => {
-    if (wait > 0) sendError(res, rateLimited(wait));
-    else answer();
-  }, () => sendError(res, new DomainError('internal', 'rate limiting failed')));
+  const wait = options.budget(address);
+  if (wait > 0) sendError(res, rateLimited(wait));
+  else answer();
   return true;
 }

@@ -59,10 +59,14 @@ export function createHttpServer(options: HttpServerOptions): Server {
       return options.detail();
     },
   };
-  let handler: Promise<(req: IncomingMessage, res: ServerResponse) => Promise<void>> | undefined;
+  type Handle = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
+  let handler: Promise<Handle> | undefined;
+  /** The application once loaded: later requests go straight in, without waiting on a promise first. */
+  let loaded: Handle | undefined;
   const loadHandler = async () => {
     const { createHttpApp } = await import('./app.ts');
-    return createHttpApp({ logger: options.logger, budget: options.budget, authenticator: options.authenticator, table: options.table }).callback();
+    loaded = createHttpApp({ logger: options.logger, budget: options.budget, authenticator: options.authenticator, table: options.table }).callback();
+    return loaded;
   };
   const server = createServer({ keepAliveTimeout: 5000, requestTimeout: 30_000, headersTimeout: 10_000 }, (req, res) => {
     if (answerProbe(req, res, probes)) return;
@@ -70,6 +74,7 @@ export function createHttpServer(options: HttpServerOptions): Server {
     const query = url.indexOf('?');
     const fast = options.fastRoute(query === -1 ? url : url.slice(0, query));
     if (fast) return fast.handler(req, res);
+    if (loaded) return void loaded(req, res);
     handler ??= loadHandler();
     handler.then((handle) => handle(req, res), (error: unknown) => {
       options.logger.error({ err: error }, 'the HTTP application failed to load');

@@ -307,9 +307,9 @@ export interface CredentialView {
 }
 
 export interface AuthLockoutView {
-  retryAfterMs(address: string, kind: LockoutKind): Promise<number>;
-  fail(address: string, kind: LockoutKind): Promise<number>;
-  succeed(address: string, kind: LockoutKind): Promise<void>;
+  retryAfterMs(address: string, kind: LockoutKind): number;
+  fail(address: string, kind: LockoutKind): number;
+  succeed(address: string, kind: LockoutKind): void;
 }
 
 /** Kinds of credential counted apart, so a bad device token does not lock out the gateway token. */

@@ -57,7 +57,7 @@ export class WebhookIngress {
   private async process(req: IncomingMessage, res: ServerResponse): Promise<unknown> {
     if (req.method !== 'POST') throw new DomainError('method_not_allowed', `Method ${req.method} is not allowed on /webhooks; deliveries are POSTed.`, { headers: { allow: 'POST' } });
     if (queryCarriesCredential(req.url)) throw new DomainError('invalid', 'Credentials are never accepted in the query string; deliveries are authenticated by their signature.');
-    const wait = await this.deps.budget.spend(`addr:${req.socket.remoteAddress ?? 'unknown'}`);
+    const wait = this.deps.budget.spend(`addr:${req.socket.remoteAddress ?? 'unknown'}`);
     if (wait > 0) throw rateLimited(wait, 'Too many deliveries');
     const secrets = this.deps.secrets();
     if (secrets.length === 0) {

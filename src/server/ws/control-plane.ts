@@ -215,7 +215,7 @@ export class ControlPlane {
     const auth = connect.auth ?? {};
     const kind: CredentialKind = auth.token || auth.password ? 'gateway' : auth.deviceToken ? 'device' : auth.inviteCode ? 'invite' : 'gateway';
     const { lockout, audit, logger, hub } = this.options;
-    const retryAfterMs = await lockout.retryAfterMs(connection.address, kind);
+    const retryAfterMs = lockout.retryAfterMs(connection.address, kind);
     if (retryAfterMs > 0) {
       this.refuse(connection, frame.id, rateLimited(retryAfterMs, 'too many failed attempts'));
       return;
@@ -229,13 +229,13 @@ export class ControlPlane {
       if (unexpected) logger.error({ err: thrown }, 'handshake failed');
       logger.info({ connection: connection.id, address: connection.address, client: connect.client.id, code: rpcErrorOf(refusal).code }, 'connect refused');
       if (refusal.kind === 'unauthorized') {
-        const lockedFor = await lockout.fail(connection.address, kind);
+        const lockedFor = lockout.fail(connection.address, kind);
         audit(lockedFor ? 'auth.lockout' : 'auth.failure', { address: connection.address, detail: { kind, surface: 'websocket', reason: refusal.message, ...(lockedFor ? { lockoutMs: lockedFor } : {}) } });
       }
       this.refuse(connection, frame.id, refusal);
       return;
     }
-    await lockout.succeed(connection.address, kind);
+    lockout.succeed(connection.address, kind);
     clearTimeout(connection.handshakeTimer);
     connection.deviceId = admission.deviceId;
     connection.client = {
