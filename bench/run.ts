@@ -12,6 +12,7 @@ import { runPluginBench, writeBenchPlugin } from './plugins.ts';
 import { runInferenceBench, startStreamingUpstream } from './inference.ts';
 import { runMcpBench } from './mcp.ts';
 import { runControlUiBench } from './control-ui.ts';
+import { runStackFigures } from './stacks.ts';
 
 const BIN = new URL('../bin/run.js', import.meta.url).pathname;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
@@ -24,7 +25,7 @@ const daemonPid = (): number => JSON.parse(readFileSync(join(home, 'profiles/ben
 
 
 const figures: Figure[] = [];
-/** BENCH_ONLY=mcp,control-ui runs only those sections (start, foundation, connect, plugins, mcp, control-ui, webhooks, agents, postgres). */
+/** BENCH_ONLY=mcp,control-ui runs only those sections (start, foundation, connect, plugins, mcp, control-ui, webhooks, stacks, agents, postgres). */
 const only = new Set((process.env.BENCH_ONLY ?? '').split(',').map((name) => name.trim()).filter(Boolean));
 const wants = (section: string) => only.size === 0 || only.has(section);
 try {
@@ -147,26 +148,37 @@ try {
     });
   }
 
+  /** A fresh profile for webhook figures, started with the bench's secret: neither figure inherits another's database or backlog. */
+  const webhookProfile = async (name: string, synchronous: 'normal' | 'full'): Promise<BenchProfile> => {
+    const profilePort = await freePort();
+    gateway('profiles', 'create', name, '--port', String(profilePort), '--secrets', 'file');
+    gateway('config', 'set', 'store.synchronous', synchronous, '--profile', name);
+    gateway('config', 'set', 'gateway.rateLimit.max', '10000000', '--profile', name);
+    spawnSync(process.execPath, [BIN, 'secrets', 'set', 'webhooks.github.secret', '--profile', name], { env, input: WEBHOOK_BENCH_SECRET });
+    gateway('start', '--profile', name);
+    const dir = join(home, 'profiles', name);
+    return { name, port: profilePort, dir, pid: () => JSON.parse(readFileSync(join(dir, 'daemon.json'), 'utf8')).pid };
+  };
+
   if (wants('webhooks')) {
-    // A fresh profile per figure: neither inherits the other's database or backlog.
     const rounds = Math.min(ROUNDS, 3);
     step(`webhook deliveries, synchronous normal and full on fresh profiles, ${rounds} alternating rounds of ${DURATION} s`);
-    const profiles: BenchProfile[] = [];
-    for (const synchronous of ['normal', 'full']) {
-      const name = `wh-${synchronous}`;
-      const profilePort = await freePort();
-      gateway('profiles', 'create', name, '--port', String(profilePort), '--secrets', 'file');
-      gateway('config', 'set', 'store.synchronous', synchronous, '--profile', name);
-      gateway('config', 'set', 'gateway.rateLimit.max', '10000000', '--profile', name);
-      spawnSync(process.execPath, [BIN, 'secrets', 'set', 'webhooks.github.secret', '--profile', name], { env, input: WEBHOOK_BENCH_SECRET });
-      gateway('start', '--profile', name);
-      const dir = join(home, 'profiles', name);
-      profiles.push({ name, port: profilePort, dir, pid: () => JSON.parse(readFileSync(join(dir, 'daemon.json'), 'utf8')).pid });
-    }
+    const profiles = [await webhookProfile('wh-normal', 'normal'), await webhookProfile('wh-full', 'full')];
     try {
       figures.push(...(await runWebhookFigures(profiles[0]!, profiles[1]!, { rounds, duration: DURATION, settleS: Number(process.env.BENCH_SETTLE ?? 60) })));
     } finally {
       for (const profile of profiles) gateway('stop', '--force', '--profile', profile.name);
+    }
+  }
+
+  if (wants('stacks')) {
+    const rounds = Math.min(ROUNDS, 3);
+    step(`webhook deliveries at 1 KB and 2-8 KB beside Fastify + BullMQ on Redis, ${rounds} alternating rounds of ${DURATION} s`);
+    const profile = await webhookProfile('wh-stacks', 'normal');
+    try {
+      figures.push(...(await runStackFigures(profile, { rounds, duration: DURATION })));
+    } finally {
+      gateway('stop', '--force', '--profile', profile.name);
     }
   }
 

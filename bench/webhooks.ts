@@ -5,18 +5,36 @@ import { type LoadResult, loadFrom, machineLoad, median, rssKiB, sleep, type Fig
 
 const SECRET = 'bench-webhook-secret';
 
-/** Realistic push bodies of 2-8 KB, each with its signature (the signature covers the body only). */
-export function pushBodies(count: number): { body: string; signature: string }[] {
+/** Realistic push bodies, 2-8 KB by default (spread evenly), each with its signature (the signature covers the body only). */
+export function pushBodies(count: number, size: { from: number; to: number } = { from: 2048, to: 8192 }): { body: string; signature: string }[] {
   return Array.from({ length: count }, (_, index) => {
-    const target = 2048 + ((index * 6144) / count);
-    const commits = [];
-    for (let n = 0; JSON.stringify(commits).length < target; n++) {
-      commits.push({ id: randomUUID().replace(/-/g, ''), message: `change ${n}: ${'lorem ipsum '.repeat(8)}`, author: { name: 'dev', email: 'dev@example.com' }, added: [], removed: [], modified: ['src/a.ts'] });
+    const target = size.from + (((size.to - size.from) * index) / count);
+    const commit = (n: number) => ({ id: randomUUID().replace(/-/g, ''), message: `change ${n}: ${'lorem ipsum '.repeat(8)}`, author: { name: 'dev', email: 'dev@example.com' }, added: [], removed: [], modified: ['src/a.ts'] });
+    const commits: ReturnType<typeof commit>[] = [];
+    const bodyOf = () => JSON.stringify({ ref: 'refs/heads/main', before: '0'.repeat(40), after: 'b'.repeat(40), repository: { id: 1, full_name: 'acme/widgets' }, head_commit: commits[0], commits });
+    commits.push(commit(0));
+    let body = bodyOf();
+    while (body.length < target) {
+      commits.push(commit(commits.length));
+      body = bodyOf();
+      if (body.length > target) {
+        commits.pop();
+        body = bodyOf();
+        break;
+      }
     }
-    const body = JSON.stringify({ ref: 'refs/heads/main', before: '0'.repeat(40), after: 'b'.repeat(40), repository: { id: 1, full_name: 'acme/widgets' }, head_commit: commits[0], commits });
+    // The last commit's message makes up the rest (the first commit appears twice, as head_commit too).
+    const gap = target - body.length;
+    if (gap > 0) {
+      commits.at(-1)!.message += ' '.repeat(Math.floor(gap / (commits.length === 1 ? 2 : 1)));
+      body = bodyOf();
+    }
     return { body, signature: `sha256=${createHmac('sha256', SECRET).update(body).digest('hex')}` };
   });
 }
+
+/** The payload sizes the webhook figures are measured at. */
+export const PAYLOADS = { '1k': { from: 1024, to: 1024 }, '2-8k': { from: 2048, to: 8192 } } as const;
 
 export const WEBHOOK_BENCH_SECRET = SECRET;
 
@@ -41,7 +59,7 @@ export interface BenchProfile {
 }
 
 /** Waits until a daemon has run every job its store holds (at most a minute): a figure never inherits another's backlog. */
-async function drained(profile: BenchProfile): Promise<void> {
+export async function drained(profile: BenchProfile): Promise<void> {
   const deadline = Date.now() + 60_000;
   while (jobsLeft(join(profile.dir, 'state.db')) > 0 && Date.now() < deadline) await sleep(250);
 }
