@@ -1,7 +1,7 @@
 // Webhook deliveries through the gateway beside the stack users build from common parts (Fastify,
 // @octokit/webhooks-methods and BullMQ on Redis with its append-only file synced every second), in
 // the same run: the same signed deliveries at 1 KB and at 2-8 KB, rounds alternating, the load from a
-// process of its own, each side's job backlog run before each of its rounds.
+// process of its own, both sides' job backlogs run before every round.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -58,7 +58,8 @@ export async function runStackFigures(profile: BenchProfile, options: { rounds: 
   const redisPort = await freePort();
   const redis = spawn('redis-server', [
     '--port', String(redisPort), '--bind', '127.0.0.1', '--dir', redisDir, '--save', '',
-    '--appendonly', 'yes', '--appendfsync', 'everysec', '--daemonize', 'no',
+    // No rewrite of the append-only file in the background: it would fall on whichever side is measured at the time.
+    '--appendonly', 'yes', '--appendfsync', 'everysec', '--auto-aof-rewrite-percentage', '0', '--daemonize', 'no',
   ], { stdio: ['ignore', 'pipe', 'inherit'] });
   let stack: ChildProcess | undefined;
   try {
@@ -83,7 +84,8 @@ export async function runStackFigures(profile: BenchProfile, options: { rounds: 
     for (let round = 0; round < options.rounds; round++) {
       for (const payload of payloads) {
         for (const [name, side] of Object.entries(sides)) {
-          await side.drain();
+          // Neither side runs its backlog while the other is measured.
+          for (const each of Object.values(sides)) await each.drain();
           const result = await loadFrom({ url: side.url, connections: 50, duration: options.duration, deliveries: true, payload });
           runs.set(`${name} ${payload}`, [...(runs.get(`${name} ${payload}`) ?? []), result]);
         }
