@@ -3,7 +3,7 @@
 // The upstream is a separate process answering at once, so what is measured is the
 // gateway (an agent run, its session records, the SDK) and nothing slower.
 import { spawn } from 'node:child_process';
-import { median, type Figure } from './support.ts';
+import { median, readyLine, type Figure } from './support.ts';
 
 const UPSTREAM = `
 const http = require('node:http');
@@ -34,13 +34,7 @@ http.createServer((req, res) => {
 
 export async function startStreamingUpstream(chunks: number, gapMs: number): Promise<{ url: string; stop: () => void }> {
   const child = spawn(process.execPath, ['-e', UPSTREAM, String(chunks), String(gapMs)], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const port = await new Promise<number>((resolve, reject) => {
-    child.stdout.on('data', (data) => {
-      const match = /listening (\d+)/.exec(String(data));
-      if (match) resolve(Number(match[1]));
-    });
-    child.once('exit', (code) => reject(new Error(`the upstream exited with ${code}`)));
-  });
+  const port = Number((await readyLine(child, /listening (\d+)/, 'the upstream'))[1]);
   return { url: `http://127.0.0.1:${port}/v1`, stop: () => child.kill('SIGKILL') };
 }
 

@@ -1,18 +1,11 @@
 import { spawn } from 'node:child_process';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { median, sleep, type Figure } from './support.ts';
+import { median, readyLine, sleep, type Figure } from './support.ts';
 
 /** A bench script in a process of its own, so no path shares a process with another; resolves with the line it prints. */
 async function startServer(script = './mcp-server.ts', args: string[] = []): Promise<{ url: string; stop: () => void }> {
   const child = spawn(process.execPath, [new URL(script, import.meta.url).pathname, ...args], { stdio: ['ignore', 'pipe', 'ignore'] });
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    child.stdout.on('data', (chunk) => {
-      out += chunk;
-      if (out.includes('\n')) resolve(out.trim());
-    });
-    child.once('exit', (code) => reject(new Error(`the MCP bench server exited (${code})`)));
-  });
+  const url = (await readyLine(child, /^(.*)\n/, 'the MCP bench server'))[1]!.trim();
   return { url, stop: () => child.kill('SIGTERM') };
 }
 

@@ -6,27 +6,10 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, type LoadResult, loadFrom, machineLoad, median, sleep, type Figure } from './support.ts';
+import { freePort, type LoadResult, loadFrom, machineLoad, median, readyLine, sleep, type Figure } from './support.ts';
 import { type BenchProfile, drained, WEBHOOK_BENCH_SECRET } from './webhooks.ts';
 
 const STACK = new URL('./stacks/', import.meta.url).pathname;
-
-/** A child's first stdout line that matches, or its exit. */
-function waitFor(child: ChildProcess, pattern: RegExp, what: string): Promise<RegExpExecArray> {
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const onData = (chunk: Buffer) => {
-      out += chunk;
-      const match = pattern.exec(out);
-      if (match) {
-        child.stdout!.off('data', onData);
-        resolve(match);
-      }
-    };
-    child.stdout!.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`${what} exited (${code}) before it was ready: ${out.slice(-500)}`)));
-  });
-}
 
 /** Installs the comparison stack's packages (bench/stacks, npm ci) the first time they are needed. */
 function installStack(): void {
@@ -63,9 +46,9 @@ export async function runStackFigures(profile: BenchProfile, options: { rounds: 
   ], { stdio: ['ignore', 'pipe', 'inherit'] });
   let stack: ChildProcess | undefined;
   try {
-    await waitFor(redis, /Ready to accept connections/, 'redis-server');
+    await readyLine(redis, /Ready to accept connections/, 'redis-server');
     stack = spawn(process.execPath, [join(STACK, 'bullmq-server.ts'), String(redisPort), WEBHOOK_BENCH_SECRET], { stdio: ['ignore', 'pipe', 'inherit'] });
-    const stackPort = Number((await waitFor(stack, /^(\d+)\n/, 'the BullMQ server'))[1]);
+    const stackPort = Number((await readyLine(stack, /^(\d+)\n/, 'the BullMQ server'))[1]);
     const load = machineLoad();
     const sides = {
       gateway: { url: `http://127.0.0.1:${profile.port}/webhooks`, drain: () => drained(profile) },

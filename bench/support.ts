@@ -1,4 +1,4 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 
 export const median = (values: number[]): number => {
@@ -41,6 +41,24 @@ export function startBare(port: number): Promise<{ pid: number; ms: number; stop
     child.stdout.once('data', () => resolve({ pid: child.pid!, ms: performance.now() - started, stop: () => child.kill('SIGKILL') }));
     child.once('error', reject);
     child.once('exit', (code) => reject(new Error(`the bare server exited with ${code}`)));
+  });
+}
+
+/** The first match of a pattern in what a child prints as it starts (its ready line); rejects when it exits first. */
+export function readyLine(child: ChildProcess, pattern: RegExp, what: string): Promise<RegExpExecArray> {
+  return new Promise((resolve, reject) => {
+    let out = '';
+    const onData = (chunk: Buffer) => {
+      out += chunk;
+      const match = pattern.exec(out);
+      if (match) {
+        // The stream keeps flowing without the listener: what the child prints later is dropped, never left to fill the pipe.
+        child.stdout!.off('data', onData);
+        resolve(match);
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`${what} exited (${code}) before it was ready: ${out.slice(-500)}`)));
   });
 }
 
