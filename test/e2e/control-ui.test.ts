@@ -179,6 +179,13 @@ describe('the Control UI and WebChat (e2e, in Chromium)', function () {
         const loading = page.locator('p.muted', { hasText: 'Loading…' });
         await waitFor(async () => ((await loading.count()) === 0 ? true : undefined), 15_000, `${section} to finish loading`);
         await screenshot(page, `${section}-${width}`);
+        if (section === 'overview' && width === 'desktop') {
+          // The three cards share the row and fill it, as wide as the card below them (no empty column beside them).
+          const edges = await page.evaluate(`[...document.querySelectorAll('gw-overview section.card')].map((card) => Math.round(card.getBoundingClientRect().right))`) as number[];
+          expect(edges).to.have.length(4);
+          expect(new Set(edges.slice(0, 3)).size, 'cards in one row').to.equal(3);
+          expect(Math.abs(edges[2]! - edges[3]!), 'the row ends where the card below ends').to.be.at.most(1);
+        }
       }
     }
     // Keyboard: the skip link comes first, and the sections are reachable by Tab.

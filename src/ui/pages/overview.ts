@@ -82,13 +82,13 @@ export class OverviewPage extends Page {
             <tbody>${this.channels.map((c) => html`<tr><td>${c.channel}</td><td>${c.account}</td>
               <td><span class="badge ${c.state === 'connected' ? 'ok' : c.state === 'error' ? 'bad' : 'warn'}">${c.state}</span>${c.detail ? html` <span class="muted wrap">${c.detail}</span>` : nothing}</td></tr>`)}</tbody></table>`}
         </section>
-        <section class="card wide" aria-labelledby="errors-title">
-          <h2 id="errors-title">Recent errors</h2>
-          ${this.errors === undefined ? html`<p class="muted">Reading the log needs the admin scope.</p>`
-            : this.errors.length === 0 ? html`<p class="muted">No errors in the log.</p>`
-            : html`<ul class="log">${this.errors.map((entry) => html`<li><time>${when(entry.time)}</time> <span class="level l${entry.level}">${LEVEL_NAMES[entry.level] ?? entry.level}</span> ${entry.msg}</li>`)}</ul>`}
-        </section>
-      </div>`;
+      </div>
+      <section class="card" aria-labelledby="errors-title">
+        <h2 id="errors-title">Recent errors</h2>
+        ${this.errors === undefined ? html`<p class="muted">Reading the log needs the admin scope.</p>`
+          : this.errors.length === 0 ? html`<p class="muted">No errors in the log.</p>`
+          : html`<ul class="log">${this.errors.map((entry) => html`<li><time>${when(entry.time)}</time> <span class="level l${entry.level}">${LEVEL_NAMES[entry.level] ?? entry.level}</span> ${entry.msg}</li>`)}</ul>`}
+      </section>`;
   }
 }
 customElements.define('gw-overview', OverviewPage);
