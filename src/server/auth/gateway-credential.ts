@@ -8,11 +8,21 @@ import type { ConnectAuth } from '../../shared/protocol/frames.ts';
 
 const digest = (value: string): Buffer => createHash('sha256').update(value).digest();
 
-/** Compares secrets in constant time, whatever their lengths. */
-export function secretEquals(given: string | undefined, expected: string | undefined): boolean {
-  if (typeof given !== 'string' || typeof expected !== 'string' || expected.length === 0) return false;
-  return timingSafeEqual(digest(given), digest(expected));
+/** A secret kept as its digest, made once, that values are compared with in constant time whatever their lengths (an empty secret matches nothing). */
+class KeptSecret {
+  private readonly kept: Buffer | undefined;
+
+  constructor(secret: string | undefined) {
+    this.kept = typeof secret === 'string' && secret.length > 0 ? digest(secret) : undefined;
+  }
+
+  matches(given: string | undefined): boolean {
+    return this.kept !== undefined && typeof given === 'string' && timingSafeEqual(digest(given), this.kept);
+  }
 }
+
+/** Compares secrets in constant time, whatever their lengths. */
+export const secretEquals = (given: string | undefined, expected: string | undefined): boolean => new KeptSecret(expected).matches(given);
 
 /**
  * The gateway's own credential under the configured auth mode. The token is
@@ -20,32 +30,33 @@ export function secretEquals(given: string | undefined, expected: string | undef
  */
 export class GatewayCredential {
   readonly mode: AuthMode;
-  private token: string | undefined;
-  private password: string | undefined;
+  // Kept as digests: every request's credential is compared with them, and the secrets need not be hashed again each time.
+  private token: KeptSecret;
+  private password: KeptSecret;
 
   constructor(mode: AuthMode, token: string | undefined, password: string | undefined) {
     this.mode = mode;
-    this.token = token;
-    this.password = password;
+    this.token = new KeptSecret(token);
+    this.password = new KeptSecret(password);
   }
 
   update(token: string | undefined, password: string | undefined): void {
-    this.token = token;
-    this.password = password;
+    this.token = new KeptSecret(token);
+    this.password = new KeptSecret(password);
   }
 
   /** Whether a connect frame's auth carries the gateway credential. */
   verify(auth: ConnectAuth | undefined): boolean {
     if (this.mode === 'none') return true;
-    if (this.mode === 'password' && secretEquals(auth?.password, this.password)) return true;
-    return secretEquals(auth?.token, this.token);
+    if (this.mode === 'password' && this.password.matches(auth?.password)) return true;
+    return this.token.matches(auth?.token);
   }
 
   /** Whether an HTTP bearer value is the gateway credential. */
   verifyBearer(value: string | undefined): boolean {
     if (this.mode === 'none') return true;
-    if (this.mode === 'password' && secretEquals(value, this.password)) return true;
-    return secretEquals(value, this.token);
+    if (this.mode === 'password' && this.password.matches(value)) return true;
+    return this.token.matches(value);
   }
 }
 
