@@ -8,6 +8,7 @@ import { matchesPattern } from '../../shared/patterns.ts';
 import type { AgentInfo } from '../../shared/protocol/results.ts';
 import channelsModule, { type ChannelManager, type Inbound } from '../channels/module.ts';
 import jobsModule from '../jobs/module.ts';
+import { WindowCounter } from '../auth/throttle.ts';
 import { DomainError, toDomainError } from '../kernel/errors.ts';
 import { defineModule, type ModuleContext } from '../kernel/module.ts';
 import modelsModule, { type ChatMessage, type ToolSpec } from '../models/module.ts';
@@ -254,7 +255,7 @@ function publish(ctx: ModuleContext, runId: string, agent: string, sessionKey: s
  * the window passes.
  */
 function answerChannels(ctx: ModuleContext, channels: ChannelManager, run: Agents['run']): void {
-  const spent = new Map<string, { count: number; since: number; told: boolean }>();
+  let spent: WindowCounter | undefined;
   channels.onInbound(({ channel, message, session, recorded }: Inbound) => {
     const agentId = (ctx.config().channels[channel] as { agent?: string } | undefined)?.agent;
     if (!agentId) return;
@@ -270,16 +271,13 @@ function answerChannels(ctx: ModuleContext, channels: ChannelManager, run: Agent
     const { max, windowMs } = ctx.config().runtime.senderLimit;
     const key = `${channel}\n${message.sender}`;
     const now = Date.now();
-    let budget = spent.get(key);
-    if (!budget || now - budget.since > windowMs) {
-      budget = { count: 0, since: now, told: false };
-      spent.set(key, budget);
-      if (spent.size > 10_000) spent.delete(spent.keys().next().value!);
-    }
-    if (++budget.count > max) {
-      if (!budget.told) {
-        budget.told = true;
-        const minutes = Math.ceil((budget.since + windowMs - now) / 60_000);
+    // The window is read live: a new one starts the counts again.
+    if (spent?.windowMs !== windowMs) spent = new WindowCounter(windowMs);
+    const budget = spent.hit(key, now);
+    if (budget.count > max) {
+      // The sender is told once, at the first message over the limit.
+      if (budget.count === max + 1) {
+        const minutes = Math.ceil((budget.endsAt - now) / 60_000);
         void channels.deliver({ channel, account: message.account, to, text: `${message.senderName}: you have reached ${max} messages for now; I will answer again in about ${minutes} minutes.` }).catch(() => undefined);
       }
       ctx.log.info({ channel, sender: message.sender }, 'sender over the per-sender limit; not answered');

@@ -17,21 +17,21 @@ interface Window {
 export class WindowCounter {
   private readonly windows = new Map<string, Window>();
   private nextSweep = 0;
-  private readonly windowMs: number;
+  readonly windowMs: number;
 
   constructor(windowMs: number) {
     this.windowMs = Math.max(1, windowMs);
   }
 
-  /** Counts one for the key; the key's window after counting. */
-  hit(key: string, now = Date.now()): Window {
+  /** Counts for the key (one, unless told how many); the key's window after counting. */
+  hit(key: string, now = Date.now(), amount = 1): Window {
     this.sweep(now);
     let window = this.windows.get(key);
     if (window === undefined || window.endsAt <= now) {
       window = { count: 0, endsAt: now + this.windowMs };
       this.windows.set(key, window);
     }
-    window.count++;
+    window.count += amount;
     return window;
   }
 

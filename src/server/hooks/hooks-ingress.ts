@@ -1,7 +1,7 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { GatewayConfig } from '../../shared/config/types.ts';
+import { secretEquals } from '../auth/gateway-credential.ts';
 import { queryCarriesCredential } from '../auth/http-auth.ts';
 import type { ChannelManager } from '../channels/module.ts';
 import type { SessionStore } from '../sessions/module.ts';
@@ -46,7 +46,6 @@ export interface HooksIngressDeps {
   emit: (event: string, payload: unknown, scope: string) => void;
 }
 
-const digest = (value: string) => createHash('sha256').update(value).digest();
 const header = (req: IncomingMessage, name: string): string | undefined => {
   const value = req.headers[name];
   return Array.isArray(value) ? value[0] : value;
@@ -145,7 +144,7 @@ export class HooksIngress {
     if (!expected) throw new DomainError('unavailable', 'No hooks token is configured: gateway hooks token set');
     const bearer = /^Bearer\s+(\S+)\s*$/i.exec(header(req, 'authorization') ?? '')?.[1];
     const presented = bearer ?? header(req, 'x-gateway-token');
-    if (presented !== undefined && timingSafeEqual(digest(presented), digest(expected))) {
+    if (secretEquals(presented, expected)) {
       this.deps.lockout.succeed(address, 'hooks');
       return;
     }

@@ -5,14 +5,14 @@
  * the log of model calls, which survives restarts.
  */
 import type { GatewayConfig } from '../../shared/config/types.ts';
+import { WindowCounter } from '../auth/throttle.ts';
 import { DomainError, rateLimited } from '../kernel/errors.ts';
-
-interface Window { start: number; requests: number; tokens: number }
 
 const MINUTE = 60_000;
 
 export class InferenceLimits {
-  private readonly windows = new Map<string, Window>();
+  private readonly requests = new WindowCounter(MINUTE);
+  private readonly tokens = new WindowCounter(MINUTE);
   private readonly config: () => GatewayConfig;
   private readonly monthTokens: (subject: string, since: number) => number;
 
@@ -21,28 +21,16 @@ export class InferenceLimits {
     this.monthTokens = monthTokens;
   }
 
-  private window(subject: string, now: number): Window {
-    let window = this.windows.get(subject);
-    if (!window || now - window.start >= MINUTE) {
-      window = { start: now, requests: 0, tokens: 0 };
-      this.windows.set(subject, window);
-      if (this.windows.size > 10_000) {
-        for (const [key, old] of this.windows) if (now - old.start >= MINUTE) this.windows.delete(key);
-      }
-    }
-    return window;
-  }
-
   /** Counts a request, or refuses it (429) when the credential is over a limit. */
   admit(subject: string, now = Date.now()): void {
     const { requestsPerMinute, tokensPerMinute, monthlyTokens } = this.config().inference.limits;
-    const window = this.window(subject, now);
-    const wait = window.start + MINUTE - now;
-    if (window.requests >= requestsPerMinute) {
-      throw limited(rateLimited(wait, `More than ${requestsPerMinute} requests a minute for this credential (inference.limits.requestsPerMinute)`), 'rate_limit_exceeded');
+    const requests = this.requests.peek(subject, now);
+    if (requests && requests.count >= requestsPerMinute) {
+      throw limited(rateLimited(requests.endsAt - now, `More than ${requestsPerMinute} requests a minute for this credential (inference.limits.requestsPerMinute)`), 'rate_limit_exceeded');
     }
-    if (window.tokens >= tokensPerMinute) {
-      throw limited(rateLimited(wait, `More than ${tokensPerMinute} tokens a minute for this credential (inference.limits.tokensPerMinute)`), 'rate_limit_exceeded');
+    const tokens = this.tokens.peek(subject, now);
+    if (tokens && tokens.count >= tokensPerMinute) {
+      throw limited(rateLimited(tokens.endsAt - now, `More than ${tokensPerMinute} tokens a minute for this credential (inference.limits.tokensPerMinute)`), 'rate_limit_exceeded');
     }
     if (monthlyTokens !== undefined) {
       const date = new Date(now);
@@ -52,12 +40,12 @@ export class InferenceLimits {
         throw limited(rateLimited(next - now, `This credential has used its ${monthlyTokens} tokens for the month (inference.limits.monthlyTokens)`), 'insufficient_quota');
       }
     }
-    window.requests++;
+    this.requests.hit(subject, now);
   }
 
   /** Adds what a request used to its credential's minute. */
   spent(subject: string, tokens: number, now = Date.now()): void {
-    this.window(subject, now).tokens += tokens;
+    this.tokens.hit(subject, now, tokens);
   }
 }
 
