@@ -155,6 +155,14 @@ describe('inference API with the official openai client, a real model and a scri
     const unknownModel = await failure(openai.chat.completions.create({ model: 'gateway/nobody', messages: [{ role: 'user', content: 'x' }] }));
     expect(unknownModel.status).to.equal(404);
     expect(unknownModel.error).to.include({ code: 'model_not_found', param: 'model' });
+    // Names that are keys of every object, not of the configuration, name nothing either.
+    for (const model of ['valueOf', 'gateway/constructor', 'constructor/x', '__proto__/m']) {
+      const inherited = await failure(openai.chat.completions.create({ model, messages: [{ role: 'user', content: 'x' }] }));
+      expect(inherited.status, model).to.equal(404);
+      expect(inherited.error, model).to.include({ code: 'model_not_found' });
+      const embedded = await failure(openai.embeddings.create({ model, input: 'x' }));
+      expect(embedded.status, model).to.equal(404);
+    }
     const several = await failure(openai.chat.completions.create({ model: 'gateway', messages: [{ role: 'user', content: 'x' }], n: 2 }));
     expect(several.status).to.equal(400);
     expect(several.error).to.include({ param: 'n' });

@@ -93,8 +93,9 @@ export default defineModule<Agents>({
     const resolve = (agentId?: string) => {
       const id = agentId ?? defaultAgent();
       if (!id) throw agentNotFound('No agent is configured: gateway config set agents.main \'{"model":"<provider>/<model>"}\'');
-      const settings = ctx.config().agents[id];
-      if (!settings) throw agentNotFound(`No agent ${JSON.stringify(id)} (agents: ${Object.keys(ctx.config().agents).join(', ') || 'none'}).`);
+      const { agents } = ctx.config();
+      const settings = Object.hasOwn(agents, id) ? agents[id] : undefined;
+      if (!settings) throw agentNotFound(`No agent ${JSON.stringify(id)} (agents: ${Object.keys(agents).join(', ') || 'none'}).`);
       return { id, settings };
     };
     const toolsFor = (settings: AgentSettings): ToolSpec[] => runner.catalog('agent')

@@ -34,9 +34,10 @@ export default defineModule({
     const limits = new InferenceLimits(ctx.config, (subject, since) => models.usage.tokensSince(subject, since));
     const offered = (model: string) => {
       const { models: { providers, aliases } } = ctx.config();
-      if (aliases[model]) return true;
+      if (Object.hasOwn(aliases, model)) return true;
       const slash = model.indexOf('/');
-      return slash > 0 && (providers[model.slice(0, slash)]?.models ?? []).includes(model.slice(slash + 1));
+      const provider = model.slice(0, slash);
+      return slash > 0 && Object.hasOwn(providers, provider) && providers[provider]!.models.includes(model.slice(slash + 1));
     };
     const deps: CallDeps = { agents, limits, config: ctx.config, offered, onUnexpected: (error) => ctx.log.error({ err: error }, 'inference request failed') };
     const enabled = (endpoint: Endpoint) => ctx.config().gateway.http.endpoints[endpoint].enabled;

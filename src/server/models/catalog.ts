@@ -14,13 +14,15 @@ export const modelNotFound = (message: string) => new DomainError('not_found', m
 
 /** Resolves a reference (an alias first); not_found (model_not_found) names what is missing. */
 export function resolveModel(config: GatewayConfig, reference: string): ModelTarget {
-  const ref = config.models.aliases[reference] ?? reference;
+  // Names from requests are looked up as the configuration's own keys: "valueOf" or "constructor/x" name nothing.
+  const { aliases, providers } = config.models;
+  const ref = Object.hasOwn(aliases, reference) ? aliases[reference]! : reference;
   const slash = ref.indexOf('/');
   if (slash <= 0 || slash === ref.length - 1) {
     throw modelNotFound(`Model ${JSON.stringify(reference)} is neither <provider>/<model> nor an alias (models.aliases).`);
   }
   const providerId = ref.slice(0, slash);
-  const provider = config.models.providers[providerId];
+  const provider = Object.hasOwn(providers, providerId) ? providers[providerId] : undefined;
   if (!provider) throw modelNotFound(`Model ${JSON.stringify(reference)} names provider ${JSON.stringify(providerId)}, which is not configured (models.providers.${providerId}).`);
   return { ref, providerId, model: ref.slice(slash + 1), provider };
 }
