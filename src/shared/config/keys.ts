@@ -119,8 +119,12 @@ export function documentProblems(document: unknown): string[] {
 export function problemsOf(key: string, value: unknown): string[] {
   if (key === '') return documentProblems(value);
   assertKnownKey(key);
-  // The schema has no required keys at its levels, so a document holding only this key checks exactly it.
-  return schemaProblems(setPath({}, key, value));
+  // A document holding only this key checks exactly it, but for what the containers made around it lack (the url of
+  // mcp.servers.<name> when the key is mcp.servers.<name>.timeoutMs): the whole document, checked next, has those.
+  const validate = validator();
+  if (validate(setPath({}, key, value))) return [];
+  const depth = splitKey(key).length;
+  return describe((validate.errors ?? []).filter((error) => !(error.keyword === 'required' && error.instancePath.split('/').filter(Boolean).length < depth)));
 }
 
 export function assertValidValue(key: string, value: unknown): void {

@@ -37,6 +37,11 @@ describe('config keys', () => {
     expect(problemsOf('gateway.auth', { mode: 'token', extra: 1 })).to.deep.equal(['gateway.auth.extra: unknown key']);
     expect(problemsOf('gateway.customBindHost', '999.1.1.1')).to.not.be.empty;
     expect(problemsOf('gateway.customBindHost', '::1')).to.be.empty;
+    // A key inside an entry with required keys (an MCP server's url) is checked alone; the entry itself still needs them.
+    expect(problemsOf('mcp.servers.docs.timeoutMs', 5000)).to.deep.equal([]);
+    expect(problemsOf('mcp.servers.docs.timeoutMs', 10)[0]).to.match(/^mcp\.servers\.docs\.timeoutMs: must be >= 1000/);
+    expect(problemsOf('mcp.servers.docs', { timeoutMs: 5000 })).to.deep.equal(["mcp.servers.docs: must have required property 'url'"]);
+    expect(documentProblems({ mcp: { servers: { docs: { timeoutMs: 5000 } } } })).to.deep.equal(["mcp.servers.docs: must have required property 'url'"]);
     expect(documentProblems({ gateway: { port: 'x' }, nope: 1 })).to.have.members(['gateway.port: must be integer', 'nope: unknown key']);
     expect(documentProblems({ channels: { irc: { dmPolicy: 'open', allowFrom: ['*'] } } })).to.be.empty;
   });
