@@ -2,7 +2,8 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { BIN, freePort, Home, sleep, waitFor, type CliResult } from '../support/cli.ts';
-import { followLogin, startExampleServer, StrictMcp, type ExampleServer } from '../support/mcp.ts';
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { followLogin, startExampleServer, StrictMcp, type ExampleServer, type ToolSpec } from '../support/mcp.ts';
 import { openaiText, openaiToolCalls, ScriptedUpstream } from '../support/scripted-upstream.ts';
 
 describe('MCP servers as tool sources, with their OAuth login (e2e)', function () {
@@ -10,6 +11,8 @@ describe('MCP servers as tool sources, with their OAuth login (e2e)', function (
   let example: ExampleServer;
   let strict: StrictMcp;
   let short: StrictMcp;
+  let calls: StrictMcp;
+  let callsJson: StrictMcp;
   let script: ScriptedUpstream;
   let home: Home;
   let base: string;
@@ -54,8 +57,9 @@ describe('MCP servers as tool sources, with their OAuth login (e2e)', function (
     api('/oauth/mcp/callback', { method: 'POST', token: null, headers: { 'content-type': 'application/json', accept: 'application/json' }, body: JSON.stringify(params) });
 
   before(async () => {
-    [example, strict, short, script] = await Promise.all([
+    [example, strict, short, script, calls, callsJson] = await Promise.all([
       startExampleServer(), new StrictMcp().start(), new StrictMcp({ accessTokenTtl: 6 }).start(), new ScriptedUpstream().start(),
+      new StrictMcp({ open: true, resumable: true }).start(), new StrictMcp({ open: true, json: true }).start(),
     ]);
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
@@ -67,7 +71,7 @@ describe('MCP servers as tool sources, with their OAuth login (e2e)', function (
   after(async () => {
     home?.cleanup();
     example?.stop();
-    await Promise.all([strict?.stop(), short?.stop(), script?.stop()]);
+    await Promise.all([strict?.stop(), short?.stop(), script?.stop(), calls?.stop(), callsJson?.stop()]);
   });
 
   it('logs in to the SDK\'s example server through GET /oauth/mcp and the callback, offers its tools to HTTP and agents, and keeps the login across a restart', async () => {
@@ -250,6 +254,94 @@ describe('MCP servers as tool sources, with their OAuth login (e2e)', function (
     await strict.startMcp();
     await waitFor(async () => (await server('strict')).state === 'connected', 30_000, 'the reconnection');
     expect((await invoke('mcp.strict.echo', { text: 'back' })).body.result.content[0].text).to.equal('back');
+  });
+
+  it('a call answers from an event stream or a JSON body, takes up a stream the server closed, passes on what the server says on the way, and checks the result as the MCP client would', async () => {
+    const text = { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] };
+    const tools: ToolSpec[] = [
+      {
+        // Tells the client, inside the call's own stream, that the list changed.
+        name: 'announce', description: 'Adds a tool and says so while it runs', inputSchema: text,
+        run: async (args, extra) => {
+          calls.tools.push({ name: 'late', description: 'Came later', inputSchema: text, run: () => ({ content: [{ type: 'text', text: 'late' }] }) });
+          await extra.sendNotification({ method: 'notifications/tools/list_changed' });
+          return { content: [{ type: 'text', text: String(args.text) }] };
+        },
+      },
+      {
+        // Closes the call's stream before the answer: the client takes it up again from the last event id.
+        name: 'poll', description: 'Answers after closing its stream', inputSchema: text,
+        run: async (args, extra) => {
+          extra.closeSSEStream?.();
+          await sleep(150);
+          return { content: [{ type: 'text', text: `polled ${String(args.text)}` }] };
+        },
+      },
+      {
+        name: 'typed', description: 'Answers structured content', inputSchema: { type: 'object', properties: { good: { type: 'boolean' } }, required: ['good'] },
+        outputSchema: { type: 'object', properties: { n: { type: 'number' } }, required: ['n'] },
+        run: (args) => ({ content: [{ type: 'text', text: 'n' }], structuredContent: args.good ? { n: 1 } : { n: 'one' } }),
+      },
+      {
+        name: 'refuse', description: 'Refuses its arguments', inputSchema: text,
+        run: () => {
+          throw new McpError(ErrorCode.InvalidParams, 'the text is not one this tool takes');
+        },
+      },
+      { name: 'crash', description: 'Fails', inputSchema: text, run: () => { throw new Error('the tool broke'); } },
+      { name: 'slow', description: 'Takes its time', inputSchema: text, run: async () => { await sleep(2500); return { content: [] }; } },
+    ];
+    calls.tools.push(...tools);
+    callsJson.tools.push(...tools.filter((tool) => ['typed', 'refuse'].includes(tool.name)));
+    await json(['mcp', 'add', 'calls', calls.url]);
+    await json(['mcp', 'add', 'callsjson', callsJson.url]);
+    await waitFor(async () => (await server('calls'))?.state === 'connected' && (await server('callsjson'))?.state === 'connected', 20_000, 'both servers');
+
+    for (const name of ['calls', 'callsjson']) {
+      const echoed = await invoke(`mcp.${name}.echo`, { text: `via ${name}` });
+      expect(echoed.status, JSON.stringify(echoed.body)).to.equal(200);
+      expect(echoed.body.result.content).to.deep.equal([{ type: 'text', text: `via ${name}` }]);
+      const typed = await invoke(`mcp.${name}.typed`, { good: true });
+      expect(typed.status, JSON.stringify(typed.body)).to.equal(200);
+      expect(typed.body.result.structuredContent).to.deep.equal({ n: 1 });
+      const mistyped = await invoke(`mcp.${name}.typed`, { good: false });
+      expect(mistyped.status).to.equal(502);
+      expect(mistyped.body.message, mistyped.body.message).to.match(/failed the call: the structured content does not match the tool's output schema: n must be number/);
+      const refused = await invoke(`mcp.${name}.refuse`, { text: 'x' });
+      expect(refused.status).to.equal(400);
+      expect(refused.body.message).to.match(/refused the arguments: .*not one this tool takes/);
+    }
+    const crashed = await invoke('mcp.calls.crash', { text: 'x' });
+    expect(crashed.status).to.equal(502);
+    expect(crashed.body.message).to.match(/failed the call: .*the tool broke/);
+
+    const announced = await invoke('mcp.calls.announce', { text: 'news' });
+    expect(announced.body.result.content[0].text).to.equal('news');
+    await waitFor(async () => (await json(['mcp', 'tools', 'calls'])).tools.some((t: any) => t.name === 'mcp.calls.late'), 10_000, 'the tool announced in the call');
+
+    const polled = await invoke('mcp.calls.poll', { text: 'later' });
+    expect(polled.status, JSON.stringify(polled.body)).to.equal(200);
+    expect(polled.body.result.content[0].text).to.equal('polled later');
+    expect(calls.resumed.length).to.be.above(0);
+
+    expect((await run(['config', 'set', 'mcp.servers.calls.timeoutMs', '1000'])).code).to.equal(0);
+    const slow = await invoke('mcp.calls.slow', { text: 'x' });
+    expect(slow.status).to.equal(502);
+    expect(slow.body.message).to.match(/did not answer within 1000 ms/);
+    await run(['config', 'set', 'mcp.servers.calls.timeoutMs', '30000']);
+    expect((await invoke('mcp.calls.echo', { text: 'after' })).body.result.content[0].text).to.equal('after');
+    expect((await server('calls')).state).to.equal('connected');
+
+    // An access token the server stopped taking (refused twice: the call's own POST, then the MCP client's): the call
+    // renews the login with the refresh token and goes through.
+    const refreshes = strict.grants.filter((grant) => grant === 'refresh_token').length;
+    strict.refuseNext = 2;
+    const renewed = await invoke('mcp.strict.echo', { text: 'renewed' });
+    expect(renewed.status, JSON.stringify(renewed.body)).to.equal(200);
+    expect(renewed.body.result.content[0].text).to.equal('renewed');
+    expect(strict.grants.filter((grant) => grant === 'refresh_token').length).to.equal(refreshes + 1);
+
+    for (const name of ['calls', 'callsjson']) await json(['mcp', 'remove', name]);
   });
 
   it('refuses bad input with the right status and exit code', async () => {

@@ -16,7 +16,9 @@ import { createRemoteJWKSet, jwtVerify } from 'jose';
 import Provider, { errors as oidcErrors } from 'oidc-provider';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { CallToolRequestSchema, isInitializeRequest, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { InMemoryEventStore } from '@modelcontextprotocol/sdk/examples/shared/inMemoryEventStore.js';
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import { CallToolRequestSchema, isInitializeRequest, ListToolsRequestSchema, type ServerNotification, type ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import { freePort, ROOT } from './cli.ts';
 
 export interface ExampleServer {
@@ -107,7 +109,9 @@ export interface ToolSpec {
   name: string;
   description: string;
   inputSchema: Record<string, unknown>;
-  run: (args: Record<string, unknown>) => unknown;
+  outputSchema?: Record<string, unknown>;
+  /** Runs the tool; what it throws answers as a JSON-RPC error (an McpError keeps its code). */
+  run: (args: Record<string, unknown>, extra: RequestHandlerExtra<ServerRequest, ServerNotification>) => unknown;
 }
 
 const ECHO: ToolSpec = {
@@ -138,10 +142,20 @@ export class StrictMcp {
   private readonly accessTokenTtl: number;
   /** Serve MCP without asking for a token (a server with no login). */
   private readonly open: boolean;
+  /** Answer requests with a JSON body instead of an event stream. */
+  private readonly json: boolean;
+  /** Keep events for resumption (a tool may then close its call's stream and the client takes it up again). */
+  private readonly resumable: boolean;
+  /** The next requests bearing a valid token are refused with 401 all the same (a token the server stopped accepting). */
+  refuseNext = 0;
+  /** The GET requests that took up a stream again, by their Last-Event-ID. */
+  readonly resumed: string[] = [];
 
-  constructor(options: { accessTokenTtl?: number; open?: boolean } = {}) {
+  constructor(options: { accessTokenTtl?: number; open?: boolean; json?: boolean; resumable?: boolean } = {}) {
     this.accessTokenTtl = options.accessTokenTtl ?? 3600;
     this.open = options.open ?? false;
+    this.json = options.json ?? false;
+    this.resumable = options.resumable ?? false;
   }
 
   async start(): Promise<this> {
@@ -245,6 +259,10 @@ export class StrictMcp {
       if (this.open) return void (await this.serve(req, res));
       if (!token) throw new Error('no token');
       await jwtVerify(token, jwks, { issuer: this.issuer, audience: this.url });
+      if (this.refuseNext > 0) {
+        this.refuseNext--;
+        throw new Error('refused');
+      }
       this.accepted++;
     } catch {
       this.refused++;
@@ -262,11 +280,15 @@ export class StrictMcp {
       body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
     }
     const sessionId = req.headers['mcp-session-id'] as string | undefined;
+    const lastEventId = req.headers['last-event-id'];
+    if (req.method === 'GET' && typeof lastEventId === 'string') this.resumed.push(lastEventId);
     let session = sessionId ? this.sessions.get(sessionId) : undefined;
     if (!session && req.method === 'POST' && isInitializeRequest(body)) {
       const server = this.mcpProtocolServer();
       const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
+        enableJsonResponse: this.json,
+        ...(this.resumable ? { eventStore: new InMemoryEventStore(), retryInterval: 50 } : {}),
         onsessioninitialized: (id) => {
           this.sessions.set(id, { transport, server });
         },
@@ -287,12 +309,12 @@ export class StrictMcp {
   private mcpProtocolServer(): Server {
     const server = new Server({ name: 'strict-test-server', version: '1.0.0' }, { capabilities: { tools: { listChanged: true } } });
     server.setRequestHandler(ListToolsRequestSchema, async () => ({
-      tools: this.tools.map(({ name, description, inputSchema }) => ({ name, description, inputSchema })),
+      tools: this.tools.map(({ name, description, inputSchema, outputSchema }) => ({ name, description, inputSchema, ...(outputSchema ? { outputSchema } : {}) })),
     }));
-    server.setRequestHandler(CallToolRequestSchema, async (request) => {
+    server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
       const tool = this.tools.find((t) => t.name === request.params.name);
       if (!tool) return { content: [{ type: 'text', text: `no tool ${request.params.name}` }], isError: true };
-      return tool.run(request.params.arguments ?? {}) as never;
+      return (await tool.run(request.params.arguments ?? {}, extra)) as never;
     });
     return server;
   }

@@ -17,7 +17,8 @@ export interface FetchWatch {
 
 const http = process.getBuiltinModule('node:http');
 let agents: { http: HttpAgent; https: HttpAgent } | undefined;
-const agentFor = (protocol: string): HttpAgent => {
+/** The kept-alive agent of a protocol, shared by every upstream call. */
+export const agentFor = (protocol: string): HttpAgent => {
   agents ??= {
     http: new http.Agent({ keepAlive: true }),
     https: new (process.getBuiltinModule('node:https').Agent)({ keepAlive: true }),

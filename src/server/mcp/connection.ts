@@ -4,12 +4,14 @@
  * backoff, and the refresh of its OAuth tokens before they expire.
  */
 import type { Logger } from 'pino';
-import type { Client, OAuthDiscoveryState, Tool } from '@modelcontextprotocol/client';
+import type { Client, OAuthDiscoveryState, StreamableHTTPClientTransport, Tool } from '@modelcontextprotocol/client';
 import type { McpServerSettings } from '../../shared/config/types.ts';
 import type { McpServerInfo, McpState, McpToolInfo } from '../../shared/protocol/results.ts';
 import { DomainError } from '../kernel/errors.ts';
+import { compileSchema, describeProblems, loadSchemaCompiler } from '../kernel/schema.ts';
 import { upstreamFetch } from '../kernel/upstream-fetch.ts';
 import type { McpCredentials } from './credentials.ts';
+import { callToolDirect, McpCallError, McpCallTimeout } from './direct-call.ts';
 import { LoginRequired, oauthProvider } from './oauth.ts';
 import { loadMcpSdk } from './sdk.ts';
 
@@ -49,6 +51,9 @@ export class McpConnection {
   readonly name: string;
   private readonly deps: ConnectionDeps;
   private client: Client | undefined;
+  /** The connected client's transport and the static headers it sends: what a direct tools/call needs of the session. */
+  private session: { transport: StreamableHTTPClientTransport; headers: Record<string, string> } | undefined;
+  private callIds = 0;
   private stateValue: McpState = 'connecting';
   private reason: string | undefined;
   private offered = new Map<string, OfferedTool>();
@@ -190,6 +195,7 @@ export class McpConnection {
     client.onclose = () => {
       if (this.client !== client || this.stopped) return;
       this.client = undefined;
+      this.session = undefined;
       this.connectedAt = undefined;
       void this.setState('error', 'the connection closed').then(() => this.scheduleReconnect());
     };
@@ -204,6 +210,7 @@ export class McpConnection {
         return;
       }
       this.client = client;
+      this.session = { transport, headers: Object.fromEntries(Object.entries(headers).map(([name, value]) => [name.toLowerCase(), value])) };
       this.attempts = 0;
       this.connectedAt = Date.now();
       this.setTools(tools);
@@ -308,12 +315,15 @@ export class McpConnection {
     }
     const settings = this.deps.settings();
     try {
-      const result = await client.callTool({ name: offered.tool.name, arguments: args }, { timeout: settings.timeoutMs });
-      const { _meta: _ignored, ...rest } = result as Record<string, unknown>;
+      // The client is given the tool without its output schema: the result is checked below, one way whichever path it took.
+      const result = (await this.callDirect(client, offered, args, settings.timeoutMs))
+        ?? await client.callTool({ name: offered.tool.name, arguments: args }, { timeout: settings.timeoutMs, toolDefinition: { ...offered.tool, outputSchema: undefined } });
+      const { _meta: _ignored, ...rest } = await this.checked(offered, result as Record<string, unknown>);
       return rest;
     } catch (error) {
+      if (error instanceof McpCallTimeout) throw new DomainError('upstream', `MCP server ${this.name} did not answer within ${settings.timeoutMs} ms.`);
       const sdk = await loadMcpSdk();
-      if (sdk.ProtocolError.isInstance(error)) {
+      if (sdk.ProtocolError.isInstance(error) || error instanceof McpCallError) {
         const code = (error as { code?: number }).code;
         if (code === sdk.ProtocolErrorCode.InvalidParams) throw new DomainError('invalid', `MCP server ${this.name} refused the arguments: ${await this.scrub((error as Error).message)}`);
         throw new DomainError('upstream', `MCP server ${this.name} failed the call: ${await this.scrub((error as Error).message)}`);
@@ -328,6 +338,7 @@ export class McpConnection {
       // The server went away: its tools are unavailable until it comes back.
       if (this.client === client) {
         this.client = undefined;
+        this.session = undefined;
         this.connectedAt = undefined;
         await client.close().catch(() => undefined);
         await this.setState('error', describe(error));
@@ -337,9 +348,63 @@ export class McpConnection {
     }
   }
 
+  /**
+   * The call as one POST of the session the client opened (see
+   * direct-call.ts); undefined when the client must make it: a protocol era
+   * this does not speak, or a server that refused it before running it (a
+   * login to renew, a lost session).
+   */
+  private async callDirect(client: Client, offered: OfferedTool, args: Record<string, unknown>, timeoutMs: number): Promise<Record<string, unknown> | undefined> {
+    const session = this.session;
+    const version = session?.transport.protocolVersion;
+    if (!session || !version || client.getProtocolEra() !== 'legacy') return undefined;
+    const headers: Record<string, string> = { ...session.headers, 'mcp-protocol-version': version };
+    const access = (await this.deps.credentials.tokens())?.access_token;
+    if (access) headers.authorization = `Bearer ${access}`;
+    if (session.transport.sessionId) headers['mcp-session-id'] = session.transport.sessionId;
+    const id = `gateway-${++this.callIds}`;
+    let result: Record<string, unknown> | undefined;
+    try {
+      result = await callToolDirect({
+        url: new URL(this.deps.settings().url), headers, id, name: offered.tool.name, args, timeoutMs,
+        deliver: (message) => session.transport.onmessage?.(message as never),
+      });
+    } catch (error) {
+      if (error instanceof McpCallTimeout) void client.notification({ method: 'notifications/cancelled', params: { requestId: id, reason: error.message } }).catch(() => undefined);
+      throw error;
+    }
+    return result;
+  }
+
+  /**
+   * A tool's result as the MCP client checks it: content a list (none is an
+   * empty one), and structured content that matches the tool's output schema
+   * when it has one. A result that fails is the server's fault (502).
+   */
+  private async checked(offered: OfferedTool, result: Record<string, unknown>): Promise<Record<string, unknown>> {
+    const fault = (message: string) => new McpCallError(-32603, message);
+    if (result.content === undefined) result.content = [];
+    if (!Array.isArray(result.content)) throw fault('its result\'s content is not a list');
+    const schema = offered.tool.outputSchema as Record<string, unknown> | undefined;
+    if (!schema || result.isError) return result;
+    if (result.structuredContent === undefined) throw fault(`tool ${offered.tool.name} has an output schema but returned no structured content`);
+    await loadSchemaCompiler();
+    let validate: ReturnType<typeof compileSchema>;
+    try {
+      validate = compileSchema(schema);
+    } catch (error) {
+      throw fault(`tool ${offered.tool.name} has an output schema that is not a valid JSON Schema: ${String((error as Error)?.message ?? error).slice(0, 200)}`);
+    }
+    if (!validate(result.structuredContent)) {
+      throw fault(`the structured content does not match the tool's output schema: ${describeProblems(validate.errors, 'structuredContent').join('; ')}`);
+    }
+    return result;
+  }
+
   private async closeClient(): Promise<void> {
     const client = this.client;
     this.client = undefined;
+    this.session = undefined;
     this.connectedAt = undefined;
     if (client) await client.close().catch(() => undefined);
   }
