@@ -1,6 +1,6 @@
-// The least any HTTP front of an MCP server costs, for the MCP benchmark: a bare node:http server that
-// hands each POST's JSON arguments to the server's echo tool with the same MCP client and fetch the gateway
-// uses, and answers the result. No auth, policy, validation or records. Prints its port; runs until killed.
+// A bare HTTP front of an MCP server, for scale in the MCP benchmark: a bare node:http server that
+// hands each POST's JSON arguments to the server's echo tool with the MCP client's callTool over the gateway's fetch,
+// and answers the result. No auth, policy, validation or records. Prints its port; runs until killed.
 import { createServer } from 'node:http';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { upstreamFetch } from '../src/server/kernel/upstream-fetch.ts';
