@@ -311,6 +311,9 @@ describe('MCP servers as tool sources, with their OAuth login (e2e)', function (
       expect(refused.status).to.equal(400);
       expect(refused.body.message).to.match(/refused the arguments: .*not one this tool takes/);
     }
+    // Calls at once each get their own answer.
+    const together = await Promise.all(Array.from({ length: 24 }, (_, n) => invoke(`mcp.${n % 2 ? 'calls' : 'callsjson'}.echo`, { text: `call ${n}` })));
+    expect(together.map((answer) => answer.body.result?.content[0].text)).to.deep.equal(Array.from({ length: 24 }, (_, n) => `call ${n}`));
     const crashed = await invoke('mcp.calls.crash', { text: 'x' });
     expect(crashed.status).to.equal(502);
     expect(crashed.body.message).to.match(/failed the call: .*the tool broke/);

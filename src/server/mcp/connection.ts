@@ -52,7 +52,7 @@ export class McpConnection {
   private readonly deps: ConnectionDeps;
   private client: Client | undefined;
   /** The connected client's transport and the static headers it sends: what a direct tools/call needs of the session. */
-  private session: { transport: StreamableHTTPClientTransport; headers: Record<string, string> } | undefined;
+  private session: { transport: StreamableHTTPClientTransport; url: URL; headers: Record<string, string> } | undefined;
   private callIds = 0;
   private stateValue: McpState = 'connecting';
   private reason: string | undefined;
@@ -210,7 +210,7 @@ export class McpConnection {
         return;
       }
       this.client = client;
-      this.session = { transport, headers: Object.fromEntries(Object.entries(headers).map(([name, value]) => [name.toLowerCase(), value])) };
+      this.session = { transport, url: new URL(settings.url), headers: Object.fromEntries(Object.entries(headers).map(([name, value]) => [name.toLowerCase(), value])) };
       this.attempts = 0;
       this.connectedAt = Date.now();
       this.setTools(tools);
@@ -366,7 +366,7 @@ export class McpConnection {
     let result: Record<string, unknown> | undefined;
     try {
       result = await callToolDirect({
-        url: new URL(this.deps.settings().url), headers, id, name: offered.tool.name, args, timeoutMs,
+        url: session.url, headers, id, name: offered.tool.name, args, timeoutMs,
         deliver: (message) => session.transport.onmessage?.(message as never),
       });
     } catch (error) {
