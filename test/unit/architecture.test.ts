@@ -104,4 +104,11 @@ describe('architecture: the import arrows', () => {
     const compose = readFileSync(join(SRC, 'server/compose.ts'), 'utf8');
     for (const feature of features) expect(compose, feature).to.include(`'./${feature}/module.ts'`);
   });
+
+  it('TLS loads when a connection needs it: nothing the daemon or the CLI loads takes node:https or node:tls at its top level', () => {
+    // Loading them costs a daemon about 2.5 MB before it has made a single connection.
+    const TOP_LEVEL = /^(?:import\s+(?!type\b)[^;]*?from\s+|const\s[^=]+=\s*process\.getBuiltinModule\(\s*)['"]node:(?:https|tls)['"]/m;
+    const found = files(join(SRC, 'server')).concat(files(join(SRC, 'shared')), files(join(SRC, 'cli'))).filter((file) => TOP_LEVEL.test(readFileSync(file, 'utf8')));
+    expect(found.map((file) => relative(SRC, file))).to.deep.equal([]);
+  });
 });

@@ -44,8 +44,6 @@ const MAX_RESUMES = 5;
 /** What the server asks a client to wait before it resumes a stream, at most. */
 const MAX_RETRY_MS = 10_000;
 
-const http = process.getBuiltinModule('node:http');
-const https = process.getBuiltinModule('node:https');
 
 /** A failed exchange, as a failed fetch says it: the socket's error as the cause (the connection names the code). */
 const fetchFailed = (cause: unknown) => Object.assign(new TypeError('fetch failed'), { cause });
@@ -91,7 +89,8 @@ export function callToolDirect(call: DirectCall): Promise<Record<string, unknown
     };
 
     const send = (method: 'POST' | 'GET', headers: Record<string, string>, body?: string) => {
-      const request = (call.url.protocol === 'https:' ? https : http).request(call.url, { method, headers, agent: agentFor(call.url.protocol) }, (response) => {
+      // node:https (and TLS) loads at the first call that needs it: a daemon that never makes one never pays for it.
+      const request = process.getBuiltinModule(call.url.protocol === 'https:' ? 'node:https' : 'node:http').request(call.url, { method, headers, agent: agentFor(call.url.protocol) }, (response) => {
         if (finished) {
           response.destroy();
           return;
