@@ -40,7 +40,7 @@ if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-v')) {
 } else {
   // A plain `gateway status` or `gateway start` [--json] [--profile <name>] is answered without oclif; any other form goes to oclif.
   const fast = argv[0] === 'status' || argv[0] === 'start'
-    ? await (await import('../dist/fast/fast-status.js'))[argv[0] === 'status' ? 'fastStatus' : 'fastStart'](argv.slice(1))
+    ? await module.createRequire(import.meta.url)('../dist/fast/fast-status.cjs')[argv[0] === 'status' ? 'fastStatus' : 'fastStart'](argv.slice(1))
     : undefined;
   if (fast !== undefined) {
     process.exitCode = fast;
