@@ -363,9 +363,8 @@ export class McpConnection {
     if (access) headers.authorization = `Bearer ${access}`;
     if (session.transport.sessionId) headers['mcp-session-id'] = session.transport.sessionId;
     const id = `gateway-${++this.callIds}`;
-    let result: Record<string, unknown> | undefined;
     try {
-      result = await callToolDirect({
+      return await callToolDirect({
         url: session.url, headers, id, name: offered.tool.name, args, timeoutMs,
         deliver: (message) => session.transport.onmessage?.(message as never),
       });
@@ -373,7 +372,6 @@ export class McpConnection {
       if (error instanceof McpCallTimeout) void client.notification({ method: 'notifications/cancelled', params: { requestId: id, reason: error.message } }).catch(() => undefined);
       throw error;
     }
-    return result;
   }
 
   /**
