@@ -91,6 +91,8 @@ export function callToolDirect(call: DirectCall): Promise<Record<string, unknown
     const send = (method: 'POST' | 'GET', headers: Record<string, string>, body?: string) => {
       // node:https (and TLS) loads at the first call that needs it: a daemon that never makes one never pays for it.
       const request = process.getBuiltinModule(call.url.protocol === 'https:' ? 'node:https' : 'node:http').request(call.url, { method, headers, agent: agentFor(call.url.protocol) }, (response) => {
+        // Whatever becomes of the answer, a connection that breaks under it fails the call (once it has not finished).
+        response.on('error', (error) => finish(fetchFailed(error)));
         if (finished) {
           response.destroy();
           return;
@@ -124,7 +126,7 @@ export function callToolDirect(call: DirectCall): Promise<Record<string, unknown
         }
       });
       current = request;
-      request.once('error', (error) => finish(fetchFailed(error)));
+      request.on('error', (error) => finish(fetchFailed(error)));
       request.end(body);
     };
 
@@ -163,7 +165,6 @@ export function callToolDirect(call: DirectCall): Promise<Record<string, unknown
           if (!finished) send('GET', { ...headers, accept: 'text/event-stream', 'last-event-id': parser.lastEventId! });
         }, Math.min(parser.retryMs ?? 0, MAX_RETRY_MS));
       });
-      response.once('error', (error) => finish(fetchFailed(error)));
       response.once('close', () => {
         if (!response.complete && !finished) finish(fetchFailed(new Error('the server closed the connection mid-answer')));
       });
@@ -188,7 +189,7 @@ function readText(response: IncomingMessage, limit: number): Promise<string> {
       text += chunk;
     });
     response.once('end', () => resolve(text.trim()));
-    response.once('error', reject);
+    response.on('error', reject);
   });
 }
 
