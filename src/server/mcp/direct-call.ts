@@ -104,13 +104,13 @@ export function callToolDirect(call: DirectCall): Promise<Record<string, unknown
           return;
         }
         if (status < 200 || status >= 300 || status === 202 || status === 204) {
-          readText(response, 4096).then((text) => finish(new Error(`the server answered HTTP ${status}${text ? `: ${text}` : ''}`)), finish);
+          readText(response, 4096, 'cut').then((text) => finish(new Error(`the server answered HTTP ${status}${text ? `: ${text}` : ''}`)), finish);
           return;
         }
         const type = mediaType(response.headers['content-type']);
         if (type === 'text/event-stream') readEvents(response);
         else if (type === 'application/json' && method === 'POST') {
-          readText(response, MAX_ANSWER_BYTES).then((text) => {
+          readText(response, MAX_ANSWER_BYTES, 'fail').then((text) => {
             let parsed: unknown;
             try {
               parsed = JSON.parse(text);
@@ -160,9 +160,8 @@ export function callToolDirect(call: DirectCall): Promise<Record<string, unknown
           return;
         }
         resumes++;
-        const { 'content-type': _type, ...headers } = call.headers;
         setTimeout(() => {
-          if (!finished) send('GET', { ...headers, accept: 'text/event-stream', 'last-event-id': parser.lastEventId! });
+          if (!finished) send('GET', { ...call.headers, accept: 'text/event-stream', 'last-event-id': parser.lastEventId! });
         }, Math.min(parser.retryMs ?? 0, MAX_RETRY_MS));
       });
       response.once('close', () => {
@@ -175,14 +174,18 @@ export function callToolDirect(call: DirectCall): Promise<Record<string, unknown
   });
 }
 
-/** A body as text, up to a bound. */
-function readText(response: IncomingMessage, limit: number): Promise<string> {
+/** A body as text, up to a bound: beyond it the reading fails, or (for an error's text) stops with what came. */
+function readText(response: IncomingMessage, limit: number, beyond: 'fail' | 'cut'): Promise<string> {
   return new Promise((resolve, reject) => {
     let text = '';
     response.setEncoding('utf8');
     response.on('data', (chunk: string) => {
       if (text.length + chunk.length > limit) {
         response.destroy();
+        if (beyond === 'cut') {
+          resolve(`${(text + chunk).slice(0, limit).trim()}...`);
+          return;
+        }
         reject(new Error('the server\'s answer is too large'));
         return;
       }
