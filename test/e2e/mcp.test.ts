@@ -314,6 +314,13 @@ describe('MCP servers as tool sources, with their OAuth login (e2e)', function (
     // Calls at once each get their own answer.
     const together = await Promise.all(Array.from({ length: 24 }, (_, n) => invoke(`mcp.${n % 2 ? 'calls' : 'callsjson'}.echo`, { text: `call ${n}` })));
     expect(together.map((answer) => answer.body.result?.content[0].text)).to.deep.equal(Array.from({ length: 24 }, (_, n) => `call ${n}`));
+    // A server that answers a call with an HTTP error is taken for gone: 503 with its status (its text cut short), then back.
+    calls.failNext = { status: 500, text: `overloaded ${'x'.repeat(10_000)}` };
+    const failed = await invoke('mcp.calls.echo', { text: 'x' });
+    expect(failed.status).to.equal(503);
+    expect(failed.body.message).to.match(/unreachable \(the server answered HTTP 500: overloaded x+/);
+    expect(failed.body.message.length).to.be.below(1000);
+    await waitFor(async () => (await server('calls')).state === 'connected', 20_000, 'the reconnection');
     const crashed = await invoke('mcp.calls.crash', { text: 'x' });
     expect(crashed.status).to.equal(502);
     expect(crashed.body.message).to.match(/failed the call: .*the tool broke/);

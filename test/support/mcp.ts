@@ -148,6 +148,8 @@ export class StrictMcp {
   private readonly resumable: boolean;
   /** The next requests bearing a valid token are refused with 401 all the same (a token the server stopped accepting). */
   refuseNext = 0;
+  /** The next POST is answered with this status and text instead of being served. */
+  failNext: { status: number; text: string } | undefined;
   /** The GET requests that took up a stream again, by their Last-Event-ID. */
   readonly resumed: string[] = [];
 
@@ -255,6 +257,13 @@ export class StrictMcp {
       return;
     }
     const token = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
+    if (this.failNext && req.method === 'POST') {
+      const { status, text } = this.failNext;
+      this.failNext = undefined;
+      req.resume();
+      res.writeHead(status, { 'content-type': 'text/plain' }).end(text);
+      return;
+    }
     try {
       if (this.open) return void (await this.serve(req, res));
       if (!token) throw new Error('no token');
