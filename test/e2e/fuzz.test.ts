@@ -8,8 +8,9 @@ import { Agent, request as httpRequest } from 'node:http';
 import { connect as netConnect } from 'node:net';
 import { ErrorCodes } from '../../src/shared/protocol/error-codes.ts';
 import { METHODS } from '../../src/shared/protocol/methods.ts';
-import { freePort, Home } from '../support/cli.ts';
+import { freePort, Home, waitFor } from '../support/cli.ts';
 import { fromSchema, headerValue, mutated, nastyJson, nastyString, type Hints } from '../support/fuzz.ts';
+import { StrictMcp } from '../support/mcp.ts';
 import { ScriptedUpstream } from '../support/scripted-upstream.ts';
 import { pushPayload } from '../support/webhooks.ts';
 import { newDevice, RawSocket } from '../support/ws-client.ts';
@@ -35,6 +36,7 @@ describe('hostile input, generated: every surface answers as documented and the 
   this.timeout(600_000);
   let home: Home;
   let upstream: ScriptedUpstream;
+  let mcp: StrictMcp;
   let port: number;
   let token: string;
   let adminToken: string;
@@ -60,7 +62,7 @@ describe('hostile input, generated: every surface answers as documented and the 
   };
 
   before(async () => {
-    upstream = await new ScriptedUpstream().start();
+    [upstream, mcp] = await Promise.all([new ScriptedUpstream().start(), new StrictMcp({ open: true }).start()]);
     port = await freePort();
     home = new Home({ GATEWAY_PORT: String(port) });
     const config = async (key: string, value: unknown) => expect((await home.run(['config', 'set', key, JSON.stringify(value)])).code).to.equal(0);
@@ -87,6 +89,9 @@ describe('hostile input, generated: every surface answers as documented and the 
         { name: 'picky', action: 'job', kind: 'gmail.push', match: { field: 'kind', equals: 'x' } },
       ],
     });
+    // An MCP server's tool among the tools, allowed over HTTP: fuzzed calls reach it.
+    expect((await home.run(['mcp', 'add', 'fz', mcp.url])).code).to.equal(0);
+    await config('gateway.tools.allow', ['mcp.*']);
     expect((await home.run(['start'])).code).to.equal(0);
     token = home.token();
     pid = home.lock().pid;
@@ -109,14 +114,20 @@ describe('hostile input, generated: every surface answers as documented and the 
     ajv = new Ajv({ strict: false, allErrors: true });
     addFormats(ajv);
     for (const [name, schema] of Object.entries(document.components.schemas)) ajv.addSchema(schema as object, `#/components/schemas/${name}`);
-    const catalog = JSON.parse((await home.run(['tools', 'list', '--json'])).stdout);
-    toolNames = (catalog.tools ?? catalog).map((tool: { name: string }) => tool.name);
+    const listed = async () => {
+      const catalog = JSON.parse((await home.run(['tools', 'list', '--json'])).stdout);
+      return (catalog.tools ?? catalog).map((tool: { name: string }) => tool.name) as string[];
+    };
+    toolNames = await waitFor(async () => {
+      const names = await listed();
+      return names.includes('mcp.fz.echo') ? names : undefined;
+    }, 20_000, 'the MCP server\'s tools');
     expect(toolNames).to.include('jobs.get');
   });
   after(async () => {
     agent.destroy();
     home?.cleanup();
-    await upstream?.stop();
+    await Promise.all([upstream?.stop(), mcp?.stop()]);
   });
 
   /** One request with any method, path, headers and body; the answer whole. */
@@ -225,7 +236,11 @@ describe('hostile input, generated: every surface answers as documented and the 
     // Examples that pass the first checks, to be spoiled a little.
     const examples: Record<string, unknown[]> = {
       'POST /tokens': [{ name: 'fuzzed', scopes: ['jobs:read'], expiresAt: '2030-01-01T00:00:00Z' }],
-      'POST /tools/invoke': [{ tool: 'jobs.get', args: { id: 'job_x' } }, { tool: 'gateway.status', args: {} }, { tool: 'jobs.enqueue', args: { kind: 'store.prune' }, dryRun: true }],
+      'POST /tools/invoke': [
+        { tool: 'jobs.get', args: { id: 'job_x' } }, { tool: 'gateway.status', args: {} }, { tool: 'jobs.enqueue', args: { kind: 'store.prune' }, dryRun: true },
+        { tool: 'mcp.fz.echo', args: { text: 'hi' } }, { tool: 'mcp.fz.echo', args: { text: 'ünïcødé ✓ 𝄞 \u2028' } },
+        { tool: 'mcp.fz.echo', args: { text: '' }, idempotencyKey: 'fz' }, { tool: 'mcp.fz.echo', args: { text: 'x'.repeat(3000) } },
+      ],
       'POST /v1/chat/completions': [
         { model: 'gateway', messages: [{ role: 'user', content: 'hi' }], stream: false },
         { model: 'gateway/main', messages: [{ role: 'system', content: 'be brief' }, { role: 'user', content: 'hi' }], stream: true, stream_options: { include_usage: true } },
@@ -356,7 +371,10 @@ describe('hostile input, generated: every surface answers as documented and the 
     }
     for (const [operation, entry] of [...classes].sort()) process.stdout.write(`      ${operation}: ${Object.entries(entry).map(([c, n]) => `${c} ${n}`).join(', ')}\n`);
     const [rssAfter, fdsAfter] = [rssMb(), openFds()];
-    process.stdout.write(`      ${count} answers; daemon RSS ${rssBefore.toFixed(0)} → ${rssAfter.toFixed(0)} MB, open files ${fdsBefore} → ${fdsAfter}\n`);
+    process.stdout.write(`      ${count} answers; daemon RSS ${rssBefore.toFixed(0)} → ${rssAfter.toFixed(0)} MB, open files ${fdsBefore} → ${fdsAfter}; ${mcp.toolCalls} MCP tool calls\n`);
+    // The MCP server's tool still answers after whatever reached it.
+    const echoed = await send('POST', '/tools/invoke', { 'content-type': 'application/json', authorization: `Bearer ${token}` }, JSON.stringify({ tool: 'mcp.fz.echo', args: { text: 'still here' } }));
+    expect(JSON.parse(echoed.body.toString()).result?.content?.[0]?.text, echoed.body.toString()).to.equal('still here');
     // The first inference run loads the model SDK (~30 MB); past that, the daemon must not hold what it was sent.
     expect(rssAfter, 'memory stays bounded').to.be.below(Math.max(rssBefore, 90) + 200);
     expect(fdsAfter, 'no descriptor is left open').to.be.below(fdsBefore + 40);

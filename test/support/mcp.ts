@@ -148,6 +148,8 @@ export class StrictMcp {
   private readonly resumable: boolean;
   /** The next requests bearing a valid token are refused with 401 all the same (a token the server stopped accepting). */
   refuseNext = 0;
+  /** Tool calls the server ran. */
+  toolCalls = 0;
   /** The next POST is answered with this status and text instead of being served. */
   failNext: { status: number; text: string } | undefined;
   /** The GET requests that took up a stream again, by their Last-Event-ID. */
@@ -321,6 +323,7 @@ export class StrictMcp {
       tools: this.tools.map(({ name, description, inputSchema, outputSchema }) => ({ name, description, inputSchema, ...(outputSchema ? { outputSchema } : {}) })),
     }));
     server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+      this.toolCalls++;
       const tool = this.tools.find((t) => t.name === request.params.name);
       if (!tool) return { content: [{ type: 'text', text: `no tool ${request.params.name}` }], isError: true };
       return (await tool.run(request.params.arguments ?? {}, extra)) as never;
