@@ -6,6 +6,9 @@
  */
 export const MAX_JSON_DEPTH = 64;
 
+/** Whether a parsed JSON value is an object (not null, not an array). */
+export const isJsonObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
+
 export class JsonTooDeep extends Error {
   constructor(limit: number) {
     super(`nests deeper than ${limit} levels`);

@@ -5,7 +5,7 @@
  * streamed as chat.completion.chunk events with the usage before [DONE].
  */
 import { randomUUID } from 'node:crypto';
-import { parseJsonWithin } from '../../shared/json.ts';
+import { isJsonObject, parseJsonWithin } from '../../shared/json.ts';
 import type { Agents, RunEvent } from '../agents/module.ts';
 import type { ChatMessage, ToolCallRecord, ToolSpec } from '../models/module.ts';
 import { badField } from './errors.ts';
@@ -32,14 +32,13 @@ export interface ChatRequest {
   user?: string;
 }
 
-const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
 
 function textOf(content: unknown, param: string): string {
   if (content === null || content === undefined) return '';
   if (typeof content === 'string') return content;
   if (Array.isArray(content)) {
     return content.map((part, index) => {
-      if (!isObject(part) || (part.type !== 'text' && part.type !== 'input_text' && part.type !== 'output_text') || typeof part.text !== 'string') {
+      if (!isJsonObject(part) || (part.type !== 'text' && part.type !== 'input_text' && part.type !== 'output_text') || typeof part.text !== 'string') {
         throw badField(`${param}[${index}]`, `${param}[${index}]: only text parts are supported.`);
       }
       return part.text;
@@ -50,33 +49,33 @@ function textOf(content: unknown, param: string): string {
 
 /** Checks a tool definition of the client's; the schema is the function's parameters. */
 export function clientTool(value: unknown, param: string, shape: 'chat' | 'responses'): ToolSpec {
-  const fn = shape === 'chat' ? (isObject(value) ? value.function : undefined) : value;
-  if (!isObject(value) || value.type !== 'function' || !isObject(fn)) throw badField(param, `${param} must be {type: "function", ${shape === 'chat' ? 'function: {name, parameters}' : 'name, parameters'}}.`);
+  const fn = shape === 'chat' ? (isJsonObject(value) ? value.function : undefined) : value;
+  if (!isJsonObject(value) || value.type !== 'function' || !isJsonObject(fn)) throw badField(param, `${param} must be {type: "function", ${shape === 'chat' ? 'function: {name, parameters}' : 'name, parameters'}}.`);
   if (typeof fn.name !== 'string' || !/^[A-Za-z0-9_-]{1,64}$/.test(fn.name)) throw badField(`${param}.name`, `${param}: the function name must be 1-64 letters, digits, _ and -.`);
-  if (fn.parameters !== undefined && !isObject(fn.parameters)) throw badField(`${param}.parameters`, `${param}: parameters must be a JSON Schema object.`);
+  if (fn.parameters !== undefined && !isJsonObject(fn.parameters)) throw badField(`${param}.parameters`, `${param}: parameters must be a JSON Schema object.`);
   return { name: fn.name, description: typeof fn.description === 'string' ? fn.description : '', inputSchema: (fn.parameters as Record<string, unknown>) ?? { type: 'object', properties: {} } };
 }
 
 export function toolChoiceOf(value: unknown, param: string, shape: 'chat' | 'responses'): ChatRequest['toolChoice'] {
   if (value === undefined) return undefined;
   if (value === 'auto' || value === 'none' || value === 'required') return value;
-  const name = isObject(value) && value.type === 'function' ? (shape === 'chat' ? (isObject(value.function) ? value.function.name : undefined) : value.name) : undefined;
+  const name = isJsonObject(value) && value.type === 'function' ? (shape === 'chat' ? (isJsonObject(value.function) ? value.function.name : undefined) : value.name) : undefined;
   if (typeof name === 'string') return { name };
   throw badField(param, `${param} must be "auto", "none", "required" or a function.`);
 }
 
 export function parseChatRequest(body: unknown): ChatRequest {
-  if (!isObject(body)) throw badField('body', 'The body must be a JSON object {model, messages, ...}.');
+  if (!isJsonObject(body)) throw badField('body', 'The body must be a JSON object {model, messages, ...}.');
   const unknown = Object.keys(body).filter((key) => !FIELDS.has(key));
   if (unknown.length > 0) throw badField(unknown[0]!, `Unsupported field: ${unknown.join(', ')}.`, 'unsupported_parameter');
   if (typeof body.model !== 'string' || body.model.length === 0 || body.model.length > 256) throw badField('model', 'model is required: "gateway", "gateway/<agent>" or a model GET /v1/models lists.');
   if (body.n !== undefined && body.n !== 1) throw badField('n', 'n must be 1: the gateway answers one choice.', 'unsupported_value');
   if (body.logprobs !== undefined && body.logprobs !== false) throw badField('logprobs', 'logprobs are not supported.', 'unsupported_value');
-  if (body.response_format !== undefined && !(isObject(body.response_format) && body.response_format.type === 'text')) {
+  if (body.response_format !== undefined && !(isJsonObject(body.response_format) && body.response_format.type === 'text')) {
     throw badField('response_format', 'Only response_format {type: "text"} is supported.', 'unsupported_value');
   }
   if (body.stream !== undefined && typeof body.stream !== 'boolean') throw badField('stream', 'stream must be true or false.');
-  if (body.stream_options !== undefined && !(isObject(body.stream_options) && Object.keys(body.stream_options).every((key) => key === 'include_usage'))) {
+  if (body.stream_options !== undefined && !(isJsonObject(body.stream_options) && Object.keys(body.stream_options).every((key) => key === 'include_usage'))) {
     throw badField('stream_options', 'stream_options may hold include_usage only.');
   }
   if (body.temperature !== undefined && (typeof body.temperature !== 'number' || body.temperature < 0 || body.temperature > 2)) throw badField('temperature', 'temperature must be a number from 0 to 2.');
@@ -91,7 +90,7 @@ export function parseChatRequest(body: unknown): ChatRequest {
   const callNames = new Map<string, string>();
   body.messages.forEach((message: unknown, index: number) => {
     const param = `messages[${index}]`;
-    if (!isObject(message)) throw badField(param, `${param} must be an object {role, content}.`);
+    if (!isJsonObject(message)) throw badField(param, `${param} must be an object {role, content}.`);
     switch (message.role) {
       case 'system':
       case 'developer':
@@ -105,8 +104,8 @@ export function parseChatRequest(body: unknown): ChatRequest {
         if (message.tool_calls !== undefined) {
           if (!Array.isArray(message.tool_calls)) throw badField(`${param}.tool_calls`, `${param}.tool_calls must be an array.`);
           message.tool_calls.forEach((call: unknown, n: number) => {
-            const fn = isObject(call) ? call.function : undefined;
-            if (!isObject(call) || typeof call.id !== 'string' || !isObject(fn) || typeof fn.name !== 'string') throw badField(`${param}.tool_calls[${n}]`, `${param}.tool_calls[${n}] must be {id, type: "function", function: {name, arguments}}.`);
+            const fn = isJsonObject(call) ? call.function : undefined;
+            if (!isJsonObject(call) || typeof call.id !== 'string' || !isJsonObject(fn) || typeof fn.name !== 'string') throw badField(`${param}.tool_calls[${n}]`, `${param}.tool_calls[${n}] must be {id, type: "function", function: {name, arguments}}.`);
             let args: unknown = {};
             try {
               args = typeof fn.arguments === 'string' && fn.arguments ? parseJsonWithin(fn.arguments) : {};
@@ -139,7 +138,7 @@ export function parseChatRequest(body: unknown): ChatRequest {
     system: system.length ? system.join('\n\n') : undefined,
     turn: last.role === 'user' ? last.content : undefined,
     stream: body.stream === true,
-    includeUsage: isObject(body.stream_options) && body.stream_options.include_usage === true,
+    includeUsage: isJsonObject(body.stream_options) && body.stream_options.include_usage === true,
     temperature: body.temperature as number | undefined,
     maxOutputTokens: max as number | undefined,
     tools: ((body.tools as unknown[] | undefined) ?? []).map((tool, index) => clientTool(tool, `tools[${index}]`, 'chat')),

@@ -6,7 +6,7 @@
  * to response.completed.
  */
 import { randomUUID } from 'node:crypto';
-import { parseJsonWithin } from '../../shared/json.ts';
+import { isJsonObject, parseJsonWithin } from '../../shared/json.ts';
 import type { Agents, RunEvent } from '../agents/module.ts';
 import { DomainError } from '../kernel/errors.ts';
 import type { ChatMessage, ToolCallRecord, ToolSpec } from '../models/module.ts';
@@ -54,13 +54,12 @@ export interface ResponsesRequest {
   raw: { tools: unknown[]; tool_choice: unknown };
 }
 
-const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
 
 function contentText(content: unknown, param: string): string {
   if (typeof content === 'string') return content;
   if (Array.isArray(content)) {
     return content.map((part, index) => {
-      if (!isObject(part) || !['input_text', 'output_text', 'text'].includes(String(part.type)) || typeof part.text !== 'string') {
+      if (!isJsonObject(part) || !['input_text', 'output_text', 'text'].includes(String(part.type)) || typeof part.text !== 'string') {
         throw badField(`${param}[${index}]`, `${param}[${index}]: only text parts are supported.`);
       }
       return part.text;
@@ -70,7 +69,7 @@ function contentText(content: unknown, param: string): string {
 }
 
 export function parseResponsesRequest(body: unknown): ResponsesRequest {
-  if (!isObject(body)) throw badField('body', 'The body must be a JSON object {model, input, ...}.');
+  if (!isJsonObject(body)) throw badField('body', 'The body must be a JSON object {model, input, ...}.');
   const unknown = Object.keys(body).filter((key) => !FIELDS.has(key));
   if (unknown.length > 0) throw badField(unknown[0]!, `Unsupported field: ${unknown.join(', ')}.`, 'unsupported_parameter');
   if (typeof body.model !== 'string' || body.model.length === 0 || body.model.length > 256) throw badField('model', 'model is required: "gateway", "gateway/<agent>" or a model GET /v1/models lists.');
@@ -82,10 +81,10 @@ export function parseResponsesRequest(body: unknown): ResponsesRequest {
   if (body.temperature !== undefined && (typeof body.temperature !== 'number' || body.temperature < 0 || body.temperature > 2)) throw badField('temperature', 'temperature must be a number from 0 to 2.');
   if (body.max_output_tokens !== undefined && (!Number.isInteger(body.max_output_tokens) || (body.max_output_tokens as number) < 1)) throw badField('max_output_tokens', 'max_output_tokens must be a positive integer.');
   if (body.user !== undefined && (typeof body.user !== 'string' || body.user.length > 256)) throw badField('user', 'user must be a string of at most 256 characters.');
-  if (body.text !== undefined && !(isObject(body.text) && (body.text.format === undefined || (isObject(body.text.format) && body.text.format.type === 'text')))) {
+  if (body.text !== undefined && !(isJsonObject(body.text) && (body.text.format === undefined || (isJsonObject(body.text.format) && body.text.format.type === 'text')))) {
     throw badField('text', 'Only text.format {type: "text"} is supported.', 'unsupported_value');
   }
-  if (body.metadata !== undefined && !(isObject(body.metadata) && Object.values(body.metadata).every((value) => typeof value === 'string'))) throw badField('metadata', 'metadata must map keys to strings.');
+  if (body.metadata !== undefined && !(isJsonObject(body.metadata) && Object.values(body.metadata).every((value) => typeof value === 'string'))) throw badField('metadata', 'metadata must map keys to strings.');
   if (body.tools !== undefined && !Array.isArray(body.tools)) throw badField('tools', 'tools must be an array.');
 
   const input: ChatMessage[] = [];
@@ -94,7 +93,7 @@ export function parseResponsesRequest(body: unknown): ResponsesRequest {
   const callNames = new Map<string, string>();
   items.forEach((item: unknown, index: number) => {
     const param = `input[${index}]`;
-    if (!isObject(item)) throw badField(param, `${param} must be an object.`);
+    if (!isJsonObject(item)) throw badField(param, `${param} must be an object.`);
     if (item.type === 'function_call') {
       if (typeof item.call_id !== 'string' || typeof item.name !== 'string') throw badField(param, `${param} must be {type: "function_call", call_id, name, arguments}.`);
       let args: unknown = {};

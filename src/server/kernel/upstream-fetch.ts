@@ -27,7 +27,7 @@ export const agentFor = (protocol: string): HttpAgent => {
 };
 
 /** How fetch fails to connect: a TypeError with the socket's error as its cause (clients, the AI SDK among them, look for it). */
-const fetchFailed = (cause: unknown) => Object.assign(new TypeError('fetch failed'), { cause });
+export const fetchFailed = (cause: unknown): TypeError => Object.assign(new TypeError('fetch failed'), { cause });
 const abortReason = (signal: AbortSignal) => signal.reason ?? new DOMException('This operation was aborted', 'AbortError');
 const NO_BODY = new Set([101, 204, 205, 304]);
 

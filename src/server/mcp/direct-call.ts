@@ -11,7 +11,8 @@
  * caller makes the call through the MCP client.
  */
 import type { ClientRequest, IncomingMessage } from 'node:http';
-import { agentFor } from '../kernel/upstream-fetch.ts';
+import { isJsonObject } from '../../shared/json.ts';
+import { agentFor, fetchFailed } from '../kernel/upstream-fetch.ts';
 
 /** The server's JSON-RPC error for the call. */
 export class McpCallError extends Error {
@@ -45,11 +46,6 @@ const MAX_RESUMES = 5;
 const MAX_RETRY_MS = 10_000;
 
 
-/** A failed exchange, as a failed fetch says it: the socket's error as the cause (the connection names the code). */
-const fetchFailed = (cause: unknown) => Object.assign(new TypeError('fetch failed'), { cause });
-
-const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
-
 /** The media type of a Content-Type, without its parameters, in lower case. */
 const mediaType = (header: string | undefined) => (header ?? '').split(';')[0]!.trim().toLowerCase();
 
@@ -76,12 +72,12 @@ export function callToolDirect(call: DirectCall): Promise<Record<string, unknown
 
     /** A message of the server: this call's answer settles it; anything else is the client's. */
     const heard = (message: unknown) => {
-      if (!isObject(message)) return;
+      if (!isJsonObject(message)) return;
       if (message.id === call.id && !('method' in message)) {
-        if (isObject(message.error)) {
+        if (isJsonObject(message.error)) {
           const { code, message: text } = message.error;
           finish(new McpCallError(typeof code === 'number' ? code : -32603, typeof text === 'string' ? text : 'the server failed the call'));
-        } else if (isObject(message.result)) finish(message.result);
+        } else if (isJsonObject(message.result)) finish(message.result);
         else finish(new McpCallError(-32603, 'the server answered without a result'));
         return;
       }
