@@ -48,13 +48,15 @@ describe('webhook ingestion and jobs (e2e)', function () {
     await home.run(['secrets', 'set', 'webhooks.github.secret'], { input: SECRET });
   });
 
-  it('accepts a signed push, answers before processing, and the job records it', async () => {
+  it('accepts a signed push, and its job, run in the delivery\'s own commit while none waits, records it', async () => {
     const body = JSON.stringify(pushPayload(4096));
     const deliveryId = randomUUID();
     const accepted = await deliver(base, 'push', body, { deliveryId, hookId: '123' });
     expect(accepted.status).to.equal(200);
     expect(accepted.body).to.include({ ok: true, deliveryId, duplicate: false });
     expect(accepted.body.jobId).to.match(/^job_/);
+    // No job waited before it: it finished in the commit the answer waited for.
+    expect((await api(`/jobs/${accepted.body.jobId}`)).body).to.include({ status: 'succeeded', attempts: 1 });
     const done = await job(accepted.body.jobId);
     expect(done).to.include({ kind: 'github.push', status: 'succeeded', attempts: 1, source: deliveryId });
     expect(done.result).to.include({ repository: 'acme/widgets', ref: 'refs/heads/main', headCommit: 'a'.repeat(40) });

@@ -2,7 +2,7 @@ import { randomFillSync } from 'node:crypto';
 import type { Job, JobStatus } from '../../shared/protocol/results.ts';
 import { DomainError } from '../kernel/errors.ts';
 import type { Store } from '../store/database.ts';
-import { claimDueJobs, type JobLane, nextDueJob, PG_INSERT_JOBS, PG_INSERT_PAYLOADS, PG_SUCCEED_JOBS } from '../store/dialect.ts';
+import { anyDueJob, claimDueJobs, type JobLane, nextDueJob, PG_INSERT_JOBS, PG_INSERT_PAYLOADS, PG_SUCCEED_JOBS } from '../store/dialect.ts';
 
 export interface ClaimedJob {
   id: string;
@@ -11,6 +11,9 @@ export interface ClaimedJob {
   attempts: number;
   maxAttempts: number;
 }
+
+/** The outcome of a job's first attempt, made as it was queued (see JobWorker.runNow). */
+export type FirstAttempt = { status: 'succeeded'; result: unknown } | { status: 'failed'; error: string } | { status: 'running' };
 
 export const JOB_LIMITS = {
   defaultMaxAttempts: 5,
@@ -22,6 +25,8 @@ export const JOB_LIMITS = {
 } as const;
 
 type Row = Record<string, unknown>;
+/** How long a job waits after its n-th failed attempt: doubling from the base, capped. */
+const retryDelay = (attempts: number) => Math.min(JOB_LIMITS.backoffBaseMs * 2 ** (attempts - 1), JOB_LIMITS.backoffMaxMs);
 const iso = (ms: unknown) => (ms === null || ms === undefined ? null : new Date(Number(ms)).toISOString());
 
 function view(row: Row): Job {
@@ -97,6 +102,7 @@ export class JobQueue {
   private lane: JobLane;
   private claimSql!: string;
   private nextSql!: string;
+  private dueSql!: string;
 
   constructor(store: Store, options: { owner?: string; leaseMs?: number; now?: () => number; lane?: JobLane } = {}) {
     this.store = store;
@@ -115,6 +121,7 @@ export class JobQueue {
     this.lane = lane;
     this.claimSql = claimDueJobs(this.store.kind, lane);
     this.nextSql = nextDueJob(lane);
+    this.dueSql = anyDueJob(lane);
   }
 
   /** Whether this queue's worker runs jobs of a kind (see useLane). */
@@ -146,20 +153,47 @@ export class JobQueue {
    * Adds a job; call inside a transaction to commit it with what caused it.
    * `serialized` is the payload already as JSON, when the caller has it, and
    * `parsed` the same as an object (the worker then uses it instead of parsing
-   * the stored JSON; it must not be changed afterwards).
+   * the stored JSON; it must not be changed afterwards). `ran` is the outcome
+   * of a first attempt made in the same transaction (see JobWorker.runNow):
+   * the job is then recorded finished, retrying or running, not queued.
    */
-  enqueue(kind: string, payload: unknown, options: { id?: string; source?: string; maxAttempts?: number; runAt?: number; serialized?: string; parsed?: unknown } = {}): string {
+  enqueue(kind: string, payload: unknown, options: { id?: string; source?: string; maxAttempts?: number; runAt?: number; serialized?: string; parsed?: unknown; ran?: FirstAttempt } = {}): string {
     const id = options.id ?? newJobId(this.now());
     const now = this.now();
-    this.store.prepare(`INSERT INTO jobs (id, kind, status, attempts, max_attempts, run_at, created_at, source)
-      VALUES (?, ?, 'queued', 0, ?, ?, ?, ?)`).run(
-      id, kind, options.maxAttempts ?? JOB_LIMITS.defaultMaxAttempts, options.runAt ?? now, now, options.source ?? null,
-    );
+    const maxAttempts = options.maxAttempts ?? JOB_LIMITS.defaultMaxAttempts;
+    const source = options.source ?? null;
+    const ran = options.ran;
+    if (!ran) {
+      this.store.prepare(`INSERT INTO jobs (id, kind, status, attempts, max_attempts, run_at, created_at, source)
+        VALUES (?, ?, 'queued', 0, ?, ?, ?, ?)`).run(id, kind, maxAttempts, options.runAt ?? now, now, source);
+    } else if (ran.status === 'succeeded') {
+      this.store.prepare(`INSERT INTO jobs (id, kind, status, attempts, max_attempts, run_at, created_at, started_at, finished_at, result, source)
+        VALUES (?, ?, 'succeeded', 1, ?, ?, ?, ?, ?, ?, ?)`).run(id, kind, maxAttempts, now, now, now, now, JSON.stringify(ran.result ?? null), source);
+    } else if (ran.status === 'running') {
+      this.store.prepare(`INSERT INTO jobs (id, kind, status, attempts, max_attempts, run_at, created_at, started_at, claimed_by, lease_expires_at, source)
+        VALUES (?, ?, 'running', 1, ?, ?, ?, ?, ?, ?, ?)`).run(id, kind, maxAttempts, now, now, now, this.owner, now + this.leaseMs, source);
+    } else if (maxAttempts > 1) {
+      this.store.prepare(`INSERT INTO jobs (id, kind, status, attempts, max_attempts, run_at, created_at, started_at, error, source)
+        VALUES (?, ?, 'queued', 1, ?, ?, ?, ?, ?, ?)`).run(id, kind, maxAttempts, now + retryDelay(1), now, now, ran.error, source);
+    } else {
+      this.store.prepare(`INSERT INTO jobs (id, kind, status, attempts, max_attempts, run_at, created_at, started_at, finished_at, error, source)
+        VALUES (?, ?, 'failed', 1, ?, ?, ?, ?, ?, ?, ?)`).run(id, kind, maxAttempts, now, now, now, now, ran.error, source);
+    }
     this.store.prepare('INSERT INTO job_payloads (job_id, payload) VALUES (?, ?)').run(id, options.serialized ?? JSON.stringify(payload ?? null));
+    if (ran && ran.status !== 'failed') {
+      // Nothing for a worker to take: only the live views hear of it.
+      queueMicrotask(() => this.changed());
+      return id;
+    }
     // Kept only while the worker is near: the newest jobs of a backlog are claimed last, and would only hold memory.
-    this.keepParsed(id, options.parsed, options.serialized?.length ?? 0);
+    if (!ran) this.keepParsed(id, options.parsed, options.serialized?.length ?? 0);
     queueMicrotask(() => this.listeners.forEach((listener) => listener()));
     return id;
+  }
+
+  /** Whether a job of this queue's lane is due and not yet taken: a job run at once would overtake it. */
+  hasDue(): boolean {
+    return this.store.prepare(this.dueSql).get(this.now()) !== undefined;
   }
 
   /**
@@ -257,9 +291,8 @@ export class JobQueue {
     const now = this.now();
     let changes;
     if (job.attempts < job.maxAttempts) {
-      const delay = Math.min(JOB_LIMITS.backoffBaseMs * 2 ** (job.attempts - 1), JOB_LIMITS.backoffMaxMs);
       changes = this.store.prepare("UPDATE jobs SET status = 'queued', run_at = ?, error = ?, claimed_by = NULL, lease_expires_at = NULL WHERE id = ? AND status = 'running' AND claimed_by = ?")
-        .run(now + delay, error, job.id, this.owner).changes;
+        .run(now + retryDelay(job.attempts), error, job.id, this.owner).changes;
     } else {
       changes = this.store.prepare("UPDATE jobs SET status = 'failed', finished_at = ?, error = ?, lease_expires_at = NULL WHERE id = ? AND status = 'running' AND claimed_by = ?")
         .run(now, error, job.id, this.owner).changes;

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { JobHandler } from '../kernel/module.ts';
 import type { Store } from '../store/database.ts';
-import type { ClaimedJob, JobQueue } from './job-queue.ts';
+import { type ClaimedJob, type FirstAttempt, JOB_LIMITS, type JobQueue } from './job-queue.ts';
 
 export interface JobWorkerOptions {
   queue: JobQueue;
@@ -153,6 +153,39 @@ export class JobWorker {
       for (const id of queue.succeedMany(succeeded)) this.lost(jobs.find((job) => job.id === id)!);
     });
     return waiting;
+  }
+
+  /**
+   * Makes a job's first attempt as it is queued, inside the caller's
+   * transaction, when nothing of this worker's lane waits before it (jobs
+   * still run in the order they came). The handler's writes are a savepoint:
+   * a failing attempt undoes only its own. Returns the outcome to record with
+   * the job (JobQueue.enqueue's `ran`), or undefined to queue it as usual.
+   */
+  runNow(job: { id: string; kind: string; payload: unknown }): FirstAttempt | undefined {
+    const { store, logger } = this.options;
+    const handler = this.options.handler(job.kind);
+    if (!handler || this.stopped) return undefined;
+    const claimed: ClaimedJob = { id: job.id, kind: job.kind, payload: job.payload, attempts: 1, maxAttempts: JOB_LIMITS.defaultMaxAttempts };
+    let result: unknown;
+    try {
+      store.transaction(() => {
+        result = handler(job.payload, { store, jobId: job.id, attempt: 1 });
+      });
+    } catch (error) {
+      const message = ((error as Error)?.message ?? String(error)).slice(0, 2000);
+      logger.warn({ job: job.id, kind: job.kind, attempt: 1, err: error }, 'job attempt failed');
+      return { status: 'failed', error: message };
+    }
+    if (!isThenable(result)) return { status: 'succeeded', result };
+    // Recorded running, claimed by this daemon, and finished when the handler is.
+    const pending = result;
+    const run = this.finish(claimed, pending).finally(() => {
+      this.running.delete(job.id);
+      this.schedule();
+    });
+    this.running.set(job.id, run);
+    return { status: 'running' };
   }
 
   /** Completes a job whose handler went asynchronous; an outcome that cannot be written now is kept and written later. */

@@ -95,6 +95,9 @@ export function claimDueJobs(kind: EngineKind, lane?: JobLane): string {
     RETURNING id, kind, attempts, max_attempts, run_at, created_at`;
 }
 
+/** A queued job of a lane that is due now, if any (the lane's partial index answers it). */
+export const anyDueJob = (lane?: JobLane): string => `SELECT 1 AS due FROM jobs WHERE status = 'queued' AND run_at <= ?${andLane(lane)} LIMIT 1`;
+
 /** When the next queued job of a lane is due. */
 export const nextDueJob = (lane?: JobLane): string => `SELECT MIN(run_at) AS next FROM jobs WHERE status = 'queued'${andLane(lane)}`;
 

@@ -1,3 +1,4 @@
+import type { FirstAttempt } from '../jobs/job-queue.ts';
 import type { JobQueue } from '../jobs/module.ts';
 import { JsonTooDeep, parseJsonWithin } from '../../shared/json.ts';
 import type { Store } from '../store/database.ts';
@@ -74,6 +75,9 @@ export type RawDelivery = { event: string; deliveryId: string; hookId: string | 
 /** What became of a delivery: recorded (or found recorded), or refused for its payload (a 400, with why). */
 export type Outcome = Accepted | { refused: string };
 
+/** Makes a delivery's job's first attempt as it is recorded (JobWorker.runNow); undefined queues it as usual. */
+export type RunNow = (job: { id: string; kind: string; payload: unknown }) => FirstAttempt | undefined;
+
 /** A delivery's job payload: the body as it came (already checked to be a JSON object), not parsed and serialised again. */
 function jobPayload(delivery: DeliveryInput): { serialized: string; parsed: unknown } {
   return {
@@ -88,7 +92,7 @@ function jobPayload(delivery: DeliveryInput): { serialized: string; parsed: unkn
  * delivery id) creates nothing. Without a hook id the key is the delivery id
  * alone: stored as "", since SQL NULLs never collide.
  */
-function recordDelivery(store: Store, queue: JobQueue, delivery: DeliveryInput): Accepted {
+function recordDelivery(store: Store, queue: JobQueue, delivery: DeliveryInput, runNow?: RunNow): Accepted {
   const hookKey = delivery.hookId ?? '';
   // The delivery's row first, claiming its key: of two daemons taking the same delivery at once (a shared store),
   // the second waits for the first's commit and then inserts nothing.
@@ -99,7 +103,10 @@ function recordDelivery(store: Store, queue: JobQueue, delivery: DeliveryInput):
     const existing = store.prepare('SELECT job_id FROM webhook_deliveries WHERE hook_id = ? AND delivery_id = ?').get(hookKey, delivery.deliveryId) as { job_id: string };
     return { deliveryId: delivery.deliveryId, jobId: existing.job_id, duplicate: true };
   }
-  queue.enqueue(`github.${delivery.event}`, undefined, { id: jobId, source: delivery.deliveryId, ...jobPayload(delivery) });
+  const kind = `github.${delivery.event}`;
+  const payload = jobPayload(delivery);
+  const ran = runNow && payload.parsed ? runNow({ id: jobId, kind, payload: payload.parsed }) : undefined;
+  queue.enqueue(kind, undefined, { id: jobId, source: delivery.deliveryId, ...payload, ...(ran ? { ran } : {}) });
   return { deliveryId: delivery.deliveryId, jobId, duplicate: false };
 }
 
@@ -142,12 +149,13 @@ function recordGroup(store: Store, queue: JobQueue, deliveries: DeliveryInput[])
 /**
  * Records a group of deliveries and their jobs in one transaction (no
  * savepoint per delivery: a failure fails the group anyway), committed when
- * this returns.
+ * this returns. With `runNow` (on SQLite), each new job's first attempt is
+ * made in the same transaction, and its outcome committed with the delivery.
  */
-export function recordDeliveries(store: Store, queue: JobQueue, deliveries: DeliveryInput[]): Accepted[] {
+export function recordDeliveries(store: Store, queue: JobQueue, deliveries: DeliveryInput[], runNow?: RunNow): Accepted[] {
   return store.transaction(() => (store.kind === 'postgres'
     ? recordGroup(store, queue, deliveries)
-    : deliveries.map((delivery) => recordDelivery(store, queue, delivery))));
+    : deliveries.map((delivery) => recordDelivery(store, queue, delivery, runNow))));
 }
 
 /**
@@ -156,7 +164,7 @@ export function recordDeliveries(store: Store, queue: JobQueue, deliveries: Deli
  * others. Each parsed payload is kept for the job worker of the same thread,
  * which then need not parse it again.
  */
-export function acceptDeliveries(store: Store, queue: JobQueue, raws: RawDelivery[]): Outcome[] {
+export function acceptDeliveries(store: Store, queue: JobQueue, raws: RawDelivery[], runNow?: RunNow): Outcome[] {
   const outcomes: Outcome[] = new Array(raws.length);
   const good: DeliveryInput[] = [];
   const places: number[] = [];
@@ -171,7 +179,7 @@ export function acceptDeliveries(store: Store, queue: JobQueue, raws: RawDeliver
       outcomes[index] = { refused: error.message };
     }
   });
-  if (good.length > 0) recordDeliveries(store, queue, good).forEach((accepted, index) => { outcomes[places[index]!] = accepted; });
+  if (good.length > 0) recordDeliveries(store, queue, good, runNow).forEach((accepted, index) => { outcomes[places[index]!] = accepted; });
   return outcomes;
 }
 

@@ -1,6 +1,7 @@
 // Runs in a worker thread of the daemon, on a SQLite store: records webhook
 // deliveries with their jobs, and runs those jobs (github.*), with a connection
-// of its own. The daemon's thread then only reads, checks and answers
+// of its own. While none of those jobs waits, a delivery's job makes its first
+// attempt in the delivery's own commit: one commit, no claim. The daemon's thread then only reads, checks and answers
 // deliveries; their writes and their jobs run beside it, on the other core.
 import type { Logger } from 'pino';
 import { parentPort, workerData } from 'node:worker_threads';
@@ -74,7 +75,10 @@ function acceptWaiting(): void {
   waiting = [];
   let outcomes: Outcome[];
   try {
-    outcomes = acceptDeliveries(store, queue, groups.flatMap((group) => group.deliveries));
+    // A delivery's job runs as it is recorded, in the same transaction, while no job of the lane waits before it
+    // (jobs keep their order): one commit and no claim per delivery. Behind a backlog, jobs queue as usual.
+    const runNow = worker.active === 0 && !queue.hasDue() ? (job: { id: string; kind: string; payload: unknown }) => worker.runNow(job) : undefined;
+    outcomes = acceptDeliveries(store, queue, groups.flatMap((group) => group.deliveries), runNow);
   } catch (error) {
     for (const group of groups) post({ type: 'failed', id: group.id, error: describe(error) });
     // Said again at every failure: the daemon's own writes that work in between clear what it was told.

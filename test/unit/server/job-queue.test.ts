@@ -1,5 +1,8 @@
 import { expect } from 'chai';
+import { pino } from 'pino';
 import { JobQueue } from '../../../src/server/jobs/job-queue.ts';
+import { JobWorker } from '../../../src/server/jobs/worker.ts';
+import type { JobHandler } from '../../../src/server/kernel/module.ts';
 import type { Store } from '../../../src/server/store/database.ts';
 import { freshStore } from '../../support/store.ts';
 
@@ -73,6 +76,67 @@ for (const engine of ['sqlite', 'postgres'] as const) describe(`job queue (${eng
     now += 5000;
     expect(queue.claim(10).map((job) => job.id)).to.deep.equal([later]);
     expect(() => new JobQueue(store, { lane: { under: "x'; DROP TABLE jobs; --." } })).to.throw(/lane/);
+  });
+
+  it('records a first attempt made as the job is queued: its outcome and its writes commit with it, or only the failure does', async () => {
+    store.prepare('CREATE TABLE scratch (v TEXT NOT NULL)').run();
+    let release!: () => void;
+    const handlers: Record<string, JobHandler> = {
+      ok: (payload, { store: db }) => {
+        db.prepare('INSERT INTO scratch (v) VALUES (?)').run(`ok ${(payload as { n: number }).n}`);
+        return { done: (payload as { n: number }).n };
+      },
+      boom: (_payload, { store: db }) => {
+        db.prepare('INSERT INTO scratch (v) VALUES (?)').run('undone');
+        throw new Error('boom');
+      },
+      later: () => new Promise<string>((resolve) => { release = () => resolve('finished'); }),
+    };
+    const worker = new JobWorker({ queue, store, logger: pino({ level: 'silent' }), concurrency: 4, handler: (kind) => handlers[kind], requeueAtStart: false });
+    const queueNow = (kind: string, n: number, maxAttempts?: number) => store.transaction(() => {
+      const id = queue.newId();
+      const ran = worker.runNow({ id, kind, payload: { n } });
+      return queue.enqueue(kind, { n }, { id, ran, maxAttempts });
+    });
+    const ok = queueNow('ok', 1);
+    expect(queue.get(ok)).to.include({ status: 'succeeded', attempts: 1, error: null });
+    expect(queue.get(ok)!.result).to.deep.equal({ done: 1 });
+    // Nothing is left for a worker to claim.
+    expect(queue.claim(10)).to.deep.equal([]);
+
+    const boom = queueNow('boom', 2);
+    expect(queue.get(boom)).to.include({ status: 'queued', attempts: 1, error: 'boom' });
+    expect(new Date(queue.get(boom)!.runAt).getTime()).to.equal(now + 1000);
+    const fatal = queueNow('boom', 3, 1);
+    expect(queue.get(fatal)).to.include({ status: 'failed', attempts: 1, error: 'boom' });
+    // The failed attempts' writes were undone with them; the job that succeeded kept its own.
+    expect(store.prepare('SELECT v FROM scratch').all()).to.deep.equal([{ v: 'ok 1' }]);
+    // The retry is the second attempt, after the backoff.
+    now += 1000;
+    expect(queue.claim(10).map((job) => [job.id, job.attempts])).to.deep.equal([[boom, 2]]);
+
+    // A handler that goes asynchronous leaves its job running, claimed by this daemon, until it finishes.
+    const later = queueNow('later', 4);
+    expect(queue.get(later)).to.include({ status: 'running', attempts: 1 });
+    expect(worker.active).to.equal(1);
+    release();
+    for (let i = 0; i < 50 && queue.get(later)!.status === 'running'; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(queue.get(later)).to.include({ status: 'succeeded' });
+    expect(queue.get(later)!.result).to.equal('finished');
+    // A kind without a handler is queued as usual.
+    expect(worker.runNow({ id: queue.newId(), kind: 'nobody', payload: null })).to.equal(undefined);
+  });
+
+  it('tells whether a job of its lane is due', () => {
+    const webhooks = new JobQueue(store, { now: () => now, lane: { under: 'github.' } });
+    queue.enqueue('store.prune', null);
+    expect(webhooks.hasDue()).to.equal(false);
+    queue.enqueue('github.push', null, { runAt: now + 10 });
+    expect(webhooks.hasDue()).to.equal(false);
+    now += 10;
+    expect(webhooks.hasDue()).to.equal(true);
+    webhooks.claim(1);
+    expect(webhooks.hasDue()).to.equal(false);
   });
 
   it('requeues jobs a killed daemon left running', () => {

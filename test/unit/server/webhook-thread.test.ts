@@ -50,6 +50,21 @@ describe('the webhook thread', () => {
     expect((store.prepare('SELECT COUNT(*) AS n FROM webhook_deliveries').get() as { n: number }).n).to.equal(1);
   });
 
+  it('runs a delivery\'s job as it records it while none waits before it, and queues it behind a backlog, in order', async () => {
+    const { store, queue, thread } = start();
+    // Started, and idle: the job is finished by the time the delivery is answered, in the same commit.
+    const [first] = await thread.accept([push('d-30')]) as { jobId: string }[];
+    expect(queue.get(first!.jobId)).to.include({ status: 'succeeded', attempts: 1 });
+    expect(store.prepare('SELECT delivery_id FROM pushes WHERE job_id = ?').get(first!.jobId)).to.deep.equal({ delivery_id: 'd-30' });
+    // A backlog of the lane's jobs: a new delivery's job waits its turn behind them.
+    const backlog = store.transaction(() => Array.from({ length: 3000 }, () => queue.enqueue('github.ping', { event: 'ping', deliveryId: 'p', hookId: null, body: {} })));
+    const [next] = await thread.accept([push('d-31')]) as { jobId: string }[];
+    await waitFor(() => queue.get(next!.jobId)?.status === 'succeeded' || undefined, 20_000, 'the backlog and the new job to run');
+    const started = (id: string) => new Date(queue.get(id)!.startedAt!).getTime();
+    expect(queue.get(backlog.at(-1)!)).to.include({ status: 'succeeded' });
+    expect(started(next!.jobId)).to.be.at.least(started(backlog.at(-1)!));
+  });
+
   it('that cannot start answers what it was given with a 503 to redeliver, and the daemon takes deliveries and their jobs back', async () => {
     const { store, queue, thread } = start(join('/nonexistent', 'state.db'));
     const error = await thread.accept([push('d-9')]).then(() => undefined, (thrown: unknown) => thrown);
