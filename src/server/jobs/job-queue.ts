@@ -155,7 +155,8 @@ export class JobQueue {
    * `parsed` the same as an object (the worker then uses it instead of parsing
    * the stored JSON; it must not be changed afterwards). `ran` is the outcome
    * of a first attempt made in the same transaction (see JobWorker.runNow):
-   * the job is then recorded finished, retrying or running, not queued.
+   * the job is then recorded finished, retrying or running, not queued, and
+   * one that succeeded keeps no payload.
    */
   enqueue(kind: string, payload: unknown, options: { id?: string; source?: string; maxAttempts?: number; runAt?: number; serialized?: string; parsed?: unknown; ran?: FirstAttempt } = {}): string {
     const id = options.id ?? newJobId(this.now());
@@ -179,9 +180,14 @@ export class JobQueue {
       this.store.prepare(`INSERT INTO jobs (id, kind, status, attempts, max_attempts, run_at, created_at, started_at, finished_at, error, source)
         VALUES (?, ?, 'failed', 1, ?, ?, ?, ?, ?, ?, ?)`).run(id, kind, maxAttempts, now, now, now, now, ran.error, source);
     }
+    if (ran?.status === 'succeeded') {
+      // Done on its first attempt: nothing reads its payload again (only failed jobs are retried), so none is stored.
+      // Only the live views hear of it.
+      queueMicrotask(() => this.changed());
+      return id;
+    }
     this.store.prepare('INSERT INTO job_payloads (job_id, payload) VALUES (?, ?)').run(id, options.serialized ?? JSON.stringify(payload ?? null));
-    if (ran && ran.status !== 'failed') {
-      // Nothing for a worker to take: only the live views hear of it.
+    if (ran?.status === 'running') {
       queueMicrotask(() => this.changed());
       return id;
     }

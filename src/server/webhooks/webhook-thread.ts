@@ -77,7 +77,12 @@ function acceptWaiting(): void {
   try {
     // A delivery's job runs as it is recorded, in the same transaction, while no job of the lane waits before it
     // (jobs keep their order): one commit and no claim per delivery. Behind a backlog, jobs queue as usual.
-    const runNow = worker.active === 0 && !queue.hasDue() ? (job: { id: string; kind: string; payload: unknown }) => worker.runNow(job) : undefined;
+    // Asked once, inside the group's transaction (where a read costs least).
+    let inOrder: boolean | undefined;
+    const runNow = (job: { id: string; kind: string; payload: unknown }) => {
+      inOrder ??= worker.active === 0 && !queue.hasDue();
+      return inOrder ? worker.runNow(job) : undefined;
+    };
     outcomes = acceptDeliveries(store, queue, groups.flatMap((group) => group.deliveries), runNow);
   } catch (error) {
     for (const group of groups) post({ type: 'failed', id: group.id, error: describe(error) });

@@ -101,8 +101,9 @@ for (const engine of ['sqlite', 'postgres'] as const) describe(`job queue (${eng
     const ok = queueNow('ok', 1);
     expect(queue.get(ok)).to.include({ status: 'succeeded', attempts: 1, error: null });
     expect(queue.get(ok)!.result).to.deep.equal({ done: 1 });
-    // Nothing is left for a worker to claim.
+    // Nothing is left for a worker to claim, and no payload is kept: nothing would read it again.
     expect(queue.claim(10)).to.deep.equal([]);
+    expect(store.prepare('SELECT job_id FROM job_payloads WHERE job_id = ?').get(ok)).to.equal(undefined);
 
     const boom = queueNow('boom', 2);
     expect(queue.get(boom)).to.include({ status: 'queued', attempts: 1, error: 'boom' });
@@ -113,7 +114,7 @@ for (const engine of ['sqlite', 'postgres'] as const) describe(`job queue (${eng
     expect(store.prepare('SELECT v FROM scratch').all()).to.deep.equal([{ v: 'ok 1' }]);
     // The retry is the second attempt, after the backoff.
     now += 1000;
-    expect(queue.claim(10).map((job) => [job.id, job.attempts])).to.deep.equal([[boom, 2]]);
+    expect(queue.claim(10).map((job) => [job.id, job.attempts, job.payload])).to.deep.equal([[boom, 2, { n: 2 }]]);
 
     // A handler that goes asynchronous leaves its job running, claimed by this daemon, until it finishes.
     const later = queueNow('later', 4);
