@@ -92,7 +92,12 @@ export async function runStackFigures(profile: BenchProfile, options: { rounds: 
       target: '>= 12,000/s, p99 <= 15 ms', ok: gateway8k.non2xx === 0 && gateway8k.rps >= 12_000 && gateway8k.p99 <= 15,
     }];
   } finally {
-    stack?.kill('SIGTERM');
+    // The server first, so it never sees Redis go away under it (it would say so, as a failure).
+    if (stack && stack.exitCode === null && stack.signalCode === null) {
+      const exited = new Promise((resolve) => stack!.once('exit', resolve));
+      stack.kill('SIGTERM');
+      await Promise.race([exited, sleep(5000)]);
+    }
     redis.kill('SIGTERM');
     await sleep(500);
     rmSync(redisDir, { recursive: true, force: true });
