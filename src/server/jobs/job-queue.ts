@@ -162,32 +162,24 @@ export class JobQueue {
     const id = options.id ?? newJobId(this.now());
     const now = this.now();
     const maxAttempts = options.maxAttempts ?? JOB_LIMITS.defaultMaxAttempts;
-    const source = options.source ?? null;
     const ran = options.ran;
-    if (!ran) {
-      this.store.prepare(`INSERT INTO jobs (id, kind, status, attempts, max_attempts, run_at, created_at, source)
-        VALUES (?, ?, 'queued', 0, ?, ?, ?, ?)`).run(id, kind, maxAttempts, options.runAt ?? now, now, source);
-    } else if (ran.status === 'succeeded') {
-      this.store.prepare(`INSERT INTO jobs (id, kind, status, attempts, max_attempts, run_at, created_at, started_at, finished_at, result, source)
-        VALUES (?, ?, 'succeeded', 1, ?, ?, ?, ?, ?, ?, ?)`).run(id, kind, maxAttempts, now, now, now, now, JSON.stringify(ran.result ?? null), source);
-    } else if (ran.status === 'running') {
-      this.store.prepare(`INSERT INTO jobs (id, kind, status, attempts, max_attempts, run_at, created_at, started_at, claimed_by, lease_expires_at, source)
-        VALUES (?, ?, 'running', 1, ?, ?, ?, ?, ?, ?, ?)`).run(id, kind, maxAttempts, now, now, now, this.owner, now + this.leaseMs, source);
-    } else if (maxAttempts > 1) {
-      this.store.prepare(`INSERT INTO jobs (id, kind, status, attempts, max_attempts, run_at, created_at, started_at, error, source)
-        VALUES (?, ?, 'queued', 1, ?, ?, ?, ?, ?, ?)`).run(id, kind, maxAttempts, now + retryDelay(1), now, now, ran.error, source);
-    } else {
-      this.store.prepare(`INSERT INTO jobs (id, kind, status, attempts, max_attempts, run_at, created_at, started_at, finished_at, error, source)
-        VALUES (?, ?, 'failed', 1, ?, ?, ?, ?, ?, ?, ?)`).run(id, kind, maxAttempts, now, now, now, now, ran.error, source);
-    }
-    if (ran?.status === 'succeeded') {
-      // Done on its first attempt: nothing reads its payload again (only failed jobs are retried), so none is stored.
-      // Only the live views hear of it.
-      queueMicrotask(() => this.changed());
-      return id;
-    }
-    this.store.prepare('INSERT INTO job_payloads (job_id, payload) VALUES (?, ?)').run(id, options.serialized ?? JSON.stringify(payload ?? null));
-    if (ran?.status === 'running') {
+    // status, attempts, run_at, started_at, finished_at, result, error, claimed_by, lease_expires_at
+    const state: [string, number, number, ...(string | number | null)[]] = !ran
+      ? ['queued', 0, options.runAt ?? now, null, null, null, null, null, null]
+      : ran.status === 'succeeded'
+        ? ['succeeded', 1, now, now, now, JSON.stringify(ran.result ?? null), null, null, null]
+        : ran.status === 'running'
+          ? ['running', 1, now, now, null, null, null, this.owner, now + this.leaseMs]
+          // A failed first attempt: retried after the backoff, unless it was the only one allowed.
+          : maxAttempts > 1
+            ? ['queued', 1, now + retryDelay(1), now, null, null, ran.error, null, null]
+            : ['failed', 1, now, now, now, null, ran.error, null, null];
+    this.store.prepare(`INSERT INTO jobs (id, kind, max_attempts, created_at, source, status, attempts, run_at, started_at, finished_at, result, error, claimed_by, lease_expires_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(id, kind, maxAttempts, now, options.source ?? null, ...state);
+    // Done on its first attempt, a job keeps no payload: nothing reads it again (only failed jobs are retried).
+    if (ran?.status !== 'succeeded') this.store.prepare('INSERT INTO job_payloads (job_id, payload) VALUES (?, ?)').run(id, options.serialized ?? JSON.stringify(payload ?? null));
+    if (ran && ran.status !== 'failed') {
+      // Nothing for a worker to take: only the live views hear of it.
       queueMicrotask(() => this.changed());
       return id;
     }

@@ -157,10 +157,11 @@ export class JobWorker {
 
   /**
    * Makes a job's first attempt as it is queued, inside the caller's
-   * transaction, when nothing of this worker's lane waits before it (jobs
-   * still run in the order they came). The handler's writes are a savepoint:
-   * a failing attempt undoes only its own. Returns the outcome to record with
-   * the job (JobQueue.enqueue's `ran`), or undefined to queue it as usual.
+   * transaction; the caller makes sure no job of this worker's lane waits
+   * before it, so jobs still run in the order they came. The handler's writes
+   * are a savepoint: a failing attempt undoes only its own. Returns the
+   * outcome to record with the job (JobQueue.enqueue's `ran`), or undefined
+   * (no handler, or the worker stops) to queue it as usual.
    */
   runNow(job: { id: string; kind: string; payload: unknown }): FirstAttempt | undefined {
     const { store, logger } = this.options;
