@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { freePort, Home, sleep, waitFor } from '../support/cli.ts';
 import { codeIn, IrcServer, IrcUser } from '../support/irc.ts';
 import { sharedPostgres, TestPostgres } from '../support/postgres.ts';
@@ -225,6 +225,10 @@ describe('several daemons on one PostgreSQL (e2e)', function () {
         expect(node!.home.lock().pid).to.equal(pid);
         const ids = new Set(own.sql('SELECT delivery_id FROM webhook_deliveries', database).split('\n'));
         for (const id of acknowledged) expect(ids.has(id), `acknowledged delivery ${id}`).to.equal(true);
+      } catch (error) {
+        // What the daemon said last, to tell a daemon that died from one that answered wrong.
+        const log = existsSync(node!.home.file('gateway.log')) ? readFileSync(node!.home.file('gateway.log'), 'utf8').trim().split('\n').slice(-15).join('\n') : '(no log)';
+        throw Object.assign(error as Error, { message: `${(error as Error).message}\nthe daemon's last log lines:\n${log}` });
       } finally {
         node!.home.cleanup();
       }

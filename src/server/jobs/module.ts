@@ -25,6 +25,7 @@ const JOB_MIGRATIONS: readonly Migration[] = [{
 
 // The queue and the worker, for a thread of the daemon that runs a lane of jobs with a connection of its own.
 export { JobQueue, JobWorker };
+export type { FirstAttempt } from './job-queue.ts';
 
 /** The most often the jobs.changed event is sent. */
 export const JOBS_CHANGED_MS = 250;

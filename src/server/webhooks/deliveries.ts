@@ -1,5 +1,4 @@
-import type { FirstAttempt } from '../jobs/job-queue.ts';
-import type { JobQueue } from '../jobs/module.ts';
+import type { FirstAttempt, JobQueue } from '../jobs/module.ts';
 import { JsonTooDeep, parseJsonWithin } from '../../shared/json.ts';
 import type { Store } from '../store/database.ts';
 import { PG_CLAIM_DELIVERIES, PG_DELIVERY_JOBS } from '../store/dialect.ts';
