@@ -147,6 +147,7 @@ export class JobWorker {
             else succeeded.push([job.id, result]);
           });
         } catch (error) {
+          if (store.transactionLost) throw error;
           this.failed(job, error);
         }
       }
@@ -174,6 +175,8 @@ export class JobWorker {
         result = handler(job.payload, { store, jobId: job.id, attempt: 1 });
       });
     } catch (error) {
+      // The storage failed under the whole transaction, not just this attempt: the caller's transaction fails with it.
+      if (store.transactionLost) throw error;
       const message = ((error as Error)?.message ?? String(error)).slice(0, 2000);
       logger.warn({ job: job.id, kind: job.kind, attempt: 1, err: error }, 'job attempt failed');
       return { status: 'failed', error: message };

@@ -150,6 +150,16 @@ export class Store {
   }
 
   /**
+   * Whether the transaction this code runs in is gone: SQLite rolls a whole
+   * transaction back by itself after some failures (a full disk), savepoints
+   * and all. Code that catches a savepoint's failure to go on must then
+   * rethrow instead: what it would write next would commit on its own.
+   */
+  get transactionLost(): boolean {
+    return this.depth > 0 && !this.open;
+  }
+
+  /**
    * Runs work in one transaction: all of it commits, or none of it does. Inside
    * another transaction it is a savepoint of that one.
    */

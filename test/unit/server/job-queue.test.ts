@@ -4,6 +4,7 @@ import { JobQueue } from '../../../src/server/jobs/job-queue.ts';
 import { JobWorker } from '../../../src/server/jobs/worker.ts';
 import type { JobHandler } from '../../../src/server/kernel/module.ts';
 import type { Store } from '../../../src/server/store/database.ts';
+import type { SqliteEngine } from '../../../src/server/store/sqlite-engine.ts';
 import { freshStore } from '../../support/store.ts';
 
 for (const engine of ['sqlite', 'postgres'] as const) describe(`job queue (${engine})`, () => {
@@ -177,5 +178,30 @@ for (const engine of ['sqlite', 'postgres'] as const) describe(`job queue (${eng
     expect(queue.prune(30)).to.deep.equal({ jobs: 1, deliveries: 1 });
     expect(queue.get(old)).to.equal(undefined);
     expect(queue.get(fresh)?.status).to.equal('queued');
+  });
+});
+
+describe('a first attempt on a full disk (sqlite)', () => {
+  const current = freshStore('sqlite');
+
+  it('fails the whole transaction, never writing the job on its own', () => {
+    const store = current();
+    const queue = new JobQueue(store);
+    store.prepare('CREATE TABLE scratch (v TEXT NOT NULL)').run();
+    const db = (store.engine as SqliteEngine).db;
+    const pages = Number((db.prepare('PRAGMA page_count').get() as { page_count: number }).page_count);
+    // Room for a job, not for what the handler writes: SQLite rolls the whole transaction back by itself.
+    db.exec(`PRAGMA max_page_count = ${pages + 4}`);
+    const worker = new JobWorker({
+      queue, store, logger: pino({ level: 'silent' }), concurrency: 1, requeueAtStart: false,
+      handler: () => (_payload, { store: db2 }) => db2.prepare('INSERT INTO scratch (v) VALUES (?)').run('x'.repeat(200_000)),
+    });
+    const id = queue.newId();
+    expect(() => store.transaction(() => {
+      const ran = worker.runNow({ id, kind: 'big', payload: null });
+      queue.enqueue('big', null, { id, ran });
+    })).to.throw(/full/);
+    expect(queue.get(id)).to.equal(undefined);
+    expect(store.transactionLost).to.equal(false);
   });
 });
