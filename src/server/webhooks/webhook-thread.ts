@@ -1,8 +1,9 @@
 // Runs in a worker thread of the daemon, on a SQLite store: records webhook
 // deliveries with their jobs, and runs those jobs (github.*), with a connection
 // of its own. While none of those jobs waits, a delivery's job makes its first
-// attempt in the delivery's own commit: one commit, no claim. The daemon's thread then only reads, checks and answers
-// deliveries; their writes and their jobs run beside it, on the other core.
+// attempt in the delivery's own commit: one commit, no claim. The daemon's
+// thread then only reads, checks and answers deliveries; their writes and their
+// jobs run beside it, on the other core.
 import type { Logger } from 'pino';
 import { parentPort, workerData } from 'node:worker_threads';
 import { JobQueue, JobWorker } from '../jobs/module.ts';
