@@ -2,10 +2,11 @@
 // often: the daemon (dist/server/main.js and its worker threads, into
 // dist/daemon) and the plain `gateway status` and `gateway start` (into
 // dist/fast), each with the libraries it uses, in a few files (one for the
-// latter) instead of some 240 and 74 modules. Resolving and linking that many modules made Node's
-// loader hot enough for V8 to compile it with its optimising tiers at every
-// start: about 8 MB of the daemon's resident memory and a share of every
-// start. What loads on first use (dynamic imports) stays a chunk of its own.
+// latter) instead of some 240 and 74 modules. Resolving and linking that many
+// modules made Node's loader hot enough for V8 to compile it with its
+// optimising tiers at every start: about 8 MB of the daemon's resident memory
+// and a share of every start. What loads on first use (dynamic imports) stays
+// a chunk of its own.
 import { copyFileSync, rmSync } from 'node:fs';
 import { isBuiltin } from 'node:module';
 import { join } from 'node:path';

@@ -32,7 +32,6 @@ export interface ChatRequest {
   user?: string;
 }
 
-
 function textOf(content: unknown, param: string): string {
   if (content === null || content === undefined) return '';
   if (typeof content === 'string') return content;

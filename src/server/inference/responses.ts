@@ -54,7 +54,6 @@ export interface ResponsesRequest {
   raw: { tools: unknown[]; tool_choice: unknown };
 }
 
-
 function contentText(content: unknown, param: string): string {
   if (typeof content === 'string') return content;
   if (Array.isArray(content)) {

@@ -105,13 +105,7 @@ export class JobWorker {
       this.timer.unref();
       return;
     }
-    for (const [job, pending] of waiting) {
-      const run = this.finish(job, pending).finally(() => {
-        this.running.delete(job.id);
-        this.schedule();
-      });
-      this.running.set(job.id, run);
-    }
+    for (const [job, pending] of waiting) this.track(job, pending);
     if (claimed.length > 0 && claimed.length === free) this.schedule();
     const next = this.options.queue.nextRunAt();
     const wait = next === undefined ? IDLE_POLL_MS : Math.max(10, Math.min(IDLE_POLL_MS, next - Date.now()));
@@ -165,10 +159,10 @@ export class JobWorker {
    * (no handler, or the worker stops) to queue it as usual.
    */
   runNow(job: { id: string; kind: string; payload: unknown }): FirstAttempt | undefined {
-    const { store, logger } = this.options;
+    const { store } = this.options;
     const handler = this.options.handler(job.kind);
     if (!handler || this.stopped) return undefined;
-    const claimed: ClaimedJob = { id: job.id, kind: job.kind, payload: job.payload, attempts: 1, maxAttempts: JOB_LIMITS.defaultMaxAttempts };
+    const claimed: ClaimedJob = { ...job, attempts: 1, maxAttempts: JOB_LIMITS.defaultMaxAttempts };
     let result: unknown;
     try {
       store.transaction(() => {
@@ -177,19 +171,21 @@ export class JobWorker {
     } catch (error) {
       // The storage failed under the whole transaction, not just this attempt: the caller's transaction fails with it.
       if (store.transactionLost) throw error;
-      const message = ((error as Error)?.message ?? String(error)).slice(0, 2000);
-      logger.warn({ job: job.id, kind: job.kind, attempt: 1, err: error }, 'job attempt failed');
-      return { status: 'failed', error: message };
+      return { status: 'failed', error: this.attemptFailed(claimed, error) };
     }
     if (!isThenable(result)) return { status: 'succeeded', result };
     // Recorded running, claimed by this daemon, and finished when the handler is.
-    const pending = result;
-    const run = this.finish(claimed, pending).finally(() => {
+    this.track(claimed, result);
+    return { status: 'running' };
+  }
+
+  /** Follows a job whose handler went asynchronous until it finishes; a free place then takes the next job. */
+  private track(job: ClaimedJob, pending: PromiseLike<unknown>): void {
+    const run = this.finish(job, pending).finally(() => {
       this.running.delete(job.id);
       this.schedule();
     });
     this.running.set(job.id, run);
-    return { status: 'running' };
   }
 
   /** Completes a job whose handler went asynchronous; an outcome that cannot be written now is kept and written later. */
@@ -212,9 +208,13 @@ export class JobWorker {
   }
 
   private failed(job: ClaimedJob, error: unknown): void {
-    const message = (error as Error)?.message ?? String(error);
-    if (!this.options.queue.fail(job, message.slice(0, 2000))) this.lost(job);
+    if (!this.options.queue.fail(job, this.attemptFailed(job, error))) this.lost(job);
+  }
+
+  /** Says a failed attempt in the log; returns what is recorded of it. */
+  private attemptFailed(job: ClaimedJob, error: unknown): string {
     this.options.logger.warn({ job: job.id, kind: job.kind, attempt: job.attempts, err: error }, 'job attempt failed');
+    return ((error as Error)?.message ?? String(error)).slice(0, 2000);
   }
 
   /** The job's lease ran out while it ran (the daemon stalled past it): another daemon owns it now, and its outcome here is dropped. */

@@ -105,7 +105,7 @@ function recordDelivery(store: Store, queue: JobQueue, delivery: DeliveryInput, 
   const kind = `github.${delivery.event}`;
   const payload = jobPayload(delivery);
   const ran = runNow && payload.parsed ? runNow({ id: jobId, kind, payload: payload.parsed }) : undefined;
-  queue.enqueue(kind, undefined, { id: jobId, source: delivery.deliveryId, ...payload, ...(ran ? { ran } : {}) });
+  queue.enqueue(kind, undefined, { id: jobId, source: delivery.deliveryId, ...payload, ran });
   return { deliveryId: delivery.deliveryId, jobId, duplicate: false };
 }
 
