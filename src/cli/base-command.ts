@@ -1,9 +1,20 @@
-import { Command, Flags } from '@oclif/core';
+import { Command, Flags, type Interfaces } from '@oclif/core';
 import { asGatewayError, errorJson, errorText, GatewayError } from '../shared/errors.ts';
 import { ExitCode } from '../shared/exit-codes.ts';
 import { gatewayHome, profilePaths, type ProfilePaths } from '../shared/profile.ts';
 import { requireProfile, selectProfileName } from '../shared/profiles.ts';
 import type { RpcClient } from './rpc-client.ts';
+
+/** The bounds oclif's own parse() declares. */
+type FlagOutput = Record<string, any>;
+type ArgOutput = FlagOutput;
+type Input<F extends FlagOutput, B extends FlagOutput, A extends ArgOutput> = Interfaces.Input<F, B, A>;
+type ParserOutput<F extends FlagOutput, B extends FlagOutput, A extends ArgOutput> = Interfaces.ParserOutput<F, B, A>;
+
+/** A token that may be an id starting with '-' (ids are base64url, at least 16 characters). */
+const DASHED_ID = /^-[A-Za-z0-9_-]{15,}$/;
+/** Put before such a token while oclif parses, so it reads as a value; taken off after. */
+const VALUE_MARK = '\u0000';
 
 export interface ProfileRef {
   name: string;
@@ -92,6 +103,32 @@ export abstract class BaseCommand<T> extends Command {
     return super.finally(error);
   }
 
+  /**
+   * Ids are base64url, so one device id in 64 starts with '-', and oclif would
+   * take it for a flag. A token shaped like an id that names no flag of the
+   * command is read as the value it is, wherever it stands.
+   */
+  protected override async parse<F extends FlagOutput, B extends FlagOutput, A extends ArgOutput>(
+    options?: Input<F, B, A>, argv: string[] = this.argv,
+  ): Promise<ParserOutput<F, B, A>> {
+    const defined = { ...this.ctor.baseFlags, ...(options ?? this.ctor).flags } as Record<string, { char?: string }>;
+    const names = new Set(['--json', '--help', ...Object.keys(defined).map((name) => `--${name}`)]);
+    const chars = new Set(['h', ...Object.values(defined).map((flag) => flag.char).filter((char) => char !== undefined)]);
+    // Flag names are lowercase words: '--' and then only those is a mistyped flag, not an id.
+    const isFlag = (token: string) => names.has(token.split('=')[0]!) || (token[1] === '-' ? !/[A-Z0-9_]/.test(token) : chars.has(token[1]!));
+    const marked = argv.map((token) => (DASHED_ID.test(token) && !isFlag(token) ? `${VALUE_MARK}${token}` : token));
+    if (marked.every((token, index) => token === argv[index])) return super.parse(options, argv);
+    const result = await super.parse(options, marked);
+    const unmark = (value: unknown): unknown => (typeof value === 'string' && value.startsWith(VALUE_MARK) ? value.slice(VALUE_MARK.length)
+      : Array.isArray(value) ? value.map(unmark) : value);
+    for (const parsed of [result.args, result.flags] as Record<string, unknown>[]) {
+      for (const key of Object.keys(parsed)) parsed[key] = unmark(parsed[key]);
+    }
+    result.argv = result.argv.map(unmark);
+    this.argv = [...argv];
+    return result;
+  }
+
   override logJson(json: unknown): void {
     process.stdout.write(`${JSON.stringify(json, null, 2)}\n`);
   }
@@ -114,10 +151,7 @@ function toGatewayError(error: Error & { oclif?: { exit?: number }; exitCode?: n
   if (error instanceof GatewayError) return error;
   const exit = error.oclif?.exit;
   if (exit === 2 || error.name === 'NonExistentFlagsError' || /Unexpected argument|Missing required|Expected --|Nonexistent flag/i.test(error.message)) {
-    // Ids are base64url and may start with '-' (a device id one time in 64): oclif takes such an id for a flag.
-    const id = /Nonexistent flags?: (-[A-Za-z0-9_-]{15,})(?=[\s,]|$)/.exec(error.message)?.[1];
-    const hints = id ? [`an id that starts with '-' goes after '--': gateway ${command} -- ${id}`] : [`gateway ${command} --help`];
-    return new GatewayError(error.message.replace(/\nSee more help with --help$/, ''), { exitCode: ExitCode.usage, hints });
+    return new GatewayError(error.message.replace(/\nSee more help with --help$/, ''), { exitCode: ExitCode.usage, hints: [`gateway ${command} --help`] });
   }
   return asGatewayError(error);
 }

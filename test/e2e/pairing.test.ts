@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { freePort, Home, sleep, waitFor } from '../support/cli.ts';
 import { TestHost } from '../support/netns.ts';
-import { newDevice, RawSocket } from '../support/ws-client.ts';
+import { dashedDevice, newDevice, RawSocket } from '../support/ws-client.ts';
 
 describe('device pairing (e2e)', function () {
   let home: Home;
@@ -159,7 +159,7 @@ describe('device pairing (e2e)', function () {
 
   it('refuses scope escalation by a paired device and closes a revoked device\'s connections', async () => {
     const invite = await home.run(['devices', 'invite', '--scopes', 'operator.read', '--json']);
-    const device = newDevice();
+    const device = dashedDevice();
     const joined = await open();
     const hello = await joined.connect({ inviteCode: invite.json.code }, [], { device });
     expect(hello.ok).to.equal(true);
@@ -176,12 +176,14 @@ describe('device pairing (e2e)', function () {
 
     const reused = await open();
     expect((await reused.connect({ deviceToken }, [], { device })).payload.scopes).to.deep.equal(['operator.read']);
-    // An id that oclif would take for a flag: the error says how to pass it.
-    const dashed = await home.run(['devices', 'revoke', '-Qx3kP9mZt2LwV8rYb1N']);
-    expect(dashed.code).to.equal(2);
-    expect(dashed.stderr).to.include("an id that starts with '-' goes after '--': gateway devices revoke -- -Qx3kP9mZt2LwV8rYb1N");
-    const revoked = await home.run(['devices', 'revoke', '--', device.id]);
+    // Its id starts with '-', and still reads as an id, before or after the flags; a mistyped flag stays a usage error.
+    const unknown = await home.run(['devices', 'revoke', '--json', '-Qx3kP9mZt2LwV8rYb1N']);
+    expect(unknown.code, unknown.stderr).to.equal(5);
+    expect(unknown.json.error.message).to.include('-Qx3kP9mZt2LwV8rYb1N');
+    expect((await home.run(['devices', 'revoke', '--devic-id', device.id])).code).to.equal(2);
+    const revoked = await home.run(['devices', 'revoke', device.id, '--json']);
     expect(revoked.code, revoked.stderr).to.equal(0);
+    expect(revoked.json.deviceId).to.equal(device.id);
     await waitFor(() => joined.closeCode, 5000, 'the revoked device\'s first connection to close');
     expect(joined.closeCode).to.equal(1008);
     await waitFor(() => reused.closeCode, 5000, 'the revoked device\'s second connection to close');

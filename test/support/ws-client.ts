@@ -4,6 +4,14 @@ import { signIdentity } from '../../src/cli/device-identity.ts';
 
 export const newDevice = (): DeviceKey => loadDeviceKey(generateDeviceKey());
 
+/** A device whose id starts with '-', as one in 64 do: a command line must still take it as an id. */
+export function dashedDevice(): DeviceKey {
+  for (;;) {
+    const device = newDevice();
+    if (device.id.startsWith('-')) return device;
+  }
+}
+
 /** A raw WebSocket for protocol tests: records frames and the close code. */
 export class RawSocket {
   readonly frames: any[] = [];
