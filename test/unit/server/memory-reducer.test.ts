@@ -30,7 +30,28 @@ function burstThenIdle(): { before: number; burst: number; after: number; told: 
   return JSON.parse(child.stdout);
 }
 
+/** What the reducer says in the second after it starts, in a process that has or has not served anyone. */
+function settleMessages(served: boolean): string[] {
+  const script = `
+    import { startMemoryReducer } from ${JSON.stringify(REDUCER)};
+    const told = [];
+    const stop = startMemoryReducer({ debug: (_fields, message) => told.push(message) }, { settleMs: 50, served: () => ${served} });
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    stop();
+    process.stdout.write(JSON.stringify(told));
+  `;
+  const child = spawnSync(process.execPath, [...DAEMON_NODE_FLAGS, '--input-type=module', '-e', script], { encoding: 'utf8' });
+  expect(child.status, child.stderr).to.equal(0);
+  return JSON.parse(child.stdout);
+}
+
 describe('memory reducer', () => {
+  it('gives start-up memory back a moment after ready, unless a client came first', function () {
+    this.timeout(20_000);
+    expect(settleMessages(false)).to.deep.equal(['gave start-up memory back']);
+    expect(settleMessages(true)).to.deep.equal([]);
+  });
+
   it('gives the memory of a burst back once the process is idle, and says so', function () {
     this.timeout(20_000);
     const { before, burst, after, told } = burstThenIdle();
