@@ -118,7 +118,11 @@ export abstract class BaseCommand<T> extends Command {
     const isFlag = (token: string) => names.has(token.split('=')[0]!) || (token[1] === '-' ? !/[A-Z0-9_]/.test(token) : chars.has(token[1]!));
     const marked = argv.map((token) => (DASHED_ID.test(token) && !isFlag(token) ? `${VALUE_MARK}${token}` : token));
     if (marked.every((token, index) => token === argv[index])) return super.parse(options, argv);
-    const result = await super.parse(options, marked);
+    const result = await super.parse(options, marked).catch((error: unknown) => {
+      // A refusal that quotes the token ("Unexpected argument") quotes it as it was typed.
+      if (error instanceof Error) error.message = error.message.replaceAll(VALUE_MARK, '');
+      throw error;
+    });
     const unmark = (value: unknown): unknown => (typeof value === 'string' && value.startsWith(VALUE_MARK) ? value.slice(VALUE_MARK.length)
       : Array.isArray(value) ? value.map(unmark) : value);
     for (const parsed of [result.args, result.flags] as Record<string, unknown>[]) {

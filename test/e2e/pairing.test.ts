@@ -181,6 +181,9 @@ describe('device pairing (e2e)', function () {
     expect(unknown.code, unknown.stderr).to.equal(5);
     expect(unknown.json.error.message).to.include('-Qx3kP9mZt2LwV8rYb1N');
     expect((await home.run(['devices', 'revoke', '--devic-id', device.id])).code).to.equal(2);
+    const extra = await home.run(['devices', 'revoke', device.id, '-Qx3kP9mZt2LwV8rYb1N', '--json']);
+    expect(extra.code).to.equal(2);
+    expect(extra.json.error.message).to.equal('Unexpected argument: -Qx3kP9mZt2LwV8rYb1N');
     const revoked = await home.run(['devices', 'revoke', device.id, '--json']);
     expect(revoked.code, revoked.stderr).to.equal(0);
     expect(revoked.json.deviceId).to.equal(device.id);
