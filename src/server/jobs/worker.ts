@@ -100,16 +100,27 @@ export class JobWorker {
       this.recovered();
     } catch (error) {
       // The storage failed (a full disk): nothing of the group was kept; the worker waits and tries again.
-      this.troubled(error);
-      this.timer = setTimeout(() => this.pump(), TROUBLE_RETRY_MS);
-      this.timer.unref();
+      this.retryLater(error);
       return;
     }
     for (const [job, pending] of waiting) this.track(job, pending);
     if (claimed.length > 0 && claimed.length === free) this.schedule();
-    const next = this.options.queue.nextRunAt();
+    let next: number | undefined;
+    try {
+      next = this.options.queue.nextRunAt();
+    } catch (error) {
+      // The database went away between the commit and this read (PostgreSQL restarting): the jobs taken run on.
+      this.retryLater(error);
+      return;
+    }
     const wait = next === undefined ? IDLE_POLL_MS : Math.max(10, Math.min(IDLE_POLL_MS, next - Date.now()));
     this.timer = setTimeout(() => this.pump(), wait);
+    this.timer.unref();
+  }
+
+  private retryLater(error: unknown): void {
+    this.troubled(error);
+    this.timer = setTimeout(() => this.pump(), TROUBLE_RETRY_MS);
     this.timer.unref();
   }
 

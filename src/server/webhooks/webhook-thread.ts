@@ -67,7 +67,13 @@ let waiting: Extract<ToThread, { type: 'accept' }>[] = [];
 // the daemon takes it up once nothing it sent is unanswered, and starts another at the next delivery.
 let lastAccepted = Date.now();
 setInterval(() => {
-  const next = queue.nextRunAt();
+  let next: number | undefined;
+  try {
+    next = queue.nextRunAt();
+  } catch {
+    // The store cannot be read now (its health says why): not idle, asked again at the next check.
+    return;
+  }
   if (Date.now() - lastAccepted >= settings.idleMs && waiting.length === 0 && worker.active === 0 && (next === undefined || next > Date.now())) post({ type: 'idle' });
 }, Math.min(5000, settings.idleMs)).unref();
 function acceptWaiting(): void {

@@ -6,6 +6,7 @@ import type { JobHandler } from '../../../src/server/kernel/module.ts';
 import type { Store } from '../../../src/server/store/database.ts';
 import type { SqliteEngine } from '../../../src/server/store/sqlite-engine.ts';
 import { freshStore } from '../../support/store.ts';
+import { waitFor } from '../../support/cli.ts';
 
 for (const engine of ['sqlite', 'postgres'] as const) describe(`job queue (${engine})`, () => {
   const current = freshStore(engine);
@@ -203,5 +204,31 @@ describe('a first attempt on a full disk (sqlite)', () => {
     })).to.throw(/full/);
     expect(queue.get(id)).to.equal(undefined);
     expect(store.transactionLost).to.equal(false);
+  });
+});
+
+describe('a database that goes away between a group and the next look (sqlite)', () => {
+  const current = freshStore('sqlite');
+
+  it('finishes what it took, says so once, and looks again later instead of throwing', async () => {
+    const store = current();
+    const queue = new JobQueue(store);
+    // As PostgreSQL answers a restart: the group committed, the read after it fails.
+    let failures = 1;
+    const nextRunAt = queue.nextRunAt.bind(queue);
+    queue.nextRunAt = () => {
+      if (failures-- > 0) throw new Error('terminating connection due to administrator command');
+      return nextRunAt();
+    };
+    const warnings: string[] = [];
+    const logger = pino({ level: 'warn' }, { write: (line: string) => void warnings.push(JSON.parse(line).msg) });
+    const worker = new JobWorker({ queue, store, logger, concurrency: 1, requeueAtStart: false, handler: () => () => 'done' });
+    const id = queue.enqueue('k', null);
+    worker.start();
+    expect(queue.get(id)).to.include({ status: 'succeeded', attempts: 1 });
+    expect(warnings).to.deep.equal(['jobs cannot be written; retrying']);
+    const later = queue.enqueue('k', null);
+    await waitFor(() => queue.get(later)?.status === 'succeeded', 5000, 'the worker to look again');
+    expect(await worker.drain(1000)).to.equal(0);
   });
 });
