@@ -13,6 +13,8 @@ type ParserOutput<F extends FlagOutput, B extends FlagOutput, A extends ArgOutpu
 
 /** A token that may be an id starting with '-' (ids are base64url, at least 16 characters). */
 const DASHED_ID = /^-[A-Za-z0-9_-]{15,}$/;
+/** The length of a device id: a SHA-256 in base64url. */
+const DEVICE_ID_LENGTH = 43;
 /** Put before such a token while oclif parses, so it reads as a value; taken off after. */
 const VALUE_MARK = '\u0000';
 
@@ -111,11 +113,17 @@ export abstract class BaseCommand<T> extends Command {
   protected override async parse<F extends FlagOutput, B extends FlagOutput, A extends ArgOutput>(
     options?: Input<F, B, A>, argv: string[] = this.argv,
   ): Promise<ParserOutput<F, B, A>> {
-    const defined = { ...this.ctor.baseFlags, ...(options ?? this.ctor).flags } as Record<string, { char?: string }>;
+    const defined = { ...this.ctor.baseFlags, ...(options ?? this.ctor).flags } as Record<string, { char?: string; type?: string }>;
     const names = new Set(['--json', '--help', ...Object.keys(defined).map((name) => `--${name}`)]);
-    const chars = new Set(['h', ...Object.values(defined).map((flag) => flag.char).filter((char) => char !== undefined)]);
-    // Flag names are lowercase words: '--' and then only those is a mistyped flag, not an id.
-    const isFlag = (token: string) => names.has(token.split('=')[0]!) || (token[1] === '-' ? !/[A-Z0-9_]/.test(token) : chars.has(token[1]!));
+    // Short flags that take a value may have it glued on (-pwork); a boolean one (-h, -y) cannot.
+    const glued = new Set(Object.values(defined).filter((flag) => flag.type === 'option' && flag.char).map((flag) => flag.char!));
+    const isFlag = (token: string) => {
+      if (names.has(token.split('=')[0]!)) return true;
+      // Flag names are lowercase words: '--' and then only those is a mistyped flag, not an id.
+      if (token[1] === '-') return !/[A-Z0-9_]/.test(token);
+      // A device id (43 characters) is longer than any value glued to a short flag.
+      return token.length !== DEVICE_ID_LENGTH && glued.has(token[1]!);
+    };
     const marked = argv.map((token) => (DASHED_ID.test(token) && !isFlag(token) ? `${VALUE_MARK}${token}` : token));
     if (marked.every((token, index) => token === argv[index])) return super.parse(options, argv);
     const result = await super.parse(options, marked).catch((error: unknown) => {

@@ -159,7 +159,8 @@ describe('device pairing (e2e)', function () {
 
   it('refuses scope escalation by a paired device and closes a revoked device\'s connections', async () => {
     const invite = await home.run(['devices', 'invite', '--scopes', 'operator.read', '--json']);
-    const device = dashedDevice();
+    // '-p' is how the profile flag may start, with its value glued on.
+    const device = dashedDevice('p');
     const joined = await open();
     const hello = await joined.connect({ inviteCode: invite.json.code }, [], { device });
     expect(hello.ok).to.equal(true);

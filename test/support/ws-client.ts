@@ -4,11 +4,14 @@ import { signIdentity } from '../../src/cli/device-identity.ts';
 
 export const newDevice = (): DeviceKey => loadDeviceKey(generateDeviceKey());
 
-/** A device whose id starts with '-', as one in 64 do: a command line must still take it as an id. */
-export function dashedDevice(): DeviceKey {
+/**
+ * A device whose id starts with '-', as one in 64 do, followed by a given
+ * letter (say that of a short flag): a command line must still take it as an id.
+ */
+export function dashedDevice(second?: string): DeviceKey {
   for (;;) {
     const device = newDevice();
-    if (device.id.startsWith('-')) return device;
+    if (device.id.startsWith('-') && (second === undefined || device.id[1] === second)) return device;
   }
 }
 
