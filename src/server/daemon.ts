@@ -83,7 +83,6 @@ export class Daemon {
   record?: DaemonRecord;
   host?: ModuleHost;
   private server?: Server;
-  private accepted = 0;
   private controlPlane?: ControlPlane;
   private store?: Store;
   private checkpointer?: Checkpointer;
@@ -217,7 +216,6 @@ export class Daemon {
       originRefusal: (request) => originRefusal(request.headers.origin, request.headers.host, this.config.gateway.controlUi.allowedOrigins),
     });
     this.controlPlane.attach(this.server);
-    this.server.on('connection', () => void this.accepted++);
     this.port = await listen(this.server, { port: this.port, bind: this.bind, paths: this.paths });
 
     if (this.record) {
@@ -247,7 +245,6 @@ export class Daemon {
       get url() { return daemon.url; },
       secretStore: this.secrets.backend,
       readiness: () => this.readiness,
-      connectionsAccepted: () => this.accepted,
       problems: () => this.host?.problems() ?? {},
       configProblems: (next) => this.host?.configProblems(next) ?? [],
       apiDocument: () => this.host!.apiDocument(),

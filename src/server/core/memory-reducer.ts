@@ -47,9 +47,10 @@ export interface MemoryReducerOptions {
   growthBytes?: number;
   /** How long after ready start-up's garbage is given back. */
   settleMs?: number;
-  /** Whether the daemon has served anyone yet: start-up's garbage is then left to ordinary collections. */
-  served?: () => boolean;
 }
+
+/** Published by node:net for each connection a server of the process accepts. */
+const ACCEPTED = 'net.server.socket';
 
 /** Starts watching; returns the function that stops it. */
 export function startMemoryReducer(logger: Logger, options: MemoryReducerOptions = {}): () => void {
@@ -62,9 +63,14 @@ export function startMemoryReducer(logger: Logger, options: MemoryReducerOptions
   let previous = performance.eventLoopUtilization();
   let idleChecks = 0;
   // Start-up leaves garbage and a young generation grown by it (compiling, reading the configuration, migrations):
-  // it goes back once, a moment after ready, before clients make the daemon busy.
+  // it goes back once, a moment after ready, unless a client came first (listened for only until then).
+  const channels = process.getBuiltinModule('node:diagnostics_channel');
+  let served = false;
+  const onAccepted = () => { served = true; };
+  channels.subscribe(ACCEPTED, onAccepted);
   const settle = setTimeout(() => {
-    if (options.served?.()) return;
+    channels.unsubscribe(ACCEPTED, onAccepted);
+    if (served) return;
     const before = process.memoryUsage.rss();
     const started = performance.now();
     collect({ type: 'major', execution: 'sync', flavor: 'last-resort' });
@@ -90,6 +96,7 @@ export function startMemoryReducer(logger: Logger, options: MemoryReducerOptions
   }, intervalMs);
   timer.unref();
   return () => {
+    channels.unsubscribe(ACCEPTED, onAccepted);
     clearTimeout(settle);
     clearInterval(timer);
   };

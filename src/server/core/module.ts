@@ -200,7 +200,7 @@ export default defineModule({
     });
     // Memory a burst made the process commit goes back once it is idle again.
     let stopMemoryReducer: (() => void) | undefined;
-    ctx.onStart(() => { stopMemoryReducer = startMemoryReducer(ctx.log, { served: () => daemon.connectionsAccepted() > 0 }); });
+    ctx.onStart(() => { stopMemoryReducer = startMemoryReducer(ctx.log); });
     ctx.onStop(() => stopMemoryReducer?.());
     ctx.rpc.method({
       name: 'audit.list',

@@ -223,8 +223,6 @@ export interface DaemonView {
   readonly url: string;
   readonly secretStore: string;
   readiness(): 'starting' | 'ready' | 'stopping';
-  /** How many connections the daemon's port has accepted since it started (HTTP and WebSocket alike). */
-  connectionsAccepted(): number;
   /** The readiness checks that fail, by name, with the reason. */
   problems(): Record<string, string>;
   /** What the modules find wrong with a configuration before it is written (see ModuleContext.configCheck). */

@@ -32,9 +32,10 @@ const header = (req: IncomingMessage, name: string): string | undefined => {
  * POST /webhooks, answered ahead of the Koa stack like the probes: it is the
  * gateway's hottest write path. Authenticated by HMAC only; every delivery is
  * committed with its job before the answer (on SQLite the job's first attempt
- * may share that commit: see webhook-thread.ts). Checks, in order: method (405), credentials in the query (400), the
- * webhook budget (429), a configured secret (503), content type (415), size
- * (413), headers (400), signature (400), payload (400).
+ * may share that commit: see webhook-thread.ts). Checks, in order: method
+ * (405), credentials in the query (400), the webhook budget (429), a
+ * configured secret (503), content type (415), size (413), headers (400),
+ * signature (400), payload (400).
  */
 export class WebhookIngress {
   private readonly deps: WebhookIngressDeps;

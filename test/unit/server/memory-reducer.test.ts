@@ -30,13 +30,19 @@ function burstThenIdle(): { before: number; burst: number; after: number; told: 
   return JSON.parse(child.stdout);
 }
 
-/** What the reducer says in the second after it starts, in a process that has or has not served anyone. */
+/** What the reducer says in the second after it starts, in a process whose server has or has not had a client by then. */
 function settleMessages(served: boolean): string[] {
   const script = `
+    import { createServer } from 'node:http';
     import { startMemoryReducer } from ${JSON.stringify(REDUCER)};
     const told = [];
-    const stop = startMemoryReducer({ debug: (_fields, message) => told.push(message) }, { settleMs: 50, served: () => ${served} });
+    const stop = startMemoryReducer({ debug: (_fields, message) => told.push(message) }, { settleMs: 300 });
+    const server = createServer((req, res) => res.end('ok'));
+    await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+    if (${served}) await (await fetch('http://127.0.0.1:' + server.address().port + '/')).text();
     await new Promise((resolve) => setTimeout(resolve, 1000));
+    server.closeAllConnections();
+    server.close();
     stop();
     process.stdout.write(JSON.stringify(told));
   `;
