@@ -9,12 +9,13 @@
  * pages) returns them to the system. It costs a pause of a few to a few tens of
  * milliseconds, so it runs only when the event loop has been idle for two
  * checks in a row after RSS grew well past what it was: never under load;
- * and once, a tenth of a second after ready, for what start-up itself left
- * (about 4 MB, for a pause of about 20 ms), unless a client came first. A
- * forced collection just after the first requests leaves V8's code for them
- * slower for the rest of the daemon's life (measured: GET /healthz 0.74x a
- * bare server instead of 0.95x), so a daemon in use from its first moment
- * leaves start-up's garbage to its ordinary collections. The collection after
+ * and once, on the turn of the event loop after start-up (ready has been
+ * reported, no connection has been accepted yet), for what start-up itself
+ * left (about 4 MB, for a pause of about 20 ms). A forced collection just
+ * after the first requests leaves V8's code for them slower for the rest of
+ * the daemon's life (measured: GET /healthz 0.74x a bare server instead of
+ * 0.95x), so should a client still come first, start-up's garbage is left to
+ * the ordinary collections. The collection after
  * a burst costs the probes the same (measured: 0.79x of their rate before it)
  * and is kept: it is what brings RSS back within 50 MB of ready, where an
  * ordinary major collection leaves it 65 MB above.
@@ -45,7 +46,7 @@ export interface MemoryReducerOptions {
   idleUtilization?: number;
   /** RSS growth over the last low mark that is worth giving back. */
   growthBytes?: number;
-  /** How long after ready start-up's garbage is given back. */
+  /** How long after start start-up's garbage is given back (by default on the next turn of the event loop). */
   settleMs?: number;
 }
 
@@ -63,7 +64,8 @@ export function startMemoryReducer(logger: Logger, options: MemoryReducerOptions
   let previous = performance.eventLoopUtilization();
   let idleChecks = 0;
   // Start-up leaves garbage and a young generation grown by it (compiling, reading the configuration, migrations):
-  // it goes back once, a moment after ready, unless a client came first (listened for only until then).
+  // it goes back once, before the first client is accepted: timers run before the loop polls for connections.
+  // Should one still come first, it is left (listened for only until then).
   const channels = process.getBuiltinModule('node:diagnostics_channel');
   let served = false;
   const onAccepted = () => { served = true; };
@@ -76,7 +78,7 @@ export function startMemoryReducer(logger: Logger, options: MemoryReducerOptions
     collect({ type: 'major', execution: 'sync', flavor: 'last-resort' });
     floor = process.memoryUsage.rss();
     logger.debug({ rssBefore: before, rssAfter: floor, ms: Math.round(performance.now() - started) }, 'gave start-up memory back');
-  }, options.settleMs ?? 100);
+  }, options.settleMs ?? 0);
   settle.unref();
   const timer = setInterval(() => {
     const now = performance.eventLoopUtilization();
