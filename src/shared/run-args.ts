@@ -20,8 +20,14 @@ import { assertProfileName } from './profile.ts';
  * early optimisation brings V8's optimising compilers into memory, about 5 MB
  * of resident code in a daemon that then idles; under load the hot paths reach
  * the counts within a second.
+ * No V8 memory reducer: the daemon's own (server/core/memory-reducer.ts) gives
+ * memory back after a burst. V8's runs a full collection some seconds after
+ * activity drops, also between one burst of requests and the next, and one
+ * that falls between bursts of probes left GET /healthz at 0.72x a bare server
+ * for the rest of the process's life (one run in three, measured in rounds of
+ * 5 s alternating with the bare server; none in nine without it).
  */
-export const DAEMON_NODE_FLAGS = ['--max-semi-space-size=16', '--invocation-count-for-maglev=4000', '--invocation-count-for-maglev-osr=1000'] as const;
+export const DAEMON_NODE_FLAGS = ['--max-semi-space-size=16', '--invocation-count-for-maglev=4000', '--invocation-count-for-maglev-osr=1000', '--no-memory-reducer'] as const;
 
 export const RUN_OPTIONS = {
   profile: { type: 'string', short: 'p', description: 'profile to run (else GATEWAY_PROFILE, else the one chosen with `profiles use`, else default)' },
