@@ -29,13 +29,9 @@ export interface ProbeOptions {
   budget: (address: string) => number;
 }
 
-function send(res: ServerResponse, status: number, payload: Buffer, head: boolean, extra: Record<string, string> = {}): void {
-  res.writeHead(status, {
-    'content-type': 'application/json; charset=utf-8',
-    'content-length': payload.length,
-    'cache-control': 'no-store',
-    ...extra,
-  });
+function send(res: ServerResponse, status: number, payload: Buffer, head: boolean, extra?: Record<string, string>): void {
+  const headers = { 'content-type': 'application/json; charset=utf-8', 'content-length': payload.length, 'cache-control': 'no-store' };
+  res.writeHead(status, extra ? { ...headers, ...extra } : headers);
   res.end(head ? undefined : payload);
 }
 

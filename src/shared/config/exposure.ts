@@ -14,6 +14,7 @@ export interface BindTarget {
 }
 
 export function isLoopbackAddress(address: string): boolean {
+  if (address === '127.0.0.1' || address === '::1') return true;
   const plain = address.startsWith('::ffff:') ? address.slice(7) : address;
   return plain === '::1' || plain === 'localhost' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(plain);
 }
