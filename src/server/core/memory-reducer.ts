@@ -9,16 +9,16 @@
  * pages) returns them to the system. It costs a pause of a few to a few tens of
  * milliseconds, so it runs only when the event loop has been idle for two
  * checks in a row after RSS grew well past what it was: never under load;
- * and once, on the turn of the event loop after start-up (ready has been
- * reported, no connection has been accepted yet), for what start-up itself
- * left (about 4 MB, for a pause of about 20 ms). A forced collection just
- * after the first requests leaves V8's code for them slower for the rest of
- * the daemon's life (measured: GET /healthz 0.74x a bare server instead of
- * 0.95x), so should a client still come first, start-up's garbage is left to
- * the ordinary collections. The collection after
- * a burst costs the probes the same (measured: 0.79x of their rate before it)
- * and is kept: it is what brings RSS back within 50 MB of ready, where an
- * ordinary major collection leaves it 65 MB above.
+ * and once, on the turn of the event loop after start-up (before the loop
+ * first polls for connections), for what start-up itself left (about 4 MB,
+ * for a pause of about 20 ms). A forced collection just after the first
+ * requests leaves V8's code for them slower for the rest of the daemon's life
+ * (measured: GET /healthz 0.74x a bare server instead of 0.95x), so should a
+ * client still come first, start-up's garbage is left to the ordinary
+ * collections. The collection after a burst costs the probes the same
+ * (measured: 0.79x of their rate before it) and is kept: it is what brings
+ * RSS back within 50 MB of ready, where an ordinary major collection leaves it
+ * 65 MB above.
  */
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
@@ -46,7 +46,7 @@ export interface MemoryReducerOptions {
   idleUtilization?: number;
   /** RSS growth over the last low mark that is worth giving back. */
   growthBytes?: number;
-  /** How long after start start-up's garbage is given back (by default on the next turn of the event loop). */
+  /** Delay before start-up's garbage is given back; by default the next turn of the event loop. */
   settleMs?: number;
 }
 

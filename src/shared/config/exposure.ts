@@ -14,9 +14,8 @@ export interface BindTarget {
 }
 
 export function isLoopbackAddress(address: string): boolean {
-  if (address === '127.0.0.1' || address === '::1') return true;
   const plain = address.startsWith('::ffff:') ? address.slice(7) : address;
-  return plain === '::1' || plain === 'localhost' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(plain);
+  return plain === '127.0.0.1' || plain === '::1' || plain === 'localhost' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(plain);
 }
 
 /** Whether this process runs inside a container (Docker, Podman, Kubernetes, LXC). */
