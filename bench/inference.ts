@@ -3,6 +3,8 @@
 // The upstream is a separate process answering at once, so what is measured is the
 // gateway (an agent run, its session records, the SDK) and nothing slower.
 import { spawn } from 'node:child_process';
+import { streamStep } from '../src/server/models/adapter.ts';
+import { upstreamFetch } from '../src/server/kernel/upstream-fetch.ts';
 import { median, readyLine, type Figure } from './support.ts';
 
 const UPSTREAM = `
@@ -68,6 +70,37 @@ async function streamOnce(url: string, headers: Record<string, string>, model: s
   return { firstMs, chunks };
 }
 
+/**
+ * The model SDK's share of the first token, measured in this process: the
+ * gateway's adapter (the SDK's provider stream, which parses and checks each
+ * event) against reading the same upstream's bytes with the same fetch. Ms to
+ * the first word each way.
+ */
+async function sdkOnce(upstreamUrl: string): Promise<{ sdk: number; plain: number }> {
+  let started = performance.now();
+  let sdk = -1;
+  const connection = { kind: 'openai-compatible' as const, baseUrl: upstreamUrl, model: 'm', fetch: ((input, init) => upstreamFetch(input, init, undefined)) as typeof fetch };
+  for await (const event of streamStep(connection, { messages: [{ role: 'user', content: 'go' }], signal: new AbortController().signal })) {
+    if (sdk < 0 && event.type === 'text') sdk = performance.now() - started;
+  }
+  started = performance.now();
+  let plain = -1;
+  const response = await upstreamFetch(`${upstreamUrl}/chat/completions`, {
+    method: 'POST', headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'go' }], stream: true, stream_options: { include_usage: true } }),
+  }, undefined);
+  const reader = response.body!.getReader();
+  const decoder = new TextDecoder();
+  let text = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += decoder.decode(value, { stream: true });
+    if (plain < 0 && text.includes('"content":"word')) plain = performance.now() - started;
+  }
+  return { sdk, plain };
+}
+
 const percentile = (values: number[], p: number) => {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
@@ -102,12 +135,23 @@ export async function runInferenceBench(gatewayUrl: string, token: string, upstr
   const direct: number[] = [];
   const via: number[] = [];
   const proxied: number[] = [];
-  for (let i = 0; i < rounds * 40; i++) {
+  // 100 of each per round: a p99 of fewer is one or two outliers.
+  for (let i = 0; i < rounds * 100; i++) {
     direct.push((await streamOnce(upstreamUrl, {}, 'm')).firstMs);
     via.push((await streamOnce(gateway, auth, 'gateway/bench')).firstMs);
     proxied.push((await streamOnce(proxyUrl, {}, 'm')).firstMs);
   }
   proxy.kill('SIGTERM');
+  const sdk: number[] = [];
+  const plain: number[] = [];
+  for (let i = 0; i < 30 + rounds * 100; i++) {
+    const once = await sdkOnce(upstreamUrl);
+    // The first 30 warm the SDK in this process.
+    if (i < 30) continue;
+    sdk.push(once.sdk);
+    plain.push(once.plain);
+  }
+  const sdkAdded = percentile(sdk, 50) - percentile(plain, 50);
   const addedP50 = percentile(via, 50) - percentile(direct, 50);
   const addedP99 = percentile(via, 99) - percentile(direct, 99);
   const directRates: number[] = [];
@@ -122,7 +166,7 @@ export async function runInferenceBench(gatewayUrl: string, token: string, upstr
       name: 'first token added by /v1/chat/completions',
       value: `+${addedP50.toFixed(2)} ms p50, +${addedP99.toFixed(2)} ms p99`,
       baseline: `${percentile(direct, 50).toFixed(2)} ms p50 / ${percentile(direct, 99).toFixed(2)} ms p99 direct`,
-      comparison: `${percentile(via, 50).toFixed(2)} / ${percentile(via, 99).toFixed(2)} ms via gateway (a bare node:http proxy piping the stream: +${(percentile(proxied, 50) - percentile(direct, 50)).toFixed(2)} ms p50)`,
+      comparison: `${percentile(via, 50).toFixed(2)} / ${percentile(via, 99).toFixed(2)} ms via gateway (a bare node:http proxy piping the stream: +${(percentile(proxied, 50) - percentile(direct, 50)).toFixed(2)} ms p50; the model SDK alone, in process: +${sdkAdded.toFixed(2)} ms p50)`,
       target: '<= +1 ms p50, +5 ms p99', ok: addedP50 <= 1 && addedP99 <= 5,
     },
     {
