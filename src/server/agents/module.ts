@@ -98,7 +98,8 @@ export default defineModule<Agents>({
       if (!settings) throw agentNotFound(`No agent ${JSON.stringify(id)} (agents: ${Object.keys(agents).join(', ') || 'none'}).`);
       return { id, settings };
     };
-    const toolsFor = (settings: AgentSettings): ToolSpec[] => runner.catalog('agent')
+    // An agent without tools (the common case on the inference API) skips building and sorting the catalog.
+    const toolsFor = (settings: AgentSettings): ToolSpec[] => settings.tools.length === 0 ? [] : runner.catalog('agent')
       .filter((tool) => settings.tools.some((pattern) => matchesPattern(pattern, tool.name)))
       .map((tool) => ({ name: tool.name, description: tool.description, inputSchema: tool.inputSchema }));
 

@@ -45,9 +45,17 @@ export function upstreamFetch(input: string | URL | Request, init: RequestInit |
   if (signal?.aborted) return Promise.reject(abortReason(signal));
 
   const headers: Record<string, string> = {};
-  new Headers(init?.headers).forEach((value, name) => {
-    headers[name] = value;
-  });
+  const given = init?.headers;
+  if (given && !(given instanceof Headers) && !Array.isArray(given)) {
+    // A plain record, as the model SDK passes: copied without building a Headers object (node:http checks names and values).
+    for (const [name, value] of Object.entries(given as Record<string, string | undefined>)) {
+      if (value !== undefined) headers[name.toLowerCase()] = String(value).trim();
+    }
+  } else {
+    new Headers(given).forEach((value, name) => {
+      headers[name] = value;
+    });
+  }
   if (typeof body === 'string' || body instanceof Uint8Array) headers['content-length'] = String(typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength);
 
   return new Promise<Response>((resolve, reject) => {

@@ -45,6 +45,22 @@ describe('the fetch providers are given (node:http, kept-alive, watched)', funct
     expect(sockets.size).to.equal(1);
   });
 
+  it('sends headers given as a record, a Headers object or pairs alike: names in any case, values trimmed, undefined ones left out', async () => {
+    handler = (req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ key: req.headers['x-key'] ?? null, kind: req.headers['x-kind'] ?? null, gone: 'x-gone' in req.headers }));
+    };
+    const forms: RequestInit['headers'][] = [
+      { 'X-Key': ' k1 ', 'x-kind': 'record', 'x-gone': undefined as unknown as string },
+      new Headers({ 'X-Key': ' k1 ', 'x-kind': 'record' }),
+      [['X-Key', ' k1 '], ['x-kind', 'record']],
+    ];
+    for (const headers of forms) {
+      const response = await upstreamFetch(`${url}/v1/h`, { method: 'POST', headers, body: '{}' }, undefined);
+      expect(await response.json()).to.deep.equal({ key: 'k1', kind: 'record', gone: false });
+    }
+  });
+
   it('fails to connect as fetch does: a TypeError "fetch failed" whose cause names the socket error', async () => {
     const port = await freePort();
     const error = await upstreamFetch(`http://127.0.0.1:${port}/v1`, { method: 'POST', body: '{}' }, undefined).catch((thrown: unknown) => thrown);
