@@ -40,10 +40,10 @@ export async function startStreamingUpstream(chunks: number, gapMs: number): Pro
   return { url: `http://127.0.0.1:${port}/v1`, stop: () => child.kill('SIGKILL') };
 }
 
-/** One streamed request: ms to the first content chunk, and how many chunks came. */
-async function streamOnce(url: string, headers: Record<string, string>, model: string): Promise<{ firstMs: number; chunks: number }> {
+/** One streamed request (with the fetch given, else the built-in one): ms to the first content chunk, and how many chunks came. */
+async function streamOnce(url: string, headers: Record<string, string>, model: string, send: typeof fetch = fetch): Promise<{ firstMs: number; chunks: number }> {
   const started = performance.now();
-  const response = await fetch(`${url}/chat/completions`, {
+  const response = await send(`${url}/chat/completions`, {
     method: 'POST', headers: { 'content-type': 'application/json', ...headers },
     body: JSON.stringify({ model, messages: [{ role: 'user', content: 'go' }], stream: true }),
   });
@@ -70,6 +70,9 @@ async function streamOnce(url: string, headers: Record<string, string>, model: s
   return { firstMs, chunks };
 }
 
+/** The fetch the gateway gives providers, unwatched. */
+const providerFetch = ((input, init) => upstreamFetch(input, init, undefined)) as typeof fetch;
+
 /**
  * The model SDK's share of the first token, measured in this process: the
  * gateway's adapter (the SDK's provider stream, which parses and checks each
@@ -77,28 +80,13 @@ async function streamOnce(url: string, headers: Record<string, string>, model: s
  * the first word each way.
  */
 async function sdkOnce(upstreamUrl: string): Promise<{ sdk: number; plain: number }> {
-  let started = performance.now();
+  const started = performance.now();
   let sdk = -1;
-  const connection = { kind: 'openai-compatible' as const, baseUrl: upstreamUrl, model: 'm', fetch: ((input, init) => upstreamFetch(input, init, undefined)) as typeof fetch };
+  const connection = { kind: 'openai-compatible' as const, baseUrl: upstreamUrl, model: 'm', fetch: providerFetch };
   for await (const event of streamStep(connection, { messages: [{ role: 'user', content: 'go' }], signal: new AbortController().signal })) {
     if (sdk < 0 && event.type === 'text') sdk = performance.now() - started;
   }
-  started = performance.now();
-  let plain = -1;
-  const response = await upstreamFetch(`${upstreamUrl}/chat/completions`, {
-    method: 'POST', headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'go' }], stream: true, stream_options: { include_usage: true } }),
-  }, undefined);
-  const reader = response.body!.getReader();
-  const decoder = new TextDecoder();
-  let text = '';
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    text += decoder.decode(value, { stream: true });
-    if (plain < 0 && text.includes('"content":"word')) plain = performance.now() - started;
-  }
-  return { sdk, plain };
+  return { sdk, plain: (await streamOnce(upstreamUrl, {}, 'm', providerFetch)).firstMs };
 }
 
 const percentile = (values: number[], p: number) => {
