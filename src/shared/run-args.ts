@@ -15,11 +15,12 @@ import { assertProfileName } from './profile.ts';
  * under steady load and keeps it. Measured under mixed load: resident memory
  * 265-281 MB -> 200 MB, webhook deliveries/s the same or better and their p99
  * lower (33-38 ms against 45-48).
- * The invocation counts (10x V8's): code is optimised once it stays hot, not
- * because start-up and the first clients ran it a few hundred times. A single
- * early optimisation brings V8's optimising compilers into memory, about 5 MB
- * of resident code in a daemon that then idles; under load the hot paths reach
- * the counts within a second.
+ * The invocation counts (10x V8's), for start-up only: code is not optimised
+ * because start-up ran it a few hundred times. A single early optimisation
+ * brings V8's optimising compilers into memory, about 5 MB of resident code in
+ * a daemon that then idles. Once ready, the daemon goes back to V8's counts
+ * (DAEMON_READY_NODE_FLAGS, server/core/tiering.ts), so a first load is not
+ * left on unoptimised code for its first seconds.
  * No V8 memory reducer: the daemon's own (server/core/memory-reducer.ts) gives
  * memory back after a burst. V8's runs a full collection some seconds after
  * activity drops, also between one burst of requests and the next, and one
@@ -28,6 +29,8 @@ import { assertProfileName } from './profile.ts';
  * 5 s alternating with the bare server; none in nine without it).
  */
 export const DAEMON_NODE_FLAGS = ['--max-semi-space-size=16', '--invocation-count-for-maglev=4000', '--invocation-count-for-maglev-osr=1000', '--no-memory-reducer'] as const;
+/** V8's own invocation counts, set by the daemon once it is ready. */
+export const DAEMON_READY_NODE_FLAGS = ['--invocation-count-for-maglev=400'] as const;
 
 export const RUN_OPTIONS = {
   profile: { type: 'string', short: 'p', description: 'profile to run (else GATEWAY_PROFILE, else the one chosen with `profiles use`, else default)' },

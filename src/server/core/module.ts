@@ -15,6 +15,7 @@ import { DomainError } from '../kernel/errors.ts';
 import { defineModule, type ModuleContext, type RpcClient } from '../kernel/module.ts';
 import { startMemoryReducer } from './memory-reducer.ts';
 import { restartSelf } from './self-restart.ts';
+import { restoreTiering } from './tiering.ts';
 
 function pluginSummary(ctx: ModuleContext): PluginSummary {
   const { plugins, lastReload } = ctx.daemon.plugins();
@@ -198,9 +199,13 @@ export default defineModule({
         return { restarting: true, pid: process.pid, via };
       },
     });
-    // Memory a burst made the process commit goes back once it is idle again.
+    // Memory a burst made the process commit goes back once it is idle again; V8 optimises hot code as soon as it is hot.
     let stopMemoryReducer: (() => void) | undefined;
-    ctx.onStart(() => { stopMemoryReducer = startMemoryReducer(ctx.log); });
+    ctx.onStart(() => {
+      stopMemoryReducer = startMemoryReducer(ctx.log);
+      // After the other modules' start hooks (start-up still), on the next turn of the event loop.
+      setTimeout(() => { if (restoreTiering()) ctx.log.debug('V8 tiering counts restored after start-up'); }, 0).unref();
+    });
     ctx.onStop(() => stopMemoryReducer?.());
     ctx.rpc.method({
       name: 'audit.list',
