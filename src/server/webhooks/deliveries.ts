@@ -197,23 +197,33 @@ export type AcceptGroup = (deliveries: RawDelivery[]) => Outcome[] | Promise<Out
  * commit is the costly part of a delivery; sharing it among concurrent ones
  * keeps every answer durable at a fraction of the cost. A failed commit fails
  * the whole group and leaves nothing of it behind.
+ *
+ * With `maxGroup` (when another thread writes), a group leaves as soon as it
+ * is that large: that thread starts on the first deliveries of a burst while
+ * this one still reads the rest, instead of each waiting for the other.
  */
 export class DeliveryIntake {
   private pending: Pending[] = [];
   private readonly acceptGroup: AcceptGroup;
+  private readonly maxGroup: number;
 
-  constructor(acceptGroup: AcceptGroup) {
+  constructor(acceptGroup: AcceptGroup, options: { maxGroup?: number } = {}) {
     this.acceptGroup = acceptGroup;
+    this.maxGroup = options.maxGroup ?? Infinity;
   }
 
   /** Resolves once the delivery is committed with its job; rejects with a 400 for a payload it refuses. */
   accept(delivery: RawDelivery): Promise<Accepted> {
     return new Promise((resolve, reject) => {
-      if (this.pending.push({ delivery, resolve, reject }) === 1) setImmediate(() => this.flush());
+      const size = this.pending.push({ delivery, resolve, reject });
+      if (size === 1) setImmediate(() => this.flush());
+      else if (size >= this.maxGroup) this.flush();
     });
   }
 
   private flush(): void {
+    // A group that left when it was full leaves nothing for its turn.
+    if (this.pending.length === 0) return;
     const group = this.pending;
     this.pending = [];
     const fail = (error: unknown) => {

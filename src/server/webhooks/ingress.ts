@@ -17,6 +17,8 @@ const HEADER_VALUE = /^[\x21-\x7e]{1,200}$/;
 export interface WebhookIngressDeps {
   /** Parses, checks and writes a group of deliveries with their jobs (see DeliveryIntake). */
   accept: AcceptGroup;
+  /** The most deliveries a group holds before it leaves (see DeliveryIntake); unbounded when unset. */
+  maxGroup?: number;
   budget: RequestBudget;
   logger: Logger;
   /** The current secret and, during rotation, the previous one; empty when none is set. */
@@ -44,7 +46,7 @@ export class WebhookIngress {
 
   constructor(deps: WebhookIngressDeps) {
     this.deps = deps;
-    this.intake = new DeliveryIntake(deps.accept);
+    this.intake = new DeliveryIntake(deps.accept, { maxGroup: deps.maxGroup });
   }
 
   handle(req: IncomingMessage, res: ServerResponse): void {

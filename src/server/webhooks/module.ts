@@ -11,7 +11,7 @@ import jobsModule from '../jobs/module.ts';
 import { type AcceptGroup, acceptDeliveries } from './deliveries.ts';
 import { registerGithubHandlers, WEBHOOK_MIGRATIONS } from './github-handlers.ts';
 import { WebhookIngress } from './ingress.ts';
-import { WebhookThread } from './thread-client.ts';
+import { THREAD_GROUP, WebhookThread } from './thread-client.ts';
 
 export default defineModule({
   id: 'webhooks',
@@ -45,7 +45,9 @@ export default defineModule({
 
     const { rateLimit } = ctx.config().gateway;
     const ingress = new WebhookIngress({
-      accept, budget: new RequestBudget(rateLimit.webhooksMax, rateLimit.windowMs), logger: ctx.log, secrets: () => secrets,
+      // The thread writes while this one reads: groups of at most THREAD_GROUP keep both busy at once. A store
+      // written on this thread (PostgreSQL) keeps whole groups, each a round trip.
+      accept, maxGroup: thread ? THREAD_GROUP : undefined, budget: new RequestBudget(rateLimit.webhooksMax, rateLimit.windowMs), logger: ctx.log, secrets: () => secrets,
     });
     ctx.http.fast({ path: '/webhooks', handler: (req, res) => ingress.handle(req, res) });
     ctx.http.document({

@@ -4,7 +4,7 @@ import { pino } from 'pino';
 import { JobQueue } from '../../../src/server/jobs/job-queue.ts';
 import { DomainError } from '../../../src/server/kernel/errors.ts';
 import type { SqliteEngine } from '../../../src/server/store/sqlite-engine.ts';
-import { acceptDeliveries, type RawDelivery } from '../../../src/server/webhooks/deliveries.ts';
+import { acceptDeliveries, DeliveryIntake, type RawDelivery } from '../../../src/server/webhooks/deliveries.ts';
 import { WEBHOOK_MIGRATIONS } from '../../../src/server/webhooks/github-handlers.ts';
 import { WebhookThread } from '../../../src/server/webhooks/thread-client.ts';
 import { waitFor } from '../../support/cli.ts';
@@ -75,6 +75,26 @@ describe('the webhook thread', () => {
     expect(queue.takes('github.push')).to.equal(true);
     // Nothing of it was recorded; recorded on the daemon's thread, it is a first delivery.
     expect(acceptDeliveries(store, queue, [push('d-9')])[0]).to.include({ duplicate: false });
+  });
+
+  it('takes a burst in groups of at most the daemon\'s limit, each delivery answered with its own outcome, a refused one alone', async () => {
+    const { store, queue, thread } = start();
+    const sizes: number[] = [];
+    const intake = new DeliveryIntake((group) => {
+      sizes.push(group.length);
+      return thread.accept(group);
+    }, { maxGroup: 24 });
+    // 50 at once, as 50 connections' deliveries read in one turn of the event loop; the 10th is malformed.
+    const answers = await Promise.allSettled(Array.from({ length: 50 }, (_, index) => intake.accept(push(`b-${index}`, index === 9 ? '{"ref": ' : undefined))));
+    expect(sizes).to.deep.equal([24, 24, 2]);
+    answers.forEach((answer, index) => {
+      if (index === 9) expect(answer.status === 'rejected' && (answer.reason as Error).message).to.equal('The payload is not valid JSON.');
+      else expect(answer.status === 'fulfilled' && answer.value).to.include({ deliveryId: `b-${index}`, duplicate: false });
+    });
+    const jobs = answers.flatMap((answer) => (answer.status === 'fulfilled' ? [answer.value.jobId] : []));
+    expect(new Set(jobs).size).to.equal(49);
+    expect((store.prepare('SELECT COUNT(*) AS n FROM webhook_deliveries').get() as { n: number }).n).to.equal(49);
+    await waitFor(() => jobs.every((id) => queue.get(id)?.status === 'succeeded') || undefined, 10_000, 'the burst\'s jobs to run');
   });
 
   it('stops once it has had nothing to do for a while, giving its memory back, and the next delivery starts another', async () => {
