@@ -72,7 +72,8 @@ const mb = (kib: number) => `${(kib / 1024).toFixed(1)} MB`;
  * alternate, the load from a process of its own, each round starting once
  * both daemons ran their backlog; the figures are the medians. Then the
  * normal daemon's memory at peak and `settleS` after, and the same load on it
- * while 50,000 jobs are queued and running.
+ * while 50,000 jobs are queued and running (after 2 s of deliveries that wake
+ * it from its idle minute, reported apart).
  */
 export async function runWebhookFigures(normal: BenchProfile, full: BenchProfile, options: { rounds: number; duration: number; settleS: number }): Promise<Figure[]> {
   const deliveries = (profile: BenchProfile) => loadFrom({ url: `http://127.0.0.1:${profile.port}/webhooks`, connections: 50, duration: options.duration, deliveries: true });
@@ -116,7 +117,11 @@ export async function runWebhookFigures(normal: BenchProfile, full: BenchProfile
     name: `daemon RSS ${options.settleS} s after the deliveries stop`, value: mb(after), baseline: `${mb(ready)} before the load`,
     comparison: `${after >= ready ? '+' : ''}${mb(after - ready)}`, target: '<= +50 MB', ok: after - ready <= 50 * 1024,
   });
-  // The same load on the same warm daemon once 50,000 push jobs are queued (written beside it while it idles).
+  // The same load on the same daemon once 50,000 push jobs are queued (written beside it while it idles). After the
+  // idle minute its webhook thread has stopped and its memory-reducing collection has run: 2 s of deliveries first, as
+  // the idle figure's later rounds had before them, so the figure compares a backlog with none; those 2 s are shown apart.
+  const rewarm = await loadFrom({ url: `http://127.0.0.1:${normal.port}/webhooks`, connections: 50, duration: 2, deliveries: true });
+  await drained(normal);
   queueBacklog(join(normal.dir, 'state.db'), 50_000);
   await sleep(1500);
   const backlog = await deliveries(normal);
@@ -125,7 +130,7 @@ export async function runWebhookFigures(normal: BenchProfile, full: BenchProfile
     name: `POST /webhooks while 50,000 jobs are queued and running (${left} still queued after)`,
     value: `${backlog.rps.toFixed(0)} req/s (p99 ${backlog.p99} ms${backlog.non2xx ? `, ${backlog.non2xx} non-2xx` : ''})`,
     baseline: `p99 ${p99('normal')} ms with an idle queue, ${rps('normal').toFixed(0)} req/s`,
-    comparison: `p99 ${(backlog.p99 / p99('normal')).toFixed(2)}x`,
+    comparison: `p99 ${(backlog.p99 / p99('normal')).toFixed(2)}x (the first 2 s after the idle minute, no backlog: p99 ${rewarm.p99} ms)`,
     target: 'p99 <= 1.5x idle', ok: backlog.non2xx === 0 && backlog.p99 <= 1.5 * p99('normal'),
   });
   return figures;
