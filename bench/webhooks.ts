@@ -76,7 +76,7 @@ const mb = (kib: number) => `${(kib / 1024).toFixed(1)} MB`;
  * it from its idle minute, reported apart).
  */
 export async function runWebhookFigures(normal: BenchProfile, full: BenchProfile, options: { rounds: number; duration: number; settleS: number }): Promise<Figure[]> {
-  const deliveries = (profile: BenchProfile) => loadFrom({ url: `http://127.0.0.1:${profile.port}/webhooks`, connections: 50, duration: options.duration, deliveries: true });
+  const deliveries = (profile: BenchProfile, duration = options.duration) => loadFrom({ url: `http://127.0.0.1:${profile.port}/webhooks`, connections: 50, duration, deliveries: true });
   const probes = await loadFrom({ url: `http://127.0.0.1:${normal.port}/healthz`, connections: 50, duration: options.duration });
   const ready = rssKiB(normal.pid());
   let peak = ready;
@@ -120,7 +120,7 @@ export async function runWebhookFigures(normal: BenchProfile, full: BenchProfile
   // The same load on the same daemon once 50,000 push jobs are queued (written beside it while it idles). After the
   // idle minute its webhook thread has stopped and its memory-reducing collection has run: 2 s of deliveries first, as
   // the idle figure's later rounds had before them, so the figure compares a backlog with none; those 2 s are shown apart.
-  const rewarm = await loadFrom({ url: `http://127.0.0.1:${normal.port}/webhooks`, connections: 50, duration: 2, deliveries: true });
+  const rewarm = await deliveries(normal, 2);
   await drained(normal);
   queueBacklog(join(normal.dir, 'state.db'), 50_000);
   await sleep(1500);
