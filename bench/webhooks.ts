@@ -68,32 +68,46 @@ const mb = (kib: number) => `${(kib / 1024).toFixed(1)} MB`;
 
 /**
  * Signed 2-8 KB deliveries, each committed with its job before the answer:
- * `synchronous normal` and `full` on two fresh profiles, in rounds that
- * alternate, the load from a process of its own, each round starting once
- * both daemons ran their backlog; the figures are the medians. Then the
- * normal daemon's memory at peak and `settleS` after, and the same load on it
- * while 50,000 jobs are queued and running (after 2 s of deliveries that wake
- * it from its idle minute, reported apart).
+ * `synchronous normal` and `full` on two fresh profiles, and the normal
+ * daemon again from the moment 50,000 jobs are queued beside it, in rounds
+ * that alternate, the load from a process of its own, each round after 2 s
+ * of deliveries that warm its daemon and once both daemons ran their backlog;
+ * the figures are the medians. Then the normal
+ * daemon's memory at peak (through every round, the backlogs' too) and
+ * `settleS` after, and 2 s of deliveries that wake it from that idle time.
  */
 export async function runWebhookFigures(normal: BenchProfile, full: BenchProfile, options: { rounds: number; duration: number; settleS: number }): Promise<Figure[]> {
   const deliveries = (profile: BenchProfile, duration = options.duration) => loadFrom({ url: `http://127.0.0.1:${profile.port}/webhooks`, connections: 50, duration, deliveries: true });
   const probes = await loadFrom({ url: `http://127.0.0.1:${normal.port}/healthz`, connections: 50, duration: options.duration });
   const ready = rssKiB(normal.pid());
   let peak = ready;
-  const runs: Record<'normal' | 'full', LoadResult[]> = { normal: [], full: [] };
+  const runs: Record<'normal' | 'full' | 'backlog', LoadResult[]> = { normal: [], full: [], backlog: [] };
+  // How long each backlog lasted into its round (s), and the jobs left after it.
+  const lasted: number[] = [];
+  let left = 0;
   const load = machineLoad();
   for (let round = 0; round < options.rounds; round++) {
-    for (const [kind, profile] of [['normal', normal], ['full', full]] as const) {
+    for (const [kind, profile] of [['normal', normal], ['full', full], ['backlog', normal]] as const) {
+      // Each round after 2 s of deliveries on its daemon, not counted: a daemon idle while the others ran starts warm, as
+      // in the probe rounds.
+      await deliveries(profile, 2);
       await drained(normal);
       await drained(full);
-      const sampler = kind === 'normal' ? setInterval(() => { peak = Math.max(peak, rssKiB(normal.pid())); }, 250) : undefined;
+      // The backlog's jobs, queued as its load starts: its daemon's worker takes them at its next look (within a second)
+      // and, warm, runs them in seconds. Written beside the daemon, as another process sharing the store would.
+      const queuedAt = kind === 'backlog' ? (queueBacklog(join(normal.dir, 'state.db'), 50_000, `r${round}_`), Date.now()) : 0;
+      const sampler = profile === normal ? setInterval(() => { peak = Math.max(peak, rssKiB(normal.pid())); }, 250) : undefined;
       runs[kind].push(await deliveries(profile));
       clearInterval(sampler);
+      if (kind === 'backlog') {
+        left = Math.max(left, jobsLeft(join(normal.dir, 'state.db')));
+        lasted.push(left > 0 ? options.duration : (backlogFinishedAt(join(normal.dir, 'state.db'), `r${round}_`) - queuedAt) / 1000);
+      }
     }
   }
-  const rps = (kind: 'normal' | 'full') => median(runs[kind].map((run) => run.rps));
-  const p99 = (kind: 'normal' | 'full') => median(runs[kind].map((run) => run.p99));
-  const non2xx = (kind: 'normal' | 'full') => runs[kind].reduce((sum, run) => sum + run.non2xx, 0);
+  const rps = (kind: keyof typeof runs) => median(runs[kind].map((run) => run.rps));
+  const p99 = (kind: keyof typeof runs) => median(runs[kind].map((run) => run.p99));
+  const non2xx = (kind: keyof typeof runs) => runs[kind].reduce((sum, run) => sum + run.non2xx, 0);
   const figures: Figure[] = [{
     name: `POST /webhooks (synchronous normal), 50 conns, median of ${options.rounds}`,
     value: `${rps('normal').toFixed(0)} req/s (p99 ${p99('normal')} ms${non2xx('normal') ? `, ${non2xx('normal')} non-2xx` : ''})`,
@@ -106,32 +120,30 @@ export async function runWebhookFigures(normal: BenchProfile, full: BenchProfile
     baseline: `${rps('normal').toFixed(0)} req/s synchronous normal`,
     comparison: `${(rps('full') / rps('normal')).toFixed(2)}x normal`,
     target: '>= 0.85x normal', ok: non2xx('full') === 0 && rps('full') >= 0.85 * rps('normal'),
+  }, {
+    name: `POST /webhooks while 50,000 jobs are queued and running, median of ${options.rounds}, alternating`,
+    value: `${rps('backlog').toFixed(0)} req/s (p99 ${p99('backlog')} ms${non2xx('backlog') ? `, ${non2xx('backlog')} non-2xx` : ''})`,
+    baseline: `p99 ${p99('normal')} ms with an idle queue, ${rps('normal').toFixed(0)} req/s`,
+    comparison: `p99 ${(p99('backlog') / p99('normal')).toFixed(2)}x (the backlog ran through ${median(lasted).toFixed(1)} s of each round; ${left} left after)`,
+    target: 'p99 <= 1.5x idle', ok: non2xx('backlog') === 0 && p99('backlog') <= 1.5 * p99('normal'),
   }];
   await drained(normal);
   await sleep(options.settleS * 1000);
   const after = rssKiB(normal.pid());
   figures.push({
-    name: `daemon RSS under ${options.duration} s of deliveries (normal)`, value: `peak ${mb(peak)}`, baseline: `${mb(ready)} before the load`,
+    name: `daemon RSS under ${options.duration} s rounds of deliveries, the backlog's too (normal)`, value: `peak ${mb(peak)}`, baseline: `${mb(ready)} before the load`,
     comparison: `+${mb(peak - ready)}`, target: '<= +150 MB', ok: peak - ready <= 150 * 1024,
   }, {
     name: `daemon RSS ${options.settleS} s after the deliveries stop`, value: mb(after), baseline: `${mb(ready)} before the load`,
     comparison: `${after >= ready ? '+' : ''}${mb(after - ready)}`, target: '<= +50 MB', ok: after - ready <= 50 * 1024,
   });
-  // The same load on the same daemon once 50,000 push jobs are queued (written beside it while it idles). After the
-  // idle minute its webhook thread has stopped and its memory-reducing collection has run: 2 s of deliveries first, as
-  // the idle figure's later rounds had before them, so the figure compares a backlog with none; those 2 s are shown apart.
-  const rewarm = await deliveries(normal, 2);
-  await drained(normal);
-  queueBacklog(join(normal.dir, 'state.db'), 50_000);
-  await sleep(1500);
-  const backlog = await deliveries(normal);
-  const left = jobsLeft(join(normal.dir, 'state.db'));
+  // After that idle time the webhook thread has stopped and its memory-reducing collection has run (and on some hosts
+  // the store has left the page cache): the first 2 s of deliveries, beside the idle rounds.
+  const woken = await deliveries(normal, 2);
   figures.push({
-    name: `POST /webhooks while 50,000 jobs are queued and running (${left} still queued after)`,
-    value: `${backlog.rps.toFixed(0)} req/s (p99 ${backlog.p99} ms${backlog.non2xx ? `, ${backlog.non2xx} non-2xx` : ''})`,
-    baseline: `p99 ${p99('normal')} ms with an idle queue, ${rps('normal').toFixed(0)} req/s`,
-    comparison: `p99 ${(backlog.p99 / p99('normal')).toFixed(2)}x (the first 2 s after the idle minute, no backlog: p99 ${rewarm.p99} ms)`,
-    target: 'p99 <= 1.5x idle', ok: backlog.non2xx === 0 && backlog.p99 <= 1.5 * p99('normal'),
+    name: `POST /webhooks, the first 2 s after ${options.settleS} s idle`, value: `${woken.rps.toFixed(0)} req/s (p99 ${woken.p99} ms${woken.non2xx ? `, ${woken.non2xx} non-2xx` : ''})`,
+    baseline: `p99 ${p99('normal')} ms, ${rps('normal').toFixed(0)} req/s in the rounds`, comparison: `p99 ${(woken.p99 / p99('normal')).toFixed(2)}x`,
+    target: '(reported)', ok: woken.non2xx === 0,
   });
   return figures;
 }
@@ -139,9 +151,10 @@ export async function runWebhookFigures(normal: BenchProfile, full: BenchProfile
 /**
  * Queues `count` push jobs straight into a daemon's database, beside the
  * daemon while it idles (each with a 2-8 KB payload, as deliveries leave
- * them): its worker finds them at its next look.
+ * them): its worker finds them at its next look. Their ids start with
+ * `job_backlog` and the tag, which tells one backlog's jobs from another's.
  */
-export function queueBacklog(path: string, count: number): void {
+export function queueBacklog(path: string, count: number, tag = ''): void {
   const db = new DatabaseSync(path);
   db.exec('PRAGMA busy_timeout = 10000');
   try {
@@ -151,12 +164,22 @@ export function queueBacklog(path: string, count: number): void {
     const payload = db.prepare('INSERT INTO job_payloads (job_id, payload) VALUES (?, ?)');
     db.exec('BEGIN');
     for (let n = 0; n < count; n++) {
-      const id = `job_backlog${String(n).padStart(6, '0')}`;
+      const id = `job_backlog${tag}${String(n).padStart(6, '0')}`;
       const deliveryId = randomUUID();
       job.run(id, now, now, deliveryId);
       payload.run(id, `{"event":"push","deliveryId":"${deliveryId}","hookId":"9","body":${bodies[n % bodies.length]!.body}}`);
     }
     db.exec('COMMIT');
+  } finally {
+    db.close();
+  }
+}
+
+/** When the last job of a backlog (queueBacklog's tag) finished (ms since the epoch). */
+function backlogFinishedAt(path: string, tag: string): number {
+  const db = new DatabaseSync(path, { readOnly: true });
+  try {
+    return Number((db.prepare("SELECT max(finished_at) AS at FROM jobs WHERE id >= ? AND id < ?").get(`job_backlog${tag}`, `job_backlog${tag}~`) as { at: number }).at);
   } finally {
     db.close();
   }
