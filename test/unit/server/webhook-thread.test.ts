@@ -1,5 +1,4 @@
 import { expect } from 'chai';
-import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { JobQueue } from '../../../src/server/jobs/job-queue.ts';
@@ -8,7 +7,6 @@ import type { SqliteEngine } from '../../../src/server/store/sqlite-engine.ts';
 import { acceptDeliveries, DeliveryIntake, type RawDelivery } from '../../../src/server/webhooks/deliveries.ts';
 import { WEBHOOK_MIGRATIONS } from '../../../src/server/webhooks/github-handlers.ts';
 import { WebhookThread } from '../../../src/server/webhooks/thread-client.ts';
-import { DAEMON_NODE_FLAGS } from '../../../src/shared/run-args.ts';
 import { waitFor } from '../../support/cli.ts';
 import { freshStore } from '../../support/store.ts';
 
@@ -109,31 +107,5 @@ describe('the webhook thread', () => {
     expect(second[1]).to.include({ duplicate: true, jobId: first[0]!.jobId });
     expect(queue.takes('github.push')).to.equal(false);
     await waitFor(() => queue.get(second[0]!.jobId)?.status === 'succeeded' || undefined, 10_000, 'the new thread to run the job');
-  });
-
-  it('gets a young generation twice the daemon\'s, and leaves the daemon\'s cap as it was; a cap of the user\'s own applies to both', () => {
-    // The largest the young generation of a worker's isolate grows to, under allocation that keeps some alive; started
-    // through the thread's own start, then a plain one after it.
-    const client = new URL('../../../src/server/webhooks/thread-client.ts', import.meta.url).href;
-    const script = `
-      import { Worker } from 'node:worker_threads';
-      import { startWithThreadHeap } from ${JSON.stringify(client)};
-      const code = "const v8 = require('node:v8'); const ring = new Array(3000); let max = 0;" +
-        "for (let i = 0; i < 200000; i++) { ring[i % 3000] = new Array(64).fill(i);" +
-        "if (i % 1000 === 0) max = Math.max(max, v8.getHeapSpaceStatistics().find((space) => space.space_name === 'new_space').space_size); }" +
-        "require('node:worker_threads').parentPort.postMessage(max / 1048576);";
-      const largest = (worker) => new Promise((resolve) => worker.once('message', resolve));
-      const thread = await largest(startWithThreadHeap(() => new Worker(code, { eval: true, execArgv: [] })));
-      const plain = await largest(new Worker(code, { eval: true, execArgv: [] }));
-      process.stdout.write(JSON.stringify({ thread, plain }));
-    `;
-    const run = (flags: readonly string[]) => {
-      const child = spawnSync(process.execPath, [...flags, '--input-type=module', '-e', script], { encoding: 'utf8' });
-      expect(child.status, child.stderr).to.equal(0);
-      return JSON.parse(child.stdout) as { thread: number; plain: number };
-    };
-    expect(run(DAEMON_NODE_FLAGS)).to.deep.equal({ thread: 32, plain: 16 });
-    const own = DAEMON_NODE_FLAGS.map((flag) => (flag.startsWith('--max-semi-space-size=') ? '--max-semi-space-size=4' : flag));
-    expect(run(own)).to.deep.equal({ thread: 8, plain: 8 });
   });
 });
