@@ -14,7 +14,12 @@ import { assertProfileName } from './profile.ts';
  * The semi-space cap: V8 otherwise grows the young generation to its largest
  * under steady load and keeps it. Measured under mixed load: resident memory
  * 265-281 MB -> 200 MB, webhook deliveries/s the same or better and their p99
- * lower (33-38 ms against 45-48).
+ * lower (33-38 ms against 45-48). 8 MB rather than 16: the webhook thread
+ * is an isolate of its own, and a backlog of jobs grows its young generation
+ * as well; with 50 senders of 2-8 KB deliveries, each round then 50,000 jobs
+ * queued (alternating daemons, 3 rounds each): peak RSS 228-235 -> 192-204 MB,
+ * deliveries/s and p99 the same within the machine's noise. The webhook
+ * thread keeps 16 MB (webhooks/thread-client.ts).
  * The invocation counts (10x V8's), for start-up only: code is not optimised
  * because start-up ran it a few hundred times. A single early optimisation
  * brings V8's optimising compilers into memory, about 5 MB of resident code in
@@ -35,7 +40,7 @@ import { assertProfileName } from './profile.ts';
  * same. (No parallel collection at all, --single-threaded-gc, took as many a
  * second but held 30 MB more under load.)
  */
-export const DAEMON_NODE_FLAGS = ['--max-semi-space-size=16', '--invocation-count-for-maglev=4000', '--invocation-count-for-maglev-osr=1000', '--no-memory-reducer', '--v8-pool-size=1'] as const;
+export const DAEMON_NODE_FLAGS = ['--max-semi-space-size=8', '--invocation-count-for-maglev=4000', '--invocation-count-for-maglev-osr=1000', '--no-memory-reducer', '--v8-pool-size=1'] as const;
 /** V8's own invocation counts, set by the daemon once it is ready. */
 export const DAEMON_READY_NODE_FLAGS = ['--invocation-count-for-maglev=400'] as const;
 

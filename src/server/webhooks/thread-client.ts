@@ -1,6 +1,8 @@
 import type { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import type { JobQueue } from '../jobs/module.ts';
+import { DAEMON_NODE_FLAGS } from '../../shared/run-args.ts';
+import { THREAD_RELEASED } from '../core/memory-reducer.ts';
 import { DomainError } from '../kernel/errors.ts';
 import type { Store } from '../store/database.ts';
 import type { Outcome, RawDelivery } from './deliveries.ts';
@@ -25,6 +27,48 @@ const IDLE_MS = 30_000;
  * deliveries while this one reads the rest); groups of 4 took fewer.
  */
 export const THREAD_GROUP = 24;
+
+/**
+ * The webhook thread's young generation: twice the daemon's (DAEMON_NODE_FLAGS).
+ * A backlog of jobs keeps more alive in that thread between its collections.
+ * Measured with 50 senders of 2-8 KB deliveries and a round beside a
+ * 50,000-job backlog after each (alternating daemons, 3 rounds each):
+ * - 16 MB in both threads: backlog p99 17 ms, peak RSS 228 MB;
+ * - 8 MB in both: peak RSS 192-196 MB, backlog p99 15-17 ms, 1-3 ms above 16 MB in each run;
+ * - 8 MB for the daemon's thread, 16 MB for this one: backlog p99 15 ms, peak RSS 204 MB.
+ */
+export const THREAD_SEMI_SPACE_FLAG = '--max-semi-space-size=16';
+
+/**
+ * Starts a worker whose isolate takes THREAD_SEMI_SPACE_FLAG. V8 reads the
+ * cap from its flag as an isolate starts: it is set until the worker is
+ * online, then the daemon's again. A daemon started with a cap of its own
+ * choosing (not DAEMON_NODE_FLAGS') is left to it.
+ */
+export function startWithThreadHeap(start: () => Worker, execArgv: readonly string[] = process.execArgv): Worker {
+  const daemonCap = DAEMON_NODE_FLAGS.find((flag) => flag.startsWith('--max-semi-space-size='));
+  const ours = daemonCap !== undefined && execArgv.includes(daemonCap) && execArgv.every((flag) => !flag.startsWith('--max-semi-space-size=') || flag === daemonCap);
+  if (!ours) return start();
+  const v8 = process.getBuiltinModule('node:v8');
+  v8.setFlagsFromString(THREAD_SEMI_SPACE_FLAG);
+  let worker: Worker;
+  try {
+    worker = start();
+  } catch (error) {
+    v8.setFlagsFromString(daemonCap);
+    throw error;
+  }
+  let restored = false;
+  const restore = () => {
+    if (restored) return;
+    restored = true;
+    v8.setFlagsFromString(daemonCap);
+  };
+  worker.once('online', restore);
+  worker.once('error', restore);
+  worker.once('exit', restore);
+  return worker;
+}
 
 /** A failed write of the thread, as the daemon's thread would have thrown it (a storage fault keeps its codes). */
 const rebuilt = (error: ThreadError) => Object.assign(new Error(error.message), error.code ? { code: error.code } : {}, error.errcode === undefined ? {} : { errcode: error.errcode });
@@ -75,9 +119,9 @@ export class WebhookThread {
     const { store, queue, logger } = this.options;
     // The thread's file sits beside this one: .js when built, .ts when run from the sources. worker_threads loads here.
     const { Worker } = process.getBuiltinModule('node:worker_threads');
-    const worker = new Worker(new URL(`./webhook-thread.${import.meta.url.endsWith('.ts') ? 'ts' : 'js'}`, import.meta.url), {
+    const worker = startWithThreadHeap(() => new Worker(new URL(`./webhook-thread.${import.meta.url.endsWith('.ts') ? 'ts' : 'js'}`, import.meta.url), {
       workerData: { ...this.options.settings(), autocheckpoint: store.autocheckpointPages, idleMs: this.options.idleMs ?? IDLE_MS } satisfies ThreadSettings,
-    });
+    }));
     this.worker = worker;
     worker.unref();
     worker.on('message', (message: FromThread) => {
@@ -136,6 +180,8 @@ export class WebhookThread {
     this.worker = undefined;
     this.handBack();
     worker.postMessage({ type: 'stop', timeoutMs: 5000 } satisfies ToThread);
+    // Once it is gone, the daemon's own heap gives back what the same deliveries left in it (core/memory-reducer.ts).
+    worker.once('exit', () => process.getBuiltinModule('node:diagnostics_channel').channel(THREAD_RELEASED).publish({ thread: 'webhooks' }));
     this.options.logger.info('the webhook thread stopped after a while without deliveries; the next one starts it again');
   }
 

@@ -68,4 +68,24 @@ describe('memory reducer', () => {
     // Most of what the burst took is back with the system.
     expect(mb(after - before)).to.be.below(mb(burst - before) / 2);
   });
+
+  it('gives memory back at the next idle checks once a thread of the daemon was let go, however little RSS grew', function () {
+    this.timeout(20_000);
+    const script = `
+      import { channel } from 'node:diagnostics_channel';
+      import { startMemoryReducer, THREAD_RELEASED } from ${JSON.stringify(REDUCER)};
+      const told = [];
+      // A growth no burst here reaches: only the release can start a collection.
+      const stop = startMemoryReducer({ debug: (_fields, message) => told.push(message) }, { intervalMs: 100, growthBytes: 1024 ** 4, settleMs: 10_000 });
+      await new Promise((resolve) => setTimeout(resolve, 600));
+      const quiet = told.length;
+      channel(THREAD_RELEASED).publish({ thread: 'test' });
+      await new Promise((resolve) => setTimeout(resolve, 600));
+      stop();
+      process.stdout.write(JSON.stringify({ quiet, told }));
+    `;
+    const child = spawnSync(process.execPath, [...DAEMON_NODE_FLAGS, '--input-type=module', '-e', script], { encoding: 'utf8' });
+    expect(child.status, child.stderr).to.equal(0);
+    expect(JSON.parse(child.stdout)).to.deep.equal({ quiet: 0, told: ['gave memory back after a busy spell'] });
+  });
 });

@@ -1,4 +1,6 @@
 import { expect } from 'chai';
+import { spawnSync } from 'node:child_process';
+import diagnostics from 'node:diagnostics_channel';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { JobQueue } from '../../../src/server/jobs/job-queue.ts';
@@ -6,7 +8,9 @@ import { DomainError } from '../../../src/server/kernel/errors.ts';
 import type { SqliteEngine } from '../../../src/server/store/sqlite-engine.ts';
 import { acceptDeliveries, DeliveryIntake, type RawDelivery } from '../../../src/server/webhooks/deliveries.ts';
 import { WEBHOOK_MIGRATIONS } from '../../../src/server/webhooks/github-handlers.ts';
+import { THREAD_RELEASED } from '../../../src/server/core/memory-reducer.ts';
 import { WebhookThread } from '../../../src/server/webhooks/thread-client.ts';
+import { DAEMON_NODE_FLAGS } from '../../../src/shared/run-args.ts';
 import { waitFor } from '../../support/cli.ts';
 import { freshStore } from '../../support/store.ts';
 
@@ -99,13 +103,45 @@ describe('the webhook thread', () => {
 
   it('stops once it has had nothing to do for a while, giving its memory back, and the next delivery starts another', async () => {
     const { queue, thread } = start(undefined, 300);
+    const released: unknown[] = [];
+    const onReleased = (message: unknown) => void released.push(message);
+    diagnostics.subscribe(THREAD_RELEASED, onReleased);
     const first = await thread.accept([push('d-20')]) as { jobId: string }[];
     await waitFor(() => queue.get(first[0]!.jobId)?.status === 'succeeded' || undefined, 10_000, 'the job to run');
-    // Retired: the daemon's worker runs every kind again.
+    // Retired: the daemon's worker runs every kind again, and once the thread is gone the daemon's memory reducer hears it.
     await waitFor(() => queue.takes('github.push') || undefined, 10_000, 'the idle thread to stop');
+    await waitFor(() => released.length === 1 || undefined, 10_000, 'the thread to exit');
+    diagnostics.unsubscribe(THREAD_RELEASED, onReleased);
+    expect(released).to.deep.equal([{ thread: 'webhooks' }]);
     const second = await thread.accept([push('d-21'), push('d-20')]) as { jobId: string; duplicate: boolean }[];
     expect(second[1]).to.include({ duplicate: true, jobId: first[0]!.jobId });
     expect(queue.takes('github.push')).to.equal(false);
     await waitFor(() => queue.get(second[0]!.jobId)?.status === 'succeeded' || undefined, 10_000, 'the new thread to run the job');
+  });
+
+  it('gets a young generation twice the daemon\'s, and leaves the daemon\'s cap as it was; a cap of the user\'s own applies to both', () => {
+    // The largest the young generation of a worker's isolate grows to, under allocation that keeps some alive; started
+    // through the thread's own start, then a plain one after it.
+    const client = new URL('../../../src/server/webhooks/thread-client.ts', import.meta.url).href;
+    const script = `
+      import { Worker } from 'node:worker_threads';
+      import { startWithThreadHeap } from ${JSON.stringify(client)};
+      const code = "const v8 = require('node:v8'); const ring = new Array(3000); let max = 0;" +
+        "for (let i = 0; i < 200000; i++) { ring[i % 3000] = new Array(64).fill(i);" +
+        "if (i % 1000 === 0) max = Math.max(max, v8.getHeapSpaceStatistics().find((space) => space.space_name === 'new_space').space_size); }" +
+        "require('node:worker_threads').parentPort.postMessage(max / 1048576);";
+      const largest = (worker) => new Promise((resolve) => worker.once('message', resolve));
+      const thread = await largest(startWithThreadHeap(() => new Worker(code, { eval: true, execArgv: [] })));
+      const plain = await largest(new Worker(code, { eval: true, execArgv: [] }));
+      process.stdout.write(JSON.stringify({ thread, plain }));
+    `;
+    const run = (flags: readonly string[]) => {
+      const child = spawnSync(process.execPath, [...flags, '--input-type=module', '-e', script], { encoding: 'utf8' });
+      expect(child.status, child.stderr).to.equal(0);
+      return JSON.parse(child.stdout) as { thread: number; plain: number };
+    };
+    expect(run(DAEMON_NODE_FLAGS)).to.deep.equal({ thread: 32, plain: 16 });
+    const own = DAEMON_NODE_FLAGS.map((flag) => (flag.startsWith('--max-semi-space-size=') ? '--max-semi-space-size=4' : flag));
+    expect(run(own)).to.deep.equal({ thread: 8, plain: 8 });
   });
 });
