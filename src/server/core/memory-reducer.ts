@@ -29,6 +29,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
+import { THREAD_RELEASED } from '../kernel/threads.ts';
 
 type Collect = (options: { type: 'major'; execution: 'sync'; flavor: 'last-resort' }) => void;
 
@@ -59,12 +60,6 @@ export interface MemoryReducerOptions {
 
 /** Published by node:net for each connection a server of the process accepts. */
 const ACCEPTED = 'net.server.socket';
-/**
- * Published by a part of the daemon that let a thread go: its memory went back
- * with it, and what the daemon's own heap holds from the same busy spell goes
- * at the next idle checks, however little RSS grew since the last collection.
- */
-export const THREAD_RELEASED = 'gateway.thread.released';
 
 /** Starts watching; returns the function that stops it. */
 export function startMemoryReducer(logger: Logger, options: MemoryReducerOptions = {}): () => void {

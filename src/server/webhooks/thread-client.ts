@@ -2,7 +2,7 @@ import type { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import type { JobQueue } from '../jobs/module.ts';
 import { DAEMON_NODE_FLAGS } from '../../shared/run-args.ts';
-import { THREAD_RELEASED } from '../core/memory-reducer.ts';
+import { THREAD_RELEASED } from '../kernel/threads.ts';
 import { DomainError } from '../kernel/errors.ts';
 import type { Store } from '../store/database.ts';
 import type { Outcome, RawDelivery } from './deliveries.ts';

@@ -3,6 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { DAEMON_NODE_FLAGS } from '../../../src/shared/run-args.ts';
 
 const REDUCER = new URL('../../../src/server/core/memory-reducer.ts', import.meta.url).href;
+const THREADS = new URL('../../../src/server/kernel/threads.ts', import.meta.url).href;
 
 /** A process with the daemon's flags that makes a burst of garbage, then goes quiet; what it reports of its RSS. */
 function burstThenIdle(): { before: number; burst: number; after: number; told: { rssBefore: number; rssAfter: number; ms: number }[] } {
@@ -73,7 +74,8 @@ describe('memory reducer', () => {
     this.timeout(20_000);
     const script = `
       import { channel } from 'node:diagnostics_channel';
-      import { startMemoryReducer, THREAD_RELEASED } from ${JSON.stringify(REDUCER)};
+      import { startMemoryReducer } from ${JSON.stringify(REDUCER)};
+      import { THREAD_RELEASED } from ${JSON.stringify(THREADS)};
       const told = [];
       // A growth no burst here reaches: only the release can start a collection.
       const stop = startMemoryReducer({ debug: (_fields, message) => told.push(message) }, { intervalMs: 100, growthBytes: 1024 ** 4, settleMs: 10_000 });

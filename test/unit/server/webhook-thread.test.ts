@@ -8,7 +8,7 @@ import { DomainError } from '../../../src/server/kernel/errors.ts';
 import type { SqliteEngine } from '../../../src/server/store/sqlite-engine.ts';
 import { acceptDeliveries, DeliveryIntake, type RawDelivery } from '../../../src/server/webhooks/deliveries.ts';
 import { WEBHOOK_MIGRATIONS } from '../../../src/server/webhooks/github-handlers.ts';
-import { THREAD_RELEASED } from '../../../src/server/core/memory-reducer.ts';
+import { THREAD_RELEASED } from '../../../src/server/kernel/threads.ts';
 import { WebhookThread } from '../../../src/server/webhooks/thread-client.ts';
 import { DAEMON_NODE_FLAGS } from '../../../src/shared/run-args.ts';
 import { waitFor } from '../../support/cli.ts';
