@@ -41,6 +41,15 @@ import { assertProfileName } from './profile.ts';
  * second but held 30 MB more under load.)
  */
 export const DAEMON_NODE_FLAGS = ['--max-semi-space-size=8', '--invocation-count-for-maglev=4000', '--invocation-count-for-maglev-osr=1000', '--no-memory-reducer', '--v8-pool-size=1'] as const;
+/**
+ * Whether the process runs with DAEMON_NODE_FLAGS' own flags of a kind (a
+ * prefix), and none of that kind of the user's choosing: only then may the
+ * daemon change those settings itself.
+ */
+export function daemonFlagsInForce(prefix: string, execArgv: readonly string[] = process.execArgv): boolean {
+  const ours: readonly string[] = DAEMON_NODE_FLAGS.filter((flag) => flag.startsWith(prefix));
+  return ours.length > 0 && ours.every((flag) => execArgv.includes(flag)) && execArgv.every((flag) => !flag.startsWith(prefix) || ours.includes(flag));
+}
 /** V8's own invocation counts, set by the daemon once it is ready. */
 export const DAEMON_READY_NODE_FLAGS = ['--invocation-count-for-maglev=400'] as const;
 

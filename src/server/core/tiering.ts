@@ -10,13 +10,11 @@
  * the counts each time it sets a function's budget, so changing them here
  * takes effect for what runs from now on.
  */
-import { DAEMON_NODE_FLAGS, DAEMON_READY_NODE_FLAGS } from '../../shared/run-args.ts';
+import { DAEMON_READY_NODE_FLAGS, daemonFlagsInForce } from '../../shared/run-args.ts';
 
 /** Lowers the counts to V8's, when the daemon was started with the raised ones (and not with counts of the user's own). */
 export function restoreTiering(execArgv: readonly string[] = process.execArgv): boolean {
-  const raised = DAEMON_NODE_FLAGS.filter((flag) => flag.startsWith('--invocation-count-'));
-  if (!raised.every((flag) => execArgv.includes(flag))) return false;
-  if (execArgv.some((flag) => flag.startsWith('--invocation-count-') && !raised.includes(flag as never))) return false;
+  if (!daemonFlagsInForce('--invocation-count-', execArgv)) return false;
   const v8 = process.getBuiltinModule('node:v8');
   for (const flag of DAEMON_READY_NODE_FLAGS) v8.setFlagsFromString(flag);
   return true;

@@ -1,7 +1,7 @@
 import type { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import type { JobQueue } from '../jobs/module.ts';
-import { DAEMON_NODE_FLAGS } from '../../shared/run-args.ts';
+import { DAEMON_NODE_FLAGS, daemonFlagsInForce } from '../../shared/run-args.ts';
 import { THREAD_RELEASED } from '../kernel/threads.ts';
 import { DomainError } from '../kernel/errors.ts';
 import type { Store } from '../store/database.ts';
@@ -47,8 +47,7 @@ export const THREAD_SEMI_SPACE_FLAG = '--max-semi-space-size=16';
  */
 export function startWithThreadHeap(start: () => Worker, execArgv: readonly string[] = process.execArgv): Worker {
   const daemonCap = DAEMON_NODE_FLAGS.find((flag) => flag.startsWith('--max-semi-space-size='));
-  const ours = daemonCap !== undefined && execArgv.includes(daemonCap) && execArgv.every((flag) => !flag.startsWith('--max-semi-space-size=') || flag === daemonCap);
-  if (!ours) return start();
+  if (!daemonCap || !daemonFlagsInForce('--max-semi-space-size=', execArgv)) return start();
   const v8 = process.getBuiltinModule('node:v8');
   v8.setFlagsFromString(THREAD_SEMI_SPACE_FLAG);
   let worker: Worker;
