@@ -100,8 +100,9 @@ export async function runWebhookFigures(normal: BenchProfile, full: BenchProfile
       runs[kind].push(await deliveries(profile));
       clearInterval(sampler);
       if (kind === 'backlog') {
-        left = Math.max(left, jobsLeft(join(normal.dir, 'state.db')));
-        lasted.push(left > 0 ? options.duration : (backlogFinishedAt(join(normal.dir, 'state.db'), `r${round}_`) - queuedAt) / 1000);
+        const remaining = jobsLeft(join(normal.dir, 'state.db'));
+        left = Math.max(left, remaining);
+        lasted.push(remaining > 0 ? options.duration : (backlogFinishedAt(join(normal.dir, 'state.db'), `r${round}_`) - queuedAt) / 1000);
       }
     }
   }
