@@ -90,8 +90,10 @@ export class JobWorker {
         this.unrecorded[0]!();
         this.unrecorded.shift();
       }
-      // Claiming and running a group share one commit.
-      if (free > 0) {
+      // Claiming and running a group share one commit. On SQLite, only when a job is due: an empty claim still takes
+      // the database's one write lock, and an idle worker's poll would wait (its whole thread with it) behind another
+      // thread's stream of commits; a read never waits.
+      if (free > 0 && (this.options.store.kind !== 'sqlite' || this.options.queue.hasDue())) {
         this.options.store.transaction(() => {
           claimed = this.options.queue.claim(free);
           waiting = this.runGroup(claimed);

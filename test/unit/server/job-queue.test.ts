@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { DatabaseSync } from 'node:sqlite';
 import { pino } from 'pino';
 import { JobQueue } from '../../../src/server/jobs/job-queue.ts';
 import { JobWorker } from '../../../src/server/jobs/worker.ts';
@@ -229,6 +230,32 @@ describe('a database that goes away between a group and the next look (sqlite)',
     expect(warnings).to.deep.equal(['jobs cannot be written; retrying']);
     const later = queue.enqueue('k', null);
     await waitFor(() => queue.get(later)?.status === 'succeeded', 5000, 'the worker to look again');
+    expect(await worker.drain(1000)).to.equal(0);
+  });
+});
+
+describe('an idle worker while another connection writes (sqlite)', () => {
+  const current = freshStore('sqlite');
+
+  it('looks for due jobs without waiting on the write lock, and runs a job once one is queued', async () => {
+    const store = current();
+    const queue = new JobQueue(store);
+    const warnings: string[] = [];
+    const logger = pino({ level: 'warn' }, { write: (line: string) => void warnings.push(JSON.parse(line).msg) });
+    const worker = new JobWorker({ queue, store, logger, concurrency: 1, requeueAtStart: false, handler: () => () => 'done' });
+    // Another thread of the daemon in the middle of its commits: it holds the database's one write lock.
+    const other = new DatabaseSync((store.engine as SqliteEngine).db.location()!);
+    other.exec('BEGIN IMMEDIATE');
+    try {
+      // A look that found nothing due took no lock: it neither waited out the busy timeout nor failed.
+      worker.start();
+      expect(warnings).to.deep.equal([]);
+    } finally {
+      other.exec('COMMIT');
+      other.close();
+    }
+    const id = queue.enqueue('k', null);
+    await waitFor(() => queue.get(id)?.status === 'succeeded', 5000, 'the worker to run the job');
     expect(await worker.drain(1000)).to.equal(0);
   });
 });
