@@ -79,6 +79,14 @@ function recordInstallation(store: Store, installation: Record<string, any>, sta
 const repositoryNames = (list: unknown): string[] =>
   Array.isArray(list) ? list.map((repository) => repository?.full_name).filter((name): name is string => typeof name === 'string') : [];
 
+/**
+ * Whether a delivery's job owes no order to the jobs queued before it: a push
+ * is recorded on its own (keyed by its job) and an event the gateway only
+ * acknowledges writes nothing, so any order serves them. Installation events
+ * change what the next one builds on, and run in the order they came.
+ */
+export const runsInAnyOrder = (kind: string): boolean => kind !== 'github.installation' && kind !== 'github.installation_repositories';
+
 /** Built-in handlers: installations and their repositories kept current, pushes recorded, everything else acknowledged. */
 export function registerGithubHandlers(jobs: RegistrationApi['jobs']): void {
   jobs.handle('github.push', (payload, { store, jobId }) => {

@@ -9,7 +9,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { JobQueue, JobWorker } from '../jobs/module.ts';
 import { TableBuilder } from '../kernel/registry.ts';
 import { Store } from '../store/database.ts';
-import { registerGithubHandlers } from './github-handlers.ts';
+import { registerGithubHandlers, runsInAnyOrder } from './github-handlers.ts';
 import { acceptDeliveries, type Outcome } from './deliveries.ts';
 import { type FromThread, type ThreadSettings, type ToThread, WEBHOOK_LANE } from './thread-protocol.ts';
 
@@ -82,11 +82,13 @@ function acceptWaiting(): void {
   waiting = [];
   let outcomes: Outcome[];
   try {
-    // A delivery's job runs as it is recorded, in the same transaction, while no job of the lane waits before it
-    // (jobs keep their order): one commit and no claim per delivery. Behind a backlog, jobs queue as usual.
+    // A delivery's job runs as it is recorded, in the same transaction: one commit and no claim per delivery. A job
+    // that owes no order (a push) does so even behind a backlog, which then never makes a delivery dearer; the others
+    // only while no job of the lane waits before them (jobs keep their order), and queue behind a backlog as usual.
     // Asked once, inside the group's transaction (where a read costs least).
     let inOrder: boolean | undefined;
     const runNow = (job: { id: string; kind: string; payload: unknown }) => {
+      if (runsInAnyOrder(job.kind)) return worker.runNow(job);
       inOrder ??= worker.active === 0 && !queue.hasDue();
       return inOrder ? worker.runNow(job) : undefined;
     };

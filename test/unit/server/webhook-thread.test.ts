@@ -54,19 +54,29 @@ describe('the webhook thread', () => {
     expect((store.prepare('SELECT COUNT(*) AS n FROM webhook_deliveries').get() as { n: number }).n).to.equal(1);
   });
 
-  it('runs a delivery\'s job as it records it while none waits before it, and queues it behind a backlog, in order', async () => {
+  it('runs a delivery\'s job as it records it; behind a backlog, a push\'s still, an installation\'s in its turn', async () => {
     const { store, queue, thread } = start();
     // Started, and idle: the job is finished by the time the delivery is answered, in the same commit.
     const [first] = await thread.accept([push('d-30')]) as { jobId: string }[];
     expect(queue.get(first!.jobId)).to.include({ status: 'succeeded', attempts: 1 });
     expect(store.prepare('SELECT delivery_id FROM pushes WHERE job_id = ?').get(first!.jobId)).to.deep.equal({ delivery_id: 'd-30' });
-    // A backlog of the lane's jobs: a new delivery's job waits its turn behind them.
+    // A backlog of the lane's jobs.
     const backlog = store.transaction(() => Array.from({ length: 3000 }, () => queue.enqueue('github.ping', { event: 'ping', deliveryId: 'p', hookId: null, body: {} })));
-    const [next] = await thread.accept([push('d-31')]) as { jobId: string }[];
-    await waitFor(() => queue.get(next!.jobId)?.status === 'succeeded' || undefined, 20_000, 'the backlog and the new job to run');
+    const installation: RawDelivery = {
+      event: 'installation', deliveryId: 'd-32', hookId: '7', form: false,
+      text: JSON.stringify({ action: 'created', installation: { id: 42, account: { login: 'acme' } }, repositories: [{ full_name: 'acme/w' }] }),
+    };
+    const [pushed, installed] = await thread.accept([push('d-31'), installation]) as { jobId: string }[];
+    // A push owes no order: it is recorded with its delivery, ahead of the backlog.
+    expect(queue.get(pushed!.jobId)).to.include({ status: 'succeeded', attempts: 1 });
+    expect(store.prepare('SELECT delivery_id FROM pushes WHERE job_id = ?').get(pushed!.jobId)).to.deep.equal({ delivery_id: 'd-31' });
+    // An installation event waits its turn behind the backlog.
+    await waitFor(() => queue.get(installed!.jobId)?.status === 'succeeded' || undefined, 20_000, 'the backlog and the installation\'s job to run');
     const started = (id: string) => new Date(queue.get(id)!.startedAt!).getTime();
     expect(queue.get(backlog.at(-1)!)).to.include({ status: 'succeeded' });
-    expect(started(next!.jobId)).to.be.at.least(started(backlog.at(-1)!));
+    expect(started(installed!.jobId)).to.be.at.least(started(backlog.at(-1)!));
+    expect(started(pushed!.jobId)).to.be.below(started(backlog.at(-1)!));
+    expect(store.prepare('SELECT id, account FROM installations').all()).to.deep.equal([{ id: 42, account: 'acme' }]);
   });
 
   it('that cannot start answers what it was given with a 503 to redeliver, and the daemon takes deliveries and their jobs back', async () => {
