@@ -275,6 +275,8 @@ describe('the Control UI and WebChat (e2e, in Chromium)', function () {
     await page.getByRole('button', { name: 'Send' }).click();
     // The reply streams in while the run lasts, then the history holds both turns.
     await page.getByTestId('conversation').locator('.msg.assistant').first().waitFor({ timeout: 60_000 });
+    // The run is over when Send is back in place of Stop: its agent.run call answered, after the reply was recorded.
+    await page.getByRole('button', { name: 'Send' }).waitFor({ timeout: 60_000 });
     const reply = await page.getByTestId('conversation').locator('.msg.assistant .text').last().textContent();
     expect(reply!.trim().length).to.be.greaterThan(0);
     const sessions = await home.run(['sessions', 'list', '--json']);
