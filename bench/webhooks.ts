@@ -85,6 +85,7 @@ export async function runWebhookFigures(normal: BenchProfile, full: BenchProfile
   // How long each backlog lasted into its round (s), and the jobs left after it.
   const lasted: number[] = [];
   let left = 0;
+  const normalDb = join(normal.dir, 'state.db');
   const load = machineLoad();
   for (let round = 0; round < options.rounds; round++) {
     for (const [kind, profile] of [['normal', normal], ['full', full], ['backlog', normal]] as const) {
@@ -95,14 +96,14 @@ export async function runWebhookFigures(normal: BenchProfile, full: BenchProfile
       await drained(full);
       // The backlog's jobs, queued as its load starts: its daemon's worker takes them at its next look (within a second)
       // and, warm, runs them in seconds. Written beside the daemon, as another process sharing the store would.
-      const queuedAt = kind === 'backlog' ? (queueBacklog(join(normal.dir, 'state.db'), 50_000, `r${round}_`), Date.now()) : 0;
+      const queuedAt = kind === 'backlog' ? (queueBacklog(normalDb, 50_000, `r${round}_`), Date.now()) : 0;
       const sampler = profile === normal ? setInterval(() => { peak = Math.max(peak, rssKiB(normal.pid())); }, 250) : undefined;
       runs[kind].push(await deliveries(profile));
       clearInterval(sampler);
       if (kind === 'backlog') {
-        const remaining = jobsLeft(join(normal.dir, 'state.db'));
+        const remaining = jobsLeft(normalDb);
         left = Math.max(left, remaining);
-        lasted.push(remaining > 0 ? options.duration : (backlogFinishedAt(join(normal.dir, 'state.db'), `r${round}_`) - queuedAt) / 1000);
+        lasted.push(remaining > 0 ? options.duration : (backlogFinishedAt(normalDb, `r${round}_`) - queuedAt) / 1000);
       }
     }
   }
