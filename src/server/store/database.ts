@@ -8,6 +8,10 @@ import { MIGRATIONS, type Migration } from './migrations.ts';
 import { type PostgresCoordinator, type Singleton, SINGLETON_LOCK_CLASS } from './postgres-coordinator.ts';
 import { PostgresEngine } from './postgres-engine.ts';
 import { DEFAULT_AUTOCHECKPOINT_PAGES, SqliteEngine } from './sqlite-engine.ts';
+import type { WriterTurns } from './writer-turns.ts';
+
+/** Statements that write (and so take SQLite's write lock when run outside a transaction). */
+const WRITES = /^\s*(?:INSERT|UPDATE|DELETE|REPLACE)\b/i;
 
 export interface StoreOptions {
   /** The SQLite file, when the profile keeps its state on this host. */
@@ -139,9 +143,42 @@ export class Store {
     let statement = this.statements.get(sql);
     if (!statement) {
       statement = this.engine.prepare(sql);
+      if (this.engine instanceof SqliteEngine && WRITES.test(sql)) statement = this.inTurn(statement);
       this.statements.set(sql, statement);
     }
     return statement;
+  }
+
+  /** Turns at the write lock with another thread writing the same SQLite file, while it runs (see WriterTurns). */
+  private turns?: WriterTurns;
+
+  /** Takes turns at the write lock with another thread of the daemon from now on; undefined: alone again. */
+  shareWriteLock(turns: WriterTurns | undefined): void {
+    this.turns = turns;
+  }
+
+  /** The turns set by shareWriteLock, if any. */
+  get writeLockTurns(): WriterTurns | undefined {
+    return this.turns;
+  }
+
+  /** A write statement that, run outside a transaction, takes its turn at the write lock like a transaction. */
+  private inTurn(statement: Statement): Statement {
+    const turn = <T>(write: () => T): T => {
+      const turns = this.depth === 0 ? this.turns : undefined;
+      if (!turns) return write();
+      turns.enter();
+      try {
+        return write();
+      } finally {
+        turns.leave();
+      }
+    };
+    return {
+      run: (...params) => turn(() => statement.run(...params)),
+      get: (...params) => turn(() => statement.get(...params)),
+      all: (...params) => turn(() => statement.all(...params)),
+    };
   }
 
   /** Whether a transaction is open on the daemon's connection. */
@@ -165,6 +202,17 @@ export class Store {
    */
   transaction<T>(work: () => T): T {
     const nested = this.depth > 0;
+    const turns = nested ? undefined : this.turns;
+    if (!turns) return this.inTransaction(nested, work);
+    turns.enter();
+    try {
+      return this.inTransaction(nested, work);
+    } finally {
+      turns.leave();
+    }
+  }
+
+  private inTransaction<T>(nested: boolean, work: () => T): T {
     const savepoint = `sp${this.depth + 1}`;
     try {
       this.engine.exec(nested ? `SAVEPOINT ${savepoint}` : BEGIN[this.kind]);

@@ -5,6 +5,7 @@ import { DAEMON_NODE_FLAGS, daemonFlagsInForce } from '../../shared/run-args.ts'
 import { THREAD_RELEASED } from '../kernel/threads.ts';
 import { DomainError } from '../kernel/errors.ts';
 import type { Store } from '../store/database.ts';
+import { WriterTurns } from '../store/writer-turns.ts';
 import type { Outcome, RawDelivery } from './deliveries.ts';
 import { type FromThread, type ThreadError, type ThreadSettings, type ToThread, WEBHOOK_LANE } from './thread-protocol.ts';
 
@@ -12,7 +13,7 @@ export interface WebhookThreadOptions {
   store: Store;
   queue: JobQueue;
   logger: Logger;
-  settings: () => Omit<ThreadSettings, 'autocheckpoint' | 'idleMs'>;
+  settings: () => Omit<ThreadSettings, 'autocheckpoint' | 'idleMs' | 'turns'>;
   /** How long the thread stays without deliveries or due jobs before it stops (30 s). */
   idleMs?: number;
 }
@@ -118,11 +119,20 @@ export class WebhookThread {
     const { store, queue, logger } = this.options;
     // The thread's file sits beside this one: .js when built, .ts when run from the sources. worker_threads loads here.
     const { Worker } = process.getBuiltinModule('node:worker_threads');
+    // The two threads take turns at the write lock: a write of the daemon's (a token, an audit event) waits for one of the
+    // thread's transactions, never in SQLite's busy handler while the thread commits again and again.
+    const turns = new WriterTurns('daemon');
     const worker = startWithThreadHeap(() => new Worker(new URL(`./webhook-thread.${import.meta.url.endsWith('.ts') ? 'ts' : 'js'}`, import.meta.url), {
-      workerData: { ...this.options.settings(), autocheckpoint: store.autocheckpointPages, idleMs: this.options.idleMs ?? IDLE_MS } satisfies ThreadSettings,
+      workerData: {
+        ...this.options.settings(), autocheckpoint: store.autocheckpointPages, idleMs: this.options.idleMs ?? IDLE_MS, turns: turns.buffer,
+      } satisfies ThreadSettings,
     }));
     this.worker = worker;
     worker.unref();
+    store.shareWriteLock(turns);
+    worker.once('exit', () => {
+      if (store.writeLockTurns === turns) store.shareWriteLock(undefined);
+    });
     worker.on('message', (message: FromThread) => {
       switch (message.type) {
         case 'ready':

@@ -16,6 +16,8 @@ export interface ThreadSettings {
   autocheckpoint: number;
   /** After this long without deliveries or due jobs, the thread offers to stop. */
   idleMs: number;
+  /** The turns at the write lock it takes with the daemon's thread (WriterTurns). */
+  turns: SharedArrayBuffer;
 }
 
 /** A failed write, as much as the daemon's thread needs to answer it as its own (storage faults by their codes). */

@@ -9,6 +9,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { JobQueue, JobWorker } from '../jobs/module.ts';
 import { TableBuilder } from '../kernel/registry.ts';
 import { Store } from '../store/database.ts';
+import { WriterTurns } from '../store/writer-turns.ts';
 import { registerGithubHandlers, runsInAnyOrder } from './github-handlers.ts';
 import { acceptDeliveries, type Outcome } from './deliveries.ts';
 import { type FromThread, type ThreadSettings, type ToThread, WEBHOOK_LANE } from './thread-protocol.ts';
@@ -39,6 +40,8 @@ const describe = (error: unknown) => {
 
 const store = new Store({ path: settings.path, synchronous: settings.synchronous });
 store.setAutocheckpoint(settings.autocheckpoint);
+// Before each transaction, a write the daemon's thread waits to make goes first.
+store.shareWriteLock(new WriterTurns('thread', settings.turns));
 const queue = new JobQueue(store, { owner: settings.owner, leaseMs: settings.leaseMs, lane: { under: WEBHOOK_LANE } });
 
 // The built-in handlers of deliveries' jobs, in a table of their own, resolved as in the daemon's: a kind's own, else github.*.

@@ -6,6 +6,7 @@ import { pino } from 'pino';
 import { JobQueue } from '../../../src/server/jobs/job-queue.ts';
 import { DomainError } from '../../../src/server/kernel/errors.ts';
 import type { SqliteEngine } from '../../../src/server/store/sqlite-engine.ts';
+import { WriterTurns } from '../../../src/server/store/writer-turns.ts';
 import { acceptDeliveries, DeliveryIntake, type RawDelivery } from '../../../src/server/webhooks/deliveries.ts';
 import { WEBHOOK_MIGRATIONS } from '../../../src/server/webhooks/github-handlers.ts';
 import { THREAD_RELEASED } from '../../../src/server/kernel/threads.ts';
@@ -52,6 +53,10 @@ describe('the webhook thread', () => {
     expect(queue.get(jobId)!.result).to.deep.equal({ repository: 'acme/w', ref: 'refs/heads/main', headCommit: 'a'.repeat(40), commits: 2 });
     expect(store.prepare('SELECT job_id, hook_id, delivery_id, commit_count FROM pushes').all()).to.deep.equal([{ job_id: jobId, hook_id: '7', delivery_id: 'd-1', commit_count: 2 }]);
     expect((store.prepare('SELECT COUNT(*) AS n FROM webhook_deliveries').get() as { n: number }).n).to.equal(1);
+    // The daemon's thread takes turns at the write lock with the thread while it runs, and writes alone once it is gone.
+    expect(store.writeLockTurns).to.be.an.instanceOf(WriterTurns);
+    await thread.stop(Date.now() + 5000);
+    expect(store.writeLockTurns).to.equal(undefined);
   });
 
   it('runs a delivery\'s job as it records it; behind a backlog, a push\'s still, an installation\'s in its turn', async () => {
