@@ -9,7 +9,7 @@ import { runConnectBench } from './connect.ts';
 import { type BenchProfile, runWebhookFigures, WEBHOOK_BENCH_SECRET } from './webhooks.ts';
 import { runPostgresBench } from './postgres.ts';
 import { runPluginBench, writeBenchPlugin } from './plugins.ts';
-import { runInferenceBench, startStreamingUpstream } from './inference.ts';
+import { BENCH_AGENTS, runInferenceBench, startStreamingUpstream } from './inference.ts';
 import { runMcpBench } from './mcp.ts';
 import { runControlUiBench } from './control-ui.ts';
 import { runStackFigures } from './stacks.ts';
@@ -191,8 +191,9 @@ try {
     // A paced upstream (a word every 5 ms, 40 words): the gateway's run, records and SDK against the same calls made directly.
     const upstream = await startStreamingUpstream(40, 5);
     try {
-      gateway('config', 'set', 'models.providers.up', JSON.stringify({ kind: 'openai-compatible', baseUrl: upstream.url, models: ['m'] }));
-      gateway('config', 'set', 'agents.bench', JSON.stringify({ model: 'up/m' }));
+      gateway('config', 'set', 'models.providers.up', JSON.stringify({ kind: 'openai-compatible', baseUrl: upstream.url, models: ['m', 'short'] }));
+      gateway('config', 'set', `agents.${BENCH_AGENTS.paced}`, JSON.stringify({ model: 'up/m' }));
+      gateway('config', 'set', `agents.${BENCH_AGENTS.short}`, JSON.stringify({ model: 'up/short' }));
       gateway('config', 'set', 'gateway.http.endpoints.chatCompletions.enabled', 'true');
       gateway('config', 'set', 'runtime.concurrency', '64');
       // Memory of a daemon with agents configured, before any has run, beside the same daemon without them.
@@ -205,9 +206,11 @@ try {
       };
       for (let round = 0; round < Math.min(ROUNDS, 3); round++) {
         gateway('config', 'set', 'gateway.http.endpoints.chatCompletions.enabled', 'false');
-        gateway('config', 'unset', 'agents.bench');
+        gateway('config', 'unset', `agents.${BENCH_AGENTS.paced}`);
+        gateway('config', 'unset', `agents.${BENCH_AGENTS.short}`);
         plainRss.push(await readyRss());
-        gateway('config', 'set', 'agents.bench', JSON.stringify({ model: 'up/m' }));
+        gateway('config', 'set', `agents.${BENCH_AGENTS.paced}`, JSON.stringify({ model: 'up/m' }));
+        gateway('config', 'set', `agents.${BENCH_AGENTS.short}`, JSON.stringify({ model: 'up/short' }));
         gateway('config', 'set', 'gateway.http.endpoints.chatCompletions.enabled', 'true');
         agentRss.push(await readyRss());
       }
