@@ -166,13 +166,7 @@ export class Store {
   private inTurn(statement: Statement): Statement {
     const turn = <T>(write: () => T): T => {
       const turns = this.depth === 0 ? this.turns : undefined;
-      if (!turns) return write();
-      turns.enter();
-      try {
-        return write();
-      } finally {
-        turns.leave();
-      }
+      return turns ? turns.take(write) : write();
     };
     return {
       run: (...params) => turn(() => statement.run(...params)),
@@ -203,13 +197,7 @@ export class Store {
   transaction<T>(work: () => T): T {
     const nested = this.depth > 0;
     const turns = nested ? undefined : this.turns;
-    if (!turns) return this.inTransaction(nested, work);
-    turns.enter();
-    try {
-      return this.inTransaction(nested, work);
-    } finally {
-      turns.leave();
-    }
+    return turns ? turns.take(() => this.inTransaction(nested, work)) : this.inTransaction(nested, work);
   }
 
   private inTransaction<T>(nested: boolean, work: () => T): T {

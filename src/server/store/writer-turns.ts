@@ -33,6 +33,16 @@ export class WriterTurns {
     this.daemon = side === 'daemon';
   }
 
+  /** Runs a write transaction (or a write outside one) in its turn. */
+  take<T>(write: () => T): T {
+    this.enter();
+    try {
+      return write();
+    } finally {
+      this.leave();
+    }
+  }
+
   /** Before a write transaction (or a write outside one) begins. */
   enter(): void {
     if (this.daemon) {
