@@ -192,8 +192,12 @@ try {
     const upstream = await startStreamingUpstream(40, 5);
     try {
       gateway('config', 'set', 'models.providers.up', JSON.stringify({ kind: 'openai-compatible', baseUrl: upstream.url, models: ['m', 'short'] }));
-      gateway('config', 'set', `agents.${BENCH_AGENTS.paced}`, JSON.stringify({ model: 'up/m' }));
-      gateway('config', 'set', `agents.${BENCH_AGENTS.short}`, JSON.stringify({ model: 'up/short' }));
+      // The paced agent, and one on the upstream's two-word model.
+      const agents = { [BENCH_AGENTS.paced]: 'up/m', [BENCH_AGENTS.short]: 'up/short' };
+      const configureAgents = (on: boolean) => {
+        for (const [id, model] of Object.entries(agents)) gateway('config', ...(on ? ['set', `agents.${id}`, JSON.stringify({ model })] : ['unset', `agents.${id}`]));
+      };
+      configureAgents(true);
       gateway('config', 'set', 'gateway.http.endpoints.chatCompletions.enabled', 'true');
       gateway('config', 'set', 'runtime.concurrency', '64');
       // Memory of a daemon with agents configured, before any has run, beside the same daemon without them.
@@ -206,11 +210,9 @@ try {
       };
       for (let round = 0; round < Math.min(ROUNDS, 3); round++) {
         gateway('config', 'set', 'gateway.http.endpoints.chatCompletions.enabled', 'false');
-        gateway('config', 'unset', `agents.${BENCH_AGENTS.paced}`);
-        gateway('config', 'unset', `agents.${BENCH_AGENTS.short}`);
+        configureAgents(false);
         plainRss.push(await readyRss());
-        gateway('config', 'set', `agents.${BENCH_AGENTS.paced}`, JSON.stringify({ model: 'up/m' }));
-        gateway('config', 'set', `agents.${BENCH_AGENTS.short}`, JSON.stringify({ model: 'up/short' }));
+        configureAgents(true);
         gateway('config', 'set', 'gateway.http.endpoints.chatCompletions.enabled', 'true');
         agentRss.push(await readyRss());
       }

@@ -2,7 +2,7 @@ import { statSync } from 'node:fs';
 import { configError } from '../../shared/errors.ts';
 import { daemonOfApplicationName } from '../../shared/store-url.ts';
 import { ATTACHED_DAEMONS, BEGIN, DATABASE_SIZE, type EngineKind, MIGRATION_LOCK, postgresDdl, SINGLETON_HOLDER } from './dialect.ts';
-import type { Engine, Statement } from './engine.ts';
+import type { Engine, Parameter, Statement } from './engine.ts';
 import { StorageHealth } from './faults.ts';
 import { MIGRATIONS, type Migration } from './migrations.ts';
 import { type PostgresCoordinator, type Singleton, SINGLETON_LOCK_CLASS } from './postgres-coordinator.ts';
@@ -164,15 +164,13 @@ export class Store {
 
   /** A write statement that, run outside a transaction, takes its turn at the write lock like a transaction. */
   private inTurn(statement: Statement): Statement {
-    const turn = <T>(write: () => T): T => {
-      const turns = this.depth === 0 ? this.turns : undefined;
-      return turns ? turns.take(write) : write();
+    // Inside a transaction the transaction took the turn: the statement runs as it is, with nothing made for it.
+    const inTurn = <K extends keyof Statement>(method: K) => (...params: Parameter[]): ReturnType<Statement[K]> => {
+      const turns = this.turns;
+      if (this.depth > 0 || !turns) return statement[method](...params) as ReturnType<Statement[K]>;
+      return turns.take(() => statement[method](...params) as ReturnType<Statement[K]>);
     };
-    return {
-      run: (...params) => turn(() => statement.run(...params)),
-      get: (...params) => turn(() => statement.get(...params)),
-      all: (...params) => turn(() => statement.all(...params)),
-    };
+    return { run: inTurn('run'), get: inTurn('get'), all: inTurn('all') };
   }
 
   /** Whether a transaction is open on the daemon's connection. */
