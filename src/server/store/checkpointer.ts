@@ -9,6 +9,8 @@ const WATCH_INTERVAL_MS = 1000;
 const CHECKPOINT_INTERVAL_MS = 200;
 /** While the thread runs, the daemon's own connection checkpoints only past this many pages: a safety net. */
 const FALLBACK_AUTOCHECKPOINT_PAGES = 65_536;
+/** After this long without writes, the thread empties the WAL file and stops (as the webhook thread does). */
+const IDLE_MS = 30_000;
 
 /**
  * Checkpoints off the daemon's thread. Inline checkpoints (SQLite's
@@ -17,20 +19,41 @@ const FALLBACK_AUTOCHECKPOINT_PAGES = 65_536;
  * Once the WAL grows past 8 MB (write load, not an idle daemon), a worker
  * thread with its own connection takes over with passive checkpoints, which
  * never block the writer.
+ *
+ * After 30 s without writes, the thread empties the WAL file (under write load
+ * it is reused at up to 256 MB, and would stay that large on disk) and stops,
+ * giving its memory back; inline checkpoints of a few pages take over again,
+ * and the next write load starts another thread.
  */
+export interface CheckpointerOptions {
+  path: string;
+  synchronous: 'normal' | 'full';
+  logger: Logger;
+  /** How long the thread stays without writes before it stops (30 s). */
+  idleMs?: number;
+  /** How often the thread checkpoints (200 ms). */
+  intervalMs?: number;
+}
+
 export class Checkpointer {
   private worker?: Worker;
   private watch?: NodeJS.Timeout;
   private readonly store: Store;
-  private readonly options: { path: string; synchronous: 'normal' | 'full'; logger: Logger };
+  private readonly options: CheckpointerOptions;
 
-  constructor(store: Store, options: { path: string; synchronous: 'normal' | 'full'; logger: Logger }) {
+  constructor(store: Store, options: CheckpointerOptions) {
     this.store = store;
     this.options = options;
   }
 
+  /** Whether checkpoints run on their own thread now. */
+  get running(): boolean {
+    return this.worker !== undefined;
+  }
+
   /** Watches the WAL and starts the thread when it is needed. */
   watchWal(): void {
+    clearInterval(this.watch);
     this.watch = setInterval(() => {
       let size = 0;
       try {
@@ -50,13 +73,17 @@ export class Checkpointer {
     // worker_threads loads here, once write load calls for the thread, not at every start.
     const { Worker } = process.getBuiltinModule('node:worker_threads');
     const worker = new Worker(new URL(`./checkpoint-worker.${import.meta.url.endsWith('.ts') ? 'ts' : 'js'}`, import.meta.url), {
-      workerData: { path: this.options.path, synchronous: this.options.synchronous, intervalMs: CHECKPOINT_INTERVAL_MS },
+      workerData: {
+        path: this.options.path, synchronous: this.options.synchronous,
+        intervalMs: this.options.intervalMs ?? CHECKPOINT_INTERVAL_MS, idleMs: this.options.idleMs ?? IDLE_MS,
+      },
     });
     this.worker = worker;
     worker.unref();
     this.store.setAutocheckpoint(FALLBACK_AUTOCHECKPOINT_PAGES);
     worker.on('message', (message: { type: string; message?: string }) => {
       if (message.type === 'error') this.options.logger.warn({ error: message.message }, 'background checkpoint failed');
+      if (message.type === 'idle' && this.worker === worker) this.retire(worker);
     });
     const fallBack = (why: string) => {
       if (this.worker !== worker) return;
@@ -67,6 +94,15 @@ export class Checkpointer {
     worker.once('error', (error) => fallBack(error.message));
     worker.once('exit', (code) => fallBack(`the checkpoint thread exited (${code})`));
     this.options.logger.info('checkpoints moved to their own thread');
+  }
+
+  /** Lets an idle thread go (it emptied the WAL file): inline checkpoints again, and the WAL watched for the next load. */
+  private retire(worker: Worker): void {
+    this.worker = undefined;
+    this.store.setAutocheckpoint();
+    worker.postMessage({ type: 'stop' });
+    this.options.logger.info('checkpoints are back on the daemon thread after a while without writes; the WAL file was emptied');
+    this.watchWal();
   }
 
   /** Stops the thread after a last checkpoint; the store closes after this. */
