@@ -37,6 +37,8 @@ export interface CheckpointerOptions {
 
 export class Checkpointer {
   private worker?: Worker;
+  /** A thread let go after a while without writes, until it has closed its connection. */
+  private stopping?: Promise<void>;
   private watch?: NodeJS.Timeout;
   private readonly store: Store;
   private readonly options: CheckpointerOptions;
@@ -100,17 +102,20 @@ export class Checkpointer {
   private retire(worker: Worker): void {
     this.worker = undefined;
     this.store.setAutocheckpoint();
-    worker.postMessage({ type: 'stop' });
+    this.stopping = this.stopThread(worker);
     this.options.logger.info('checkpoints are back on the daemon thread after a while without writes; the WAL file was emptied');
     this.watchWal();
   }
 
-  /** Stops the thread after a last checkpoint; the store closes after this. */
+  /** Stops the thread after a last checkpoint (and waits for one that was stopping already); the store closes after this. */
   async stop(): Promise<void> {
     clearInterval(this.watch);
     const worker = this.worker;
-    if (!worker) return;
     this.worker = undefined;
+    await Promise.all([this.stopping, worker && this.stopThread(worker)]);
+  }
+
+  private async stopThread(worker: Worker): Promise<void> {
     const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
     worker.postMessage({ type: 'stop' });
     const bound = setTimeout(() => void worker.terminate(), 5000);
