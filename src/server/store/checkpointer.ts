@@ -1,6 +1,7 @@
 import { statSync } from 'node:fs';
 import type { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
+import { THREAD_IDLE_MS } from '../kernel/threads.ts';
 import type { Store } from './database.ts';
 
 /** The WAL size at which checkpoints move to their own thread. */
@@ -9,8 +10,6 @@ const WATCH_INTERVAL_MS = 1000;
 const CHECKPOINT_INTERVAL_MS = 200;
 /** While the thread runs, the daemon's own connection checkpoints only past this many pages: a safety net. */
 const FALLBACK_AUTOCHECKPOINT_PAGES = 65_536;
-/** After this long without writes, the thread empties the WAL file and stops (as the webhook thread does). */
-const IDLE_MS = 30_000;
 
 /**
  * Checkpoints off the daemon's thread. Inline checkpoints (SQLite's
@@ -77,7 +76,7 @@ export class Checkpointer {
     const worker = new Worker(new URL(`./checkpoint-worker.${import.meta.url.endsWith('.ts') ? 'ts' : 'js'}`, import.meta.url), {
       workerData: {
         path: this.options.path, synchronous: this.options.synchronous,
-        intervalMs: this.options.intervalMs ?? CHECKPOINT_INTERVAL_MS, idleMs: this.options.idleMs ?? IDLE_MS,
+        intervalMs: this.options.intervalMs ?? CHECKPOINT_INTERVAL_MS, idleMs: this.options.idleMs ?? THREAD_IDLE_MS,
       },
     });
     this.worker = worker;

@@ -2,7 +2,7 @@ import type { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import type { JobQueue } from '../jobs/module.ts';
 import { DAEMON_NODE_FLAGS, daemonFlagsInForce } from '../../shared/run-args.ts';
-import { THREAD_RELEASED } from '../kernel/threads.ts';
+import { THREAD_IDLE_MS, THREAD_RELEASED } from '../kernel/threads.ts';
 import { DomainError } from '../kernel/errors.ts';
 import type { Store } from '../store/database.ts';
 import { WriterTurns } from '../store/writer-turns.ts';
@@ -17,9 +17,6 @@ export interface WebhookThreadOptions {
   /** How long the thread stays without deliveries or due jobs before it stops (30 s). */
   idleMs?: number;
 }
-
-/** How long the thread stays without deliveries or due jobs before it stops, giving its memory back. */
-const IDLE_MS = 30_000;
 
 /**
  * The most deliveries the daemon's thread gathers before it sends them to this
@@ -124,7 +121,7 @@ export class WebhookThread {
     const turns = new WriterTurns('daemon');
     const worker = startWithThreadHeap(() => new Worker(new URL(`./webhook-thread.${import.meta.url.endsWith('.ts') ? 'ts' : 'js'}`, import.meta.url), {
       workerData: {
-        ...this.options.settings(), autocheckpoint: store.autocheckpointPages, idleMs: this.options.idleMs ?? IDLE_MS, turns: turns.buffer,
+        ...this.options.settings(), autocheckpoint: store.autocheckpointPages, idleMs: this.options.idleMs ?? THREAD_IDLE_MS, turns: turns.buffer,
       } satisfies ThreadSettings,
     }));
     this.worker = worker;
