@@ -1,7 +1,6 @@
 import { statSync } from 'node:fs';
 import type { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
-import { THREAD_IDLE_MS } from '../kernel/threads.ts';
 import type { Store } from './database.ts';
 
 /** The WAL size at which checkpoints move to their own thread. */
@@ -28,8 +27,8 @@ export interface CheckpointerOptions {
   path: string;
   synchronous: 'normal' | 'full';
   logger: Logger;
-  /** How long the thread stays without writes before it stops (30 s). */
-  idleMs?: number;
+  /** How long the thread stays without writes before it stops (the daemon's THREAD_IDLE_MS). */
+  idleMs: number;
   /** How often the thread checkpoints (200 ms). */
   intervalMs?: number;
 }
@@ -76,7 +75,7 @@ export class Checkpointer {
     const worker = new Worker(new URL(`./checkpoint-worker.${import.meta.url.endsWith('.ts') ? 'ts' : 'js'}`, import.meta.url), {
       workerData: {
         path: this.options.path, synchronous: this.options.synchronous,
-        intervalMs: this.options.intervalMs ?? CHECKPOINT_INTERVAL_MS, idleMs: this.options.idleMs ?? THREAD_IDLE_MS,
+        intervalMs: this.options.intervalMs ?? CHECKPOINT_INTERVAL_MS, idleMs: this.options.idleMs,
       },
     });
     this.worker = worker;
