@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TestPostgres } from '../test/support/postgres.ts';
-import { freePort, loadFrom, sleep, type Figure } from './support.ts';
+import { freePort, loadFrom, ms, sleep, type Figure } from './support.ts';
 import { WEBHOOK_BENCH_SECRET } from './webhooks.ts';
 
 const BIN = new URL('../bin/run.js', import.meta.url).pathname;
@@ -105,8 +105,8 @@ export async function runPostgresBench(duration: number): Promise<Figure[]> {
         const grows = count === 1 || result.rps > rates[0]!;
         figures.push({
           name: `POST /webhooks, ${count} daemon${count > 1 ? 's' : ''} on one PostgreSQL, ${CONNECTIONS} conns`,
-          value: `${result.rps.toFixed(0)} req/s (p99 ${result.p99} ms${result.non2xx ? `, ${result.non2xx} non-2xx` : ''}; ${stored} stored)`,
-          baseline: `${baseline.rps.toFixed(0)} req/s (p99 ${baseline.p99} ms), 1 daemon on SQLite`,
+          value: `${result.rps.toFixed(0)} req/s (p99 ${ms(result.p99)} ms${result.non2xx ? `, ${result.non2xx} non-2xx` : ''}; ${stored} stored)`,
+          baseline: `${baseline.rps.toFixed(0)} req/s (p99 ${ms(baseline.p99)} ms), 1 daemon on SQLite`,
           comparison: `${(result.rps / baseline.rps).toFixed(2)}x SQLite${count > 1 ? `, ${(result.rps / rates[0]!).toFixed(2)}x 1 daemon` : ''}`,
           target: count === 1 ? 'no 2xx lost' : 'grows with daemons',
           ok: result.non2xx === 0 && grows,

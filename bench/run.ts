@@ -4,7 +4,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, type LoadResult, loadFrom, machineLoad, median, printFigures, rssKiB, sleep, startBare, step, timeCommand, type Figure } from './support.ts';
+import { freePort, type LoadResult, loadFrom, machineLoad, median, ms, printFigures, rssKiB, sleep, startBare, step, timeCommand, type Figure } from './support.ts';
 import { runConnectBench } from './connect.ts';
 import { type BenchProfile, runWebhookFigures, WEBHOOK_BENCH_SECRET } from './webhooks.ts';
 import { runPostgresBench } from './postgres.ts';
@@ -92,8 +92,8 @@ try {
     bare.stop();
     const ratio = median(gatewayRuns.map((run, round) => run.rps / bareRuns[round]!.rps));
     figures.push({
-      name: `GET /healthz, 50 conns, median of ${probeRounds} alternating rounds`, value: `${median(gatewayRuns.map((run) => run.rps)).toFixed(0)} req/s (p99 ${median(gatewayRuns.map((run) => run.p99))} ms)`,
-      baseline: `${median(bareRuns.map((run) => run.rps)).toFixed(0)} req/s bare (p99 ${median(bareRuns.map((run) => run.p99))} ms); load ${loadBefore}`,
+      name: `GET /healthz, 50 conns, median of ${probeRounds} alternating rounds`, value: `${median(gatewayRuns.map((run) => run.rps)).toFixed(0)} req/s (p99 ${ms(median(gatewayRuns.map((run) => run.p99)))} ms)`,
+      baseline: `${median(bareRuns.map((run) => run.rps)).toFixed(0)} req/s bare (p99 ${ms(median(bareRuns.map((run) => run.p99)))} ms); load ${loadBefore}, ${bareRuns[0]!.generator}`,
       comparison: `${ratio.toFixed(2)}x (first 2 s of load: ${(coldGateway.rps / coldBare.rps).toFixed(2)}x)`, target: '>= 0.95x', ok: ratio >= 0.95,
     });
 

@@ -6,7 +6,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, type LoadResult, loadFrom, machineLoad, median, readyLine, sleep, type Figure } from './support.ts';
+import { freePort, type LoadResult, loadFrom, machineLoad, median, ms, readyLine, sleep, type Figure } from './support.ts';
 import { type BenchProfile, drained, WEBHOOK_BENCH_SECRET } from './webhooks.ts';
 
 const STACK = new URL('./stacks/', import.meta.url).pathname;
@@ -78,11 +78,11 @@ export async function runStackFigures(profile: BenchProfile, options: { rounds: 
       const results = runs.get(key)!;
       return { rps: median(results.map((run) => run.rps)), p99: median(results.map((run) => run.p99)), non2xx: results.reduce((sum, run) => sum + run.non2xx, 0) };
     };
-    const shown = (figure: { rps: number; p99: number; non2xx: number }) => `${figure.rps.toFixed(0)}/s, p99 ${figure.p99} ms${figure.non2xx ? `, ${figure.non2xx} non-2xx` : ''}`;
+    const shown = (figure: { rps: number; p99: number; non2xx: number }) => `${figure.rps.toFixed(0)}/s, p99 ${ms(figure.p99)} ms${figure.non2xx ? `, ${figure.non2xx} non-2xx` : ''}`;
     const [gateway1k, bullmq1k, gateway8k, bullmq8k] = [of('gateway 1k'), of('bullmq 1k'), of('gateway 2-8k'), of('bullmq 2-8k')];
     return [{
       name: `deliveries at 1 KB (normal), median of ${options.rounds} alternating rounds`,
-      value: shown(gateway1k), baseline: `${shown(bullmq1k)} Fastify + BullMQ on Redis; load ${load}`,
+      value: shown(gateway1k), baseline: `${shown(bullmq1k)} Fastify + BullMQ on Redis; load ${load}, ${runs.get('gateway 1k')![0]!.generator}`,
       comparison: `${(gateway1k.rps / bullmq1k.rps).toFixed(2)}x`,
       target: ">= BullMQ's rate", ok: gateway1k.non2xx === 0 && gateway1k.rps >= bullmq1k.rps,
     }, {

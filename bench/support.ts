@@ -86,10 +86,16 @@ export function printFigures(figures: Figure[]): void {
 
 export interface LoadResult {
   rps: number;
+  /** ms: whole from autocannon, to the hundredth from wrk. */
   p99: number;
   non2xx: number;
   total: number;
+  /** What made the load: wrk, or autocannon. */
+  generator: string;
 }
+
+/** A latency in ms as the report shows it. */
+export const ms = (value: number): string => (Number.isInteger(value) ? String(value) : value.toFixed(1));
 
 /** Load from a process of its own (bench/load-process.ts): GET a URL, or POST signed deliveries to it. */
 export function loadFrom(options: { url: string; connections: number; duration: number; deliveries?: boolean; payload?: '1k' | '2-8k' }): Promise<LoadResult> {

@@ -1,7 +1,7 @@
 import { createHmac, randomUUID } from 'node:crypto';
 import { DatabaseSync } from 'node:sqlite';
 import { join } from 'node:path';
-import { type LoadResult, loadFrom, machineLoad, median, rssKiB, sleep, type Figure } from './support.ts';
+import { type LoadResult, loadFrom, machineLoad, median, ms, rssKiB, sleep, type Figure } from './support.ts';
 
 const SECRET = 'bench-webhook-secret';
 
@@ -112,20 +112,20 @@ export async function runWebhookFigures(normal: BenchProfile, full: BenchProfile
   const non2xx = (kind: keyof typeof runs) => runs[kind].reduce((sum, run) => sum + run.non2xx, 0);
   const figures: Figure[] = [{
     name: `POST /webhooks (synchronous normal), 50 conns, median of ${options.rounds}`,
-    value: `${rps('normal').toFixed(0)} req/s (p99 ${p99('normal')} ms${non2xx('normal') ? `, ${non2xx('normal')} non-2xx` : ''})`,
-    baseline: `${probes.rps.toFixed(0)} req/s GET /healthz, same daemon; load ${load}`,
+    value: `${rps('normal').toFixed(0)} req/s (p99 ${ms(p99('normal'))} ms${non2xx('normal') ? `, ${non2xx('normal')} non-2xx` : ''})`,
+    baseline: `${probes.rps.toFixed(0)} req/s GET /healthz, same daemon; load ${load}, ${probes.generator}`,
     comparison: `${(rps('normal') / probes.rps).toFixed(3)}x`,
     target: '>= 12,000/s, p99 <= 15 ms', ok: non2xx('normal') === 0 && rps('normal') >= 12_000 && p99('normal') <= 15,
   }, {
     name: `POST /webhooks (synchronous full), 50 conns, median of ${options.rounds}, alternating`,
-    value: `${rps('full').toFixed(0)} req/s (p99 ${p99('full')} ms${non2xx('full') ? `, ${non2xx('full')} non-2xx` : ''})`,
+    value: `${rps('full').toFixed(0)} req/s (p99 ${ms(p99('full'))} ms${non2xx('full') ? `, ${non2xx('full')} non-2xx` : ''})`,
     baseline: `${rps('normal').toFixed(0)} req/s synchronous normal`,
     comparison: `${(rps('full') / rps('normal')).toFixed(2)}x normal`,
     target: '>= 0.85x normal', ok: non2xx('full') === 0 && rps('full') >= 0.85 * rps('normal'),
   }, {
     name: `POST /webhooks while 50,000 jobs are queued and running, median of ${options.rounds}, alternating`,
-    value: `${rps('backlog').toFixed(0)} req/s (p99 ${p99('backlog')} ms${non2xx('backlog') ? `, ${non2xx('backlog')} non-2xx` : ''})`,
-    baseline: `p99 ${p99('normal')} ms with an idle queue, ${rps('normal').toFixed(0)} req/s`,
+    value: `${rps('backlog').toFixed(0)} req/s (p99 ${ms(p99('backlog'))} ms${non2xx('backlog') ? `, ${non2xx('backlog')} non-2xx` : ''})`,
+    baseline: `p99 ${ms(p99('normal'))} ms with an idle queue, ${rps('normal').toFixed(0)} req/s`,
     comparison: `p99 ${(p99('backlog') / p99('normal')).toFixed(2)}x (the backlog ran through ${median(lasted).toFixed(1)} s of each round; ${left} left after)`,
     target: 'p99 <= 1.5x idle', ok: non2xx('backlog') === 0 && p99('backlog') <= 1.5 * p99('normal'),
   }];
@@ -143,8 +143,8 @@ export async function runWebhookFigures(normal: BenchProfile, full: BenchProfile
   // the store has left the page cache): the first 2 s of deliveries, beside the idle rounds.
   const woken = await deliveries(normal, 2);
   figures.push({
-    name: `POST /webhooks, the first 2 s after ${options.settleS} s idle`, value: `${woken.rps.toFixed(0)} req/s (p99 ${woken.p99} ms${woken.non2xx ? `, ${woken.non2xx} non-2xx` : ''})`,
-    baseline: `p99 ${p99('normal')} ms, ${rps('normal').toFixed(0)} req/s in the rounds`, comparison: `p99 ${(woken.p99 / p99('normal')).toFixed(2)}x`,
+    name: `POST /webhooks, the first 2 s after ${options.settleS} s idle`, value: `${woken.rps.toFixed(0)} req/s (p99 ${ms(woken.p99)} ms${woken.non2xx ? `, ${woken.non2xx} non-2xx` : ''})`,
+    baseline: `p99 ${ms(p99('normal'))} ms, ${rps('normal').toFixed(0)} req/s in the rounds`, comparison: `p99 ${(woken.p99 / p99('normal')).toFixed(2)}x`,
     target: '(reported)', ok: woken.non2xx === 0,
   });
   return figures;
