@@ -40,7 +40,8 @@ export default defineModule({
         }),
       })
       : undefined;
-    const accept: AcceptGroup = (deliveries) => (thread?.available ? thread.accept(deliveries) : acceptDeliveries(store, queue, deliveries));
+    const here = (deliveries: Parameters<AcceptGroup>[0]) => acceptDeliveries(store, queue, deliveries);
+    const accept: AcceptGroup = (deliveries) => (thread ? thread.route(deliveries, here) : here(deliveries));
     ctx.onStop((deadline) => thread?.stop(deadline));
 
     const { rateLimit } = ctx.config().gateway;

@@ -80,6 +80,8 @@ const rebuilt = (error: ThreadError) => Object.assign(new Error(error.message), 
  */
 export class WebhookThread {
   private worker?: Worker;
+  /** The thread that said it is ready (the current one, or one gone since). */
+  private readyWorker?: Worker;
   /** Set once the thread failed: the daemon records deliveries itself from then on. */
   private failed = false;
   private stopping?: Promise<void>;
@@ -97,6 +99,24 @@ export class WebhookThread {
     return !this.failed && !this.stopping;
   }
 
+  /** Whether the thread runs and has said it is ready. */
+  get ready(): boolean {
+    return this.readyWorker !== undefined && this.readyWorker === this.worker && this.available;
+  }
+
+  /**
+   * Where a group of deliveries is recorded: in the thread once it is ready,
+   * else here (`here`, on the daemon's thread), with the thread starting. A
+   * thread takes 50-100 ms to start; the first deliveries (after start-up, or
+   * after the thread stopped idle) are answered meanwhile instead of waiting
+   * for it, and their jobs queued for whichever worker is first.
+   */
+  route(deliveries: RawDelivery[], here: (deliveries: RawDelivery[]) => Outcome[]): Outcome[] | Promise<Outcome[]> {
+    if (this.ready) return this.accept(deliveries);
+    if (this.available) this.start();
+    return here(deliveries);
+  }
+
   /** Parses, checks and records a group of deliveries in the thread; resolves once their transaction committed. */
   accept(deliveries: RawDelivery[]): Promise<Outcome[]> {
     this.start();
@@ -111,7 +131,8 @@ export class WebhookThread {
     this.worker?.postMessage(message);
   }
 
-  private start(): void {
+  /** Starts the thread, unless it runs (or starts) already. */
+  start(): void {
     if (this.worker) return;
     const { store, queue, logger } = this.options;
     // The thread's file sits beside this one: .js when built, .ts when run from the sources. worker_threads loads here.
@@ -133,7 +154,8 @@ export class WebhookThread {
     worker.on('message', (message: FromThread) => {
       switch (message.type) {
         case 'ready':
-          // From now on the thread takes deliveries' jobs; the daemon's worker, every other kind.
+          // From now on the thread takes deliveries and their jobs; the daemon's worker, every other kind.
+          this.readyWorker = worker;
           queue.useLane({ outside: WEBHOOK_LANE });
           logger.info('webhook deliveries and their jobs run on their own thread');
           break;

@@ -96,6 +96,35 @@ describe('the webhook thread', () => {
     expect(acceptDeliveries(store, queue, [push('d-9')])[0]).to.include({ duplicate: false });
   });
 
+  it('while it starts, the daemon records deliveries itself and answers at once; once it is ready, they go to it', async () => {
+    const { store, queue, thread } = start(undefined, 300);
+    const recordedHere: string[] = [];
+    const here = (deliveries: RawDelivery[]) => {
+      recordedHere.push(...deliveries.map((delivery) => delivery.deliveryId));
+      return acceptDeliveries(store, queue, deliveries);
+    };
+    for (const round of ['start-up', 'after an idle stop']) {
+      // Answered in the call itself, not after the thread's start: the first delivery starts it.
+      const first = thread.route([push(`${round}-1`)], here);
+      expect(first, round).to.be.an('array');
+      const [accepted] = first as { jobId: string; duplicate: boolean }[];
+      expect(accepted).to.include({ duplicate: false });
+      expect(thread.ready, round).to.equal(false);
+      await waitFor(() => thread.ready || undefined, 10_000, 'the thread to be ready');
+      const next = await thread.route([push(`${round}-2`), push(`${round}-1`)], here) as { jobId: string; duplicate: boolean }[];
+      expect(next[0]).to.include({ duplicate: false });
+      expect(next[1]).to.include({ duplicate: true, jobId: accepted!.jobId });
+      expect(recordedHere).to.deep.equal([`${round}-1`]);
+      recordedHere.length = 0;
+      // The job queued while the thread started runs once, with the others.
+      await waitFor(() => [accepted!.jobId, next[0]!.jobId].every((id) => queue.get(id)?.status === 'succeeded') || undefined, 10_000, 'both jobs to run');
+      expect(queue.get(accepted!.jobId)!.attempts).to.equal(1);
+      // Idle, the thread stops; the next delivery finds it gone.
+      await waitFor(() => !thread.ready || undefined, 10_000, 'the idle thread to stop');
+      await waitFor(() => queue.takes('github.push') || undefined, 10_000, 'the daemon to take its jobs back');
+    }
+  });
+
   it('takes a burst in groups of at most the daemon\'s limit, each delivery answered with its own outcome, a refused one alone', async () => {
     const { store, queue, thread } = start();
     const sizes: number[] = [];
