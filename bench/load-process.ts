@@ -20,7 +20,7 @@ type Options = { url: string; connections: number; duration: number; deliveries?
 const options = JSON.parse(process.argv[2] ?? '{}') as Options;
 const bodies = () => pushBodies(200, PAYLOADS[options.payload ?? '2-8k']);
 
-export const loadGenerator = (): 'wrk' | 'autocannon' =>
+const loadGenerator = (): 'wrk' | 'autocannon' =>
   process.env.BENCH_LOAD !== 'autocannon' && !spawnSync('wrk', ['--version']).error ? 'wrk' : 'autocannon';
 
 async function withAutocannon(): Promise<Record<string, number>> {

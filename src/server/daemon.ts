@@ -26,7 +26,6 @@ import type { Readiness } from './http/probes.ts';
 import { ConnectionsHub } from './kernel/connections.ts';
 import { EventBus } from './kernel/events.ts';
 import { ModuleHost } from './kernel/host.ts';
-import { THREAD_IDLE_MS } from './kernel/threads.ts';
 import type { DaemonView, GatewayModule } from './kernel/module.ts';
 import { originRefusal } from './auth/browser-origin.ts';
 import { createLogger, type ConsoleLog, type DaemonLogger } from './logger.ts';
@@ -185,7 +184,7 @@ export class Daemon {
 
     await this.loadCredentials();
     this.store = await openStore({ paths: this.paths, config: this.config, secrets: this.secrets, instanceId: this.instanceId, logger: this.logger });
-    if (this.store.kind === 'sqlite') this.checkpointer = new Checkpointer(this.store, { path: this.paths.db, synchronous: this.config.store.synchronous, logger: this.logger, idleMs: THREAD_IDLE_MS });
+    if (this.store.kind === 'sqlite') this.checkpointer = new Checkpointer(this.store, { path: this.paths.db, synchronous: this.config.store.synchronous, logger: this.logger });
     const store = this.store;
     const audit = (kind: string, fields: Parameters<Store['audit']>[1]) => store.audit(kind, fields);
     const lockout = new AuthLockout(this.config.gateway.auth.rateLimit);

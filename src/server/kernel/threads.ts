@@ -6,6 +6,3 @@
  * since its last collection.
  */
 export const THREAD_RELEASED = 'gateway.thread.released';
-
-/** How long a thread of the daemon (webhooks, checkpoints) stays without work before it stops, giving its memory back. */
-export const THREAD_IDLE_MS = 30_000;

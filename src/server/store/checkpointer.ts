@@ -3,6 +3,9 @@ import type { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import type { Store } from './database.ts';
 
+/** How long a thread of the daemon (webhooks, checkpoints) stays without work before it stops, giving its memory back. */
+export const THREAD_IDLE_MS = 30_000;
+
 /** The WAL size at which checkpoints move to their own thread. */
 const START_AT_BYTES = 8 * 1024 * 1024;
 const WATCH_INTERVAL_MS = 1000;
@@ -27,8 +30,8 @@ export interface CheckpointerOptions {
   path: string;
   synchronous: 'normal' | 'full';
   logger: Logger;
-  /** How long the thread stays without writes before it stops (the daemon's THREAD_IDLE_MS). */
-  idleMs: number;
+  /** How long the thread stays without writes before it stops (THREAD_IDLE_MS). */
+  idleMs?: number;
   /** How often the thread checkpoints (200 ms). */
   intervalMs?: number;
 }
@@ -75,7 +78,7 @@ export class Checkpointer {
     const worker = new Worker(new URL(`./checkpoint-worker.${import.meta.url.endsWith('.ts') ? 'ts' : 'js'}`, import.meta.url), {
       workerData: {
         path: this.options.path, synchronous: this.options.synchronous,
-        intervalMs: this.options.intervalMs ?? CHECKPOINT_INTERVAL_MS, idleMs: this.options.idleMs,
+        intervalMs: this.options.intervalMs ?? CHECKPOINT_INTERVAL_MS, idleMs: this.options.idleMs ?? THREAD_IDLE_MS,
       },
     });
     this.worker = worker;

@@ -13,7 +13,7 @@ describe('background checkpoints', () => {
   it('copy the WAL into the database from their own thread, and the data stays whole', async () => {
     const store = current();
     const path = (store.engine as SqliteEngine).db.location()!;
-    const checkpointer = new Checkpointer(store, { path, synchronous: 'normal', logger: pino({ level: 'silent' }), idleMs: 30_000 });
+    const checkpointer = new Checkpointer(store, { path, synchronous: 'normal', logger: pino({ level: 'silent' }) });
     checkpointer.start();
     const insert = store.prepare('INSERT INTO audit_events (at, kind, detail) VALUES (?, ?, ?)');
     store.transaction(() => {
