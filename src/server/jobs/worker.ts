@@ -16,6 +16,14 @@ export interface JobWorkerOptions {
    * later, must not take back the jobs the first is running.
    */
   requeueAtStart?: boolean;
+  /**
+   * Work of the same thread that goes before queued jobs (a webhook thread's
+   * deliveries). While some of it waits, the worker claims nothing and looks
+   * again when that work calls resume(); while it comes at all, the worker
+   * claims groups of at most `claim` jobs, so what comes next waits less
+   * behind them. A worker alone in its thread needs none.
+   */
+  yieldTo?: () => { waiting: boolean; claim: number };
 }
 
 const isThenable = (value: unknown): value is PromiseLike<unknown> =>
@@ -34,6 +42,8 @@ export class JobWorker {
   /** Why the last attempt to write failed, while it keeps failing (said once, not at every try). */
   private trouble?: string;
   private stopped = false;
+  /** The worker gave way to work that goes first (yieldTo), which resumes it. */
+  private yielded = false;
   private scheduled = false;
   private timer?: NodeJS.Timeout;
   private leases?: NodeJS.Timeout;
@@ -64,6 +74,13 @@ export class JobWorker {
     this.pump();
   }
 
+  /** Called by the work that goes first (yieldTo) once it has run: a worker that gave way to it looks for jobs now. */
+  resume(): void {
+    if (!this.yielded) return;
+    this.yielded = false;
+    this.pump();
+  }
+
   get active(): number {
     return this.running.size;
   }
@@ -81,7 +98,13 @@ export class JobWorker {
   private pump(): void {
     if (this.stopped) return;
     clearTimeout(this.timer);
-    const free = this.options.concurrency - this.running.size;
+    let free = this.options.concurrency - this.running.size;
+    const before = this.options.yieldTo?.();
+    if (before?.waiting) {
+      this.yielded = true;
+      return;
+    }
+    if (before) free = Math.min(free, before.claim);
     let claimed: ClaimedJob[] = [];
     let waiting: [ClaimedJob, PromiseLike<unknown>][] = [];
     try {

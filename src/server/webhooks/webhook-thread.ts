@@ -48,8 +48,11 @@ const queue = new JobQueue(store, { owner: settings.owner, leaseMs: settings.lea
 const table = new TableBuilder({ reservedPaths: () => [], compileSchema: () => undefined });
 registerGithubHandlers(table.api('webhooks', logger, true).jobs);
 
+// Deliveries go before queued jobs: a group of jobs waits while deliveries do, and is small while they come, so a
+// backlog never keeps a delivery waiting more than a few jobs' time.
 const worker = new JobWorker({
   queue, store, logger, concurrency: settings.concurrency, handler: (kind) => table.table.jobHandler(kind)?.value, requeueAtStart: false,
+  yieldTo: () => ({ waiting: waiting.length > 0, claim: Date.now() - lastAccepted < DELIVERIES_COME_MS ? GROUP_WHILE_DELIVERIES : settings.concurrency }),
 });
 
 // The daemon's live views hear that jobs changed; the daemon throttles what it sends on.
@@ -66,6 +69,9 @@ queue.onChanged(() => {
 store.health.onChange((fault) => post({ type: 'health', fault: fault ? { kind: fault.kind, detail: fault.detail } : null }));
 
 let waiting: Extract<ToThread, { type: 'accept' }>[] = [];
+/** Deliveries count as coming for this long after the last; meanwhile the worker claims groups of this many jobs. */
+const DELIVERIES_COME_MS = 100;
+const GROUP_WHILE_DELIVERIES = 8;
 // A thread without deliveries or due jobs for a while offers to stop (its heap and page cache go back to the system);
 // the daemon takes it up once nothing it sent is unanswered, and starts another at the next delivery.
 let lastAccepted = Date.now();
@@ -80,6 +86,14 @@ setInterval(() => {
   if (Date.now() - lastAccepted >= settings.idleMs && waiting.length === 0 && worker.active === 0 && (next === undefined || next > Date.now())) post({ type: 'idle' });
 }, Math.min(5000, settings.idleMs)).unref();
 function acceptWaiting(): void {
+  try {
+    recordWaiting();
+  } finally {
+    // A worker that gave way to these deliveries takes its next group now.
+    worker.resume();
+  }
+}
+function recordWaiting(): void {
   lastAccepted = Date.now();
   const groups = waiting;
   waiting = [];
@@ -121,7 +135,7 @@ port.on('message', (message: ToThread) => {
       break;
     case 'stop':
       // Deliveries that came before the stop are recorded and answered first.
-      if (waiting.length > 0) acceptWaiting();
+      if (waiting.length > 0) recordWaiting();
       void worker.drain(message.timeoutMs).then((unfinished) => {
         store.close();
         post({ type: 'stopped', unfinished });

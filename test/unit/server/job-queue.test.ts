@@ -183,6 +183,49 @@ for (const engine of ['sqlite', 'postgres'] as const) describe(`job queue (${eng
   });
 });
 
+describe('a worker that gives way to its thread\'s other work (sqlite)', () => {
+  const current = freshStore('sqlite');
+
+  it('claims nothing while that work waits and looks again when it is resumed; claims small groups while that work comes', async () => {
+    const store = current();
+    const queue = new JobQueue(store);
+    let waiting = true;
+    let claim = 2;
+    const worker = new JobWorker({
+      queue, store, logger: pino({ level: 'silent' }), concurrency: 8, requeueAtStart: false,
+      handler: () => () => 'done',
+      yieldTo: () => ({ waiting, claim }),
+    });
+    // The groups the worker takes, by their sizes (each group is one claim and one commit).
+    const groups: number[] = [];
+    const take = queue.claim.bind(queue);
+    queue.claim = (limit) => {
+      const taken = take(limit);
+      if (taken.length > 0) groups.push(taken.length);
+      return taken;
+    };
+    const ids = Array.from({ length: 7 }, (_, n) => queue.enqueue('k', { n }));
+    worker.start();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    // The other work waits: not a job was taken, though all were due.
+    expect(ids.map((id) => queue.get(id)!.status)).to.deep.equal(Array(7).fill('queued'));
+    // It has run and still comes: the worker looks again at once, in groups of two.
+    waiting = false;
+    worker.resume();
+    await waitFor(() => ids.every((id) => queue.get(id)!.status === 'succeeded'), 5000, 'the jobs to run');
+    expect(groups).to.deep.equal([2, 2, 2, 1]);
+    // Once it has stopped coming, groups are as large as the worker's concurrency again.
+    groups.length = 0;
+    claim = 8;
+    const more = Array.from({ length: 9 }, (_, n) => queue.enqueue('k', { n }));
+    await waitFor(() => more.every((id) => queue.get(id)!.status === 'succeeded'), 5000, 'the next jobs to run');
+    expect(groups).to.deep.equal([8, 1]);
+    // A resume with nothing given way to does nothing.
+    worker.resume();
+    expect(await worker.drain(1000)).to.equal(0);
+  });
+});
+
 describe('a first attempt on a full disk (sqlite)', () => {
   const current = freshStore('sqlite');
 
