@@ -153,6 +153,8 @@ export async function runInferenceBench(gatewayUrl: string, token: string, upstr
   const added = (values: number[], p: number) => percentile(values, p) - percentile(direct, p);
   const addedP50 = added(via, 50);
   const addedP99 = added(via, 99);
+  // The gateway's own work: what it adds beyond the least front on the SDK.
+  const ownP50 = percentile(via, 50) - percentile(fronted, 50);
   const directRates: number[] = [];
   const viaRates: number[] = [];
   const frontRates: number[] = [];
@@ -173,9 +175,9 @@ export async function runInferenceBench(gatewayUrl: string, token: string, upstr
     },
     {
       name: 'first token added beyond the least front on the model SDK (the gateway\'s own work)',
-      value: `+${(percentile(via, 50) - percentile(fronted, 50)).toFixed(2)} ms p50`,
+      value: `+${ownP50.toFixed(2)} ms p50`,
       baseline: `${percentile(fronted, 50).toFixed(2)} ms p50 through the SDK front`,
-      comparison: `auth, body, agent run, session records, SSE: ${((percentile(via, 50) - percentile(fronted, 50)) / Math.max(0.01, addedP50) * 100).toFixed(0)}% of the added p50`,
+      comparison: `auth, body, agent run, session records, SSE: ${(ownP50 / Math.max(0.01, addedP50) * 100).toFixed(0)}% of the added p50`,
       target: '(reported)', ok: true,
     },
     {
