@@ -89,7 +89,6 @@ await build({
     main: join(dist, 'server/main.js'),
     // Started with new Worker(new URL('./<name>.js', import.meta.url)): beside every chunk, as beside their modules in dist/server.
     'checkpoint-worker': join(dist, 'server/store/checkpoint-worker.js'),
-    'postgres-worker': join(dist, 'server/store/postgres-worker.js'),
     'webhook-thread': join(dist, 'server/webhooks/webhook-thread.js'),
   },
   outdir: out,

@@ -26,7 +26,7 @@ export interface StoreMigrateResult {
 }
 
 /** The copy itself (the store's code, server/store/copy-to-postgres.ts). */
-export type CopyStore = (path: string, url: string, password: string | undefined, progress: (line: string) => void) => { schemaVersion: number; tables: number; rows: number };
+export type CopyStore = (path: string, url: string, password: string | undefined, progress: (line: string) => void) => Promise<{ schemaVersion: number; tables: number; rows: number }>;
 
 /** The URL as config keeps it (no password), and the password it carried, if any. */
 function splitPassword(url: string): { url: string; password?: string } {
@@ -52,7 +52,7 @@ export async function migrateToPostgres(paths: ProfilePaths, target: string, sec
     throw new GatewayError(`the daemon of profile ${paths.name} is running: its state would change while it is copied`, { hints: [`gateway stop --profile ${paths.name}   # then run this again`] });
   }
   if (!existsSync(paths.db)) throw new GatewayError(`profile ${paths.name} has no state to migrate (${paths.db} does not exist)`, { exitCode: 5 });
-  const copied = copy(paths.db, url, given ?? (await secrets.get('store.password')), progress);
+  const copied = await copy(paths.db, url, given ?? (await secrets.get('store.password')), progress);
   if (given) await secrets.set('store.password', given);
   await applyConfigChange(paths, 'store.url', url);
   return { profile: paths.name, from: paths.db, to: redactedUrl(url), ...copied, switched: true, passwordStored: Boolean(given) };

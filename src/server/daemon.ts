@@ -32,7 +32,7 @@ import { createLogger, type ConsoleLog, type DaemonLogger } from './logger.ts';
 import { onLooseSecretFile } from '../shared/secrets/file-store.ts';
 import { Checkpointer } from './store/checkpointer.ts';
 import { openStore } from './store/open.ts';
-import { Store } from './store/database.ts';
+import type { AuditFields, Store } from './store/database.ts';
 import { ControlPlane } from './ws/control-plane.ts';
 import { routeUpgrade } from './ws/routes.ts';
 
@@ -186,7 +186,8 @@ export class Daemon {
     this.store = await openStore({ paths: this.paths, config: this.config, secrets: this.secrets, instanceId: this.instanceId, logger: this.logger });
     if (this.store.kind === 'sqlite') this.checkpointer = new Checkpointer(this.store, { path: this.paths.db, synchronous: this.config.store.synchronous, logger: this.logger });
     const store = this.store;
-    const audit = (kind: string, fields: Parameters<Store['audit']>[1]) => store.audit(kind, fields);
+    store.onUnexpected = (error, what) => this.logger.error({ err: error }, `${what} could not be stored`);
+    const audit = (kind: string, fields: AuditFields) => store.audit(kind, fields);
     const lockout = new AuthLockout(this.config.gateway.auth.rateLimit);
     const authenticator = new HttpAuthenticator({ config: () => this.config, credential: this.credential, lockout, audit });
     const events = new EventBus();
@@ -225,7 +226,7 @@ export class Daemon {
     this.readiness = 'ready';
     await host.start();
     this.checkpointer?.watchWal();
-    store.audit('daemon.start', { detail: { port: this.port, bind: this.bind.mode } });
+    void store.audit('daemon.start', { detail: { port: this.port, bind: this.bind.mode } });
     this.logger.info({ url: this.url, ms: Date.now() - this.startedAt }, 'daemon ready');
   }
 
@@ -326,7 +327,7 @@ export class Daemon {
   /** Releases what start-up took; safe to call on a half-started daemon. */
   async teardown(): Promise<void> {
     await this.store?.coordinator?.close();
-    this.store?.close();
+    await this.store?.close();
     if (this.record) releaseDaemonLock(this.paths, this.instanceId);
   }
 
@@ -334,7 +335,7 @@ export class Daemon {
   abort(): void {
     this.logger.warn('second signal: exiting at once');
     try {
-      this.store?.close();
+      void this.store?.close();
     } finally {
       if (this.record) releaseDaemonLock(this.paths, this.instanceId);
     }

@@ -1,14 +1,23 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import * as builtins from '../../src/server/compose.ts';
+import type { GatewayModule } from '../../src/server/kernel/module.ts';
+import { inDependencyOrder } from '../../src/server/kernel/host.ts';
 import { Store } from '../../src/server/store/database.ts';
 import { freePort } from './cli.ts';
 import { sharedPostgres } from './postgres.ts';
 
+/** Every built-in module's tables, migrated as a daemon does at start. */
+export async function migrateBuiltins(store: Store): Promise<void> {
+  const modules = inDependencyOrder(Object.values(builtins) as GatewayModule<unknown>[]);
+  await store.migrate(modules.filter((module) => module.migrations).map((module) => ({ module: module.id, migrations: module.migrations! })));
+}
+
 /**
- * Registers mocha hooks giving each test a fresh, migrated store in a
- * temporary folder (SQLite) or a new database of the tests' PostgreSQL server;
- * returns a getter.
+ * Registers mocha hooks giving each test a fresh store, with every built-in
+ * module's tables, in a temporary folder (SQLite) or a new database of the
+ * tests' PostgreSQL server; returns a getter.
  */
 export function freshStore(engine: 'sqlite' | 'postgres' = 'sqlite'): () => Store {
   let dir: string;
@@ -16,10 +25,11 @@ export function freshStore(engine: 'sqlite' | 'postgres' = 'sqlite'): () => Stor
   beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), 'gateway-store-'));
     const url = engine === 'postgres' ? (await sharedPostgres(freePort)).createDatabase() : undefined;
-    store = new Store({ path: join(dir, 'state.db'), synchronous: 'normal', url });
+    store = await Store.open({ path: join(dir, 'state.db'), synchronous: 'normal', url });
+    await migrateBuiltins(store);
   });
-  afterEach(() => {
-    store.close();
+  afterEach(async () => {
+    await store.close();
     rmSync(dir, { recursive: true, force: true });
   });
   return () => store;

@@ -74,10 +74,10 @@ const agentNotFound = (message: string) => new DomainError('not_found', message,
 export default defineModule<Agents>({
   id: 'agents',
   needs: [jobsModule, sessionsModule, modelsModule, toolsModule, channelsModule],
-  setup(ctx) {
-    ctx.store.migrateModule('agents', RUN_MIGRATIONS);
+  migrations: RUN_MIGRATIONS,
+  async setup(ctx) {
     const runs = new RunStore(ctx.store, ctx.daemon.instanceId);
-    const interrupted = runs.interruptLeftovers();
+    const interrupted = await runs.interruptLeftovers();
     if (interrupted > 0) ctx.log.warn({ runs: interrupted }, 'agent runs the previous daemon left running were interrupted');
     ctx.use(jobsModule).retention('agentRuns', (retentionMs) => runs.prune(retentionMs));
     const sessions = ctx.use(sessionsModule);
@@ -109,12 +109,12 @@ export default defineModule<Agents>({
       if (request.model && request.model !== settings.model && !settings.models.includes(request.model)) {
         throw new DomainError('forbidden', `Agent ${agentId} does not allow model ${request.model} (agents.${agentId}.models).`);
       }
-      if (request.runId && (runtime.has(request.runId) || runs.exists(request.runId))) throw new DomainError('conflict', `A run ${request.runId} exists already; choose another id.`);
+      if (request.runId && (runtime.has(request.runId) || (await runs.exists(request.runId)))) throw new DomainError('conflict', `A run ${request.runId} exists already; choose another id.`);
       const arrived = Date.now();
       // A session named by its address is made with the run's first record (below), not before.
       const address = 'key' in request.session ? undefined : request.session;
       const sessionKey = address ? sessions.store.keyOf(address) : (request.session as { key: string }).key;
-      const existing = address ? undefined : sessions.store.get(sessionKey);
+      const existing = address ? undefined : await sessions.store.get(sessionKey);
       if (!address && !existing) throw new DomainError('not_found', `No session ${sessionKey}.`);
       const room = (address ?? existing)!.kind === 'group';
 
@@ -123,41 +123,33 @@ export default defineModule<Agents>({
         start: async ({ runId, text, turnIds, signal }) => {
           const started = Date.now();
           // The history the model reads: the session's, up to the turns this run answers (the caller's own conversation when it keeps one).
-          const earlier = request.conversation ? [] : sessions.store.history(sessionKey, { limit: settings.history + turnIds.length }).filter((message) => !turnIds.includes(message.id));
+          const earlier = request.conversation ? [] : (await sessions.store.history(sessionKey, { limit: settings.history + turnIds.length })).filter((message) => !turnIds.includes(message.id));
           // The run's first records (the session, the turn, the run) are written in one transaction while the
           // daemon waits for the model: right after its first event is passed on, or a few milliseconds after the
           // request left, whichever comes first; and always before any other record of the run. They never stand
           // in front of the first token. A turn is recorded when its run starts, after the answers it waited for.
           const unkept = new AbortController();
-          let begun = false as boolean | Error;
-          const begin = () => {
-            if (begun instanceof Error) throw begun;
-            if (begun) return;
-            try {
-              ctx.store.transaction(() => {
-                runs.started({ id: runId, agent: agentId, sessionKey, surface: request.surface, at: started });
-                const turn = { direction: 'in' as const, sender: request.sender?.id ?? 'operator', senderName: request.sender?.name, text, at: arrived, role: 'user' as const, messageKind: 'message' as const, runId };
-                if (request.recordedId !== undefined || request.noTurn) {
-                  if (address) sessions.store.ensure(address, arrived);
-                } else if (address) sessions.record({ ...address, ...turn });
-                else sessions.append(sessionKey, turn);
-              });
-              begun = true;
-            } catch (error) {
+          let begun: Promise<void> | undefined;
+          let unrecorded: Error | undefined;
+          const begin = (): Promise<void> => {
+            begun ??= ctx.store.transaction(async (tx) => {
+              await runs.started({ id: runId, agent: agentId, sessionKey, surface: request.surface, at: started }, tx);
+              const turn = { direction: 'in' as const, sender: request.sender?.id ?? 'operator', senderName: request.sender?.name, text, at: arrived, role: 'user' as const, messageKind: 'message' as const, runId };
+              if (request.recordedId !== undefined || request.noTurn) {
+                if (address) await sessions.store.ensure(address, arrived, tx);
+              } else if (address) await sessions.record({ ...address, ...turn }, tx);
+              else await sessions.append(sessionKey, turn, tx);
+            }).catch((error: unknown) => {
               // A run that cannot be recorded stops.
-              begun = error instanceof Error ? error : new Error(String(error));
-              unkept.abort(begun);
-              throw begun;
-            }
+              unrecorded = error instanceof Error ? error : new Error(String(error));
+              unkept.abort(unrecorded);
+              throw unrecorded;
+            });
+            return begun;
           };
           const beginSoon = (delayMs: number) => {
-            const later = () => {
-              try {
-                begin();
-              } catch {
-                // The run has been stopped with the reason.
-              }
-            };
+            // A failure stops the run with the reason.
+            const later = () => void begin().catch(() => undefined);
             if (delayMs === 0) setImmediate(later);
             else setTimeout(later, delayMs);
           };
@@ -181,23 +173,23 @@ export default defineModule<Agents>({
               meta: { agent: agentId, sessionKey, subject: request.subject, surface: request.surface },
               signal: AbortSignal.any([signal, unkept.signal]), onEvent: emit, begin, onSent: () => beginSoon(RECORD_WAIT_MS),
             }, { caller, runner, sessions, logger: ctx.log });
-            begin();
-            runs.finished(result);
+            await begin();
+            await runs.finished(result);
             ctx.events.emit('agent.done', { runId, agent: agentId, sessionKey, status: result.status, text: result.text, model: result.model, usage: result.usage, steps: result.steps }, 'operator.read');
             return result;
           } catch (thrown) {
-            if (begun instanceof Error) {
-              ctx.log.error({ err: begun, run: runId, agent: agentId }, 'agent run could not be recorded');
-              throw toDomainError(begun).error;
+            if (unrecorded) {
+              ctx.log.error({ err: unrecorded, run: runId, agent: agentId }, 'agent run could not be recorded');
+              throw toDomainError(unrecorded).error;
             }
-            begin();
+            await begin();
             const stopped = thrown instanceof RunStopped ? thrown : signal.reason instanceof RunStopped ? signal.reason : undefined;
             const { error, unexpected } = toDomainError(thrown);
             if (unexpected && !stopped) ctx.log.error({ err: thrown, run: runId, agent: agentId }, 'agent run failed');
             const message = stopped?.message ?? error.message;
             const status = stopped?.status ?? 'failed';
-            sessions.append(sessionKey, { direction: 'out', sender: agentId, text: message, at: Date.now(), role: 'assistant', messageKind: 'error', runId, via: `agent:${agentId}`, data: { status } });
-            runs.finished({ runId, agent: agentId, sessionKey, status, text: '', model: null, usage: {}, steps: 0, toolCalls: [], latencyMs: Date.now() - started, error: message });
+            await sessions.append(sessionKey, { direction: 'out', sender: agentId, text: message, at: Date.now(), role: 'assistant', messageKind: 'error', runId, via: `agent:${agentId}`, data: { status } });
+            await runs.finished({ runId, agent: agentId, sessionKey, status, text: '', model: null, usage: {}, steps: 0, toolCalls: [], latencyMs: Date.now() - started, error: message });
             ctx.events.emit('agent.error', { runId, agent: agentId, sessionKey, status, error: message }, 'operator.read');
             if (stopped) throw new DomainError('unavailable', `The run ${status === 'interrupted' ? 'was interrupted' : 'was aborted'}: ${message}.`, { code: `run_${status}` });
             throw error;
@@ -218,7 +210,7 @@ export default defineModule<Agents>({
       name: 'agent.run',
       handler: async (params, client) => {
         const { id: agentId } = resolve(params.agent);
-        const existing = params.sessionKey && sessions.store.get(params.sessionKey);
+        const existing = params.sessionKey ? await sessions.store.get(params.sessionKey) : undefined;
         const outcome = await run({
           agentId, runId: params.runId, text: params.message, surface: 'chat', signal: client.closed,
           sender: { id: `device:${client.deviceId}`, name: client.clientId },

@@ -1,11 +1,12 @@
 /** Agent runs in the profile's database: what ran where, with which model, how it ended and what it used. */
 import type { RunResult, RunUsage } from '../../shared/protocol/results.ts';
-import type { Store } from '../store/database.ts';
+import type { Db, Store } from '../store/database.ts';
 import type { Migration } from '../store/migrations.ts';
 
 export const RUN_MIGRATIONS: readonly Migration[] = [{
   version: 1,
   name: 'agent runs',
+  was: { module: 'agents', version: 1 },
   sql: `
     CREATE TABLE agent_runs (
       id TEXT PRIMARY KEY,
@@ -27,6 +28,7 @@ export const RUN_MIGRATIONS: readonly Migration[] = [{
 }, {
   version: 2,
   name: 'the daemon that runs each run',
+  was: { module: 'agents', version: 2 },
   sql: 'ALTER TABLE agent_runs ADD COLUMN daemon TEXT',
 }];
 
@@ -40,19 +42,19 @@ export class RunStore {
     this.daemon = daemon;
   }
 
-  started(run: { id: string; agent: string; sessionKey: string; surface: string; at: number }): void {
-    this.store.prepare("INSERT INTO agent_runs (id, agent, session_key, surface, status, started_at, daemon) VALUES (?, ?, ?, ?, 'running', ?, ?)")
-      .run(run.id, run.agent, run.sessionKey, run.surface, run.at, this.daemon);
+  async started(run: { id: string; agent: string; sessionKey: string; surface: string; at: number }, db: Db = this.store): Promise<void> {
+    await db.run("INSERT INTO agent_runs (id, agent, session_key, surface, status, started_at, daemon) VALUES (?, ?, ?, ?, 'running', ?, ?)",
+      run.id, run.agent, run.sessionKey, run.surface, run.at, this.daemon);
   }
 
-  finished(result: RunResult, at = Date.now()): void {
+  async finished(result: RunResult, at = Date.now()): Promise<void> {
     const usage: RunUsage = result.usage;
-    this.store.prepare('UPDATE agent_runs SET status = ?, model = ?, finished_at = ?, input_tokens = ?, output_tokens = ?, steps = ?, error = ? WHERE id = ?')
-      .run(result.status, result.model, at, usage.inputTokens ?? null, usage.outputTokens ?? null, result.steps, result.error ?? null, result.runId);
+    await this.store.run('UPDATE agent_runs SET status = ?, model = ?, finished_at = ?, input_tokens = ?, output_tokens = ?, steps = ?, error = ? WHERE id = ?',
+      result.status, result.model, at, usage.inputTokens ?? null, usage.outputTokens ?? null, result.steps, result.error ?? null, result.runId);
   }
 
-  exists(id: string): boolean {
-    return this.store.prepare('SELECT 1 FROM agent_runs WHERE id = ?').get(id) !== undefined;
+  async exists(id: string): Promise<boolean> {
+    return (await this.store.get('SELECT 1 AS found FROM agent_runs WHERE id = ?', id)) !== undefined;
   }
 
   /**
@@ -60,15 +62,15 @@ export class RunStore {
    * store, a starting daemon knows every running run was a previous one's;
    * sharing one, only runs of daemons no longer attached are.
    */
-  interruptLeftovers(): number {
+  async interruptLeftovers(): Promise<number> {
     const update = "UPDATE agent_runs SET status = 'interrupted', finished_at = ?, error = 'the daemon stopped during the run' WHERE status = 'running'";
-    const live = this.store.liveDaemons();
-    if (!live) return Number(this.store.prepare(update).run(Date.now()).changes);
+    const live = await this.store.liveDaemons();
+    if (!live) return (await this.store.run(update, Date.now())).changes;
     // This daemon is among those attached, and its own runs have not started yet.
-    return Number(this.store.engine.prepare(`${update} AND (daemon IS NULL OR daemon NOT IN (${live.map(() => '?').join(', ')}))`).run(Date.now(), ...live).changes);
+    return (await this.store.run(`${update} AND (daemon IS NULL OR daemon NOT IN (${live.map(() => '?').join(', ')}))`, Date.now(), ...live)).changes;
   }
 
-  prune(retentionMs: number): number {
-    return Number(this.store.prepare("DELETE FROM agent_runs WHERE status <> 'running' AND started_at < ?").run(Date.now() - retentionMs).changes);
+  async prune(retentionMs: number): Promise<number> {
+    return (await this.store.run("DELETE FROM agent_runs WHERE status <> 'running' AND started_at < ?", Date.now() - retentionMs)).changes;
   }
 }

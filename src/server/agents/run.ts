@@ -37,8 +37,8 @@ export interface RunSpec {
   meta: CallMeta;
   signal: AbortSignal;
   onEvent: (event: RunEvent) => void;
-  /** Writes the run's first records (once; later calls do nothing); called before any other record. */
-  begin: () => void;
+  /** Writes the run's first records (once; later calls wait for that); awaited before any other record. */
+  begin: () => Promise<void>;
   /** Called when the first model request is on its way. */
   onSent: () => void;
 }
@@ -66,8 +66,8 @@ export async function executeRun(spec: RunSpec, deps: RunDeps): Promise<RunResul
   let text = '';
   let steps = 0;
   let finishReason = 'stop';
-  const record = (entry: Parameters<Sessions['append']>[1]) => {
-    spec.begin();
+  const record = async (entry: Parameters<Sessions['append']>[1]) => {
+    await spec.begin();
     return deps.sessions.append(spec.sessionKey, { ...entry, runId: spec.runId, via: `agent:${spec.agentId}` });
   };
   const tools = [...spec.tools, ...spec.clientTools];
@@ -101,13 +101,13 @@ export async function executeRun(spec: RunSpec, deps: RunDeps): Promise<RunResul
     usage = addUsage(usage, stepUsage);
     text += stepText;
     if (stepText || calls.length === 0) {
-      record({
+      await record({
         direction: 'out', sender: spec.agentId, text: stepText, at: Date.now(), role: 'assistant', messageKind: 'message',
         data: { model, usage: stepUsage, latencyMs: Date.now() - stepStarted, step: steps },
       });
     }
     for (const call of calls) {
-      record({ direction: 'out', sender: spec.agentId, text: '', at: Date.now(), role: 'assistant', messageKind: 'tool_call', data: { id: call.id, name: call.name, args: call.args } });
+      await record({ direction: 'out', sender: spec.agentId, text: '', at: Date.now(), role: 'assistant', messageKind: 'tool_call', data: { id: call.id, name: call.name, args: call.args } });
     }
     if (calls.length === 0) break;
     messages.push({ role: 'assistant', content: stepText, toolCalls: calls });
@@ -120,7 +120,7 @@ export async function executeRun(spec: RunSpec, deps: RunDeps): Promise<RunResul
       const outcome = await runTool(call, spec, deps);
       toolCalls.push({ id: call.id, name: call.name, args: call.args, ...outcome });
       spec.onEvent({ type: 'tool', phase: 'result', call, ...outcome });
-      record({
+      await record({
         direction: 'in', sender: call.name, text: '', at: Date.now(), role: 'tool', messageKind: 'tool_result',
         data: { id: call.id, name: call.name, ...outcome },
       });

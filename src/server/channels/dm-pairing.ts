@@ -2,7 +2,8 @@ import { randomInt } from 'node:crypto';
 import {
   MAX_PENDING_PER_ACCOUNT, PAIRING_CODE_ALPHABET, PAIRING_CODE_LENGTH, PAIRING_CODE_TTL_MS,
 } from '../../shared/channels.ts';
-import type { Store } from '../store/database.ts';
+import type { Db, Store } from '../store/database.ts';
+import type { Migration } from '../store/migrations.ts';
 
 export type DmRequestStatus = 'pending' | 'approved' | 'rejected';
 
@@ -55,6 +56,41 @@ const toAllowed = (row: Row): AllowedSender => ({
 
 const newCode = (): string => Array.from({ length: PAIRING_CODE_LENGTH }, () => PAIRING_CODE_ALPHABET[randomInt(PAIRING_CODE_ALPHABET.length)]).join('');
 
+export const CHANNEL_MIGRATIONS: readonly Migration[] = [{
+  version: 1,
+  name: 'channel pairing and allow-lists',
+  was: { schema: 5 },
+  sql: `
+    CREATE TABLE channel_pairing_requests (
+      channel TEXT NOT NULL,
+      code TEXT NOT NULL,
+      account TEXT NOT NULL,
+      sender TEXT NOT NULL,
+      sender_name TEXT,
+      status TEXT NOT NULL,
+      created_at BIGINT NOT NULL,
+      expires_at BIGINT NOT NULL,
+      resolved_at BIGINT,
+      resolved_by TEXT,
+      PRIMARY KEY (channel, code)
+    );
+    CREATE INDEX channel_pairing_sender ON channel_pairing_requests (channel, account, sender, expires_at);
+    CREATE INDEX channel_pairing_open ON channel_pairing_requests (channel, account, status, expires_at);
+    CREATE TABLE channel_allowlist (
+      channel TEXT NOT NULL,
+      sender TEXT NOT NULL,
+      account TEXT,
+      sender_name TEXT,
+      added_at BIGINT NOT NULL,
+      added_by TEXT NOT NULL,
+      code TEXT,
+      PRIMARY KEY (channel, sender)
+    );
+  `,
+}];
+
+type Decision = { request: DmPairingRequest } | { failure: DecisionFailure; request?: DmPairingRequest };
+
 /**
  * Direct-message pairing: codes for unknown senders, and each channel's
  * allow-list of approved senders, in the profile's database.
@@ -73,40 +109,37 @@ export class DmPairing {
    * (a rejected one too, so a refused sender is not answered again), or make a
    * new one unless the account already has its fill of pending codes.
    */
-  request(channel: string, account: string, sender: string, senderName: string): PairingOutcome {
-    return this.store.transaction(() => {
+  request(channel: string, account: string, sender: string, senderName: string): Promise<PairingOutcome> {
+    return this.store.transaction(async (tx): Promise<PairingOutcome> => {
       const now = this.now();
-      const open = this.store.prepare(
+      const open = await tx.get<Row>(
         "SELECT * FROM channel_pairing_requests WHERE channel = ? AND account = ? AND sender = ? AND status IN ('pending', 'rejected') AND expires_at > ? ORDER BY created_at DESC LIMIT 1",
-      ).get(channel, account, sender, now) as Row | undefined;
-      if (open) return { kind: 'pending', request: toRequest(open) } as const;
-      const pending = this.store.prepare(
-        "SELECT COUNT(*) AS n FROM channel_pairing_requests WHERE channel = ? AND account = ? AND status = 'pending' AND expires_at > ?",
-      ).get(channel, account, now) as { n: number };
-      if (Number(pending.n) >= MAX_PENDING_PER_ACCOUNT) return { kind: 'full' } as const;
-      const insert = this.store.prepare(
-        "INSERT INTO channel_pairing_requests (channel, code, account, sender, sender_name, status, created_at, expires_at) VALUES (?, ?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT (channel, code) DO NOTHING",
-      );
+        channel, account, sender, now);
+      if (open) return { kind: 'pending', request: toRequest(open) };
+      const pending = await tx.get<{ n: number }>(
+        "SELECT COUNT(*) AS n FROM channel_pairing_requests WHERE channel = ? AND account = ? AND status = 'pending' AND expires_at > ?", channel, account, now);
+      if (Number(pending?.n) >= MAX_PENDING_PER_ACCOUNT) return { kind: 'full' };
       for (;;) {
         const code = newCode();
-        if (Number(insert.run(channel, code, account, sender, senderName, now, now + PAIRING_CODE_TTL_MS).changes) === 1) {
-          return { kind: 'created', request: this.find(channel, code)! } as const;
-        }
+        const { changes } = await tx.run(
+          "INSERT INTO channel_pairing_requests (channel, code, account, sender, sender_name, status, created_at, expires_at) VALUES (?, ?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT (channel, code) DO NOTHING",
+          channel, code, account, sender, senderName, now, now + PAIRING_CODE_TTL_MS);
+        if (changes === 1) return { kind: 'created', request: (await this.find(channel, code, tx))! };
       }
     });
   }
 
-  find(channel: string, code: string): DmPairingRequest | undefined {
-    const row = this.store.prepare('SELECT * FROM channel_pairing_requests WHERE channel = ? AND code = ?').get(channel, code) as Row | undefined;
+  async find(channel: string, code: string, db: Db = this.store): Promise<DmPairingRequest | undefined> {
+    const row = await db.get<Row>('SELECT * FROM channel_pairing_requests WHERE channel = ? AND code = ?', channel, code);
     return row ? toRequest(row) : undefined;
   }
 
   /** Pending, unexpired requests, oldest first. */
-  pending(channel?: string): DmPairingRequest[] {
+  async pending(channel?: string): Promise<DmPairingRequest[]> {
     const rows = channel === undefined
-      ? this.store.prepare("SELECT * FROM channel_pairing_requests WHERE status = 'pending' AND expires_at > ? ORDER BY created_at, code").all(this.now())
-      : this.store.prepare("SELECT * FROM channel_pairing_requests WHERE channel = ? AND status = 'pending' AND expires_at > ? ORDER BY created_at, code").all(channel, this.now());
-    return (rows as Row[]).map(toRequest);
+      ? await this.store.all<Row>("SELECT * FROM channel_pairing_requests WHERE status = 'pending' AND expires_at > ? ORDER BY created_at, code", this.now())
+      : await this.store.all<Row>("SELECT * FROM channel_pairing_requests WHERE channel = ? AND status = 'pending' AND expires_at > ? ORDER BY created_at, code", channel, this.now());
+    return rows.map(toRequest);
   }
 
   /** Why a code cannot be decided now, or undefined when it is pending and valid. */
@@ -119,49 +152,53 @@ export class DmPairing {
   }
 
   /** Approves a pending code and adds its sender to the channel's allow-list, in one transaction. */
-  approve(channel: string, code: string, actor: string): { request: DmPairingRequest } | { failure: DecisionFailure; request?: DmPairingRequest } {
-    return this.store.transaction(() => {
-      const request = this.find(channel, code);
+  approve(channel: string, code: string, actor: string): Promise<Decision> {
+    return this.store.transaction(async (tx): Promise<Decision> => {
+      const request = await this.find(channel, code, tx);
       const failure = this.failure(request);
       if (failure) return { failure, ...(request ? { request } : {}) };
       const now = this.now();
-      this.store.prepare("UPDATE channel_pairing_requests SET status = 'approved', resolved_at = ?, resolved_by = ? WHERE channel = ? AND code = ?").run(now, actor, channel, code);
-      this.store.prepare(
-        'INSERT INTO channel_allowlist (channel, sender, account, sender_name, added_at, added_by, code) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (channel, sender) DO NOTHING',
-      ).run(channel, request!.sender, request!.account, request!.senderName, now, actor, code);
-      return { request: this.find(channel, code)! };
+      await tx.run("UPDATE channel_pairing_requests SET status = 'approved', resolved_at = ?, resolved_by = ? WHERE channel = ? AND code = ?", now, actor, channel, code);
+      await tx.run('INSERT INTO channel_allowlist (channel, sender, account, sender_name, added_at, added_by, code) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (channel, sender) DO NOTHING',
+        channel, request!.sender, request!.account, request!.senderName, now, actor, code);
+      return { request: (await this.find(channel, code, tx))! };
     });
   }
 
-  reject(channel: string, code: string, actor: string): { request: DmPairingRequest } | { failure: DecisionFailure; request?: DmPairingRequest } {
-    return this.store.transaction(() => {
-      const request = this.find(channel, code);
+  reject(channel: string, code: string, actor: string): Promise<Decision> {
+    return this.store.transaction(async (tx): Promise<Decision> => {
+      const request = await this.find(channel, code, tx);
       const failure = this.failure(request);
       if (failure) return { failure, ...(request ? { request } : {}) };
-      this.store.prepare("UPDATE channel_pairing_requests SET status = 'rejected', resolved_at = ?, resolved_by = ? WHERE channel = ? AND code = ?").run(this.now(), actor, channel, code);
-      return { request: this.find(channel, code)! };
+      await tx.run("UPDATE channel_pairing_requests SET status = 'rejected', resolved_at = ?, resolved_by = ? WHERE channel = ? AND code = ?", this.now(), actor, channel, code);
+      return { request: (await this.find(channel, code, tx))! };
     });
   }
 
-  isAllowed(channel: string, sender: string): boolean {
-    return this.store.prepare('SELECT 1 FROM channel_allowlist WHERE channel = ? AND sender = ?').get(channel, sender) !== undefined;
+  async isAllowed(channel: string, sender: string): Promise<boolean> {
+    return (await this.store.get('SELECT 1 AS allowed FROM channel_allowlist WHERE channel = ? AND sender = ?', channel, sender)) !== undefined;
   }
 
-  allowed(channel?: string): AllowedSender[] {
+  async allowed(channel?: string): Promise<AllowedSender[]> {
     const rows = channel === undefined
-      ? this.store.prepare('SELECT * FROM channel_allowlist ORDER BY channel, added_at').all()
-      : this.store.prepare('SELECT * FROM channel_allowlist WHERE channel = ? ORDER BY added_at').all(channel);
-    return (rows as Row[]).map(toAllowed);
+      ? await this.store.all<Row>('SELECT * FROM channel_allowlist ORDER BY channel, added_at')
+      : await this.store.all<Row>('SELECT * FROM channel_allowlist WHERE channel = ? ORDER BY added_at', channel);
+    return rows.map(toAllowed);
+  }
+
+  /** How many senders a channel allows. */
+  async allowedCount(channel: string): Promise<number> {
+    return Number((await this.store.get<{ n: number }>('SELECT COUNT(*) AS n FROM channel_allowlist WHERE channel = ?', channel))?.n ?? 0);
   }
 
   /** Removes a sender from the allow-list; false when it was not on it. */
-  revoke(channel: string, sender: string): boolean {
-    return Number(this.store.prepare('DELETE FROM channel_allowlist WHERE channel = ? AND sender = ?').run(channel, sender).changes) === 1;
+  async revoke(channel: string, sender: string): Promise<boolean> {
+    return (await this.store.run('DELETE FROM channel_allowlist WHERE channel = ? AND sender = ?', channel, sender)).changes === 1;
   }
 
   /** Forgets decided and expired requests older than the retention. */
-  prune(olderThanMs: number): number {
+  async prune(olderThanMs: number): Promise<number> {
     const cutoff = this.now() - olderThanMs;
-    return Number(this.store.prepare('DELETE FROM channel_pairing_requests WHERE expires_at < ?').run(cutoff).changes);
+    return (await this.store.run('DELETE FROM channel_pairing_requests WHERE expires_at < ?', cutoff)).changes;
   }
 }

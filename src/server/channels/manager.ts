@@ -58,6 +58,8 @@ export class ChannelManager {
   private readonly failed = new Map<string, string>();
   /** Channels another daemon of the gateway runs now (a shared store); this one takes over if it stops. */
   private readonly standby = new Set<string>();
+  /** Each channel's inbound messages are handled one after another, in the order they came. */
+  private readonly inboundQueues = new Map<string, Promise<void>>();
   private readonly now: () => number;
   private readonly deps: ChannelManagerDeps;
 
@@ -112,7 +114,7 @@ export class ChannelManager {
         settings: () => this.settings(id) ?? { enabled: false, dmPolicy: 'pairing', allowFrom: [] },
         secret: this.deps.secret,
         logger: this.deps.logger,
-        inbound: (message) => this.inbound(id, message),
+        inbound: (message) => this.enqueueInbound(id, message),
         stateChanged: (status) => this.deps.emit('channel.status', this.statusView(id, status), 'operator.read'),
       });
       this.running.set(id, channel);
@@ -136,6 +138,12 @@ export class ChannelManager {
   async stop(): Promise<void> {
     await Promise.all([...this.running.keys()].map((id) => this.close(id)));
     this.standby.clear();
+    await this.settled();
+  }
+
+  /** Resolves once every inbound message that has arrived so far is handled. */
+  async settled(): Promise<void> {
+    while (this.inboundQueues.size > 0) await Promise.all(this.inboundQueues.values());
   }
 
   private statusView(channel: string, status: AccountStatus): ChannelStatus {
@@ -164,10 +172,11 @@ export class ChannelManager {
   }
 
   /** The channels the gateway knows, configured or not. */
-  list(): ChannelInfo[] {
+  async list(): Promise<ChannelInfo[]> {
     const config = this.deps.config().channels;
     const ids = [...new Set([...this.deps.kinds().keys(), ...Object.keys(config)])].sort();
-    return ids.map((id) => ({
+    const approved = await Promise.all(ids.map((id) => this.deps.pairing.allowedCount(id)));
+    return ids.map((id, index) => ({
       channel: id,
       label: this.kind(id)?.label ?? 'not installed',
       installed: this.kind(id) !== undefined,
@@ -175,7 +184,7 @@ export class ChannelManager {
       running: this.running.has(id),
       dmPolicy: config[id]?.dmPolicy ?? 'pairing',
       allowFrom: config[id]?.allowFrom ?? [],
-      approvedSenders: this.deps.pairing.allowed(id).length,
+      approvedSenders: approved[index]!,
       accounts: this.running.get(id)?.accounts() ?? (config[id] ? ['default'] : []),
     }));
   }
@@ -186,7 +195,7 @@ export class ChannelManager {
   }
 
   /** Whether a sender may reach sessions: config allowFrom ("*" only under open), or the approved list. */
-  isAllowed(channel: string, sender: string): boolean {
+  async isAllowed(channel: string, sender: string): Promise<boolean> {
     const settings = this.settings(channel);
     if (!settings) return false;
     const allowFrom = settings.allowFrom.map((entry) => (entry === '*' ? entry : this.normalizePeer(channel, entry)));
@@ -194,10 +203,19 @@ export class ChannelManager {
     return allowFrom.includes(sender) || this.deps.pairing.isAllowed(channel, sender);
   }
 
-  private inbound(channel: string, message: InboundMessage): void {
+  /** Queues an inbound message behind the channel's earlier ones: each is recorded, and answered, in the order it came. */
+  private enqueueInbound(channel: string, message: InboundMessage): void {
+    const queued = (this.inboundQueues.get(channel) ?? Promise.resolve()).then(() => this.inbound(channel, message));
+    this.inboundQueues.set(channel, queued);
+    void queued.then(() => {
+      if (this.inboundQueues.get(channel) === queued) this.inboundQueues.delete(channel);
+    });
+  }
+
+  private async inbound(channel: string, message: InboundMessage): Promise<void> {
     try {
       if (message.kind === 'group') {
-        this.arrived(channel, message, this.record(channel, message.account, 'group', message.room!, message.room!, { direction: 'in', sender: message.sender, senderName: message.senderName, text: message.text, at: message.at }));
+        this.arrived(channel, message, await this.record(channel, message.account, 'group', message.room!, message.room!, { direction: 'in', sender: message.sender, senderName: message.senderName, text: message.text, at: message.at }));
         return;
       }
       const settings = this.settings(channel);
@@ -207,15 +225,15 @@ export class ChannelManager {
         log.debug('direct message ignored: the DM policy is disabled');
         return;
       }
-      if (this.isAllowed(channel, message.sender)) {
-        this.arrived(channel, message, this.record(channel, message.account, 'direct', message.sender, message.senderName, { direction: 'in', sender: message.sender, senderName: message.senderName, text: message.text, at: message.at }));
+      if (await this.isAllowed(channel, message.sender)) {
+        this.arrived(channel, message, await this.record(channel, message.account, 'direct', message.sender, message.senderName, { direction: 'in', sender: message.sender, senderName: message.senderName, text: message.text, at: message.at }));
         return;
       }
       if (policy !== 'pairing') {
         log.debug(`direct message from an unknown sender dropped (DM policy ${policy})`);
         return;
       }
-      const outcome = this.deps.pairing.request(channel, message.account, message.sender, message.senderName);
+      const outcome = await this.deps.pairing.request(channel, message.account, message.sender, message.senderName);
       if (outcome.kind === 'full') {
         log.info('pairing request ignored: this account already has the most pending codes');
         return;
@@ -303,7 +321,7 @@ export class ChannelManager {
   /** Approves a code; with notify, tells the sender. Failures name why the code cannot be approved. */
   async approve(channelId: string, code: string, actor: string, notify: boolean): Promise<PairApproved> {
     this.assertKnown(channelId);
-    const outcome = this.deps.pairing.approve(channelId, code, actor);
+    const outcome = await this.deps.pairing.approve(channelId, code, actor);
     if ('failure' in outcome) {
       if (outcome.failure === 'approved') return { approved: true as const, alreadyApproved: true, ...pairRequestView(outcome.request!), notified: false };
       throw new DomainError('not_found', `pairing code ${code} on channel ${channelId} ${FAILURE_TEXT[outcome.failure]}`);
@@ -323,18 +341,18 @@ export class ChannelManager {
     return { approved: true as const, alreadyApproved: false, ...pairRequestView(request), notified, ...(notifyError ? { notifyError } : {}) };
   }
 
-  reject(channelId: string, code: string, actor: string): { rejected: true } & DmPairingRequestView {
+  async reject(channelId: string, code: string, actor: string): Promise<{ rejected: true } & DmPairingRequestView> {
     this.assertKnown(channelId);
-    const outcome = this.deps.pairing.reject(channelId, code, actor);
+    const outcome = await this.deps.pairing.reject(channelId, code, actor);
     if ('failure' in outcome) throw new DomainError('not_found', `pairing code ${code} on channel ${channelId} ${FAILURE_TEXT[outcome.failure]}`);
     this.deps.emit('channel.pair.resolved', { ...pairRequestView(outcome.request), decision: 'rejected' }, 'operator.pairing');
     return { rejected: true as const, ...pairRequestView(outcome.request) };
   }
 
-  revoke(channelId: string, sender: string): { revoked: true; channel: string; sender: string } {
+  async revoke(channelId: string, sender: string): Promise<{ revoked: true; channel: string; sender: string }> {
     this.assertKnown(channelId);
     const folded = this.normalizePeer(channelId, sender);
-    if (this.deps.pairing.revoke(channelId, folded)) return { revoked: true as const, channel: channelId, sender: folded };
+    if (await this.deps.pairing.revoke(channelId, folded)) return { revoked: true as const, channel: channelId, sender: folded };
     const inConfig = (this.settings(channelId)?.allowFrom ?? []).some((entry) => entry !== '*' && this.normalizePeer(channelId, entry) === folded);
     if (inConfig) {
       throw new DomainError('invalid', `${sender} is allowed by channels.${channelId}.allowFrom in the config, not by pairing; change it with gateway config set channels.${channelId}.allowFrom`);

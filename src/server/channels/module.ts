@@ -6,7 +6,7 @@ import { normalizePairingCode } from '../../shared/channels.ts';
 import { defineModule, type RpcClient } from '../kernel/module.ts';
 import jobsModule from '../jobs/module.ts';
 import sessionsModule, { messageView } from '../sessions/module.ts';
-import { DmPairing } from './dm-pairing.ts';
+import { CHANNEL_MIGRATIONS, DmPairing } from './dm-pairing.ts';
 import { ircFold } from './irc-names.ts';
 import { ChannelManager, pairRequestView } from './manager.ts';
 
@@ -22,6 +22,7 @@ const CHANNEL_ID = { type: 'string', pattern: '^[a-z0-9][a-z0-9_-]{0,31}$' };
 export default defineModule<Channels>({
   id: 'channels',
   needs: [jobsModule, sessionsModule],
+  migrations: CHANNEL_MIGRATIONS,
   setup(ctx) {
     const { store, events } = ctx;
     const pairing = new DmPairing(store);
@@ -50,38 +51,38 @@ export default defineModule<Channels>({
     const audit = (kind: string, client: RpcClient, subject: string, detail: Record<string, unknown>) =>
       store.audit(kind, { actor: client.deviceId, subject, address: client.address, detail });
 
-    ctx.rpc.method({ name: 'channels.list', handler: () => ({ channels: channels.list() }) });
+    ctx.rpc.method({ name: 'channels.list', handler: async () => ({ channels: await channels.list() }) });
     ctx.rpc.method({ name: 'channels.status', handler: () => ({ channels: channels.status() }) });
-    ctx.rpc.method({ name: 'pair.list', handler: ({ channel }) => ({ requests: pairing.pending(channel).map(pairRequestView) }) });
+    ctx.rpc.method({ name: 'pair.list', handler: async ({ channel }) => ({ requests: (await pairing.pending(channel)).map(pairRequestView) }) });
     ctx.rpc.method({
       name: 'pair.approve',
       handler: async (params, client) => {
         const code = normalizePairingCode(params.code);
         const result = await channels.approve(params.channel, code, client.deviceId, params.notify === true);
-        if (!result.alreadyApproved) audit('channel.pair.approved', client, `${params.channel}:${result.sender}`, { code, account: result.account, notified: result.notified });
+        if (!result.alreadyApproved) await audit('channel.pair.approved', client, `${params.channel}:${result.sender}`, { code, account: result.account, notified: result.notified });
         return result;
       },
     });
     ctx.rpc.method({
       name: 'pair.reject',
-      handler: (params, client) => {
-        const result = channels.reject(params.channel, normalizePairingCode(params.code), client.deviceId);
-        audit('channel.pair.rejected', client, `${params.channel}:${result.sender}`, { code: result.code, account: result.account });
+      handler: async (params, client) => {
+        const result = await channels.reject(params.channel, normalizePairingCode(params.code), client.deviceId);
+        await audit('channel.pair.rejected', client, `${params.channel}:${result.sender}`, { code: result.code, account: result.account });
         return result;
       },
     });
     ctx.rpc.method({
       name: 'pair.revoke',
-      handler: (params, client) => {
-        const result = channels.revoke(params.channel, params.sender);
-        audit('channel.sender.revoked', client, `${params.channel}:${result.sender}`, {});
+      handler: async (params, client) => {
+        const result = await channels.revoke(params.channel, params.sender);
+        await audit('channel.sender.revoked', client, `${params.channel}:${result.sender}`, {});
         return result;
       },
     });
     ctx.rpc.method({
       name: 'pair.allowed',
-      handler: ({ channel }) => ({
-        senders: pairing.allowed(channel).map((entry) => ({
+      handler: async ({ channel }) => ({
+        senders: (await pairing.allowed(channel)).map((entry) => ({
           channel: entry.channel, sender: entry.sender, senderName: entry.senderName, account: entry.account,
           addedAt: new Date(entry.addedAt).toISOString(), addedBy: entry.addedBy, code: entry.code,
         })),
@@ -91,7 +92,7 @@ export default defineModule<Channels>({
       name: 'message.send',
       handler: async (params, client) => {
         const sent = await channels.send({ channel: params.channel, account: params.account, to: params.to, text: params.text, via: client.deviceId });
-        audit('message.sent', client, sent.session.key, { messageId: sent.message.id });
+        await audit('message.sent', client, sent.session.key, { messageId: sent.message.id });
         return { sent: true, sessionKey: sent.session.key, message: messageView(sent.message) };
       },
     });

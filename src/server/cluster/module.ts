@@ -31,20 +31,20 @@ export default defineModule({
 
     ctx.rpc.method({
       name: 'store.status',
-      handler: () => {
-        const attached = store.attached();
+      handler: async () => {
+        const attached = await store.attached();
         const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
         return {
           backend: store.kind,
           location: store.kind === 'postgres' ? redactedUrl(process.env.GATEWAY_STORE_URL || ctx.config().store.url || '') : daemon.paths.db,
-          schemaVersion: store.schemaVersion,
-          modules: store.moduleVersions(),
-          sizeBytes: store.sizeBytes(daemon.paths.db),
+          schemaVersion: await store.schemaVersion(),
+          modules: await store.moduleVersions(),
+          sizeBytes: await store.sizeBytes(daemon.paths.db),
           self: daemon.instanceId,
           daemons: attached
             ? attached.map((entry) => ({ ...entry, connectedAt: iso(entry.connectedAt) }))
             : [{ instanceId: daemon.instanceId, profile: daemon.profile, address: null, connectedAt: new Date(daemon.startedAt).toISOString() }],
-          singletons: store.singletonHolders([...store.singletonNames].sort(), daemon.instanceId),
+          singletons: await store.singletonHolders([...store.singletonNames].sort(), daemon.instanceId),
         };
       },
     });

@@ -209,8 +209,8 @@ export default defineModule({
     ctx.onStop(() => stopMemoryReducer?.());
     ctx.rpc.method({
       name: 'audit.list',
-      handler: ({ since, limit }) => {
-        const rows = store.prepare('SELECT * FROM audit_events WHERE at >= ? ORDER BY id DESC LIMIT ?').all(since ?? 0, limit ?? 200) as Record<string, unknown>[];
+      handler: async ({ since, limit }) => {
+        const rows = await store.auditEvents(since ?? 0, limit ?? 200);
         return {
           events: rows.reverse().map((row) => ({
             id: Number(row.id), at: new Date(Number(row.at)).toISOString(), kind: String(row.kind), actor: row.actor, subject: row.subject,

@@ -123,15 +123,15 @@ export class HooksIngress {
     const key = header(req, 'idempotency-key');
     if (key !== undefined && !IDEMPOTENCY_KEY.test(key)) throw invalid('Idempotency-Key must be 1-128 visible ASCII characters.');
     if (key !== undefined) {
-      const earlier = this.deps.store.prepare('SELECT status, body FROM hook_requests WHERE hook = ? AND key = ?').get(name, key) as { status: number; body: string | null } | undefined;
+      const earlier = await this.deps.store.get<{ status: number; body: string | null }>('SELECT status, body FROM hook_requests WHERE hook = ? AND key = ?', name, key);
       if (earlier) {
         return { status: Number(earlier.status), body: earlier.body === null ? undefined : JSON.parse(earlier.body), headers: { 'idempotent-replayed': 'true' } };
       }
     }
     const answer = await this.run(name, mappings, payload as Record<string, unknown>);
     if (key !== undefined) {
-      this.deps.store.prepare('INSERT INTO hook_requests (hook, key, status, body, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (hook, key) DO NOTHING')
-        .run(name, key, answer.status, answer.body === undefined ? null : JSON.stringify(answer.body), Date.now());
+      await this.deps.store.run('INSERT INTO hook_requests (hook, key, status, body, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (hook, key) DO NOTHING',
+        name, key, answer.status, answer.body === undefined ? null : JSON.stringify(answer.body), Date.now());
     }
     return answer;
   }
@@ -149,7 +149,7 @@ export class HooksIngress {
       return;
     }
     const lockedFor = this.deps.lockout.fail(address, 'hooks');
-    this.deps.store.audit(lockedFor ? 'auth.lockout' : 'auth.failure', { address, detail: { kind: 'hooks', ...(lockedFor ? { lockoutMs: lockedFor } : {}) } });
+    await this.deps.store.audit(lockedFor ? 'auth.lockout' : 'auth.failure', { address, detail: { kind: 'hooks', ...(lockedFor ? { lockoutMs: lockedFor } : {}) } });
     if (lockedFor) throw rateLimited(lockedFor, 'Too many failed attempts');
     throw new DomainError('unauthorized', presented === undefined
       ? 'Hooks need the hooks token: "Authorization: Bearer <token>" or "x-gateway-token: <token>".'
@@ -185,14 +185,14 @@ export class HooksIngress {
       if (mapping.action === 'job') {
         const kind = mapping.kind ?? `hooks.${name}`;
         const sessionKey = this.sessionKey(mapping, original);
-        const jobId = this.deps.queue.enqueue(kind, { hook: name, payload, ...(sessionKey ? { sessionKey } : {}) }, { source: `hook:${name}` });
+        const jobId = await this.deps.queue.enqueue({ kind, payload: { hook: name, payload, ...(sessionKey ? { sessionKey } : {}) }, source: `hook:${name}` });
         results.push({ action: 'job', kind, jobId });
       } else if (mapping.action === 'message') {
         results.push(await this.message(name, mapping, payload));
       } else {
         const key = this.sessionKey(mapping, original);
         if (!key) throw invalid(`Hook ${name} wakes a session but none is named (set the mapping's sessionKey or hooks.defaultSessionKey).`);
-        const session = this.deps.sessions.wake(key);
+        const session = await this.deps.sessions.wake(key);
         if (!session) throw invalid(`There is no session ${key} to wake.`);
         this.deps.emit('session.wake', { sessionKey: key, hook: name, at: new Date().toISOString() }, 'operator.read');
         results.push({ action: 'wake', sessionKey: key });
@@ -211,7 +211,7 @@ export class HooksIngress {
       target = { channel: mapping.channel, to: mapping.to };
     } else {
       const key = this.sessionKey(mapping, payload);
-      const session = key ? this.deps.sessions.get(key) : undefined;
+      const session = key ? await this.deps.sessions.get(key) : undefined;
       if (!session) throw invalid(key ? `There is no session ${key} to message.` : `Hook ${name} names no channel peer or session.`);
       target = { channel: session.channel, account: session.account, to: session.peerName ?? session.peer };
     }

@@ -17,6 +17,22 @@ import { hooksBase } from './hooks-path.ts';
 export default defineModule({
   id: 'hooks',
   needs: [jobsModule, channelsModule, sessionsModule],
+  migrations: [{
+    version: 1,
+    name: 'hook idempotency keys',
+    was: { schema: 6 },
+    sql: `
+      CREATE TABLE hook_requests (
+        hook TEXT NOT NULL,
+        key TEXT NOT NULL,
+        status INTEGER NOT NULL,
+        body TEXT,
+        created_at BIGINT NOT NULL,
+        PRIMARY KEY (hook, key)
+      );
+      CREATE INDEX hook_requests_created ON hook_requests (created_at);
+    `,
+  }],
   async setup(ctx) {
     const { queue, handles } = ctx.use(jobsModule);
     const { channels } = ctx.use(channelsModule);

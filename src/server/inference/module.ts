@@ -25,8 +25,8 @@ type Endpoint = 'chatCompletions' | 'responses' | 'models' | 'embeddings';
 export default defineModule({
   id: 'inference',
   needs: [agentsModule, modelsModule, jobsModule],
+  migrations: RESPONSE_MIGRATIONS,
   setup(ctx) {
-    ctx.store.migrateModule('inference', RESPONSE_MIGRATIONS);
     const agents = ctx.use(agentsModule);
     const models = ctx.use(modelsModule);
     const responses = new ResponseStore(ctx.store);
@@ -44,12 +44,12 @@ export default defineModule({
     const body = (http: RouteContext) => readJsonBody(http.req, ctx.config().inference.maxBodyBytes, () => http.set('connection', 'close'));
     const route = (method: string, path: string, scope: keyof typeof ROUTE_SCOPES, endpoint: Endpoint | (() => boolean), handler: HttpRoute['handler']) => ctx.http.route({
       method, path, auth: { scope: ROUTE_SCOPES[scope] }, errorBody: inferenceErrorBody,
-      handler: (http) => {
+      handler: async (http) => {
         const on = typeof endpoint === 'function' ? endpoint() : enabled(endpoint);
         if (!on) throw endpointOff(path, typeof endpoint === 'function' ? 'models' : endpoint);
         // Every request counts against its credential's limits (the gateway's own credential is not metered).
         const principal = http.state.principal as Principal;
-        if (metered(principal)) limits.admit(subjectOf(principal));
+        if (metered(principal)) await limits.admit(subjectOf(principal));
         return handler(http);
       },
     });
@@ -63,8 +63,8 @@ export default defineModule({
       const request = parseResponsesRequest(await body(http));
       await createResponse(prepareCall(http, request, deps), agents, responses);
     });
-    route('GET', '/v1/responses/:id', 'GET /v1/responses/:id', 'responses', (http) => {
-      const found = responses.get(http.params.id, (http.state.principal as Principal).subject);
+    route('GET', '/v1/responses/:id', 'GET /v1/responses/:id', 'responses', async (http) => {
+      const found = await responses.get(http.params.id, (http.state.principal as Principal).subject);
       if (!found) throw new DomainError('not_found', `Response with id '${http.params.id}' not found.`, { code: 'response_not_found' });
       http.body = found;
     });

@@ -19,6 +19,7 @@ import type { InferenceCall } from './call.ts';
 export const RESPONSE_MIGRATIONS: readonly Migration[] = [{
   version: 1,
   name: 'stored responses',
+  was: { module: 'inference', version: 1 },
   sql: `
     CREATE TABLE responses (
       id TEXT PRIMARY KEY,
@@ -135,23 +136,23 @@ export class ResponseStore {
     this.store = store;
   }
 
-  save(entry: { id: string; owner: string; previousId?: string; messages: ChatMessage[]; response: Record<string, unknown> }): void {
-    this.store.prepare('INSERT INTO responses (id, owner, previous_id, messages, response, created_at) VALUES (?, ?, ?, ?, ?, ?)')
-      .run(entry.id, entry.owner, entry.previousId ?? null, JSON.stringify(entry.messages), JSON.stringify(entry.response), Date.now());
+  async save(entry: { id: string; owner: string; previousId?: string; messages: ChatMessage[]; response: Record<string, unknown> }): Promise<void> {
+    await this.store.run('INSERT INTO responses (id, owner, previous_id, messages, response, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+      entry.id, entry.owner, entry.previousId ?? null, JSON.stringify(entry.messages), JSON.stringify(entry.response), Date.now());
   }
 
   /** A stored response of this owner, or undefined (another owner's is as absent as a missing one). */
-  get(id: string, owner: string): Record<string, unknown> | undefined {
-    const row = this.store.prepare('SELECT response FROM responses WHERE id = ? AND owner = ?').get(id, owner) as { response: string } | undefined;
+  async get(id: string, owner: string): Promise<Record<string, unknown> | undefined> {
+    const row = await this.store.get<{ response: string }>('SELECT response FROM responses WHERE id = ? AND owner = ?', id, owner);
     return row ? JSON.parse(row.response) as Record<string, unknown> : undefined;
   }
 
   /** The conversation up to and with a response: every turn of its chain, oldest first. */
-  conversation(id: string, owner: string): ChatMessage[] | undefined {
+  async conversation(id: string, owner: string): Promise<ChatMessage[] | undefined> {
     const turns: ChatMessage[][] = [];
     let next: string | null = id;
     for (let depth = 0; next && depth < 1000; depth++) {
-      const row = this.store.prepare('SELECT previous_id, messages FROM responses WHERE id = ? AND owner = ?').get(next, owner) as { previous_id: string | null; messages: string } | undefined;
+      const row: { previous_id: string | null; messages: string } | undefined = await this.store.get('SELECT previous_id, messages FROM responses WHERE id = ? AND owner = ?', next, owner);
       if (!row) return depth === 0 ? undefined : turns.reverse().flat();
       turns.push(JSON.parse(row.messages) as ChatMessage[]);
       next = row.previous_id;
@@ -159,8 +160,8 @@ export class ResponseStore {
     return turns.reverse().flat();
   }
 
-  prune(retentionMs: number): number {
-    return Number(this.store.prepare('DELETE FROM responses WHERE created_at < ?').run(Date.now() - retentionMs).changes);
+  async prune(retentionMs: number): Promise<number> {
+    return (await this.store.run('DELETE FROM responses WHERE created_at < ?', Date.now() - retentionMs)).changes;
   }
 }
 
@@ -170,7 +171,7 @@ export async function createResponse(call: InferenceCall<ResponsesRequest>, agen
   const owner = call.principal.subject;
   let history: ChatMessage[] = [];
   if (request.previousId) {
-    const found = store.conversation(request.previousId, owner);
+    const found = await store.conversation(request.previousId, owner);
     if (!found) throw new DomainError('not_found', `Previous response with id '${request.previousId}' not found.`, { code: 'previous_response_not_found', details: { param: 'previous_response_id' } });
     history = found;
   }
@@ -220,7 +221,7 @@ export async function createResponse(call: InferenceCall<ResponsesRequest>, agen
     const response = base('completed', output, call.usageOf(outcome.usage, 'responses'));
     if (request.store) {
       const turn: ChatMessage[] = [...input, { role: 'assistant', content: outcome.text, ...(pending.length ? { toolCalls: pending } : {}) }];
-      store.save({ id, owner, previousId: request.previousId, messages: turn, response });
+      await store.save({ id, owner, previousId: request.previousId, messages: turn, response });
     }
     if (stream) {
       if (outcome.text || calls.length === 0) {

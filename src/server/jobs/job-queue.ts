@@ -1,8 +1,8 @@
 import { randomFillSync } from 'node:crypto';
 import type { Job, JobStatus } from '../../shared/protocol/results.ts';
 import { DomainError } from '../kernel/errors.ts';
-import type { Store } from '../store/database.ts';
-import { anyDueJob, claimDueJobs, type JobLane, nextDueJob, PG_INSERT_JOBS, PG_INSERT_PAYLOADS, PG_SUCCEED_JOBS } from '../store/dialect.ts';
+import type { Db, Store } from '../store/database.ts';
+import { anyDueJob, claimDueJobs, type JobLane, nextDueJob, PG_INSERT_JOBS, PG_SUCCEED_JOBS } from './job-sql.ts';
 
 export interface ClaimedJob {
   id: string;
@@ -81,6 +81,30 @@ function decodeCursor(cursor: string): [number, string] {
  */
 const PARSED_CACHE = { entries: 512, bytes: 4 * 1024 * 1024 };
 
+/** A job to queue (see JobQueue.enqueue). */
+export interface NewJob {
+  id?: string;
+  kind: string;
+  payload?: unknown;
+  source?: string;
+  maxAttempts?: number;
+  runAt?: number;
+  /** The payload already as JSON, when the caller has it. */
+  serialized?: string;
+  /** The same payload as an object: the worker then uses it instead of parsing the stored JSON; it must not be changed afterwards. */
+  parsed?: unknown;
+  /** The outcome of a first attempt made in the same transaction (see JobWorker.runNow). */
+  ran?: FirstAttempt;
+}
+
+const INSERT_JOB = `INSERT INTO jobs (id, kind, max_attempts, created_at, source, status, attempts, run_at, started_at, finished_at, result, error, claimed_by, lease_expires_at)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+const INSERT_PAYLOAD = 'INSERT INTO job_payloads (job_id, payload) VALUES (?, ?)';
+const SUCCEED = "UPDATE jobs SET status = 'succeeded', finished_at = ?, result = ?, error = NULL, lease_expires_at = NULL WHERE id = ? AND status = 'running' AND claimed_by = ?";
+const RETRY_LATER = "UPDATE jobs SET status = 'queued', run_at = ?, error = ?, claimed_by = NULL, lease_expires_at = NULL WHERE id = ? AND status = 'running' AND claimed_by = ?";
+const FAIL = "UPDATE jobs SET status = 'failed', finished_at = ?, error = ?, lease_expires_at = NULL WHERE id = ? AND status = 'running' AND claimed_by = ?";
+const PAYLOAD = 'SELECT payload FROM job_payloads WHERE job_id = ?';
+
 /** Durable jobs in the profile's database: queued -> running -> succeeded | failed, with retries and backoff. */
 export class JobQueue {
   private readonly store: Store;
@@ -149,23 +173,25 @@ export class JobQueue {
     for (const listener of this.changeListeners) listener();
   }
 
+  /** Tells the worker (and the live views) that jobs may be waiting. */
+  private enqueued(): void {
+    queueMicrotask(() => this.listeners.forEach((listener) => listener()));
+  }
+
   /**
-   * Adds a job; call inside a transaction to commit it with what caused it.
-   * `serialized` is the payload already as JSON, when the caller has it, and
-   * `parsed` the same as an object (the worker then uses it instead of parsing
-   * the stored JSON; it must not be changed afterwards). `ran` is the outcome
-   * of a first attempt made in the same transaction (see JobWorker.runNow):
-   * the job is then recorded finished, retrying or running, not queued, and
+   * Adds a job; give the caller's transaction as `db` to commit it with what
+   * caused it. A job with `ran` (a first attempt made in the same
+   * transaction) is recorded finished, retrying or running, not queued, and
    * one that succeeded keeps no payload.
    */
-  enqueue(kind: string, payload: unknown, options: { id?: string; source?: string; maxAttempts?: number; runAt?: number; serialized?: string; parsed?: unknown; ran?: FirstAttempt } = {}): string {
-    const id = options.id ?? newJobId(this.now());
+  async enqueue(job: NewJob, db: Db = this.store): Promise<string> {
+    const id = job.id ?? newJobId(this.now());
     const now = this.now();
-    const maxAttempts = options.maxAttempts ?? JOB_LIMITS.defaultMaxAttempts;
-    const ran = options.ran;
+    const maxAttempts = job.maxAttempts ?? JOB_LIMITS.defaultMaxAttempts;
+    const ran = job.ran;
     // status, attempts, run_at, started_at, finished_at, result, error, claimed_by, lease_expires_at
     const state: [string, number, number, ...(string | number | null)[]] = !ran
-      ? ['queued', 0, options.runAt ?? now, null, null, null, null, null, null]
+      ? ['queued', 0, job.runAt ?? now, null, null, null, null, null, null]
       : ran.status === 'succeeded'
         ? ['succeeded', 1, now, now, now, JSON.stringify(ran.result ?? null), null, null, null]
         : ran.status === 'running'
@@ -174,42 +200,41 @@ export class JobQueue {
           : maxAttempts > 1
             ? ['queued', 1, now + retryDelay(1), now, null, null, ran.error, null, null]
             : ['failed', 1, now, now, now, null, ran.error, null, null];
-    this.store.prepare(`INSERT INTO jobs (id, kind, max_attempts, created_at, source, status, attempts, run_at, started_at, finished_at, result, error, claimed_by, lease_expires_at)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(id, kind, maxAttempts, now, options.source ?? null, ...state);
+    await db.run(INSERT_JOB, id, job.kind, maxAttempts, now, job.source ?? null, ...state);
     // Done on its first attempt, a job keeps no payload: nothing reads it again (only failed jobs are retried).
-    if (ran?.status !== 'succeeded') this.store.prepare('INSERT INTO job_payloads (job_id, payload) VALUES (?, ?)').run(id, options.serialized ?? JSON.stringify(payload ?? null));
+    if (ran?.status !== 'succeeded') await db.run(INSERT_PAYLOAD, id, job.serialized ?? JSON.stringify(job.payload ?? null));
     if (ran && ran.status !== 'failed') {
       // Nothing for a worker to take: only the live views hear of it.
       queueMicrotask(() => this.changed());
       return id;
     }
     // Kept only while the worker is near: the newest jobs of a backlog are claimed last, and would only hold memory.
-    if (!ran) this.keepParsed(id, options.parsed, options.serialized?.length ?? 0);
-    queueMicrotask(() => this.listeners.forEach((listener) => listener()));
+    if (!ran) this.keepParsed(id, job.parsed, job.serialized?.length ?? 0);
+    this.enqueued();
     return id;
   }
 
   /** Whether a job of this queue's lane is due and not yet taken: a job run at once would overtake it. */
-  hasDue(): boolean {
-    return this.store.prepare(this.dueSql).get(this.now()) !== undefined;
+  async hasDue(db: Db = this.store): Promise<boolean> {
+    return (await db.get(this.dueSql, this.now())) !== undefined;
   }
 
   /**
-   * Adds several jobs at once, inside the caller's transaction (see enqueue):
-   * on PostgreSQL two statements for the whole group.
+   * Adds several jobs at once, in the caller's transaction when it gives one
+   * (see enqueue): on PostgreSQL one statement for the whole group.
    */
-  enqueueMany(jobs: { id: string; kind: string; source?: string; serialized: string; parsed?: unknown }[]): void {
+  async enqueueMany(jobs: (NewJob & { id: string; serialized: string })[], db: Db = this.store): Promise<void> {
     if (jobs.length === 0) return;
-    if (this.store.kind !== 'postgres') {
-      for (const job of jobs) this.enqueue(job.kind, undefined, job);
+    if (db.kind !== 'postgres') {
+      for (const job of jobs) await this.enqueue(job, db);
       return;
     }
     const now = this.now();
-    this.store.prepare(PG_INSERT_JOBS).run(jobs.map((job) => job.id), jobs.map((job) => job.kind), jobs.map(() => JOB_LIMITS.defaultMaxAttempts),
-      jobs.map(() => now), jobs.map(() => now), jobs.map((job) => job.source ?? null));
-    this.store.prepare(PG_INSERT_PAYLOADS).run(jobs.map((job) => job.id), jobs.map((job) => job.serialized));
+    await db.run(PG_INSERT_JOBS, jobs.map((job) => job.id), jobs.map((job) => job.kind), jobs.map((job) => job.maxAttempts ?? JOB_LIMITS.defaultMaxAttempts),
+      jobs.map((job) => job.runAt ?? now), jobs.map((job) => job.source ?? null), jobs.map((job) => job.serialized), jobs.map(() => 'queued'), jobs.map(() => 0),
+      jobs.map(() => null), now, this.owner);
     for (const job of jobs) this.keepParsed(job.id, job.parsed, job.serialized.length);
-    queueMicrotask(() => this.listeners.forEach((listener) => listener()));
+    this.enqueued();
   }
 
   /** Keeps a just-queued job's parsed payload for the worker, within the cache's bounds. */
@@ -225,38 +250,48 @@ export class JobQueue {
     return newJobId(this.now());
   }
 
-  /** Takes up to `limit` due jobs, atomically, marking them running. */
-  claim(limit = 1): ClaimedJob[] {
+  /** A claimed job's payload: the parsed copy kept at its first attempt, else the stored one. */
+  private payloadOf(id: string, attempts: number, stored: () => unknown): unknown {
+    const cached = this.parsed.get(id);
+    if (cached !== undefined) {
+      this.parsed.delete(id);
+      this.parsedBytes -= cached.bytes;
+      if (attempts === 1) return cached.value;
+    }
+    return JSON.parse(String(stored() ?? 'null'));
+  }
+
+  /**
+   * Takes up to `limit` due jobs, atomically, marking them running: on
+   * PostgreSQL one statement with their payloads, on SQLite a transaction
+   * (the caller's, when it gives one).
+   */
+  async claim(limit = 1, db: Db = this.store): Promise<ClaimedJob[]> {
     const now = this.now();
-    return this.store.transaction(() => {
-      const rows = (this.store.prepare(this.claimSql).all(now, this.owner, now + this.leaseMs, now, limit) as Row[])
+    const take = async (tx: Db) => {
+      const rows = (await tx.all(this.claimSql, now, this.owner, now + this.leaseMs, now, limit))
         .sort((a, b) => Number(a.run_at) - Number(b.run_at) || Number(a.created_at) - Number(b.created_at) || (String(a.id) < String(b.id) ? -1 : 1));
-      const payload = this.store.prepare('SELECT payload FROM job_payloads WHERE job_id = ?');
-      const claimed = rows.map((row) => {
+      const claimed: ClaimedJob[] = [];
+      for (const row of rows) {
         const id = String(row.id);
-        const cached = this.parsed.get(id);
-        if (cached !== undefined) {
-          this.parsed.delete(id);
-          this.parsedBytes -= cached.bytes;
-        }
-        return {
-          id, kind: String(row.kind), attempts: Number(row.attempts), maxAttempts: Number(row.max_attempts),
-          payload: cached !== undefined && Number(row.attempts) === 1 ? cached.value : JSON.parse(String((payload.get(id) as Row | undefined)?.payload ?? 'null')),
-        };
-      });
+        const attempts = Number(row.attempts);
+        const stored = tx.kind === 'postgres' || this.parsed.has(id) ? row.payload : (await tx.get<Row>(PAYLOAD, id))?.payload;
+        claimed.push({ id, kind: String(row.kind), attempts, maxAttempts: Number(row.max_attempts), payload: this.payloadOf(id, attempts, () => stored) });
+      }
       // Every due job is taken: what is left here is for jobs not yet due, or ones whose transaction was rolled back. The store has them.
       if (rows.length < limit && this.parsed.size > 0) {
         this.parsed.clear();
         this.parsedBytes = 0;
       }
       return claimed;
-    });
+    };
+    return db.kind === 'postgres' || db !== this.store ? take(db) : this.store.transaction(take);
   }
 
   /** When the next queued job is due, if any. */
-  nextRunAt(): number | undefined {
-    const row = this.store.prepare(this.nextSql).get() as Row;
-    return row.next === null ? undefined : Number(row.next);
+  async nextRunAt(): Promise<number | undefined> {
+    const row = await this.store.get(this.nextSql);
+    return row?.next === null || row?.next === undefined ? undefined : Number(row.next);
   }
 
   /**
@@ -264,39 +299,37 @@ export class JobQueue {
    * when the claim was lost (its lease ran out and the job went back to the
    * queue), and the outcome is then not recorded.
    */
-  succeed(id: string, result: unknown): boolean {
-    const changes = this.store.prepare("UPDATE jobs SET status = 'succeeded', finished_at = ?, result = ?, error = NULL, lease_expires_at = NULL WHERE id = ? AND status = 'running' AND claimed_by = ?")
-      .run(this.now(), JSON.stringify(result ?? null), id, this.owner).changes;
+  async succeed(id: string, result: unknown, db: Db = this.store): Promise<boolean> {
+    const { changes } = await db.run(SUCCEED, this.now(), JSON.stringify(result ?? null), id, this.owner);
     this.changed();
-    return Number(changes) === 1;
+    return changes === 1;
   }
 
   /**
    * Records the outcomes of several jobs that succeeded (see succeed); returns
    * the ids whose claim was lost. On PostgreSQL one statement for them all.
    */
-  succeedMany(outcomes: [id: string, result: unknown][]): string[] {
+  async succeedMany(outcomes: [id: string, result: unknown][], db: Db = this.store): Promise<string[]> {
     if (outcomes.length === 0) return [];
-    if (this.store.kind !== 'postgres') return outcomes.filter(([id, result]) => !this.succeed(id, result)).map(([id]) => id);
-    const done = this.store.prepare(PG_SUCCEED_JOBS).all(this.now(), outcomes.map(([id]) => id), outcomes.map(([, result]) => JSON.stringify(result ?? null)), this.owner) as Row[];
+    if (db.kind !== 'postgres') {
+      const lost: string[] = [];
+      for (const [id, result] of outcomes) if (!(await this.succeed(id, result, db))) lost.push(id);
+      return lost;
+    }
+    const done = await db.all(PG_SUCCEED_JOBS, this.now(), outcomes.map(([id]) => id), outcomes.map(([, result]) => JSON.stringify(result ?? null)), this.owner);
     this.changed();
     const recorded = new Set(done.map((row) => String(row.id)));
     return outcomes.filter(([id]) => !recorded.has(id)).map(([id]) => id);
   }
 
   /** A failed attempt goes back to the queue with backoff until its attempts run out. */
-  fail(job: ClaimedJob, error: string): boolean {
+  async fail(job: ClaimedJob, error: string, db: Db = this.store): Promise<boolean> {
     const now = this.now();
-    let changes;
-    if (job.attempts < job.maxAttempts) {
-      changes = this.store.prepare("UPDATE jobs SET status = 'queued', run_at = ?, error = ?, claimed_by = NULL, lease_expires_at = NULL WHERE id = ? AND status = 'running' AND claimed_by = ?")
-        .run(now + retryDelay(job.attempts), error, job.id, this.owner).changes;
-    } else {
-      changes = this.store.prepare("UPDATE jobs SET status = 'failed', finished_at = ?, error = ?, lease_expires_at = NULL WHERE id = ? AND status = 'running' AND claimed_by = ?")
-        .run(now, error, job.id, this.owner).changes;
-    }
+    const { changes } = job.attempts < job.maxAttempts
+      ? await db.run(RETRY_LATER, now + retryDelay(job.attempts), error, job.id, this.owner)
+      : await db.run(FAIL, now, error, job.id, this.owner);
     this.changed();
-    return Number(changes) === 1;
+    return changes === 1;
   }
 
   /**
@@ -304,20 +337,20 @@ export class JobQueue {
    * (a daemon alone on its SQLite file, at start) takes every running job;
    * otherwise only those whose lease ran out: their daemon stopped renewing it.
    */
-  requeueInterrupted(options: { all?: boolean } = {}): number {
+  async requeueInterrupted(options: { all?: boolean } = {}): Promise<number> {
     const now = this.now();
     const requeue = "UPDATE jobs SET status = 'queued', run_at = ?, claimed_by = NULL, lease_expires_at = NULL WHERE status = 'running'";
-    const changes = options.all
-      ? this.store.prepare(requeue).run(now).changes
-      : this.store.prepare(`${requeue} AND (lease_expires_at IS NULL OR lease_expires_at < ?)`).run(now, now).changes;
-    if (Number(changes) > 0) this.changed();
-    return Number(changes);
+    const { changes } = options.all
+      ? await this.store.run(requeue, now)
+      : await this.store.run(`${requeue} AND (lease_expires_at IS NULL OR lease_expires_at < ?)`, now, now);
+    if (changes > 0) this.changed();
+    return changes;
   }
 
   /** Renews this daemon's claims on the jobs it runs. */
-  renewLeases(): number {
+  async renewLeases(): Promise<number> {
     const now = this.now();
-    return Number(this.store.prepare("UPDATE jobs SET lease_expires_at = ? WHERE status = 'running' AND claimed_by = ?").run(now + this.leaseMs, this.owner).changes);
+    return (await this.store.run("UPDATE jobs SET lease_expires_at = ? WHERE status = 'running' AND claimed_by = ?", now + this.leaseMs, this.owner)).changes;
   }
 
   /** Wakes this queue's worker: jobs may have been queued by another daemon. */
@@ -325,13 +358,13 @@ export class JobQueue {
     this.listeners.forEach((listener) => listener());
   }
 
-  get(id: string): Job | undefined {
-    const row = this.store.prepare('SELECT * FROM jobs WHERE id = ?').get(id) as Row | undefined;
+  async get(id: string, db: Db = this.store): Promise<Job | undefined> {
+    const row = await db.get('SELECT * FROM jobs WHERE id = ?', id);
     return row ? view(row) : undefined;
   }
 
   /** Newest first, with an opaque cursor for the next page. */
-  list(filter: { status?: JobStatus; kind?: string; limit?: number; cursor?: string }): { jobs: Job[]; nextCursor: string | null } {
+  async list(filter: { status?: JobStatus; kind?: string; limit?: number; cursor?: string }): Promise<{ jobs: Job[]; nextCursor: string | null }> {
     const limit = filter.limit ?? JOB_LIMITS.defaultListLimit;
     const where: string[] = [];
     const values: (string | number)[] = [];
@@ -342,32 +375,29 @@ export class JobQueue {
       where.push('(created_at < ? OR (created_at = ? AND id < ?))');
       values.push(createdAt, createdAt, id);
     }
-    const rows = this.store.prepare(`SELECT * FROM jobs ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY created_at DESC, id DESC LIMIT ?`)
-      .all(...values, limit + 1) as Row[];
+    const rows = await this.store.all(`SELECT * FROM jobs ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY created_at DESC, id DESC LIMIT ?`, ...values, limit + 1);
     const page = rows.slice(0, limit);
     const last = page.at(-1);
     return { jobs: page.map(view), nextCursor: rows.length > limit && last ? encodeCursor(Number(last.created_at), String(last.id)) : null };
   }
 
   /** Queues a failed job again with a fresh set of attempts; undefined when there is no such job. */
-  retry(id: string): Job | 'not-failed' | undefined {
-    const job = this.get(id);
-    if (!job) return undefined;
-    if (job.status !== 'failed') return 'not-failed';
-    this.store.prepare("UPDATE jobs SET status = 'queued', attempts = 0, run_at = ?, finished_at = NULL, error = NULL WHERE id = ?").run(this.now(), id);
-    queueMicrotask(() => this.listeners.forEach((listener) => listener()));
+  async retry(id: string): Promise<Job | 'not-failed' | undefined> {
+    const { changes } = await this.store.run("UPDATE jobs SET status = 'queued', attempts = 0, run_at = ?, finished_at = NULL, error = NULL WHERE id = ? AND status = 'failed'", this.now(), id);
+    if (changes === 0) {
+      const job = await this.get(id);
+      return job ? 'not-failed' : undefined;
+    }
+    this.enqueued();
     return this.get(id);
   }
 
-  /** Deletes deliveries and finished jobs older than the retention. */
-  prune(retentionDays: number): { jobs: number; deliveries: number } {
+  /** Deletes finished jobs older than the retention; says how many. */
+  async prune(retentionDays: number): Promise<number> {
     const before = this.now() - retentionDays * 86_400_000;
-    return this.store.transaction(() => ({
-      deliveries: Number(this.store.prepare('DELETE FROM webhook_deliveries WHERE received_at < ?').run(before).changes),
-      jobs: (() => {
-        this.store.prepare("DELETE FROM job_payloads WHERE job_id IN (SELECT id FROM jobs WHERE status IN ('succeeded', 'failed') AND finished_at < ?)").run(before);
-        return Number(this.store.prepare("DELETE FROM jobs WHERE status IN ('succeeded', 'failed') AND finished_at < ?").run(before).changes);
-      })(),
-    }));
+    return this.store.transaction(async (tx) => {
+      await tx.run("DELETE FROM job_payloads WHERE job_id IN (SELECT id FROM jobs WHERE status IN ('succeeded', 'failed') AND finished_at < ?)", before);
+      return (await tx.run("DELETE FROM jobs WHERE status IN ('succeeded', 'failed') AND finished_at < ?", before)).changes;
+    });
   }
 }

@@ -9,7 +9,7 @@ import { errorResponse, jsonResponse, protectedErrors, security } from '../kerne
 import { defineModule } from '../kernel/module.ts';
 import { jobFilter } from './job-filter.ts';
 import { JobQueue } from './job-queue.ts';
-import type { Migration } from '../store/migrations.ts';
+import { JOB_MIGRATIONS } from './migrations.ts';
 import { JobWorker } from './worker.ts';
 
 const PRUNE_JOB = 'store.prune';
@@ -17,15 +17,10 @@ const PRUNE_INTERVAL_MS = 6 * 60 * 60_000;
 /** How often the daemon looks whether a periodic job is due. */
 const SCHEDULE_CHECK_MS = 10 * 60_000;
 
-const JOB_MIGRATIONS: readonly Migration[] = [{
-  version: 1,
-  name: 'periodic jobs',
-  sql: 'CREATE TABLE job_schedules (name TEXT PRIMARY KEY, last_queued_at BIGINT NOT NULL)',
-}];
-
 // The queue and the worker, for a thread of the daemon that runs a lane of jobs with a connection of its own.
 export { JobQueue, JobWorker };
-export type { FirstAttempt } from './job-queue.ts';
+export type { FirstAttempt, NewJob } from './job-queue.ts';
+export { WEBHOOK_LANE, type JobLane } from './job-sql.ts';
 
 /** The most often the jobs.changed event is sent. */
 export const JOBS_CHANGED_MS = 250;
@@ -36,23 +31,23 @@ export interface Jobs {
   /** Whether some handler in the table runs jobs of this kind. */
   handles(kind: string): boolean;
   /** Adds a pruner to the retention job: it deletes what is older than the retention (in ms) and says how much. */
-  retention(name: string, prune: (retentionMs: number) => number): void;
+  retention(name: string, prune: (retentionMs: number) => Promise<number>): void;
 }
 
 
 export default defineModule<Jobs>({
   id: 'jobs',
+  migrations: JOB_MIGRATIONS,
   setup(ctx) {
     const { store } = ctx;
-    store.migrateModule('jobs', JOB_MIGRATIONS);
     const queue = new JobQueue(store, { owner: ctx.daemon.instanceId, leaseMs: ctx.config().jobs.leaseSeconds * 1000 });
     const handles = (kind: string) => ctx.table().jobHandler(kind) !== undefined;
-    const existing = (id: string) => {
-      const job = queue.get(id);
+    const existing = async (id: string) => {
+      const job = await queue.get(id);
       if (!job) throw new DomainError('not_found', `No job ${id}.`);
       return job;
     };
-    const pruners = new Map<string, (retentionMs: number) => number>();
+    const pruners = new Map<string, (retentionMs: number) => Promise<number>>();
     // Live views (the Control UI's Jobs page) hear of changes at most every JOBS_CHANGED_MS, however many jobs change.
     let told: NodeJS.Timeout | undefined;
     queue.onChanged(() => {
@@ -69,27 +64,30 @@ export default defineModule<Jobs>({
       queue, store, logger: ctx.log, concurrency: ctx.config().jobs.concurrency, handler: (kind) => ctx.table().jobHandler(kind)?.value,
     });
 
-    ctx.jobs.handle(PRUNE_JOB, () => {
+    ctx.jobs.handle(PRUNE_JOB, async () => {
       const days = ctx.config().store.retentionDays;
-      return { ...queue.prune(days), ...Object.fromEntries([...pruners].map(([name, prune]) => [name, prune(days * 86_400_000)])) };
+      const pruned: Record<string, number> = { jobs: await queue.prune(days) };
+      for (const [name, prune] of pruners) pruned[name] = await prune(days * 86_400_000);
+      return pruned;
     });
     // Retention runs as a job every PRUNE_INTERVAL_MS, counted across restarts: a daemon started ten times a day queues it four times, not ten.
     // Of several daemons sharing a database, the one whose conditional upsert changes the row queues it: the row is the lock.
-    const queueIfDue = () => {
-      const last = store.prepare('SELECT last_queued_at FROM job_schedules WHERE name = ?').get(PRUNE_JOB) as { last_queued_at: number } | undefined;
+    const queueIfDue = async () => {
+      const last = await store.get<{ last_queued_at: number }>('SELECT last_queued_at FROM job_schedules WHERE name = ?', PRUNE_JOB);
       if (last && Date.now() - Number(last.last_queued_at) < PRUNE_INTERVAL_MS) return;
-      store.transaction(() => {
+      await store.transaction(async (tx) => {
         const now = Date.now();
-        const won = store.prepare(`INSERT INTO job_schedules (name, last_queued_at) VALUES (?, ?)
-          ON CONFLICT (name) DO UPDATE SET last_queued_at = excluded.last_queued_at WHERE job_schedules.last_queued_at <= ?`).run(PRUNE_JOB, now, now - PRUNE_INTERVAL_MS).changes;
-        if (Number(won) === 1) queue.enqueue(PRUNE_JOB, null, { maxAttempts: 1 });
+        const won = await tx.run(`INSERT INTO job_schedules (name, last_queued_at) VALUES (?, ?)
+          ON CONFLICT (name) DO UPDATE SET last_queued_at = excluded.last_queued_at WHERE job_schedules.last_queued_at <= ?`, PRUNE_JOB, now, now - PRUNE_INTERVAL_MS);
+        if (won.changes === 1) await queue.enqueue({ kind: PRUNE_JOB, payload: null, maxAttempts: 1 }, tx);
       });
     };
+    const scheduleRetention = () => store.bookkeeping(queueIfDue).catch((error: unknown) => ctx.log.warn({ err: error }, 'the retention job could not be queued'));
     let pruneTimer: NodeJS.Timeout | undefined;
-    ctx.onStart(() => {
-      worker.start();
-      store.bookkeeping(queueIfDue);
-      pruneTimer = setInterval(() => store.bookkeeping(queueIfDue), SCHEDULE_CHECK_MS).unref();
+    ctx.onStart(async () => {
+      await worker.start();
+      void scheduleRetention();
+      pruneTimer = setInterval(() => void scheduleRetention(), SCHEDULE_CHECK_MS).unref();
     });
     ctx.onStop(async (deadline) => {
       clearInterval(pruneTimer);
@@ -123,19 +121,19 @@ export default defineModule<Jobs>({
     });
     ctx.http.route({
       method: 'GET', path: '/jobs', auth: { scope: ROUTE_SCOPES['GET /jobs'] },
-      handler: (http) => { http.body = queue.list(jobFilter(http.query)); },
+      handler: async (http) => { http.body = await queue.list(jobFilter(http.query)); },
     });
     ctx.http.route({
       method: 'GET', path: '/jobs/:id', auth: { scope: ROUTE_SCOPES['GET /jobs/:id'] },
-      handler: (http) => { http.body = existing(http.params.id); },
+      handler: async (http) => { http.body = await existing(http.params.id); },
     });
 
     ctx.rpc.method({ name: 'jobs.list', handler: (params) => queue.list(jobFilter(Object.fromEntries(Object.entries(params).map(([key, value]) => [key, String(value)])))) });
     ctx.rpc.method({ name: 'jobs.get', handler: ({ id }) => existing(id) });
     ctx.rpc.method({
       name: 'jobs.retry',
-      handler: ({ id }) => {
-        const outcome = queue.retry(id);
+      handler: async ({ id }) => {
+        const outcome = await queue.retry(id);
         if (outcome === undefined) throw new DomainError('not_found', `No job ${id}.`);
         if (outcome === 'not-failed') throw new DomainError('conflict', `Job ${id} has not failed; only a failed job can be retried.`);
         return outcome;
@@ -156,11 +154,11 @@ export default defineModule<Jobs>({
           runAt: { type: 'string', format: 'date-time' },
         },
       },
-      handler: (args) => {
+      handler: async (args) => {
         const kind = String(args.kind);
         if (!handles(kind)) throw new DomainError('invalid', `No handler runs jobs of kind ${kind}.`);
-        const id = queue.enqueue(kind, args.payload ?? null, {
-          source: 'tools',
+        const id = await queue.enqueue({
+          kind, payload: args.payload ?? null, source: 'tools',
           ...(args.maxAttempts ? { maxAttempts: Number(args.maxAttempts) } : {}),
           ...(args.runAt ? { runAt: Date.parse(String(args.runAt)) } : {}),
         });

@@ -1,12 +1,12 @@
 import type { Logger } from 'pino';
-import type { JobHandler } from '../kernel/module.ts';
-import type { Store } from '../store/database.ts';
+import type { JobKind } from '../kernel/module.ts';
+import type { Db, Store, Tx } from '../store/database.ts';
 import { type ClaimedJob, type FirstAttempt, JOB_LIMITS, type JobQueue } from './job-queue.ts';
 
 export interface JobWorkerOptions {
   queue: JobQueue;
   /** The handler of a job kind in the table in force. */
-  handler: (kind: string) => JobHandler | undefined;
+  handler: (kind: string) => JobKind | undefined;
   store: Store;
   logger: Logger;
   concurrency: number;
@@ -26,25 +26,34 @@ export interface JobWorkerOptions {
   yieldTo?: () => { waiting: boolean; claim: number };
 }
 
-const isThenable = (value: unknown): value is PromiseLike<unknown> =>
-  typeof (value as PromiseLike<unknown> | null)?.then === 'function';
-
 /** How often an idle worker looks for jobs whose time has come (enqueues wake it at once). */
 const IDLE_POLL_MS = 1000;
 /** How soon a worker whose writes failed (a full disk) tries again. */
 const TROUBLE_RETRY_MS = 2000;
 
-/** Runs queued jobs in the daemon with bounded concurrency. */
+type Outcome = { succeeded: true; result: unknown } | { succeeded: false; error: unknown };
+
+/**
+ * Runs queued jobs in the daemon with bounded concurrency. A group of jobs is
+ * claimed at once; the handlers that only touch the store (`transactional`)
+ * run together and their outcomes are recorded together (on SQLite in the
+ * claim's own transaction, each handler a savepoint of it; on PostgreSQL side
+ * by side, their outcomes in one statement); the others run on their own and
+ * record their outcome when they end.
+ */
 export class JobWorker {
   private running = new Map<string, Promise<void>>();
   /** Outcomes of finished jobs that could not be written yet (the storage failed); written before anything else is claimed. */
-  private unrecorded: (() => void)[] = [];
+  private unrecorded: (() => Promise<void>)[] = [];
   /** Why the last attempt to write failed, while it keeps failing (said once, not at every try). */
   private trouble?: string;
+  private started = false;
   private stopped = false;
   /** The worker gave way to work that goes first (yieldTo), which resumes it. */
   private yielded = false;
   private scheduled = false;
+  private pumping = false;
+  private pumpAgain = false;
   private timer?: NodeJS.Timeout;
   private leases?: NodeJS.Timeout;
   private readonly options: JobWorkerOptions;
@@ -54,31 +63,37 @@ export class JobWorker {
     options.queue.onEnqueued(() => this.schedule());
   }
 
-  start(): void {
+  async start(): Promise<void> {
     const { queue, store, logger } = this.options;
     // Alone on its SQLite file, a daemon that starts knows every running job was left by a previous run; sharing a
     // database, it takes back only jobs whose daemon stopped renewing their lease, now and every few seconds.
     const shared = store.kind === 'postgres';
-    const requeued = this.options.requeueAtStart === false ? 0 : queue.requeueInterrupted({ all: !shared });
-    if (requeued > 0) logger.warn({ jobs: requeued }, 'requeued jobs a previous run left running');
+    if (this.options.requeueAtStart !== false) {
+      await store.bookkeeping(async () => {
+        const requeued = await queue.requeueInterrupted({ all: !shared });
+        if (requeued > 0) logger.warn({ jobs: requeued }, 'requeued jobs a previous run left running');
+      });
+    }
+    // Jobs are claimed only once those a previous run left are back in the queue.
+    this.started = true;
     // Every third of the lease: a claim is renewed twice before it could lapse.
     this.leases = setInterval(() => {
-      store.bookkeeping(() => {
-        if (this.running.size > 0) queue.renewLeases();
+      void store.bookkeeping(async () => {
+        if (this.running.size > 0) await queue.renewLeases();
         if (!shared) return;
-        const taken = queue.requeueInterrupted();
+        const taken = await queue.requeueInterrupted();
         if (taken > 0) logger.warn({ jobs: taken }, 'requeued jobs whose daemon stopped renewing their lease');
-      });
+      }).catch((error: unknown) => logger.warn({ err: error }, 'job leases could not be renewed'));
     }, queue.leaseMs / 3);
     this.leases.unref();
-    this.pump();
+    void this.pump();
   }
 
   /** Called by the work that goes first (yieldTo) once it has run: a worker that gave way to it looks for jobs now. */
   resume(): void {
     if (!this.yielded) return;
     this.yielded = false;
-    this.pump();
+    void this.pump();
   }
 
   get active(): number {
@@ -87,16 +102,35 @@ export class JobWorker {
 
   /** Coalesces the many wake-ups of a busy moment into one pump. */
   private schedule(): void {
-    if (this.scheduled || this.stopped) return;
+    if (this.scheduled || this.stopped || !this.started) return;
     this.scheduled = true;
     setImmediate(() => {
       this.scheduled = false;
-      this.pump();
+      void this.pump();
     });
   }
 
-  private pump(): void {
-    if (this.stopped) return;
+  /** One pump at a time: a wake-up during one makes another follow it. */
+  private async pump(): Promise<void> {
+    if (this.stopped || !this.started) return;
+    if (this.pumping) {
+      this.pumpAgain = true;
+      return;
+    }
+    this.pumping = true;
+    try {
+      await this.pumpOnce();
+    } finally {
+      this.pumping = false;
+      if (this.pumpAgain) {
+        this.pumpAgain = false;
+        this.schedule();
+      }
+    }
+  }
+
+  private async pumpOnce(): Promise<void> {
+    const { queue, store } = this.options;
     clearTimeout(this.timer);
     let free = this.options.concurrency - this.running.size;
     const before = this.options.yieldTo?.();
@@ -105,22 +139,17 @@ export class JobWorker {
       return;
     }
     if (before) free = Math.min(free, before.claim);
-    let claimed: ClaimedJob[] = [];
-    let waiting: [ClaimedJob, PromiseLike<unknown>][] = [];
+    let claimed = 0;
     try {
       // Outcomes still to be written go first: nothing new is claimed over them.
       while (this.unrecorded.length > 0) {
-        this.unrecorded[0]!();
+        await this.unrecorded[0]!();
         this.unrecorded.shift();
       }
-      // Claiming and running a group share one commit. On SQLite, only when a job is due: an empty claim still takes
-      // the database's one write lock, and an idle worker's poll would wait (its whole thread with it) behind another
-      // thread's stream of commits; a read never waits.
-      if (free > 0 && (this.options.store.kind !== 'sqlite' || this.options.queue.hasDue())) {
-        this.options.store.transaction(() => {
-          claimed = this.options.queue.claim(free);
-          waiting = this.runGroup(claimed);
-        });
+      // On SQLite, only when a job is due: an empty claim still takes the database's one write lock, and an idle
+      // worker's poll would wait behind another thread's stream of commits; a read never waits.
+      if (free > 0 && (store.kind !== 'sqlite' || (await queue.hasDue()))) {
+        claimed = store.kind === 'sqlite' ? await this.claimInTransaction(free) : await this.claimAndRun(free);
       }
       this.recovered();
     } catch (error) {
@@ -128,123 +157,166 @@ export class JobWorker {
       this.retryLater(error);
       return;
     }
-    for (const [job, pending] of waiting) this.track(job, pending);
-    if (claimed.length > 0 && claimed.length === free) this.schedule();
+    if (this.stopped) return;
+    if (claimed > 0 && claimed === free) this.schedule();
     let next: number | undefined;
     try {
-      next = this.options.queue.nextRunAt();
+      next = await queue.nextRunAt();
     } catch (error) {
-      // The database went away between the commit and this read (PostgreSQL restarting): the jobs taken run on.
+      // The database went away between the claim and this read (PostgreSQL restarting): the jobs taken run on.
       this.retryLater(error);
       return;
     }
+    if (this.stopped) return;
+    clearTimeout(this.timer);
     const wait = next === undefined ? IDLE_POLL_MS : Math.max(10, Math.min(IDLE_POLL_MS, next - Date.now()));
-    this.timer = setTimeout(() => this.pump(), wait);
+    this.timer = setTimeout(() => void this.pump(), wait);
     this.timer.unref();
   }
 
   private retryLater(error: unknown): void {
     this.troubled(error);
-    this.timer = setTimeout(() => this.pump(), TROUBLE_RETRY_MS);
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.pump(), TROUBLE_RETRY_MS);
     this.timer.unref();
   }
 
   /**
-   * Runs a group of claimed jobs in one transaction: each job's synchronous
-   * writes and its completion are a savepoint of it, so one failing job undoes
-   * only its own work. Returns the jobs whose handlers went asynchronous, with
-   * what they are waiting for; the rest are finished when this returns.
+   * SQLite: claims a group and runs its store-only handlers in one
+   * transaction, each handler a savepoint of it, so one failing job undoes
+   * only its own work; their outcomes commit with them. The other handlers
+   * start once the transaction committed.
    */
-  private runGroup(jobs: ClaimedJob[]): [ClaimedJob, PromiseLike<unknown>][] {
-    const { queue, store, logger } = this.options;
-    const waiting: [ClaimedJob, PromiseLike<unknown>][] = [];
-    if (jobs.length === 0) return waiting;
-    store.transaction(() => {
-      // Outcomes are recorded together at the end of the group, in the group's transaction: a handler's writes and
-      // its job's outcome still commit together, or not at all.
+  private async claimInTransaction(free: number): Promise<number> {
+    const { queue, store } = this.options;
+    const later: [ClaimedJob, JobKind][] = [];
+    const count = await store.transaction(async (tx) => {
+      const jobs = await queue.claim(free, tx);
       const succeeded: [string, unknown][] = [];
       for (const job of jobs) {
-        const handler = this.options.handler(job.kind);
-        if (!handler) {
-          queue.fail({ ...job, maxAttempts: job.attempts }, `no handler for job kind ${job.kind}`);
-          logger.warn({ job: job.id, kind: job.kind }, 'no handler for job kind');
+        const kind = await this.handlerOf(job, tx);
+        if (!kind) continue;
+        if (!kind.transactional) {
+          later.push([job, kind]);
           continue;
         }
         try {
-          store.transaction(() => {
-            const result = handler(job.payload, { store, jobId: job.id, attempt: job.attempts });
-            if (isThenable(result)) waiting.push([job, result]);
-            else succeeded.push([job.id, result]);
-          });
+          succeeded.push([job.id, await tx.transaction((savepoint) => Promise.resolve(kind.run(job.payload, { db: savepoint, jobId: job.id, attempt: job.attempts })))]);
         } catch (error) {
-          if (store.transactionLost) throw error;
-          this.failed(job, error);
+          if (tx.lost) throw error;
+          await this.failed(job, error, tx);
         }
       }
-      for (const id of queue.succeedMany(succeeded)) this.lost(jobs.find((job) => job.id === id)!);
+      for (const id of await queue.succeedMany(succeeded, tx)) this.lost(jobs.find((job) => job.id === id)!);
+      return jobs.length;
     });
-    return waiting;
+    for (const [job, kind] of later) this.track(job, kind);
+    return count;
+  }
+
+  /**
+   * PostgreSQL: claims a group in one statement, runs its store-only handlers
+   * side by side (their statements travel together; jobs of an ordered kind
+   * one after another) and records their outcomes in one statement; the other
+   * handlers run on their own.
+   */
+  private async claimAndRun(free: number): Promise<number> {
+    const { queue, store } = this.options;
+    const jobs = await queue.claim(free);
+    const outcomes: Promise<[ClaimedJob, Outcome]>[] = [];
+    let ordered: Promise<unknown> = Promise.resolve();
+    for (const job of jobs) {
+      const kind = await this.handlerOf(job, store);
+      if (!kind) continue;
+      if (!kind.transactional) {
+        this.track(job, kind);
+        continue;
+      }
+      const attempt = () => Promise.resolve()
+        .then(() => kind.run(job.payload, { db: store, jobId: job.id, attempt: job.attempts }))
+        .then((result): [ClaimedJob, Outcome] => [job, { succeeded: true, result }], (error: unknown): [ClaimedJob, Outcome] => [job, { succeeded: false, error }]);
+      const outcome = kind.ordered ? ordered.then(attempt) : attempt();
+      if (kind.ordered) ordered = outcome;
+      outcomes.push(outcome);
+    }
+    const settled = await Promise.all(outcomes);
+    const succeeded = settled.filter(([, outcome]) => outcome.succeeded).map(([job, outcome]) => [job.id, (outcome as { result: unknown }).result] as [string, unknown]);
+    const record = async () => {
+      for (const id of await queue.succeedMany(succeeded)) this.lost(jobs.find((job) => job.id === id)!);
+      for (const [job, outcome] of settled) if (!outcome.succeeded) await this.failed(job, outcome.error);
+    };
+    try {
+      await record();
+    } catch (error) {
+      this.troubled(error);
+      this.unrecorded.push(record);
+    }
+    return jobs.length;
+  }
+
+  /** The handler of a claimed job; a job nobody handles fails for good. */
+  private async handlerOf(job: ClaimedJob, db: Db): Promise<JobKind | undefined> {
+    const kind = this.options.handler(job.kind);
+    if (kind) return kind;
+    await this.options.queue.fail({ ...job, maxAttempts: job.attempts }, `no handler for job kind ${job.kind}`, db);
+    this.options.logger.warn({ job: job.id, kind: job.kind }, 'no handler for job kind');
+    return undefined;
   }
 
   /**
    * Makes a job's first attempt as it is queued, inside the caller's
    * transaction; the caller makes sure no job of this worker's lane waits
-   * before it, so jobs still run in the order they came. The handler's writes
-   * are a savepoint: a failing attempt undoes only its own. Returns the
-   * outcome to record with the job (JobQueue.enqueue's `ran`), or undefined
-   * (no handler, or the worker stops) to queue it as usual.
+   * before it, so jobs still run in the order they came. A store-only
+   * handler's writes are a savepoint: a failing attempt undoes only its own.
+   * Returns the outcome to record with the job (JobQueue.enqueue's `ran`), or
+   * undefined (no handler, one that is not store-only, or the worker stops)
+   * to queue it as usual.
    */
-  runNow(job: { id: string; kind: string; payload: unknown }): FirstAttempt | undefined {
-    const { store } = this.options;
-    const handler = this.options.handler(job.kind);
-    if (!handler || this.stopped) return undefined;
+  async runNow(job: { id: string; kind: string; payload: unknown }, tx: Tx): Promise<FirstAttempt | undefined> {
+    const kind = this.options.handler(job.kind);
+    if (!kind?.transactional || this.stopped) return undefined;
     const claimed: ClaimedJob = { ...job, attempts: 1, maxAttempts: JOB_LIMITS.defaultMaxAttempts };
-    let result: unknown;
     try {
-      store.transaction(() => {
-        result = handler(job.payload, { store, jobId: job.id, attempt: 1 });
-      });
+      const result = await tx.transaction((savepoint) => Promise.resolve(kind.run(job.payload, { db: savepoint, jobId: job.id, attempt: 1 })));
+      return { status: 'succeeded', result };
     } catch (error) {
       // The storage failed under the whole transaction, not just this attempt: the caller's transaction fails with it.
-      if (store.transactionLost) throw error;
+      if (tx.lost) throw error;
       return { status: 'failed', error: this.attemptFailed(claimed, error) };
     }
-    if (!isThenable(result)) return { status: 'succeeded', result };
-    // Recorded running, claimed by this daemon, and finished when the handler is.
-    this.track(claimed, result);
-    return { status: 'running' };
   }
 
-  /** Follows a job whose handler went asynchronous until it finishes; a free place then takes the next job. */
-  private track(job: ClaimedJob, pending: PromiseLike<unknown>): void {
-    const run = this.finish(job, pending).finally(() => {
-      this.running.delete(job.id);
-      this.schedule();
-    });
+  /** Runs a job whose handler does more than touch the store, on its own; a free place then takes the next job. */
+  private track(job: ClaimedJob, kind: JobKind): void {
+    const run = this.finish(job, Promise.resolve().then(() => kind.run(job.payload, { db: this.options.store, jobId: job.id, attempt: job.attempts })))
+      .finally(() => {
+        this.running.delete(job.id);
+        this.schedule();
+      });
     this.running.set(job.id, run);
   }
 
-  /** Completes a job whose handler went asynchronous; an outcome that cannot be written now is kept and written later. */
-  private async finish(job: ClaimedJob, pending: PromiseLike<unknown>): Promise<void> {
-    let outcome: () => void;
+  /** Completes a job that ran on its own; an outcome that cannot be written now is kept and written later. */
+  private async finish(job: ClaimedJob, pending: Promise<unknown>): Promise<void> {
+    let outcome: () => Promise<void>;
     try {
       const result = await pending;
-      outcome = () => {
-        if (!this.options.queue.succeed(job.id, result)) this.lost(job);
+      outcome = async () => {
+        if (!(await this.options.queue.succeed(job.id, result))) this.lost(job);
       };
     } catch (error) {
       outcome = () => this.failed(job, error);
     }
     try {
-      outcome();
+      await outcome();
     } catch (error) {
       this.troubled(error);
       this.unrecorded.push(outcome);
     }
   }
 
-  private failed(job: ClaimedJob, error: unknown): void {
-    if (!this.options.queue.fail(job, this.attemptFailed(job, error))) this.lost(job);
+  private async failed(job: ClaimedJob, error: unknown, db?: Db): Promise<void> {
+    if (!(await this.options.queue.fail(job, this.attemptFailed(job, error), db))) this.lost(job);
   }
 
   /** Says a failed attempt in the log; returns what is recorded of it. */

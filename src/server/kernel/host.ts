@@ -33,7 +33,7 @@ function recordingApi(name: string, log: Logger, calls: Call[]): RegistrationApi
     rpc: { method: ((method: OwnMethod) => void calls.push((api) => api.rpc.method(method))) as RegistrationApi['rpc']['method'] },
     tools: { add: (tool) => void calls.push((api) => api.tools.add(tool)) },
     channels: { add: (channel) => void calls.push((api) => api.channels.add(channel)) },
-    jobs: { handle: (kind, handler) => void calls.push((api) => api.jobs.handle(kind, handler)) },
+    jobs: { handle: (kind, handler, options) => void calls.push((api) => api.jobs.handle(kind, handler, options)) },
   };
 }
 
@@ -109,8 +109,9 @@ export class ModuleHost {
     this.parts = parts;
   }
 
-  /** Sets every module up, in dependency order; a module that fails stops the start-up. */
+  /** Migrates every module's tables, then sets every module up, in dependency order; a module that fails stops the start-up. */
   async setup(): Promise<void> {
+    await this.parts.store.migrate(this.modules.filter((module) => module.migrations).map((module) => ({ module: module.id, migrations: module.migrations! })));
     for (const module of this.modules) {
       const calls: Call[] = [];
       this.recorded.push({ owner: module.id, calls });

@@ -20,7 +20,8 @@ import type { ChannelKind } from './channel.ts';
 import type { DomainError } from './errors.ts';
 import type { EventBus } from './events.ts';
 import type { RegistryTable } from './registry.ts';
-import type { Store } from '../store/database.ts';
+import type { Db, Store } from '../store/database.ts';
+import type { Migration } from '../store/migrations.ts';
 
 /** Who is calling over the WebSocket: the authenticated connection's identity and grants. */
 export interface RpcClient {
@@ -135,13 +136,36 @@ export interface ToolDef {
 }
 
 export interface JobContext {
-  store: Store;
+  /**
+   * Where the handler writes: the transaction its job's outcome commits in,
+   * for a handler that only writes to the store (declared `transactional`),
+   * else the store itself.
+   */
+  db: Db;
   jobId: string;
   attempt: number;
 }
 
 /** Does a job's work and returns its result (stored as JSON); throwing fails the attempt. */
 export type JobHandler = (payload: unknown, context: JobContext) => unknown | Promise<unknown>;
+
+export interface JobKindOptions {
+  /**
+   * The handler only reads and writes the store, through `context.db`, and
+   * waits for nothing else: it may run inside the transaction that records its
+   * job's outcome (and, on SQLite, the one that queues the job). Its writes
+   * must be safe to make twice: a job is run again when its daemon dies
+   * before its outcome is recorded.
+   */
+  transactional?: boolean;
+  /** Jobs of this kind change what the next one builds on: they run one after another, in the order they were queued. */
+  ordered?: boolean;
+}
+
+/** A job kind's handler as the table holds it. */
+export interface JobKind extends JobKindOptions {
+  run: JobHandler;
+}
 
 /**
  * What a plugin's register(api) receives, and the table half of every
@@ -161,7 +185,7 @@ export interface RegistrationApi {
   /** A channel: its id (the key under `channels.` in the config) with the channel kind's parts. */
   channels: { add(channel: ChannelKind & { id: string }): void };
   /** A job kind; a kind ending in `.*` handles every kind with that prefix that has no handler of its own. */
-  jobs: { handle(kind: string, handler: JobHandler): void };
+  jobs: { handle(kind: string, handler: JobHandler, options?: JobKindOptions): void };
   log: Logger;
 }
 
@@ -192,7 +216,7 @@ export interface ConnectionOrigin {
   browserOrigin?: string;
 }
 
-export type AdmitFn = (params: ConnectParams, origin: ConnectionOrigin) => Admission;
+export type AdmitFn = (params: ConnectParams, origin: ConnectionOrigin) => Promise<Admission>;
 
 /** The control plane's connections, as modules see them. */
 export interface Connections {
@@ -315,10 +339,12 @@ export interface AuthLockoutView {
 /** Kinds of credential counted apart, so a bad device token does not lock out the gateway token. */
 export type LockoutKind = 'gateway' | 'device' | 'invite' | 'bearer' | 'hooks';
 
-/** A feature of the daemon: an id, the modules it needs, and a setup that registers everything it offers. */
+/** A feature of the daemon: an id, the modules it needs, the tables it owns, and a setup that registers everything it offers. */
 export interface GatewayModule<Exports = void> {
   readonly id: string;
   readonly needs?: readonly GatewayModule<unknown>[];
+  /** The migrations of the tables this module owns, applied in order before any module is set up; no other module touches them. */
+  readonly migrations?: readonly Migration[];
   setup(ctx: ModuleContext): Exports | Promise<Exports>;
 }
 

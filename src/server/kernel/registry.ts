@@ -9,7 +9,7 @@ import { METHODS, type MethodName } from '../../shared/protocol/methods.ts';
 import { isOperatorScope, type OperatorScope } from '../../shared/protocol/scopes.ts';
 import type { ChannelKind } from './channel.ts';
 import { DomainError } from './errors.ts';
-import type { HttpRoute, JobHandler, MethodHandler, OwnMethod, RegistrationApi, ToolDef, WsRoute } from './module.ts';
+import type { HttpRoute, JobHandler, JobKind, JobKindOptions, MethodHandler, OwnMethod, RegistrationApi, ToolDef, WsRoute } from './module.ts';
 
 export interface Owned<T> {
   /** The module or plugin that registered it. */
@@ -90,7 +90,7 @@ export class RegistryTable {
   readonly methods = new Map<string, Owned<MethodEntry>>();
   readonly tools = new Map<string, Owned<ToolDef>>();
   readonly channels = new Map<string, Owned<ChannelKind>>();
-  readonly jobs = new Map<string, Owned<JobHandler>>();
+  readonly jobs = new Map<string, Owned<JobKind>>();
   readonly registered = new Map<string, Registered>();
 
   route(method: string, path: string): RouteMatch | undefined {
@@ -145,10 +145,10 @@ export class RegistryTable {
   }
 
   /** The handler of a job kind: its own, else the longest prefix handler (`github.*`). */
-  jobHandler(kind: string): Owned<JobHandler> | undefined {
+  jobHandler(kind: string): Owned<JobKind> | undefined {
     const exact = this.jobs.get(kind);
     if (exact) return exact;
-    let best: [string, Owned<JobHandler>] | undefined;
+    let best: [string, Owned<JobKind>] | undefined;
     for (const [key, entry] of this.jobs) {
       if (key.endsWith('.*') && kind.startsWith(key.slice(0, -1)) && (!best || key.length > best[0].length)) best = [key, entry];
     }
@@ -244,7 +244,7 @@ export class TableBuilder {
       rpc: { method: ((method: OwnMethod) => this.addMethod(id, method)) as RegistrationApi['rpc']['method'] },
       tools: { add: (tool) => this.addTool(id, tool) },
       channels: { add: (channel) => this.addChannel(id, channel?.id, channel) },
-      jobs: { handle: (kind, handler) => this.addJob(id, kind, handler) },
+      jobs: { handle: (kind, handler, options) => this.addJob(id, kind, handler, options) },
     };
   }
 
@@ -342,7 +342,7 @@ export class TableBuilder {
     this.note(id.owner).channels.push(channelId);
   }
 
-  private addJob(id: { owner: string; builtin: boolean }, kind: string, handler: JobHandler): void {
+  private addJob(id: { owner: string; builtin: boolean }, kind: string, handler: JobHandler, options: JobKindOptions = {}): void {
     const label = who(id);
     const prefix = id.builtin && typeof kind === 'string' && JOB_PREFIX.test(kind);
     if (typeof kind !== 'string' || (!prefix && !NAME.test(kind))) throw refused(`${label}: job kind must be 1-64 letters, digits, . _ : -`);
@@ -352,7 +352,7 @@ export class TableBuilder {
     const existing = this.table.jobs.get(kind) ?? (covering?.owner === id.owner ? undefined : covering);
     if (existing?.builtin && !id.builtin) throw refused(`${label}: job kind ${kind} is handled by the gateway itself`);
     if (existing) throw refused(`job kind ${kind} of ${label} conflicts with the handler of ${who(existing)}`);
-    this.table.jobs.set(kind, { ...id, value: handler });
+    this.table.jobs.set(kind, { ...id, value: { run: handler, transactional: options.transactional === true, ordered: options.ordered === true } });
     this.note(id.owner).jobKinds.push(kind);
   }
 }

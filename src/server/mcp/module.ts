@@ -8,7 +8,6 @@
  * {code, state} to POST /oauth/mcp/callback.
  */
 import { randomBytes } from 'node:crypto';
-import type { Tool } from '@modelcontextprotocol/client';
 import type { McpServerSettings } from '../../shared/config/types.ts';
 import type { McpServerInfo } from '../../shared/protocol/results.ts';
 import { mcpUrlProblem } from '../../shared/mcp-url.ts';
@@ -62,8 +61,8 @@ function callbackInput(raw: unknown): CallbackInput {
 export default defineModule({
   id: 'mcp',
   needs: [jobsModule, toolsModule],
-  setup(ctx) {
-    ctx.store.migrateModule('mcp', MCP_MIGRATIONS);
+  migrations: MCP_MIGRATIONS,
+  async setup(ctx) {
     const flows = new FlowStore(ctx.store);
     ctx.use(jobsModule).retention('mcpOauthFlows', () => flows.prune());
     const { runner } = ctx.use(toolsModule);
@@ -80,21 +79,9 @@ export default defineModule({
       return new URL(CALLBACK_PATH, base).toString();
     };
 
-    const savedTools = (name: string): Tool[] => {
-      const row = ctx.store.prepare('SELECT tools FROM mcp_tools WHERE server = ?').get(name) as { tools: string } | undefined;
-      try {
-        return row ? (JSON.parse(row.tools) as Tool[]) : [];
-      } catch {
-        return [];
-      }
-    };
-    const saveTools = (name: string, tools: Tool[]) => {
-      ctx.store.prepare('INSERT INTO mcp_tools (server, tools, updated_at) VALUES (?, ?, ?) ON CONFLICT (server) DO UPDATE SET tools = excluded.tools, updated_at = excluded.updated_at')
-        .run(name, JSON.stringify(tools), Date.now());
-    };
     const told = (info: McpServerInfo) => ctx.events.emit('mcp.status', info, 'operator.read');
 
-    const add = (name: string, settings: McpServerSettings): Entry => {
+    const add = async (name: string, settings: McpServerSettings): Promise<Entry> => {
       const credentials = new McpCredentials(ctx.secrets, name);
       const entry: Entry = {
         credentials,
@@ -107,10 +94,10 @@ export default defineModule({
           clientName,
           version: ctx.daemon.version,
           logger: ctx.log,
-          savedTools: savedTools(name),
-          saveTools: (tools) => saveTools(name, tools),
+          savedTools: await flows.savedTools(name),
+          saveTools: (tools) => void flows.saveTools(name, tools).catch((error: unknown) => ctx.log.warn({ server: name, err: error }, 'the MCP server\'s tools could not be kept')),
           onChange: told,
-          onLoginLost: (reason) => ctx.store.audit('mcp.login.lost', { subject: name, detail: { reason } }),
+          onLoginLost: (reason) => void ctx.store.audit('mcp.login.lost', { subject: name, detail: { reason } }),
         }),
       };
       connections.set(name, entry);
@@ -122,8 +109,7 @@ export default defineModule({
       for (const [name, entry] of connections) {
         if (!servers[name]) {
           connections.delete(name);
-          flows.drop(name);
-          ctx.store.prepare('DELETE FROM mcp_tools WHERE server = ?').run(name);
+          await flows.forget(name);
           await entry.connection.stop();
           told({ name, url: entry.settings.url, state: 'disabled', reason: 'removed', tools: 0, auth: 'none' });
         }
@@ -131,7 +117,7 @@ export default defineModule({
       for (const [name, settings] of Object.entries(servers)) {
         const entry = connections.get(name);
         if (!entry) {
-          const added = add(name, settings);
+          const added = await add(name, settings);
           if (started) void added.connection.connect();
           continue;
         }
@@ -142,7 +128,7 @@ export default defineModule({
         if (started) void entry.connection.connect();
       }
     };
-    for (const [name, settings] of Object.entries(ctx.config().mcp.servers)) add(name, settings);
+    for (const [name, settings] of Object.entries(ctx.config().mcp.servers)) await add(name, settings);
 
     const find = (name: string) => {
       const entry = connections.get(name);
@@ -199,7 +185,7 @@ export default defineModule({
         throw await oauthFailure(sdk, error, `Could not start the login with MCP server ${name}`, entry);
       }
       if (result === 'REDIRECT' && flow.authorizationUrl) {
-        flows.save(flow);
+        await flows.save(flow);
         ctx.log.info({ server: name }, 'MCP login started');
         return { authorizationUrl: flow.authorizationUrl };
       }
@@ -226,7 +212,7 @@ export default defineModule({
     /** Finishes a login with the authorization response: state taken once, iss checked, code exchanged with the verifier and the resource. */
     const finishLogin = async (input: CallbackInput, address: string): Promise<McpServerInfo> => {
       if (!input.state) throw new DomainError('invalid', 'The authorization response has no state.', { code: 'invalid_state' });
-      const flow = flows.take(input.state);
+      const flow = await flows.take(input.state);
       if (!flow) {
         ctx.log.warn({ address }, 'MCP login callback with an unknown, used or expired state');
         throw new DomainError('invalid', 'This login is unknown, already finished or expired (a login lasts 10 minutes); start it again with gateway mcp login <server>.', { code: 'invalid_state' });
@@ -234,7 +220,7 @@ export default defineModule({
       const entry = find(flow.server);
       if (input.error) {
         const code = input.error.replace(/[^a-z0-9_]/gi, '').slice(0, 64) || 'oauth_error';
-        ctx.store.audit('mcp.login.refused', { subject: flow.server, address, detail: { error: code } });
+        await ctx.store.audit('mcp.login.refused', { subject: flow.server, address, detail: { error: code } });
         throw new DomainError('invalid', `The authorization server answered ${code}${input.error_description ? `: ${input.error_description.replace(/[\r\n]+/g, ' ')}` : ''}.`, { code });
       }
       if (!input.code) throw new DomainError('invalid', 'The authorization response has no code.', { code: 'invalid_request' });
@@ -244,10 +230,10 @@ export default defineModule({
         await sdk.auth(provider, { serverUrl: entry.settings.url, authorizationCode: input.code, ...(input.iss ? { iss: input.iss } : {}), ...(entry.settings.scope ? { scope: entry.settings.scope } : {}) });
       } catch (error) {
         const failure = await oauthFailure(sdk, error, `The login with MCP server ${flow.server} failed`, entry);
-        ctx.store.audit('mcp.login.refused', { subject: flow.server, address, detail: { error: failure.code } });
+        await ctx.store.audit('mcp.login.refused', { subject: flow.server, address, detail: { error: failure.code } });
         throw failure;
       }
-      ctx.store.audit('mcp.login', { subject: flow.server, address });
+      await ctx.store.audit('mcp.login', { subject: flow.server, address });
       ctx.log.info({ server: flow.server }, 'MCP login finished');
       await entry.connection.connect();
       return entry.connection.info();
@@ -408,8 +394,8 @@ export default defineModule({
       handler: async ({ name }, client) => {
         const { connection } = find(name);
         await connection.logout();
-        flows.drop(name);
-        ctx.store.audit('mcp.logout', { actor: client.deviceId, subject: name, address: client.address });
+        await flows.drop(name);
+        await ctx.store.audit('mcp.logout', { actor: client.deviceId, subject: name, address: client.address });
         return { server: await connection.info() };
       },
     });

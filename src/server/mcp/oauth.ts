@@ -8,7 +8,7 @@
  * issuer check of the authorization response (RFC 9207).
  */
 import { createHash, randomBytes } from 'node:crypto';
-import type { OAuthClientProvider, OAuthDiscoveryState } from '@modelcontextprotocol/client';
+import type { OAuthClientProvider, OAuthDiscoveryState, Tool } from '@modelcontextprotocol/client';
 import type { McpServerSettings } from '../../shared/config/types.ts';
 import type { Store } from '../store/database.ts';
 import type { KeptClient, McpCredentials } from './credentials.ts';
@@ -38,6 +38,7 @@ export const MCP_MIGRATIONS = [
   {
     version: 1,
     name: 'mcp oauth flows and tool lists',
+    was: { module: 'mcp', version: 1 },
     sql: `
       CREATE TABLE mcp_oauth_flows (
         state_hash TEXT PRIMARY KEY,
@@ -59,7 +60,11 @@ export const MCP_MIGRATIONS = [
 
 const hashState = (state: string) => createHash('sha256').update(state).digest('base64url');
 
-/** Login flows kept in the state database: a flow's state is stored hashed and taken exactly once. */
+/**
+ * What the MCP module keeps in the state database: login flows (a flow's
+ * state is stored hashed and taken exactly once) and each server's last tool
+ * list.
+ */
 export class FlowStore {
   private readonly store: Store;
   private readonly now: () => number;
@@ -69,29 +74,55 @@ export class FlowStore {
     this.now = now;
   }
 
-  save(flow: Flow): void {
-    if (!flow.verifier) throw new Error('a login flow needs its code verifier');
+  async save(flow: Flow): Promise<void> {
+    const { verifier } = flow;
+    if (!verifier) throw new Error('a login flow needs its code verifier');
     const now = this.now();
-    this.store.prepare('DELETE FROM mcp_oauth_flows WHERE expires_at < ?').run(now);
-    this.store.prepare('INSERT INTO mcp_oauth_flows (state_hash, server, redirect_url, verifier, discovery, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)')
-      .run(hashState(flow.state), flow.server, flow.redirectUrl, flow.verifier, flow.discovery ? JSON.stringify(flow.discovery) : null, now, now + FLOW_TTL_MS);
+    await this.store.transaction(async (tx) => {
+      await tx.run('DELETE FROM mcp_oauth_flows WHERE expires_at < ?', now);
+      await tx.run('INSERT INTO mcp_oauth_flows (state_hash, server, redirect_url, verifier, discovery, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+        hashState(flow.state), flow.server, flow.redirectUrl, verifier, flow.discovery ? JSON.stringify(flow.discovery) : null, now, now + FLOW_TTL_MS);
+    });
   }
 
   /** Takes the flow of a state: undefined when it is unknown, already taken or expired. */
-  take(state: string): Flow | undefined {
-    const row = this.store.prepare('DELETE FROM mcp_oauth_flows WHERE state_hash = ? RETURNING server, redirect_url, verifier, discovery, expires_at')
-      .get(hashState(state)) as { server: string; redirect_url: string; verifier: string; discovery: string | null; expires_at: number } | undefined;
+  async take(state: string): Promise<Flow | undefined> {
+    const row = await this.store.get<{ server: string; redirect_url: string; verifier: string; discovery: string | null; expires_at: number }>(
+      'DELETE FROM mcp_oauth_flows WHERE state_hash = ? RETURNING server, redirect_url, verifier, discovery, expires_at', hashState(state));
     if (!row || row.expires_at < this.now()) return undefined;
     return { state, server: row.server, redirectUrl: row.redirect_url, verifier: row.verifier, ...(row.discovery ? { discovery: JSON.parse(row.discovery) as OAuthDiscoveryState } : {}) };
   }
 
   /** Forgets every flow of a server (it was removed or logged out). */
-  drop(server: string): void {
-    this.store.prepare('DELETE FROM mcp_oauth_flows WHERE server = ?').run(server);
+  async drop(server: string): Promise<void> {
+    await this.store.run('DELETE FROM mcp_oauth_flows WHERE server = ?', server);
   }
 
-  prune(): number {
-    return Number(this.store.prepare('DELETE FROM mcp_oauth_flows WHERE expires_at < ?').run(this.now()).changes);
+  async prune(): Promise<number> {
+    return (await this.store.run('DELETE FROM mcp_oauth_flows WHERE expires_at < ?', this.now())).changes;
+  }
+
+  /** The tools an MCP server offered when it was last connected: the gateway offers them before it connects again. */
+  async savedTools(server: string): Promise<Tool[]> {
+    const row = await this.store.get<{ tools: string }>('SELECT tools FROM mcp_tools WHERE server = ?', server);
+    try {
+      return row ? (JSON.parse(row.tools) as Tool[]) : [];
+    } catch {
+      return [];
+    }
+  }
+
+  async saveTools(server: string, tools: Tool[]): Promise<void> {
+    await this.store.run('INSERT INTO mcp_tools (server, tools, updated_at) VALUES (?, ?, ?) ON CONFLICT (server) DO UPDATE SET tools = excluded.tools, updated_at = excluded.updated_at',
+      server, JSON.stringify(tools), Date.now());
+  }
+
+  /** Forgets what a removed server left: its login flows and tools. */
+  async forget(server: string): Promise<void> {
+    await this.store.transaction(async (tx) => {
+      await tx.run('DELETE FROM mcp_oauth_flows WHERE server = ?', server);
+      await tx.run('DELETE FROM mcp_tools WHERE server = ?', server);
+    });
   }
 }
 

@@ -166,15 +166,11 @@ export class ModelCaller {
   }
 
   private record(target: ModelTarget, meta: CallMeta, call: { started: number; firstTokenAt?: number; usage: Usage; outcome: 'ok' | 'error' | 'aborted' | 'timeout'; status?: number; error?: string }): void {
-    try {
-      this.deps.usage.record({
-        at: call.started, provider: target.providerId, model: target.model, agent: meta.agent, sessionKey: meta.sessionKey, subject: meta.subject,
-        surface: meta.surface, inputTokens: call.usage.inputTokens, outputTokens: call.usage.outputTokens, latencyMs: Date.now() - call.started,
-        firstTokenMs: call.firstTokenAt === undefined ? undefined : call.firstTokenAt - call.started, outcome: call.outcome, status: call.status, error: call.error,
-      });
-    } catch (error) {
-      this.deps.logger.error({ err: error }, 'could not record a model call');
-    }
+    this.deps.usage.record({
+      at: call.started, provider: target.providerId, model: target.model, agent: meta.agent, sessionKey: meta.sessionKey, subject: meta.subject,
+      surface: meta.surface, inputTokens: call.usage.inputTokens, outputTokens: call.usage.outputTokens, latencyMs: Date.now() - call.started,
+      firstTokenMs: call.firstTokenAt === undefined ? undefined : call.firstTokenAt - call.started, outcome: call.outcome, status: call.status, error: call.error,
+    }, (error) => this.deps.logger.error({ err: error }, 'could not record a model call'));
   }
 }
 

@@ -28,8 +28,8 @@ export interface Models {
 export default defineModule<Models>({
   id: 'models',
   needs: [jobsModule],
+  migrations: USAGE_MIGRATIONS,
   setup(ctx) {
-    ctx.store.migrateModule('models', USAGE_MIGRATIONS);
     const usage = new UsageLog(ctx.store);
     ctx.use(jobsModule).retention('modelCalls', (retentionMs) => usage.prune(retentionMs));
 
@@ -44,6 +44,7 @@ export default defineModule<Models>({
       return key;
     };
     ctx.watch.secrets(['models.providers.*'], (name) => void keys.delete(name.split('.')[2]!));
+    const unrecorded = (error: unknown) => ctx.log.error({ err: error }, 'could not record a model call');
     const caller = new ModelCaller({ config: ctx.config, apiKey, usage, logger: ctx.log });
 
     const resolve = (reference: string) => resolveModel(ctx.config(), reference);
@@ -60,12 +61,12 @@ export default defineModule<Models>({
           kind: target.provider.kind ?? 'openai-compatible', baseUrl: target.provider.baseUrl, apiKey: await apiKey(target.providerId),
           headers: target.provider.headers, model: target.model, fetch,
         }, values, AbortSignal.any([signal, timeout]));
-        usage.record({ at: started, provider: target.providerId, model: target.model, subject: meta.subject, surface: meta.surface, inputTokens: result.tokens, latencyMs: Date.now() - started, outcome: 'ok' });
+        usage.record({ at: started, provider: target.providerId, model: target.model, subject: meta.subject, surface: meta.surface, inputTokens: result.tokens, latencyMs: Date.now() - started, outcome: 'ok' }, unrecorded);
         return { ...result, ref: target.ref };
       } catch (error) {
         if (signal.aborted) throw signal.reason;
         const { status, message } = upstreamFacts(error);
-        usage.record({ at: started, provider: target.providerId, model: target.model, subject: meta.subject, surface: meta.surface, latencyMs: Date.now() - started, outcome: timeout.aborted ? 'timeout' : 'error', status, error: message });
+        usage.record({ at: started, provider: target.providerId, model: target.model, subject: meta.subject, surface: meta.surface, latencyMs: Date.now() - started, outcome: timeout.aborted ? 'timeout' : 'error', status, error: message }, unrecorded);
         throw new DomainError('upstream', `Provider ${target.providerId} (${target.ref}) ${status ? `answered ${status}` : 'failed'}: ${timeout.aborted ? 'timed out' : message}`, { code: 'upstream_error', details: { provider: target.providerId } });
       }
     };

@@ -12,7 +12,7 @@ export interface HandshakeDeps {
   devices: DeviceRegistry;
   now?: () => number;
   onPairingRequested: (request: PairingRequest) => void;
-  audit: (kind: string, fields: { subject?: string; address?: string; detail?: Record<string, unknown> }) => void;
+  audit: (kind: string, fields: { subject?: string; address?: string; detail?: Record<string, unknown> }) => Promise<void>;
 }
 
 const unauthorized = (message: string) => new DomainError('unauthorized', message);
@@ -26,7 +26,7 @@ const within = (requested: readonly string[], granted: readonly string[]) => req
  * checked against their schema before. Throws a DomainError (unauthorized,
  * pairing_required, ...).
  */
-export function admit(params: ConnectParams, origin: Origin, deps: HandshakeDeps): Admission {
+export async function admit(params: ConnectParams, origin: Origin, deps: HandshakeDeps): Promise<Admission> {
   const now = deps.now?.() ?? Date.now();
   const auth = params.auth ?? {};
   const presentsShared = Boolean(auth.token || auth.password);
@@ -49,25 +49,25 @@ export function admit(params: ConnectParams, origin: Origin, deps: HandshakeDeps
   const defaultScopes = params.role === 'operator' ? [...OPERATOR_SCOPES] : [];
 
   if (!presentsShared && auth.deviceToken) {
-    const known = deps.devices.verifyToken(device.id, auth.deviceToken);
+    const known = await deps.devices.verifyToken(device.id, auth.deviceToken);
     if (!known) throw unauthorized('the device token is invalid or was revoked');
     const scopes = requested.length ? requested : known.scopes;
     if (known.role !== params.role || !within(scopes, known.scopes)) return requestPairing(claimFor(scopes), origin, deps);
-    deps.devices.markSeen(device.id, origin.address);
+    await deps.devices.markSeen(device.id, origin.address);
     return { role: known.role, scopes, deviceId: device.id, via: 'device-token' };
   }
 
   if (!presentsShared && auth.inviteCode) {
-    const invite = deps.devices.redeemInvite(auth.inviteCode, device.id);
+    const invite = await deps.devices.redeemInvite(auth.inviteCode, device.id);
     if (!invite) throw unauthorized('the invite code is invalid, used or expired');
     const scopes = requested.length ? requested : invite.scopes;
     if (invite.role !== params.role || !within(scopes, invite.scopes)) {
       throw new DomainError('forbidden', `the invite allows role ${invite.role} with scopes ${invite.scopes.join(', ') || '(none)'}`);
     }
-    deps.devices.pairDirect(claimFor(scopes), 'invite');
-    deps.audit('device.paired', { subject: device.id, address: origin.address, detail: { via: 'invite', role: params.role, scopes } });
-    const deviceToken = deps.devices.issueTokenIfUndelivered(device.id);
-    deps.devices.markSeen(device.id, origin.address);
+    await deps.devices.pairDirect(claimFor(scopes), 'invite');
+    await deps.audit('device.paired', { subject: device.id, address: origin.address, detail: { via: 'invite', role: params.role, scopes } });
+    const deviceToken = await deps.devices.issueTokenIfUndelivered(device.id);
+    await deps.devices.markSeen(device.id, origin.address);
     return { role: params.role, scopes, deviceId: device.id, deviceToken, via: 'invite', paired: 'invite' };
   }
 
@@ -76,25 +76,25 @@ export function admit(params: ConnectParams, origin: Origin, deps: HandshakeDeps
     throw unauthorized('no credential: pass the gateway token or password, or a device token');
   }
 
-  const known = deps.devices.get(device.id);
+  const known = await deps.devices.get(device.id);
   const current = known && known.revokedAt === null ? known : undefined;
   const scopes = requested.length ? requested : (current?.role === params.role ? current.scopes : defaultScopes);
   if (current && current.role === params.role && within(scopes, current.scopes)) {
-    deps.devices.markSeen(device.id, origin.address);
-    return { role: params.role, scopes, deviceId: device.id, deviceToken: deps.devices.issueTokenIfUndelivered(device.id), via: 'gateway-credential' };
+    await deps.devices.markSeen(device.id, origin.address);
+    return { role: params.role, scopes, deviceId: device.id, deviceToken: await deps.devices.issueTokenIfUndelivered(device.id), via: 'gateway-credential' };
   }
   if (isLoopbackAddress(origin.address) && !origin.viaProxy) {
-    deps.devices.pairDirect(claimFor(scopes), 'loopback');
-    deps.audit('device.paired', { subject: device.id, address: origin.address, detail: { via: 'loopback', role: params.role, scopes } });
-    deps.devices.markSeen(device.id, origin.address);
-    return { role: params.role, scopes, deviceId: device.id, deviceToken: deps.devices.issueTokenIfUndelivered(device.id), via: 'gateway-credential', paired: 'loopback' };
+    await deps.devices.pairDirect(claimFor(scopes), 'loopback');
+    await deps.audit('device.paired', { subject: device.id, address: origin.address, detail: { via: 'loopback', role: params.role, scopes } });
+    await deps.devices.markSeen(device.id, origin.address);
+    return { role: params.role, scopes, deviceId: device.id, deviceToken: await deps.devices.issueTokenIfUndelivered(device.id), via: 'gateway-credential', paired: 'loopback' };
   }
   return requestPairing(claimFor(scopes), origin, deps);
 }
 
-function requestPairing(claim: Parameters<DeviceRegistry['request']>[0], origin: Origin, deps: HandshakeDeps): never {
-  const request = deps.devices.request(claim);
-  deps.audit('device.pair.requested', { subject: claim.deviceId, address: origin.address, detail: { requestId: request.id, role: claim.role, scopes: claim.scopes, viaProxy: origin.viaProxy } });
+async function requestPairing(claim: Parameters<DeviceRegistry['request']>[0], origin: Origin, deps: HandshakeDeps): Promise<never> {
+  const request = await deps.devices.request(claim);
+  await deps.audit('device.pair.requested', { subject: claim.deviceId, address: origin.address, detail: { requestId: request.id, role: claim.role, scopes: claim.scopes, viaProxy: origin.viaProxy } });
   deps.onPairingRequested(request);
   throw new DomainError('pairing_required', `this device is not paired; approve it on the gateway host: gateway devices approve ${request.id}`, {
     details: { requestId: request.id, expiresAt: request.expiresAt, hint: `gateway devices approve ${request.id}` },

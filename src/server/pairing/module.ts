@@ -4,7 +4,7 @@ import type { RpcClient } from '../kernel/module.ts';
 import { DomainError } from '../kernel/errors.ts';
 import type { DevicePairingRequestView, DeviceView } from '../../shared/protocol/results.ts';
 import { Limits } from '../../shared/protocol/limits.ts';
-import { DeviceRegistry, type Device, type PairingRequest } from './device-registry.ts';
+import { DeviceRegistry, PAIRING_MIGRATIONS, type Device, type PairingRequest } from './device-registry.ts';
 import { admit } from './handshake.ts';
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
@@ -25,6 +25,7 @@ const undecided = (requestId: string) => new DomainError('not_found', `no pendin
 
 export default defineModule({
   id: 'pairing',
+  migrations: PAIRING_MIGRATIONS,
   setup(ctx) {
     const { store, events, connections } = ctx;
     const devices = new DeviceRegistry(store);
@@ -36,56 +37,57 @@ export default defineModule({
       onPairingRequested: (request) => events.emit('device.pair.requested', requestView(request), 'operator.pairing'),
     }));
 
-    const resolved = (request: PairingRequest, decision: 'approved' | 'rejected', client: RpcClient) => {
-      store.audit(`device.pair.${decision}`, { actor: client.deviceId, subject: request.deviceId, address: client.address, detail: { requestId: request.id, role: request.role, scopes: request.scopes } });
+    const resolved = async (request: PairingRequest, decision: 'approved' | 'rejected', client: RpcClient) => {
+      await store.audit(`device.pair.${decision}`, { actor: client.deviceId, subject: request.deviceId, address: client.address, detail: { requestId: request.id, role: request.role, scopes: request.scopes } });
       events.emit('device.pair.resolved', { requestId: request.id, deviceId: request.deviceId, decision }, 'operator.pairing');
     };
 
-    ctx.rpc.method({ name: 'devices.list', handler: () => ({ paired: devices.list().map(deviceView), pending: devices.pending().map(requestView) }) });
+    ctx.rpc.method({ name: 'devices.list', handler: async () => ({ paired: (await devices.list()).map(deviceView), pending: (await devices.pending()).map(requestView) }) });
     ctx.rpc.method({
       name: 'devices.approve',
-      handler: (params, client) => {
+      handler: async (params, client) => {
         if (params.latest !== true && params.requestId === undefined) throw new DomainError('invalid', 'name the request: params.requestId, or params.latest');
-        const request = params.latest === true ? devices.latestPending() : devices.findPending(params.requestId!);
+        const request = params.latest === true ? await devices.latestPending() : await devices.findPending(params.requestId!);
         if (!request) throw params.latest === true ? new DomainError('not_found', 'no pairing request is pending') : undecided(String(params.requestId));
-        const device = devices.approve(request.id, client.deviceId)!;
-        resolved(request, 'approved', client);
+        const device = await devices.approve(request.id, client.deviceId);
+        if (!device) throw undecided(request.id);
+        await resolved(request, 'approved', client);
         return { approved: true, requestId: request.id, device: deviceView(device) };
       },
     });
     ctx.rpc.method({
       name: 'devices.reject',
-      handler: ({ requestId }, client) => {
-        const request = devices.reject(requestId);
+      handler: async ({ requestId }, client) => {
+        const request = await devices.reject(requestId);
         if (!request) throw undecided(requestId);
-        resolved(request, 'rejected', client);
+        await resolved(request, 'rejected', client);
         return { rejected: true, requestId: request.id, deviceId: request.deviceId };
       },
     });
     ctx.rpc.method({
       name: 'devices.revoke',
-      handler: ({ deviceId }, client) => {
-        if (!devices.revoke(deviceId)) throw new DomainError('not_found', `no paired device ${deviceId}`);
-        store.audit('device.revoked', { actor: client.deviceId, subject: deviceId, address: client.address });
+      handler: async ({ deviceId }, client) => {
+        if (!(await devices.revoke(deviceId))) throw new DomainError('not_found', `no paired device ${deviceId}`);
+        await store.audit('device.revoked', { actor: client.deviceId, subject: deviceId, address: client.address });
         return { revoked: true, deviceId, closedConnections: connections.closeDevice(deviceId, 'device revoked') };
       },
     });
     ctx.rpc.method({
       name: 'devices.rotate',
-      handler: ({ deviceId }, client) => {
-        const token = devices.rotate(deviceId);
+      handler: async ({ deviceId }, client) => {
+        const token = await devices.rotate(deviceId);
         if (!token) throw new DomainError('not_found', `no paired device ${deviceId}`);
-        store.audit('device.rotated', { actor: client.deviceId, subject: deviceId, address: client.address });
+        await store.audit('device.rotated', { actor: client.deviceId, subject: deviceId, address: client.address });
         return { rotated: true, deviceId, deviceToken: token, closedConnections: connections.closeDevice(deviceId, 'device token rotated') };
       },
     });
     ctx.rpc.method({
       name: 'devices.invite',
-      handler: (params, client) => {
+      handler: async (params, client) => {
         const role = params.role ?? 'operator';
         const scopes = params.scopes ?? (role === 'operator' ? ['operator.read'] : []);
-        const invite = devices.createInvite(role, scopes, params.ttlMs ?? Limits.inviteDefaultTtlMs);
-        store.audit('device.invite.created', { actor: client.deviceId, address: client.address, detail: { role, scopes, expiresAt: invite.expiresAt } });
+        const invite = await devices.createInvite(role, scopes, params.ttlMs ?? Limits.inviteDefaultTtlMs);
+        await store.audit('device.invite.created', { actor: client.deviceId, address: client.address, detail: { role, scopes, expiresAt: invite.expiresAt } });
         return { code: invite.code, expiresAt: new Date(invite.expiresAt).toISOString() };
       },
     });

@@ -4,6 +4,7 @@
  */
 import { DomainError } from '../kernel/errors.ts';
 import { defineModule } from '../kernel/module.ts';
+import type { Db } from '../store/database.ts';
 import { SESSION_MIGRATIONS } from './migrations.ts';
 import { messageView, SessionStore, sessionView, type NewEntry, type NewMessage, type Session, type SessionMessage } from './session-store.ts';
 
@@ -14,17 +15,17 @@ export { messageView, sessionView };
 export interface Sessions {
   store: SessionStore;
   /** Records a message at its address (creating the session) and tells operators. */
-  record(message: NewMessage): { session: Session; message: SessionMessage };
+  record(message: NewMessage, db?: Db): Promise<{ session: Session; message: SessionMessage }>;
   /** Records a message in a session that exists and tells operators; undefined when there is no such session. */
-  append(key: string, entry: NewEntry): { session: Session; message: SessionMessage } | undefined;
+  append(key: string, entry: NewEntry, db?: Db): Promise<{ session: Session; message: SessionMessage } | undefined>;
 }
 
 const CHANNEL_ID = { type: 'string', pattern: '^[a-z0-9][a-z0-9_-]{0,31}$' };
 
 export default defineModule<Sessions>({
   id: 'sessions',
+  migrations: SESSION_MIGRATIONS,
   setup(ctx) {
-    ctx.store.migrateModule('sessions', SESSION_MIGRATIONS);
     const store = new SessionStore(ctx.store);
     const told = (recorded: { session: Session; message: SessionMessage }) => {
       ctx.events.emit('session.message', { session: sessionView(recorded.session), message: messageView(recorded.message) }, 'operator.read');
@@ -33,32 +34,33 @@ export default defineModule<Sessions>({
 
     ctx.rpc.method({
       name: 'sessions.list',
-      handler: ({ channel, limit }) => ({
-        sessions: store.list({ channel, limit: limit ?? 100 }).map((session) => sessionView(session, store.lastMessage(session.key))),
-      }),
+      handler: async ({ channel, limit }) => {
+        const sessions = await store.list({ channel, limit: limit ?? 100 });
+        return { sessions: await Promise.all(sessions.map(async (session) => sessionView(session, await store.lastMessage(session.key)))) };
+      },
     });
     ctx.rpc.method({
       name: 'sessions.history',
-      handler: ({ key, limit, before }) => {
-        const session = store.get(key);
+      handler: async ({ key, limit, before }) => {
+        const session = await store.get(key);
         if (!session) throw new DomainError('not_found', `no session ${key}`);
-        return { session: sessionView(session), messages: store.history(key, { limit: limit ?? 200, before }).map(messageView) };
+        return { session: sessionView(session), messages: (await store.history(key, { limit: limit ?? 200, before })).map(messageView) };
       },
     });
     ctx.tools.add({
       name: 'sessions.list',
       description: 'Conversations with approved senders, rooms and agents, most recent first.',
       inputSchema: { type: 'object', additionalProperties: false, properties: { channel: CHANNEL_ID, limit: { type: 'integer', minimum: 1, maximum: 1000 } } },
-      handler: (args) => ({
-        sessions: store.list({ channel: args.channel as string | undefined, limit: Number(args.limit ?? 100) }).map((session) => sessionView(session)),
+      handler: async (args) => ({
+        sessions: (await store.list({ channel: args.channel as string | undefined, limit: Number(args.limit ?? 100) })).map((session) => sessionView(session)),
       }),
     });
 
     return {
       store,
-      record: (message) => told(store.record(message)),
-      append: (key, entry) => {
-        const recorded = store.append(key, entry);
+      record: async (message, db) => told(await store.record(message, db)),
+      append: async (key, entry, db) => {
+        const recorded = await store.append(key, entry, db);
         return recorded && told(recorded);
       },
     };

@@ -6,7 +6,7 @@
  */
 import { sessionKey, type SessionKind } from '../../shared/channels.ts';
 import type { MessageView, SessionView } from '../../shared/protocol/results.ts';
-import type { Store } from '../store/database.ts';
+import type { Db, Store } from '../store/database.ts';
 
 export interface Session {
   key: string;
@@ -100,6 +100,8 @@ export const messageView = (message: SessionMessage): MessageView => ({
   role: message.role, kind: message.kind, ...(message.data ? { data: message.data } : {}), ...(message.runId ? { runId: message.runId } : {}),
 });
 
+const INSERT_MESSAGE = 'INSERT INTO session_messages (session_key, direction, sender, sender_name, text, at, via, role, kind, data, run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *';
+
 /** Conversations with their history, in the profile's database. */
 export class SessionStore {
   private readonly store: Store;
@@ -114,68 +116,65 @@ export class SessionStore {
   }
 
   /** Appends a message to its session, creating the session on its first message; both in one transaction. */
-  record(message: NewMessage): { session: Session; message: SessionMessage } {
+  record(message: NewMessage, db: Db = this.store): Promise<{ session: Session; message: SessionMessage }> {
     const key = this.keyOf(message);
-    return this.store.transaction(() => {
-      this.store.prepare(`
+    return db.transaction(async (tx) => {
+      await tx.run(`
         INSERT INTO sessions (key, channel, account, kind, peer, peer_name, created_at, updated_at, message_count)
         VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0)
         ON CONFLICT (key) DO UPDATE SET peer_name = COALESCE(excluded.peer_name, sessions.peer_name)
-      `).run(key, message.channel, message.account, message.kind, message.peer, message.peerName ?? null, message.at, message.at);
-      return this.insert(key, message);
+      `, key, message.channel, message.account, message.kind, message.peer, message.peerName ?? null, message.at, message.at);
+      return this.insert(tx, key, message);
     });
   }
 
   /** Makes the session at an address if it does not exist yet; returns its key. */
-  ensure(address: SessionAddress, at = Date.now()): string {
+  async ensure(address: SessionAddress, at = Date.now(), db: Db = this.store): Promise<string> {
     const key = this.keyOf(address);
-    this.store.prepare(`INSERT INTO sessions (key, channel, account, kind, peer, peer_name, created_at, updated_at, message_count)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0) ON CONFLICT (key) DO NOTHING`).run(key, address.channel, address.account, address.kind, address.peer, address.peerName ?? null, at, at);
+    await db.run(`INSERT INTO sessions (key, channel, account, kind, peer, peer_name, created_at, updated_at, message_count)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0) ON CONFLICT (key) DO NOTHING`, key, address.channel, address.account, address.kind, address.peer, address.peerName ?? null, at, at);
     return key;
   }
 
   /** Appends a message to a session that exists (a step of a run); undefined when there is no such session. */
-  append(key: string, entry: NewEntry): { session: Session; message: SessionMessage } | undefined {
-    return this.store.transaction(() => (this.get(key) ? this.insert(key, entry) : undefined));
+  append(key: string, entry: NewEntry, db: Db = this.store): Promise<{ session: Session; message: SessionMessage } | undefined> {
+    return db.transaction(async (tx) => ((await this.get(key, tx)) ? this.insert(tx, key, entry) : undefined));
   }
 
-  private insert(key: string, entry: NewEntry): { session: Session; message: SessionMessage } {
-    this.store.prepare('UPDATE sessions SET updated_at = ?, message_count = message_count + 1 WHERE key = ?').run(entry.at, key);
-    const row = this.store.prepare(
-      'INSERT INTO session_messages (session_key, direction, sender, sender_name, text, at, via, role, kind, data, run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *',
-    ).get(key, entry.direction, entry.sender, entry.senderName ?? null, entry.text, entry.at, entry.via ?? null,
-      entry.role ?? null, entry.messageKind ?? null, entry.data === undefined ? null : JSON.stringify(entry.data), entry.runId ?? null) as Row;
-    return { session: this.get(key)!, message: toMessage(row) };
+  private async insert(tx: Db, key: string, entry: NewEntry): Promise<{ session: Session; message: SessionMessage }> {
+    await tx.run('UPDATE sessions SET updated_at = ?, message_count = message_count + 1 WHERE key = ?', entry.at, key);
+    const row = await tx.get<Row>(INSERT_MESSAGE, key, entry.direction, entry.sender, entry.senderName ?? null, entry.text, entry.at, entry.via ?? null,
+      entry.role ?? null, entry.messageKind ?? null, entry.data === undefined ? null : JSON.stringify(entry.data), entry.runId ?? null);
+    return { session: (await this.get(key, tx))!, message: toMessage(row!) };
   }
 
-  get(key: string): Session | undefined {
-    const row = this.store.prepare('SELECT * FROM sessions WHERE key = ?').get(key) as Row | undefined;
+  async get(key: string, db: Db = this.store): Promise<Session | undefined> {
+    const row = await db.get<Row>('SELECT * FROM sessions WHERE key = ?', key);
     return row ? toSession(row) : undefined;
   }
 
   /** Sessions, most recently active first. */
-  list(options: { channel?: string; limit: number }): Session[] {
+  async list(options: { channel?: string; limit: number }): Promise<Session[]> {
     const rows = options.channel === undefined
-      ? this.store.prepare('SELECT * FROM sessions ORDER BY updated_at DESC, key LIMIT ?').all(options.limit)
-      : this.store.prepare('SELECT * FROM sessions WHERE channel = ? ORDER BY updated_at DESC, key LIMIT ?').all(options.channel, options.limit);
-    return (rows as Row[]).map(toSession);
+      ? await this.store.all<Row>('SELECT * FROM sessions ORDER BY updated_at DESC, key LIMIT ?', options.limit)
+      : await this.store.all<Row>('SELECT * FROM sessions WHERE channel = ? ORDER BY updated_at DESC, key LIMIT ?', options.channel, options.limit);
+    return rows.map(toSession);
   }
 
   /** The last `limit` messages of a session before message id `before` (all when absent), oldest first. */
-  history(key: string, options: { limit: number; before?: number }): SessionMessage[] {
-    const rows = this.store.prepare(
-      'SELECT * FROM session_messages WHERE session_key = ? AND id < ? ORDER BY id DESC LIMIT ?',
-    ).all(key, options.before ?? Number.MAX_SAFE_INTEGER, options.limit) as Row[];
+  async history(key: string, options: { limit: number; before?: number }): Promise<SessionMessage[]> {
+    const rows = await this.store.all<Row>('SELECT * FROM session_messages WHERE session_key = ? AND id < ? ORDER BY id DESC LIMIT ?',
+      key, options.before ?? Number.MAX_SAFE_INTEGER, options.limit);
     return rows.reverse().map(toMessage);
   }
 
   /** Marks a session to act (a hook's wake action); undefined when there is no such session. */
-  wake(key: string, at = Date.now()): Session | undefined {
-    const changed = this.store.prepare('UPDATE sessions SET wake_requested_at = ? WHERE key = ?').run(at, key).changes;
-    return Number(changed) === 1 ? this.get(key) : undefined;
+  async wake(key: string, at = Date.now()): Promise<Session | undefined> {
+    const { changes } = await this.store.run('UPDATE sessions SET wake_requested_at = ? WHERE key = ?', at, key);
+    return changes === 1 ? this.get(key) : undefined;
   }
 
-  lastMessage(key: string): SessionMessage | undefined {
-    return this.history(key, { limit: 1 })[0];
+  async lastMessage(key: string): Promise<SessionMessage | undefined> {
+    return (await this.history(key, { limit: 1 }))[0];
   }
 }

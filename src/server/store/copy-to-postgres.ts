@@ -21,15 +21,18 @@ export interface Copied {
   rows: number;
 }
 
-export function copySqliteToPostgres(path: string, url: string, password: string | undefined, progress: (line: string) => void): Copied {
+/** Whether the database holds a gateway's data already (its migration records, of this version or an earlier one). */
+const HOLDS_DATA = `SELECT COUNT(*) AS found FROM pg_tables WHERE schemaname = current_schema()
+  AND tablename IN ('module_migrations', 'schema_migrations', 'legacy_schema_migrations')`;
+
+export async function copySqliteToPostgres(path: string, url: string, password: string | undefined, progress: (line: string) => void): Promise<Copied> {
   const source = new DatabaseSync(path, { readOnly: true });
   let engine: PostgresEngine | undefined;
   try {
-    engine = new PostgresEngine({ url, password, applicationName: 'gateway-store-migrate' });
-    const existing = engine.prepare("SELECT to_regclass('public.schema_migrations') AS found").get() as { found: string | null };
-    if (existing.found) {
-      const version = (engine.prepare('SELECT MAX(version) AS version FROM schema_migrations').get() as { version: number | null }).version;
-      throw new GatewayError(`${redactedUrl(url)} already holds a gateway's data (schema version ${version ?? 0}): migrate only into an empty database`, {
+    engine = await PostgresEngine.open({ url, password, applicationName: 'gateway-store-migrate' });
+    const found = await engine.statement('get', HOLDS_DATA, []) as { found: number };
+    if (Number(found.found) > 0) {
+      throw new GatewayError(`${redactedUrl(url)} already holds a gateway's data: migrate only into an empty database`, {
         hints: ['create an empty database for this profile: createdb -O <user> <name>', `or point the profile at it as it is: gateway config set store.url ${redactedUrl(url)}`],
       });
     }
@@ -37,49 +40,44 @@ export function copySqliteToPostgres(path: string, url: string, password: string
     source.exec('BEGIN');
     const tables = source.prepare("SELECT name, sql FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").all() as { name: string; sql: string }[];
     const indexes = source.prepare("SELECT sql FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL").all() as { sql: string }[];
-    const schemaVersion = Number((source.prepare('SELECT MAX(version) AS version FROM schema_migrations').get() as { version: number | null }).version ?? 0);
+    const recorded = tables.some((table) => table.name === 'module_migrations')
+      ? Number((source.prepare('SELECT COUNT(*) AS count FROM module_migrations').get() as { count: number }).count) : 0;
     let rows = 0;
-    engine.exec('BEGIN');
-    // The lock daemons take to migrate: none starts on the database half-copied.
-    engine.exec(MIGRATION_LOCK);
-    for (const table of tables) engine.exec(postgresDdl(table.sql));
-    for (const table of tables) {
-      const columns = (source.prepare('SELECT name FROM pragma_table_info(?) ORDER BY cid').all(table.name) as { name: string }[]).map((column) => column.name);
-      const list = columns.map((column) => `"${column}"`).join(', ');
-      const row = `(${columns.map(() => '?').join(', ')})`;
-      let batch: Parameter[] = [];
-      let count = 0;
-      const flush = () => {
-        if (batch.length === 0) return;
-        const n = batch.length / columns.length;
-        engine!.prepare(`INSERT INTO "${table.name}" (${list}) VALUES ${Array.from({ length: n }, () => row).join(', ')}`).run(...batch);
-        batch = [];
-      };
-      for (const record of source.prepare(`SELECT * FROM "${table.name}"`).iterate() as Iterable<Record<string, Parameter>>) {
-        for (const column of columns) batch.push(record[column] ?? null);
-        count++;
-        if (count % BATCH === 0) flush();
+    await engine.transaction(async (tx) => {
+      // The lock daemons take to migrate: none starts on the database half-copied.
+      await tx.exec(MIGRATION_LOCK);
+      for (const table of tables) await tx.exec(postgresDdl(table.sql));
+      for (const table of tables) {
+        const columns = (source.prepare('SELECT name FROM pragma_table_info(?) ORDER BY cid').all(table.name) as { name: string }[]).map((column) => column.name);
+        const list = columns.map((column) => `"${column}"`).join(', ');
+        const row = `(${columns.map(() => '?').join(', ')})`;
+        let batch: Parameter[] = [];
+        let count = 0;
+        const flush = async () => {
+          if (batch.length === 0) return;
+          const n = batch.length / columns.length;
+          const values = batch;
+          batch = [];
+          await tx.run(`INSERT INTO "${table.name}" (${list}) VALUES ${Array.from({ length: n }, () => row).join(', ')}`, ...values);
+        };
+        for (const record of source.prepare(`SELECT * FROM "${table.name}"`).iterate() as Iterable<Record<string, Parameter>>) {
+          for (const column of columns) batch.push(record[column] ?? null);
+          count++;
+          if (count % BATCH === 0) await flush();
+        }
+        await flush();
+        rows += count;
+        // Row ids that number themselves go on from the highest copied.
+        const identity = /(\w+)\s+INTEGER PRIMARY KEY/.exec(table.sql)?.[1];
+        if (identity) await tx.exec(`SELECT setval(pg_get_serial_sequence('"${table.name}"', '${identity}'), COALESCE((SELECT MAX("${identity}") FROM "${table.name}"), 0) + 1, false)`);
+        progress(`${table.name}: ${count} rows`);
       }
-      flush();
-      rows += count;
-      // Row ids that number themselves go on from the highest copied.
-      const identity = /(\w+)\s+INTEGER PRIMARY KEY/.exec(table.sql)?.[1];
-      if (identity) engine.exec(`SELECT setval(pg_get_serial_sequence('"${table.name}"', '${identity}'), COALESCE((SELECT MAX("${identity}") FROM "${table.name}"), 0) + 1, false)`);
-      progress(`${table.name}: ${count} rows`);
-    }
-    for (const index of indexes) engine.exec(index.sql);
-    engine.exec('COMMIT');
+      for (const index of indexes) await tx.exec(index.sql);
+    });
     source.exec('COMMIT');
-    return { schemaVersion, tables: tables.length, rows };
-  } catch (error) {
-    try {
-      engine?.exec('ROLLBACK');
-    } catch {
-      // the connection is gone: PostgreSQL rolled it back
-    }
-    throw error;
+    return { schemaVersion: recorded, tables: tables.length, rows };
   } finally {
-    engine?.close();
+    await engine?.close();
     if (source.isOpen) source.close();
   }
 }

@@ -2,7 +2,8 @@
  * What differs between the two engines, side by side in one place. The
  * statements the features write are portable SQL with `?` parameters; these
  * functions turn them into what PostgreSQL takes. Nothing here rewrites a
- * statement's meaning: only its spelling.
+ * statement's meaning: only its spelling. Also PostgreSQL's own views the
+ * store reads for `gateway store status`.
  */
 
 export type EngineKind = 'sqlite' | 'postgres';
@@ -47,60 +48,6 @@ export function postgresDdl(sql: string): string {
 /** Serializes migrations of one database among every daemon that starts on it at once (and a copy into it). */
 export const MIGRATION_LOCK = "SELECT pg_advisory_xact_lock(hashtext('gateway.migrations'))";
 
-/** Opens a write transaction: SQLite takes its write lock at once, so two writers never deadlock on an upgrade. */
-export const BEGIN: Record<EngineKind, string> = { sqlite: 'BEGIN IMMEDIATE', postgres: 'BEGIN' };
-
-/**
- * Which job kinds a worker takes: every kind, the kinds under a prefix
- * (`github.`), or every kind outside it. A lane is written as a range of
- * kinds, literally, so that it matches the partial index made for it
- * (laneIndex): SQLite uses a partial index only for a query that repeats its
- * condition.
- */
-export type JobLane = { under: string } | { outside: string } | undefined;
-
-const KIND_PREFIX = /^[a-z0-9_:-]+\.$/;
-
-/** The SQL condition on `kind` of a lane ('' for every kind). */
-export function laneCondition(lane: JobLane): string {
-  if (!lane) return '';
-  const prefix = 'under' in lane ? lane.under : lane.outside;
-  if (!KIND_PREFIX.test(prefix)) throw new Error(`a job lane's prefix is lower-case letters, digits, _ : - and ends in a dot: ${prefix}`);
-  // The first string after every kind that starts with the prefix: its last character (the dot) plus one.
-  const after = `${prefix.slice(0, -1)}/`;
-  return 'under' in lane ? `kind >= '${prefix}' AND kind < '${after}'` : `(kind < '${prefix}' OR kind >= '${after}')`;
-}
-
-/** A lane's condition as more of a WHERE clause ('' for every kind). */
-const andLane = (lane: JobLane): string => {
-  const condition = laneCondition(lane);
-  return condition ? ` AND ${condition}` : '';
-};
-
-/** The partial index of a lane's due jobs. */
-export function laneIndex(name: string, lane: Exclude<JobLane, undefined>): string {
-  return `CREATE INDEX ${name} ON jobs (run_at, created_at, id) WHERE status = 'queued' AND ${laneCondition(lane)}`;
-}
-
-/**
- * The statement that takes due jobs (of a lane): on PostgreSQL the rows are
- * locked as they are picked, skipping rows another daemon is taking, so no two
- * daemons claim one job and none waits on another. RETURNING gives rows in no
- * set order: the caller sorts them by the columns it returns.
- */
-export function claimDueJobs(kind: EngineKind, lane?: JobLane): string {
-  const lock = kind === 'postgres' ? ' FOR UPDATE SKIP LOCKED' : '';
-  return `UPDATE jobs SET status = 'running', started_at = ?, attempts = attempts + 1, claimed_by = ?, lease_expires_at = ?
-    WHERE id IN (SELECT id FROM jobs WHERE status = 'queued' AND run_at <= ?${andLane(lane)} ORDER BY run_at, created_at, id LIMIT ?${lock})
-    RETURNING id, kind, attempts, max_attempts, run_at, created_at`;
-}
-
-/** A queued job of a lane that is due now, if any (the lane's partial index answers it). */
-export const anyDueJob = (lane?: JobLane): string => `SELECT 1 AS due FROM jobs WHERE status = 'queued' AND run_at <= ?${andLane(lane)} LIMIT 1`;
-
-/** When the next queued job of a lane is due. */
-export const nextDueJob = (lane?: JobLane): string => `SELECT MIN(run_at) AS next FROM jobs WHERE status = 'queued'${andLane(lane)}`;
-
 /** PostgreSQL's own views, for `gateway store status`: the daemons attached (each names itself `gateway <instance id> <profile>`). */
 export const ATTACHED_DAEMONS = `SELECT application_name AS name, MIN(host(client_addr)) AS address, CAST(EXTRACT(EPOCH FROM MIN(backend_start)) * 1000 AS BIGINT) AS since
   FROM pg_stat_activity WHERE datname = current_database() AND application_name LIKE 'gateway %' GROUP BY application_name`;
@@ -111,23 +58,3 @@ export const SINGLETON_HOLDER = `SELECT a.application_name AS holder FROM pg_loc
   AND CAST(l.objid AS BIGINT) = (CAST(hashtext(?) AS BIGINT) & 4294967295)`;
 
 export const DATABASE_SIZE = 'SELECT pg_database_size(current_database()) AS bytes';
-
-/*
- * A group of webhook deliveries in three statements whatever its size (on
- * SQLite, in the daemon's process, a statement per row costs less than
- * building these): their keys claimed at once, the duplicates' jobs looked up,
- * and the new jobs queued. Arrays are PostgreSQL's; these number their own
- * parameters.
- */
-export const PG_CLAIM_DELIVERIES = `INSERT INTO webhook_deliveries (hook_id, delivery_id, event, received_at, job_id)
-  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[])
-  ON CONFLICT (hook_id, delivery_id) DO NOTHING RETURNING hook_id, delivery_id, job_id`;
-export const PG_DELIVERY_JOBS = `SELECT d.hook_id, d.delivery_id, d.job_id FROM webhook_deliveries d
-  JOIN unnest($1::text[], $2::text[]) AS k(hook_id, delivery_id) ON d.hook_id = k.hook_id AND d.delivery_id = k.delivery_id`;
-export const PG_INSERT_JOBS = `INSERT INTO jobs (id, kind, status, attempts, max_attempts, run_at, created_at, source)
-  SELECT id, kind, 'queued', 0, attempts, run_at, created_at, source FROM unnest($1::text[], $2::text[], $3::int[], $4::bigint[], $5::bigint[], $6::text[])
-  AS t(id, kind, attempts, run_at, created_at, source)`;
-export const PG_INSERT_PAYLOADS = 'INSERT INTO job_payloads (job_id, payload) SELECT * FROM unnest($1::text[], $2::text[])';
-/** Outcomes of a group of jobs this daemon still holds, in one statement. */
-export const PG_SUCCEED_JOBS = `UPDATE jobs SET status = 'succeeded', finished_at = $1, result = t.result, error = NULL, lease_expires_at = NULL
-  FROM unnest($2::text[], $3::text[]) AS t(id, result) WHERE jobs.id = t.id AND jobs.status = 'running' AND jobs.claimed_by = $4 RETURNING jobs.id`;

@@ -1,23 +1,42 @@
 /**
- * Schema migrations, applied in order at daemon start. Each runs once, inside a
- * transaction, and is recorded in schema_migrations. SQL stays portable to
- * Postgres: no SQLite-only types or functions in table definitions.
+ * The migration runner. Each feature declares its own tables as a list of
+ * migrations in its folder (its module's `migrations`); they are applied in
+ * order at daemon start, each once, recorded per module in
+ * module_migrations. SQL stays portable to PostgreSQL: no SQLite-only types
+ * or functions in table definitions (dialect.ts translates the one spelling
+ * that differs).
+ *
+ * Databases made before each feature owned its tables recorded one shared
+ * schema version (schema_migrations) beside a few modules' own: the first
+ * start of this version keeps those records as legacy_* tables, and each
+ * module's migrations say (`was`) which of those records already made them,
+ * so nothing is made twice.
  */
+import { configError } from '../../shared/errors.ts';
+import { type EngineKind, MIGRATION_LOCK, postgresDdl } from './dialect.ts';
+import type { Db, Tx } from './engine.ts';
+
 export interface Migration {
   version: number;
   name: string;
   sql: string;
+  /** What made this change in a database from before the feature owned its tables: the shared schema's version, or a module's own. */
+  was?: { schema: number } | { module: string; version: number };
 }
 
-export const MIGRATIONS: readonly Migration[] = [
+/** A module's migrations, as the runner takes them. */
+export interface ModuleMigrations {
+  module: string;
+  migrations: readonly Migration[];
+}
+
+/** The store's own table: audit events, which every feature records. */
+export const STORE_MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
-    name: 'meta and audit events',
+    name: 'audit events',
+    was: { schema: 1 },
     sql: `
-      CREATE TABLE meta (
-        key TEXT PRIMARY KEY,
-        value TEXT NOT NULL
-      );
       CREATE TABLE audit_events (
         id INTEGER PRIMARY KEY,
         at BIGINT NOT NULL,
@@ -32,230 +51,79 @@ export const MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 2,
-    name: 'devices, pairing requests and invites',
-    sql: `
-      CREATE TABLE devices (
-        id TEXT PRIMARY KEY,
-        public_key TEXT NOT NULL,
-        role TEXT NOT NULL,
-        scopes TEXT NOT NULL,
-        client_id TEXT,
-        platform TEXT,
-        token_hash TEXT,
-        token_delivered BOOLEAN NOT NULL DEFAULT FALSE,
-        paired_at BIGINT NOT NULL,
-        paired_by TEXT NOT NULL,
-        last_seen_at BIGINT,
-        last_address TEXT,
-        rotated_at BIGINT,
-        revoked_at BIGINT
-      );
-      CREATE TABLE pairing_requests (
-        id TEXT PRIMARY KEY,
-        device_id TEXT NOT NULL,
-        public_key TEXT NOT NULL,
-        role TEXT NOT NULL,
-        scopes TEXT NOT NULL,
-        client_id TEXT,
-        platform TEXT,
-        address TEXT,
-        via_proxy BOOLEAN NOT NULL,
-        created_at BIGINT NOT NULL,
-        expires_at BIGINT NOT NULL,
-        status TEXT NOT NULL,
-        resolved_at BIGINT
-      );
-      CREATE INDEX pairing_requests_device ON pairing_requests (device_id, status);
-      CREATE TABLE device_invites (
-        code_hash TEXT PRIMARY KEY,
-        role TEXT NOT NULL,
-        scopes TEXT NOT NULL,
-        created_at BIGINT NOT NULL,
-        expires_at BIGINT NOT NULL,
-        used_at BIGINT,
-        used_by TEXT
-      );
-    `,
-  },
-  {
-    version: 3,
-    name: 'product access tokens',
-    sql: `
-      CREATE TABLE access_tokens (
-        id TEXT PRIMARY KEY,
-        owner TEXT NOT NULL,
-        name TEXT NOT NULL,
-        scopes TEXT NOT NULL,
-        token_hash TEXT NOT NULL UNIQUE,
-        last_four TEXT NOT NULL,
-        created_at BIGINT NOT NULL,
-        expires_at BIGINT NOT NULL,
-        last_used_at BIGINT,
-        revoked_at BIGINT
-      );
-      CREATE INDEX access_tokens_owner ON access_tokens (owner, created_at);
-    `,
-  },
-  {
-    version: 4,
-    name: 'jobs, webhook deliveries, installations and pushes',
-    sql: `
-      CREATE TABLE jobs (
-        id TEXT PRIMARY KEY,
-        kind TEXT NOT NULL,
-        status TEXT NOT NULL,
-        attempts INTEGER NOT NULL DEFAULT 0,
-        max_attempts INTEGER NOT NULL,
-        run_at BIGINT NOT NULL,
-        created_at BIGINT NOT NULL,
-        started_at BIGINT,
-        finished_at BIGINT,
-        error TEXT,
-        result TEXT,
-        source TEXT
-      );
-      CREATE INDEX jobs_claim ON jobs (status, run_at);
-      -- Payloads live apart, so status changes rewrite a small row, not kilobytes of payload.
-      CREATE TABLE job_payloads (
-        job_id TEXT PRIMARY KEY,
-        payload TEXT NOT NULL
-      );
-      CREATE INDEX jobs_created ON jobs (created_at, id);
-      CREATE TABLE webhook_deliveries (
-        hook_id TEXT NOT NULL,
-        delivery_id TEXT NOT NULL,
-        event TEXT NOT NULL,
-        received_at BIGINT NOT NULL,
-        job_id TEXT NOT NULL,
-        PRIMARY KEY (hook_id, delivery_id)
-      );
-      CREATE INDEX webhook_deliveries_received ON webhook_deliveries (received_at);
-      CREATE TABLE installations (
-        id BIGINT PRIMARY KEY,
-        account TEXT,
-        target_type TEXT,
-        suspended_at BIGINT,
-        deleted_at BIGINT,
-        updated_at BIGINT NOT NULL
-      );
-      CREATE TABLE installation_repositories (
-        installation_id BIGINT NOT NULL,
-        full_name TEXT NOT NULL,
-        added_at BIGINT NOT NULL,
-        PRIMARY KEY (installation_id, full_name)
-      );
-      CREATE TABLE pushes (
-        delivery_id TEXT PRIMARY KEY,
-        repository TEXT NOT NULL,
-        ref TEXT NOT NULL,
-        head_commit TEXT,
-        commit_count INTEGER NOT NULL,
-        received_at BIGINT NOT NULL
-      );
-    `,
-  },
-  {
-    version: 5,
-    name: 'channel pairing, allow-lists and sessions',
-    sql: `
-      CREATE TABLE channel_pairing_requests (
-        channel TEXT NOT NULL,
-        code TEXT NOT NULL,
-        account TEXT NOT NULL,
-        sender TEXT NOT NULL,
-        sender_name TEXT,
-        status TEXT NOT NULL,
-        created_at BIGINT NOT NULL,
-        expires_at BIGINT NOT NULL,
-        resolved_at BIGINT,
-        resolved_by TEXT,
-        PRIMARY KEY (channel, code)
-      );
-      CREATE INDEX channel_pairing_sender ON channel_pairing_requests (channel, account, sender, expires_at);
-      CREATE INDEX channel_pairing_open ON channel_pairing_requests (channel, account, status, expires_at);
-      CREATE TABLE channel_allowlist (
-        channel TEXT NOT NULL,
-        sender TEXT NOT NULL,
-        account TEXT,
-        sender_name TEXT,
-        added_at BIGINT NOT NULL,
-        added_by TEXT NOT NULL,
-        code TEXT,
-        PRIMARY KEY (channel, sender)
-      );
-      CREATE TABLE sessions (
-        key TEXT PRIMARY KEY,
-        channel TEXT NOT NULL,
-        account TEXT NOT NULL,
-        kind TEXT NOT NULL,
-        peer TEXT NOT NULL,
-        peer_name TEXT,
-        created_at BIGINT NOT NULL,
-        updated_at BIGINT NOT NULL,
-        message_count INTEGER NOT NULL DEFAULT 0
-      );
-      CREATE INDEX sessions_updated ON sessions (updated_at);
-      CREATE TABLE session_messages (
-        id INTEGER PRIMARY KEY,
-        session_key TEXT NOT NULL,
-        direction TEXT NOT NULL,
-        sender TEXT NOT NULL,
-        sender_name TEXT,
-        text TEXT NOT NULL,
-        at BIGINT NOT NULL,
-        via TEXT
-      );
-      CREATE INDEX session_messages_session ON session_messages (session_key, id);
-    `,
-  },
-  {
-    version: 6,
-    name: 'tool and hook idempotency keys, session wake-ups',
-    sql: `
-      CREATE TABLE tool_invocations (
-        caller TEXT NOT NULL,
-        key TEXT NOT NULL,
-        tool TEXT NOT NULL,
-        fingerprint TEXT NOT NULL,
-        result TEXT NOT NULL,
-        created_at BIGINT NOT NULL,
-        PRIMARY KEY (caller, key)
-      );
-      CREATE INDEX tool_invocations_created ON tool_invocations (created_at);
-      CREATE TABLE hook_requests (
-        hook TEXT NOT NULL,
-        key TEXT NOT NULL,
-        status INTEGER NOT NULL,
-        body TEXT,
-        created_at BIGINT NOT NULL,
-        PRIMARY KEY (hook, key)
-      );
-      CREATE INDEX hook_requests_created ON hook_requests (created_at);
-      ALTER TABLE sessions ADD COLUMN wake_requested_at BIGINT;
-    `,
-  },
-  {
-    version: 7,
-    name: 'due jobs in a partial index',
-    sql: `
-      -- Only queued jobs are looked up by due time, so only they are indexed: a job leaving the
-      -- queue leaves the index once, and running -> succeeded changes no index at all.
-      DROP INDEX jobs_claim;
-      CREATE INDEX jobs_due ON jobs (run_at, created_at) WHERE status = 'queued';
-    `,
-  },
-  {
-    version: 8,
-    name: 'job leases',
-    sql: `
-      -- Which daemon runs a job and until when its claim holds: a daemon that dies leaves its jobs to be requeued
-      -- when the lease runs out, by whichever daemon sees it first.
-      ALTER TABLE jobs ADD COLUMN claimed_by TEXT;
-      ALTER TABLE jobs ADD COLUMN lease_expires_at BIGINT;
-      CREATE INDEX jobs_leases ON jobs (lease_expires_at) WHERE status = 'running';
-      -- Jobs queued in one millisecond are taken in the order of their ids (which sort by creation), on every engine.
-      DROP INDEX jobs_due;
-      CREATE INDEX jobs_due ON jobs (run_at, created_at, id) WHERE status = 'queued';
-    `,
+    name: 'no meta table',
+    // Made with the audit events by the first schema and never used.
+    sql: 'DROP TABLE IF EXISTS meta',
   },
 ];
+
+const CREATE_RECORDS = 'CREATE TABLE IF NOT EXISTS module_migrations (module TEXT NOT NULL, version INTEGER NOT NULL, name TEXT NOT NULL, applied_at BIGINT NOT NULL, PRIMARY KEY (module, version))';
+
+const TABLE_EXISTS: Record<EngineKind, string> = {
+  sqlite: "SELECT 1 AS found FROM sqlite_schema WHERE type = 'table' AND name = ?",
+  postgres: 'SELECT 1 AS found FROM pg_tables WHERE schemaname = current_schema() AND tablename = ?',
+};
+
+const exists = async (tx: Db, table: string): Promise<boolean> => (await tx.get(TABLE_EXISTS[tx.kind], table)) !== undefined;
+
+/** The records of a database from before feature-owned migrations, kept aside once as legacy_* tables. */
+async function keepLegacyRecords(tx: Tx): Promise<void> {
+  if (!(await exists(tx, 'schema_migrations'))) return;
+  await tx.exec('ALTER TABLE schema_migrations RENAME TO legacy_schema_migrations');
+  if (await exists(tx, 'module_migrations')) await tx.exec('ALTER TABLE module_migrations RENAME TO legacy_module_migrations');
+}
+
+interface Legacy {
+  schema: number;
+  modules: Set<string>;
+}
+
+async function legacyRecords(tx: Db): Promise<Legacy | undefined> {
+  if (!(await exists(tx, 'legacy_schema_migrations'))) return undefined;
+  const schema = Number((await tx.get<{ version: number | null }>('SELECT MAX(version) AS version FROM legacy_schema_migrations'))?.version ?? 0);
+  const modules = (await exists(tx, 'legacy_module_migrations'))
+    ? (await tx.all<{ module: string; version: number }>('SELECT module, version FROM legacy_module_migrations')).map((row) => `${row.module}@${Number(row.version)}`)
+    : [];
+  return { schema, modules: new Set(modules) };
+}
+
+const madeBefore = (migration: Migration, legacy: Legacy): boolean => {
+  const was = migration.was;
+  if (!was) return false;
+  return 'schema' in was ? legacy.schema >= was.schema : legacy.modules.has(`${was.module}@${was.version}`);
+};
+
+const record = (tx: Db, module: string, migration: Migration) =>
+  tx.run('INSERT INTO module_migrations (module, version, name, applied_at) VALUES (?, ?, ?, ?)', module, migration.version, migration.name, Date.now());
+
+/**
+ * Applies what is missing of each module's migrations, in one transaction; on
+ * PostgreSQL under an advisory lock, so that of several daemons starting
+ * together on one database one migrates and the others find the work done.
+ */
+export async function applyMigrations(store: Db, modules: readonly ModuleMigrations[]): Promise<void> {
+  await store.transaction(async (tx) => {
+    if (tx.kind === 'postgres') await tx.exec(MIGRATION_LOCK);
+    await keepLegacyRecords(tx);
+    await tx.exec(CREATE_RECORDS);
+    const legacy = await legacyRecords(tx);
+    for (const { module, migrations } of modules) {
+      const rows = await tx.all<{ version: number }>('SELECT version FROM module_migrations WHERE module = ?', module);
+      const applied = rows.reduce((max, row) => Math.max(max, Number(row.version)), 0);
+      const known = migrations.at(-1)?.version ?? 0;
+      if (applied > known) {
+        throw configError(`the store has module ${module} at schema version ${applied}, newer than this gateway understands (${known}): a newer gateway migrated it`, [
+          'upgrade gateway on this host to the version the other daemons run',
+        ]);
+      }
+      let adopting = rows.length === 0 && legacy !== undefined;
+      for (const migration of migrations) {
+        if (migration.version <= applied) continue;
+        // What an older gateway made already is recorded, not made again; the first change it did not make ends that.
+        adopting &&= madeBefore(migration, legacy!);
+        if (!adopting) await tx.exec(tx.kind === 'postgres' ? postgresDdl(migration.sql) : migration.sql);
+        await record(tx, module, migration);
+      }
+    }
+  });
+}

@@ -17,16 +17,16 @@ export async function openStore(options: { paths: ProfilePaths; config: GatewayC
   const { paths, config, instanceId, logger } = options;
   const url = process.env.GATEWAY_STORE_URL || config.store.url;
   const synchronous = config.store.synchronous;
-  if (!url) return new Store({ path: paths.db, synchronous });
+  if (!url) return Store.open({ path: paths.db, synchronous });
   const password = hasPassword(url) ? undefined : await options.secrets.get('store.password');
   const applicationName = daemonApplicationName(paths.name, instanceId);
-  const store = new Store({ path: paths.db, synchronous, url, password, applicationName });
+  const store = await Store.open({ path: paths.db, synchronous, url, password, applicationName, poolSize: config.store.connections });
   try {
     store.coordinator = await PostgresCoordinator.open({ url, password, instanceId, applicationName, logger });
   } catch (error) {
-    store.close();
+    await store.close();
     throw unreachableStore(url, error);
   }
-  logger.info({ store: redactedUrl(url), schema: store.schemaVersion }, 'store on PostgreSQL');
+  logger.info({ store: redactedUrl(url) }, 'store on PostgreSQL');
   return store;
 }

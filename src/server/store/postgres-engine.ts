@@ -1,20 +1,21 @@
 /**
- * PostgreSQL behind the store's synchronous interface. The features run their
- * statements as they do on SQLite, one at a time on the daemon's thread; each
- * goes to the connection's own thread (postgres-worker.ts), and the daemon's
- * thread waits for its answer, bounded by the statement timeout. A lost
- * connection makes statements fail at once as "unreachable" (no waiting on a
- * dead server) while that thread reconnects with backoff.
+ * PostgreSQL on the daemon's event loop, through `pg` in pipeline mode: a
+ * statement is written to the server at once, without waiting for the answers
+ * to the ones before it, so the statements of concurrent requests travel
+ * together and wait for the server side by side instead of one after another.
+ *
+ * Statements on their own go over a few shared connections (the least busy
+ * one); a transaction takes a connection of its own from a pool for as long as
+ * it runs, sends BEGIN with its first statement and nothing at all when it
+ * runs none. A lost connection makes statements fail at once as
+ * "unreachable" (no waiting on a dead server) while the engine reconnects in
+ * the background, with backoff.
  */
-import type { MessagePort, Worker } from 'node:worker_threads';
-
-/** Loaded when a daemon opens PostgreSQL: one on SQLite never starts this thread. */
-const threads = () => process.getBuiltinModule('node:worker_threads');
+import type pg from 'pg';
 import { GatewayError } from '../../shared/errors.ts';
-import { redactedUrl } from '../../shared/store-url.ts';
+import { redactedUrl, withPassword } from '../../shared/store-url.ts';
 import { numberedParameters } from './dialect.ts';
-import type { Engine, Parameter, Statement } from './engine.ts';
-import type { WireError } from './postgres-worker.ts';
+import type { Parameter, Row, RunResult, Tx } from './engine.ts';
 
 export interface PostgresOptions {
   url: string;
@@ -22,14 +23,20 @@ export interface PostgresOptions {
   applicationName: string;
   statementTimeoutMs?: number;
   connectTimeoutMs?: number;
+  /** Connections for transactions, each held by one transaction at a time. */
+  poolSize?: number;
 }
+
+/** Connections shared by statements on their own: more than one, so that one slow statement holds up only its own share. */
+const SHARED_CONNECTIONS = 2;
+export const DEFAULT_POOL_SIZE = 10;
 
 /** An error PostgreSQL or the connection gave, with its SQLSTATE or system code. */
 export class PostgresError extends Error {
   readonly code?: string;
   readonly unreachable: boolean;
 
-  constructor(error: WireError) {
+  constructor(error: { message: string; code?: string; unreachable?: boolean }) {
     super(error.message);
     this.name = 'PostgresError';
     this.code = error.code;
@@ -49,136 +56,396 @@ export function unreachableStore(url: string, error: unknown): GatewayError {
   });
 }
 
-type Answer = { id: number; ok?: true; changes?: number; row?: unknown; rows?: unknown[]; error?: WireError };
+const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', '57P01', '57P02', '57P03', '53300']);
 
-export class PostgresEngine implements Engine {
+/** Whether an error means the connection is gone (rather than the statement being wrong). */
+export function lostConnection(error: { code?: string; message?: string }): boolean {
+  const code = error.code ?? '';
+  if (CONNECTION_CODES.has(code) || code.startsWith('08')) return true;
+  return /Connection terminated|connection timeout|timeout expired|Client has encountered a connection error|Query read timeout|not queryable|Client was closed/i.test(error.message ?? '');
+}
+
+/** A failure as the store reports it: PostgreSQL's own message and code, marked when the connection is gone. */
+const asStoreError = (error: unknown): PostgresError => {
+  if (error instanceof PostgresError) return error;
+  const found = error as { message?: string; code?: string };
+  return new PostgresError({ message: String(found?.message ?? error), code: found?.code, unreachable: lostConnection(found ?? {}) });
+};
+
+/** Rows read as SQLite gives them: 64-bit integers and numerics as numbers (the store keeps times in milliseconds), booleans as 1 and 0. */
+function rowTypes(types: typeof pg.types) {
+  const parsers: Record<number, (value: string) => unknown> = {
+    20: (value) => Number(value),
+    1700: (value) => Number(value),
+    16: (value) => (value === 't' ? 1 : 0),
+  };
+  return {
+    getTypeParser: (oid: number, format?: string) => (format !== 'binary' && parsers[oid]) || types.getTypeParser(oid, format as 'text'),
+  };
+}
+
+type Mode = 'run' | 'get' | 'all';
+type Named = { text: string; name: string };
+
+export type ConnectionState = { up: boolean; message?: string; code?: string };
+
+export class PostgresEngine {
   readonly kind = 'postgres' as const;
-  private readonly worker: Worker;
-  private readonly port: MessagePort;
-  private readonly receive: typeof import('node:worker_threads').receiveMessageOnPort;
-  private readonly flag: Int32Array;
-  private readonly waitMs: number;
-  private next = 0;
-  private readonly names = new Map<string, Statement>();
+  private readonly pg: typeof pg;
+  private readonly config: pg.ClientConfig;
+  private shared: pg.Client[] = [];
+  private readonly pool: pg.Pool;
+  private readonly named = new Map<string, Named>();
+  /** Why the database is out of reach, while it is: statements fail at once with it. */
+  private down?: PostgresError;
+  private reconnect?: NodeJS.Timeout;
+  private backoffMs = 250;
   private closed = false;
-  /** Transaction control waiting for the next statement (see exec). */
-  private deferred: string[] = [];
-  /** Whether the last COMMIT or ROLLBACK was never sent: its transaction had no statement. */
-  elided = false;
-  private readonly listeners = new Set<(state: { up: boolean; message?: string; code?: string }) => void>();
+  private readonly listeners = new Set<(state: ConnectionState) => void>();
 
-  constructor(options: PostgresOptions) {
+  private constructor(pgModule: typeof pg, options: PostgresOptions) {
+    this.pg = pgModule;
     const statementTimeoutMs = options.statementTimeoutMs ?? 10_000;
-    const connectTimeoutMs = options.connectTimeoutMs ?? 5_000;
-    this.waitMs = Math.max(statementTimeoutMs, connectTimeoutMs) + 5000;
-    const signal = new SharedArrayBuffer(4);
-    this.flag = new Int32Array(signal);
-    const { MessageChannel, Worker, receiveMessageOnPort } = threads();
-    this.receive = receiveMessageOnPort;
-    const { port1, port2 } = new MessageChannel();
-    this.port = port1;
-    // The worker's file sits beside this one: .js when built, .ts when run from the sources.
-    this.worker = new Worker(new URL(`./postgres-worker.${import.meta.url.endsWith('.ts') ? 'ts' : 'js'}`, import.meta.url), {
-      workerData: {
-        port: port2, signal, url: options.url, password: options.password, applicationName: options.applicationName,
-        statementTimeoutMs, connectTimeoutMs,
-      },
-      transferList: [port2],
-    });
-    this.worker.unref();
-    this.worker.on('message', (message: { type: string; message?: string; code?: string }) => {
-      for (const listener of this.listeners) listener({ up: message.type === 'up', message: message.message, code: message.code });
-    });
-    this.worker.on('error', () => {});
+    this.config = {
+      connectionString: withPassword(options.url, options.password),
+      application_name: options.applicationName,
+      statement_timeout: statementTimeoutMs,
+      query_timeout: statementTimeoutMs + 2000,
+      connectionTimeoutMillis: options.connectTimeoutMs ?? 5_000,
+      keepAlive: true,
+      keepAliveInitialDelayMillis: 10_000,
+      types: rowTypes(pgModule.types),
+      pipeline: true,
+    } as pg.ClientConfig;
+    this.pool = new pgModule.Pool({ ...this.config, max: options.poolSize ?? DEFAULT_POOL_SIZE, idleTimeoutMillis: 30_000 } as pg.PoolConfig);
+    // A pooled connection that breaks while idle is dropped by the pool; the next transaction takes a new one.
+    this.pool.on('error', () => {});
+  }
+
+  /** Connects, or throws why it cannot (as the daemon or command reports it). */
+  static async open(options: PostgresOptions): Promise<PostgresEngine> {
+    const { default: pgModule } = await import('pg');
+    const engine = new PostgresEngine(pgModule, options);
     try {
-      this.call({ op: 'connect' });
+      engine.shared = await Promise.all(Array.from({ length: SHARED_CONNECTIONS }, () => engine.connect()));
     } catch (error) {
-      this.close();
+      await engine.close();
       throw unreachableStore(options.url, error);
     }
+    return engine;
+  }
+
+  private async connect(): Promise<pg.Client> {
+    const client = new this.pg.Client(this.config);
+    client.on('error', (error) => this.lose(client, error));
+    client.on('end', () => this.lose(client, new Error('Connection terminated')));
+    try {
+      await client.connect();
+    } catch (error) {
+      void client.end().catch(() => {});
+      throw error;
+    }
+    return client;
   }
 
   /** Called when the connection is lost and when it is back. */
-  onConnection(listener: (state: { up: boolean; message?: string; code?: string }) => void): void {
+  onConnection(listener: (state: ConnectionState) => void): void {
     this.listeners.add(listener);
   }
 
-  /** Sends one request to the connection's thread and waits for its answer. */
-  call(request: Record<string, unknown>): Answer {
-    if (this.closed) throw new PostgresError({ message: 'the store is closed', unreachable: true });
-    const id = ++this.next;
-    const prefix = this.deferred;
-    if (prefix.length > 0) this.deferred = [];
-    this.port.postMessage(prefix.length > 0 ? { ...request, id, prefix } : { ...request, id });
-    const deadline = Date.now() + this.waitMs;
-    for (;;) {
-      Atomics.store(this.flag, 0, 0);
-      const received = this.receive(this.port);
-      if (received) {
-        const answer = received.message as Answer;
-        // An answer to a request given up on earlier: it is stale.
-        if (answer.id !== id) continue;
-        if (answer.error) throw new PostgresError(answer.error);
-        return answer;
-      }
-      const left = deadline - Date.now();
-      if (left <= 0 || Atomics.wait(this.flag, 0, 0, left) === 'timed-out') {
-        throw new PostgresError({ message: `no answer from PostgreSQL in ${this.waitMs} ms`, unreachable: true });
-      }
-    }
+  /** A shared connection broke: every statement fails at once until new ones are made, in the background. */
+  private lose(client: pg.Client, error: unknown): void {
+    if (this.closed || !this.shared.includes(client)) return;
+    this.shared = this.shared.filter((other) => other !== client);
+    void client.end().catch(() => {});
+    this.markDown(error);
   }
 
-  prepare(sql: string): Statement {
-    let statement = this.names.get(sql);
-    if (statement) return statement;
-    const text = /\$1\b/.test(sql) ? sql : numberedParameters(sql);
-    const name = `s${this.names.size + 1}`;
-    const params = (values: Parameter[]) => values.map((value) => (value instanceof Uint8Array ? Buffer.from(value) : value));
-    // Statements written for PostgreSQL alone (dialect.ts) number their own parameters and may take arrays.
-    statement = {
-      run: (...values) => ({ changes: this.call({ op: 'query', mode: 'run', sql: text, name, params: params(values) }).changes ?? 0 }),
-      get: (...values) => this.call({ op: 'query', mode: 'get', sql: text, name, params: params(values) }).row,
-      all: (...values) => this.call({ op: 'query', mode: 'all', sql: text, name, params: params(values) }).rows ?? [],
-    };
-    this.names.set(sql, statement);
-    return statement;
-  }
-
-  /**
-   * Transaction control is sent with the next statement that needs it: a
-   * savepoint nothing was written under is never sent (nor its release), and
-   * BEGIN travels with the transaction's first statement, saving the thread
-   * hop of each.
-   */
-  exec(sql: string): void {
-    if (sql === 'BEGIN' || /^SAVEPOINT \w+$/.test(sql)) {
-      this.deferred.push(sql);
-      return;
-    }
-    const closes = /^(?:RELEASE|ROLLBACK TO) (\w+)(?:; RELEASE \w+)?$/.exec(sql);
-    if (closes && this.deferred.at(-1) === `SAVEPOINT ${closes[1]}`) {
-      this.deferred.pop();
-      return;
-    }
-    this.elided = false;
-    if ((sql === 'COMMIT' || sql === 'ROLLBACK') && this.deferred[0] === 'BEGIN') {
-      // Nothing of the transaction reached the server (and nothing says whether it is reachable).
-      this.deferred = [];
-      this.elided = true;
-      return;
-    }
-    if (sql === 'ROLLBACK') this.deferred = [];
-    this.call({ op: 'exec', sql });
-  }
-
-  close(): void {
+  /** The database is out of reach: said once, then reconnected with backoff. */
+  private markDown(error: unknown): void {
     if (this.closed) return;
-    try {
-      this.call({ op: 'close' });
-    } catch {
-      // already gone
+    const first = !this.down;
+    const found = asStoreError(error);
+    this.down = new PostgresError({ message: found.message, code: found.code, unreachable: true });
+    for (const client of this.shared) void client.end().catch(() => {});
+    this.shared = [];
+    if (first) for (const listener of this.listeners) listener({ up: false, message: found.message, code: found.code });
+    this.scheduleReconnect();
+  }
+
+  private scheduleReconnect(): void {
+    if (this.reconnect || this.closed) return;
+    this.reconnect = setTimeout(async () => {
+      this.reconnect = undefined;
+      try {
+        const clients = await Promise.all(Array.from({ length: SHARED_CONNECTIONS }, () => this.connect()));
+        if (this.closed) {
+          for (const client of clients) void client.end().catch(() => {});
+          return;
+        }
+        this.shared = clients;
+        this.down = undefined;
+        this.backoffMs = 250;
+        for (const listener of this.listeners) listener({ up: true });
+      } catch (error) {
+        this.backoffMs = Math.min(this.backoffMs * 2, 5000);
+        const found = asStoreError(error);
+        this.down = new PostgresError({ message: found.message, code: found.code, unreachable: true });
+        this.scheduleReconnect();
+      }
+    }, this.backoffMs);
+    this.reconnect.unref();
+  }
+
+  /** The statement as PostgreSQL takes it ($1 parameters) and its name, prepared once per connection. */
+  private prepared(sql: string): Named {
+    let named = this.named.get(sql);
+    if (!named) {
+      // Statements written for PostgreSQL alone (dialect.ts) number their own parameters and may take arrays.
+      named = { text: /\$1\b/.test(sql) ? sql : numberedParameters(sql), name: `s${this.named.size + 1}` };
+      this.named.set(sql, named);
     }
+    return named;
+  }
+
+  /** Runs a statement on a connection and gives its answer as the mode asks. */
+  async query(client: pg.Client | pg.PoolClient, mode: Mode, sql: string, params: Parameter[]): Promise<unknown> {
+    const { text, name } = this.prepared(sql);
+    let result: pg.QueryResult;
+    try {
+      result = await client.query({ name, text, values: params.map((value) => (value instanceof Uint8Array ? Buffer.from(value) : value)) as unknown[] });
+    } catch (error) {
+      throw this.failed(error);
+    }
+    if (mode === 'run') return { changes: result.rowCount ?? 0 } satisfies RunResult;
+    if (mode === 'get') return result.rows[0];
+    return result.rows;
+  }
+
+  /** A failure met on a connection: the database is marked out of reach when the connection is gone. */
+  failed(error: unknown): PostgresError {
+    const found = asStoreError(error);
+    if (found.unreachable) this.markDown(found);
+    return found;
+  }
+
+  /** The least busy shared connection, or the reason there is none. */
+  private client(): pg.Client {
+    if (this.closed) throw new PostgresError({ message: 'the store is closed', unreachable: true });
+    if (this.down || this.shared.length === 0) throw this.down ?? new PostgresError({ message: 'not connected', unreachable: true });
+    let best = this.shared[0]!;
+    for (const client of this.shared) if (pending(client) < pending(best)) best = client;
+    return best;
+  }
+
+  statement(mode: Mode, sql: string, params: Parameter[]): Promise<unknown> {
+    let client: pg.Client;
+    try {
+      client = this.client();
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.query(client, mode, sql, params);
+  }
+
+  /** A connection of its own for a transaction, from the pool. */
+  async acquire(): Promise<pg.PoolClient> {
+    if (this.closed) throw new PostgresError({ message: 'the store is closed', unreachable: true });
+    if (this.down) throw this.down;
+    try {
+      return await this.pool.connect();
+    } catch (error) {
+      throw this.failed(error);
+    }
+  }
+
+  async transaction<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
+    const tx = new PostgresTx(this);
+    try {
+      const result = await work(tx);
+      await tx.commit();
+      return result;
+    } catch (error) {
+      await tx.rollback();
+      throw error;
+    } finally {
+      tx.release();
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
     this.closed = true;
-    void this.worker.terminate();
+    clearTimeout(this.reconnect);
+    const shared = this.shared;
+    this.shared = [];
+    await Promise.all([...shared.map((client) => client.end().catch(() => {})), this.pool.end().catch(() => {})]);
+  }
+}
+
+/** Statements written to a shared connection and not yet answered. */
+const pending = (client: pg.Client): number => {
+  const queues = client as unknown as { _queryQueue?: unknown[]; _sentQueryQueue?: unknown[] };
+  return (queues._queryQueue?.length ?? 0) + (queues._sentQueryQueue?.length ?? 0);
+};
+
+/**
+ * A transaction on a pooled connection of its own, taken at its first
+ * statement: BEGIN and SAVEPOINT go out with the statement that follows them,
+ * unanswered for, and a transaction (or savepoint) that runs no statement
+ * sends nothing.
+ */
+class PostgresTx implements Tx {
+  readonly kind = 'postgres' as const;
+  readonly lost = false;
+  private readonly engine: PostgresEngine;
+  private connection?: Promise<pg.PoolClient>;
+  private client?: pg.PoolClient;
+  /** Transaction control to send before the next statement (BEGIN, SAVEPOINT): elided if none comes. */
+  private deferred: string[] = ['BEGIN'];
+  /** Transaction control sent and not yet answered for: the next answer awaited says how it went. */
+  private unanswered: Promise<unknown>[] = [];
+  private depth = 0;
+  /** The connection could not be brought back to a clean state: it is closed, not given back to the pool. */
+  private broken = false;
+
+  constructor(engine: PostgresEngine) {
+    this.engine = engine;
+  }
+
+  private async open(): Promise<pg.PoolClient> {
+    this.connection ??= this.engine.acquire().then((client) => {
+      this.client = client;
+      return client;
+    });
+    const client = await this.connection;
+    for (const sql of this.deferred) this.send(sql);
+    this.deferred = [];
+    return client;
+  }
+
+  /** Sends transaction control without waiting for its answer (see unanswered). */
+  private send(sql: string): void {
+    const answer = this.client!.query(sql);
+    answer.catch(() => {});
+    this.unanswered.push(answer);
+  }
+
+  /** Waits for the answers to the control sent so far; the first failure is the transaction's. */
+  private async answered(): Promise<void> {
+    const sent = this.unanswered;
+    this.unanswered = [];
+    try {
+      for (const answer of sent) await answer;
+    } catch (error) {
+      throw this.engine.failed(error);
+    }
+  }
+
+  private async statement(mode: Mode, sql: string, params: Parameter[]): Promise<any> {
+    const client = await this.open();
+    const control = this.answered();
+    const answer = this.engine.query(client, mode, sql, params);
+    try {
+      await control;
+    } catch (error) {
+      answer.catch(() => {});
+      throw error;
+    }
+    return answer;
+  }
+
+  run(sql: string, ...params: Parameter[]): Promise<RunResult> {
+    return this.statement('run', sql, params);
+  }
+
+  get<T = Row>(sql: string, ...params: Parameter[]): Promise<T | undefined> {
+    return this.statement('get', sql, params);
+  }
+
+  all<T = Row>(sql: string, ...params: Parameter[]): Promise<T[]> {
+    return this.statement('all', sql, params);
+  }
+
+  async exec(sql: string): Promise<void> {
+    const client = await this.open();
+    const control = this.answered();
+    const answer = client.query(sql);
+    try {
+      await control;
+    } catch (error) {
+      answer.catch(() => {});
+      throw error;
+    }
+    try {
+      await answer;
+    } catch (error) {
+      throw this.engine.failed(error);
+    }
+  }
+
+  async transaction<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
+    const savepoint = `SAVEPOINT sp${++this.depth}`;
+    this.deferred.push(savepoint);
+    // Whether the savepoint reached the server: it did once a statement ran under it.
+    const sent = () => {
+      if (this.deferred.at(-1) !== savepoint) return true;
+      this.deferred.pop();
+      return false;
+    };
+    try {
+      const result = await work(this);
+      if (sent()) this.send(`RELEASE sp${this.depth}`);
+      return result;
+    } catch (error) {
+      if (sent()) {
+        try {
+          await this.answered().catch(() => {});
+          await this.client!.query(`ROLLBACK TO sp${this.depth}`);
+          this.send(`RELEASE sp${this.depth}`);
+        } catch (undoError) {
+          this.broken = true;
+          this.engine.failed(undoError);
+        }
+      }
+      throw error;
+    } finally {
+      this.depth--;
+    }
+  }
+
+  async commit(): Promise<void> {
+    // Never opened, or still opening (a statement failed before its connection came): nothing to commit.
+    if (this.connection) await this.connection.catch(() => {});
+    if (!this.client) return;
+    if (this.broken) throw new PostgresError({ message: 'the transaction could not be undone in part and was rolled back' });
+    let result: pg.QueryResult;
+    try {
+      await this.answered();
+      result = await this.client.query('COMMIT');
+    } catch (error) {
+      throw this.engine.failed(error);
+    }
+    // COMMIT of a transaction that failed part-way answers ROLLBACK, without an error.
+    if (result.command === 'ROLLBACK') throw new PostgresError({ message: 'the transaction failed and was rolled back' });
+  }
+
+  async rollback(): Promise<void> {
+    if (this.connection) await this.connection.catch(() => {});
+    if (!this.client || this.broken) return;
+    try {
+      await this.answered().catch(() => {});
+      await this.client.query('ROLLBACK');
+    } catch (error) {
+      // The connection is gone (PostgreSQL rolled the transaction back) or unusable.
+      this.broken = true;
+      this.engine.failed(error);
+    }
+  }
+
+  release(): void {
+    const client = this.client;
+    this.client = undefined;
+    client?.release(this.broken ? true : undefined);
   }
 }

@@ -1,10 +1,26 @@
 import { statSync } from 'node:fs';
-import { DatabaseSync } from 'node:sqlite';
+import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { GatewayError } from '../../shared/errors.ts';
-import type { Engine, Statement } from './engine.ts';
+import type { Parameter, Row, RunResult, Tx } from './engine.ts';
+import type { WriterTurns } from './writer-turns.ts';
 
+const SQLITE_BUSY = 5;
+const SQLITE_LOCKED = 6;
 const SQLITE_CORRUPT = 11;
 const SQLITE_NOTADB = 26;
+
+/** Statements that write (and so take SQLite's write lock when run outside a transaction). */
+const WRITES = /^\s*(?:INSERT|UPDATE|DELETE|REPLACE)\b/i;
+
+/** How long a write waits, all told, for another connection of the daemon to let go of the write lock. */
+const BUSY_WAIT_MS = 5000;
+
+const isBusy = (error: unknown): boolean => {
+  const code = ((error as { errcode?: number } | null)?.errcode ?? 0) & 0xff;
+  return code === SQLITE_BUSY || code === SQLITE_LOCKED;
+};
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
  * Opens the profile's database, refusing one that is damaged instead of
@@ -48,17 +64,44 @@ function openDatabase(path: string): DatabaseSync {
 /** WAL pages a connection lets accumulate before it checkpoints during a commit, while no thread does it. */
 export const DEFAULT_AUTOCHECKPOINT_PAGES = 4000;
 
-/** The profile's SQLite database in WAL mode, in the daemon's process. */
-export class SqliteEngine implements Engine {
+type Mode = 'run' | 'get' | 'all';
+type Prepared = { statement: StatementSync; writes: boolean };
+
+export interface SqliteOptions {
+  synchronous: 'normal' | 'full';
+  /**
+   * A thread that may block (a worker thread of the daemon) waits for the
+   * write lock in SQLite's busy handler; the daemon's own thread never
+   * blocks, and waits for it on timers instead.
+   */
+  blocking?: boolean;
+}
+
+/**
+ * The profile's SQLite database in WAL mode, in the daemon's process. Its
+ * statements run at once on the calling thread (a statement costs
+ * microseconds, less than handing it anywhere); a transaction holds the one
+ * connection until it ends, and statements from elsewhere wait their turn
+ * meanwhile, so nothing joins a transaction it is not part of.
+ */
+export class SqliteEngine {
   readonly kind = 'sqlite' as const;
   readonly db: DatabaseSync;
+  private readonly prepared = new Map<string, Prepared>();
+  /** Whether a transaction (or a statement waiting for the write lock) holds the connection. */
+  private held = false;
+  private readonly waiting: (() => void)[] = [];
+  private readonly blocking: boolean;
+  /** Turns at the write lock with another thread of the daemon writing the same file, while it runs (see WriterTurns). */
+  turns?: WriterTurns;
 
-  constructor(path: string, synchronous: 'normal' | 'full') {
+  constructor(path: string, options: SqliteOptions) {
+    this.blocking = options.blocking === true;
     this.db = openDatabase(path);
     this.db.exec('PRAGMA journal_mode = WAL');
-    this.db.exec(`PRAGMA synchronous = ${synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
+    this.db.exec(`PRAGMA synchronous = ${options.synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
     this.db.exec('PRAGMA foreign_keys = ON');
-    this.db.exec('PRAGMA busy_timeout = 5000');
+    this.db.exec(`PRAGMA busy_timeout = ${this.blocking ? BUSY_WAIT_MS : 0}`);
     // A larger page cache and fewer, larger checkpoints: the daemon is the database's only writer.
     this.db.exec('PRAGMA cache_size = -16000');
     this.setAutocheckpoint();
@@ -70,15 +113,174 @@ export class SqliteEngine implements Engine {
     this.db.exec(`PRAGMA wal_autocheckpoint = ${Math.trunc(pages)}`);
   }
 
-  prepare(sql: string): Statement {
-    return this.db.prepare(sql) as Statement;
+  private prepare(sql: string): Prepared {
+    let prepared = this.prepared.get(sql);
+    if (!prepared) {
+      prepared = { statement: this.db.prepare(sql), writes: WRITES.test(sql) };
+      this.prepared.set(sql, prepared);
+    }
+    return prepared;
   }
 
-  exec(sql: string): void {
-    this.db.exec(sql);
+  /** Runs a statement now, on this thread. */
+  execute(mode: Mode, sql: string, params: Parameter[]): unknown {
+    const { statement } = this.prepare(sql);
+    const values = params as Parameters<StatementSync['run']>;
+    if (mode === 'run') return { changes: Number(statement.run(...values).changes) } satisfies RunResult;
+    if (mode === 'get') return statement.get(...values);
+    return statement.all(...values);
   }
 
-  close(): void {
+  /** A statement on its own: at once while no transaction holds the connection, else in its turn after it. */
+  statement(mode: Mode, sql: string, params: Parameter[]): Promise<unknown> {
+    if (!this.held && !(this.turns && this.prepare(sql).writes)) {
+      try {
+        return Promise.resolve(this.execute(mode, sql, params));
+      } catch (error) {
+        if (this.blocking || !isBusy(error)) return Promise.reject(error);
+      }
+    }
+    return this.exclusive(this.prepare(sql).writes, () => this.execute(mode, sql, params));
+  }
+
+  /** Runs work holding the connection (and, for a write, the daemon's turn at the write lock), waiting for the lock on timers. */
+  private async exclusive<T>(writes: boolean, work: () => T): Promise<T> {
+    await this.acquire();
+    const turns = writes ? this.turns : undefined;
+    try {
+      if (turns) await turns.enter();
+      try {
+        return await this.patiently(work);
+      } finally {
+        turns?.leave();
+      }
+    } finally {
+      this.release();
+    }
+  }
+
+  /** Tries work until the write lock is free (another connection of the daemon holds it), for BUSY_WAIT_MS at most. */
+  private async patiently<T>(work: () => T): Promise<T> {
+    const until = performance.now() + BUSY_WAIT_MS;
+    for (let wait = 1; ; wait = Math.min(wait * 2, 50)) {
+      try {
+        return work();
+      } catch (error) {
+        if (this.blocking || !isBusy(error) || performance.now() >= until) throw error;
+      }
+      await sleep(wait);
+    }
+  }
+
+  private acquire(): Promise<void> {
+    if (!this.held) {
+      this.held = true;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => this.waiting.push(resolve));
+  }
+
+  /** Hands the connection to the next in line (it stays held), or frees it. */
+  private release(): void {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.held = false;
+  }
+
+  async transaction<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
+    await this.acquire();
+    const turns = this.turns;
+    try {
+      if (turns) await turns.enter();
+      try {
+        await this.patiently(() => this.db.exec('BEGIN IMMEDIATE'));
+        let result: T;
+        try {
+          result = await work(new SqliteTx(this, 0));
+          this.db.exec('COMMIT');
+        } catch (error) {
+          // SQLite rolls a transaction back by itself after some failures (a full disk): only what is still open is
+          // undone here, and a rollback that fails says less than the error that caused it.
+          if (this.db.isTransaction) {
+            try {
+              this.db.exec('ROLLBACK');
+            } catch {
+              // the original error is the one to report
+            }
+          }
+          throw error;
+        }
+        return result;
+      } finally {
+        turns?.leave();
+      }
+    } finally {
+      this.release();
+    }
+  }
+
+  close(): Promise<void> {
     if (this.db.isOpen) this.db.close();
+    return Promise.resolve();
+  }
+}
+
+const settled = (work: () => unknown): Promise<any> => {
+  try {
+    return Promise.resolve(work());
+  } catch (error) {
+    return Promise.reject(error);
+  }
+};
+
+/** A transaction on the connection (or a savepoint of it): its statements run at once, the connection being its own. */
+class SqliteTx implements Tx {
+  readonly kind = 'sqlite' as const;
+  private readonly engine: SqliteEngine;
+  private readonly depth: number;
+
+  constructor(engine: SqliteEngine, depth: number) {
+    this.engine = engine;
+    this.depth = depth;
+  }
+
+  run(sql: string, ...params: Parameter[]): Promise<RunResult> {
+    return settled(() => this.engine.execute('run', sql, params));
+  }
+
+  get<T = Row>(sql: string, ...params: Parameter[]): Promise<T | undefined> {
+    return settled(() => this.engine.execute('get', sql, params));
+  }
+
+  all<T = Row>(sql: string, ...params: Parameter[]): Promise<T[]> {
+    return settled(() => this.engine.execute('all', sql, params));
+  }
+
+  get lost(): boolean {
+    return !this.engine.db.isTransaction;
+  }
+
+  exec(sql: string): Promise<void> {
+    return settled(() => this.engine.db.exec(sql));
+  }
+
+  async transaction<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
+    const { db } = this.engine;
+    const savepoint = `sp${this.depth + 1}`;
+    db.exec(`SAVEPOINT ${savepoint}`);
+    try {
+      const result = await work(new SqliteTx(this.engine, this.depth + 1));
+      db.exec(`RELEASE ${savepoint}`);
+      return result;
+    } catch (error) {
+      if (db.isTransaction) {
+        try {
+          db.exec(`ROLLBACK TO ${savepoint}; RELEASE ${savepoint}`);
+        } catch {
+          // the original error is the one to report
+        }
+      }
+      throw error;
+    }
   }
 }

@@ -18,8 +18,10 @@ const THREAD_WAIT_MS = 250;
  * daemon's thread says it wants to write and waits for the other thread's
  * transaction (one, a few milliseconds) to end; the other thread stands aside
  * before its next transaction while the daemon's thread wants to write. Each
- * side waits on the other's word (Atomics.wait), not on a timer; SQLite's busy
- * handler stays the fallback, past the waits' bounds.
+ * side waits on the other's word, not on a timer: the other thread in
+ * Atomics.wait, the daemon's thread in Atomics.waitAsync, which never blocks
+ * it. SQLite's busy handler (the other thread's) and timed retries (the
+ * daemon's) stay the fallback, past the waits' bounds.
  */
 export class WriterTurns {
   readonly buffer: SharedArrayBuffer;
@@ -33,28 +35,9 @@ export class WriterTurns {
     this.daemon = side === 'daemon';
   }
 
-  /** Runs a write transaction (or a write outside one) in its turn. */
-  take<T>(write: () => T): T {
-    this.enter();
-    try {
-      return write();
-    } finally {
-      this.leave();
-    }
-  }
-
-  /** Before a write transaction (or a write outside one) begins. */
-  enter(): void {
-    if (this.daemon) {
-      // Said first, then the other side's state read: of two writers starting at once, at least one sees the other.
-      Atomics.add(this.slots, WANTED, 1);
-      const until = performance.now() + DAEMON_WAIT_MS;
-      while (Atomics.load(this.slots, HELD) === 1) {
-        const left = until - performance.now();
-        if (left <= 0 || Atomics.wait(this.slots, HELD, 1, left) === 'timed-out') break;
-      }
-      return;
-    }
+  /** Before a write transaction (or a write outside one) begins: the daemon's thread waits without blocking, the other thread blocks. */
+  enter(): void | Promise<void> {
+    if (this.daemon) return this.daemonEnters();
     const until = performance.now() + THREAD_WAIT_MS;
     for (;;) {
       Atomics.store(this.slots, HELD, 1);
@@ -68,6 +51,19 @@ export class WriterTurns {
         Atomics.store(this.slots, HELD, 1);
         return;
       }
+    }
+  }
+
+  /** The daemon's thread says it wants to write, then waits (without blocking) for the other thread's transaction to end. */
+  private async daemonEnters(): Promise<void> {
+    // Said first, then the other side's state read: of two writers starting at once, at least one sees the other.
+    Atomics.add(this.slots, WANTED, 1);
+    const until = performance.now() + DAEMON_WAIT_MS;
+    while (Atomics.load(this.slots, HELD) === 1) {
+      const left = until - performance.now();
+      if (left <= 0) break;
+      const waited = Atomics.waitAsync(this.slots, HELD, 1, left);
+      if ((waited.async ? await waited.value : waited.value) === 'timed-out') break;
     }
   }
 

@@ -12,7 +12,7 @@ import { ROUTE_SCOPES } from '../../shared/api/routes.ts';
 import type { TokenCreated } from '../../shared/protocol/results.ts';
 import { jwtVerifier, serviceKeyVerifier } from './api-credentials.ts';
 import { parseTokenRequest } from './token-request.ts';
-import { TokenStore, type AccessToken } from './token-store.ts';
+import { TOKEN_MIGRATIONS, TokenStore, type AccessToken } from './token-store.ts';
 
 /** Tokens made from the host's CLI belong to the same owner as the gateway credential on HTTP. */
 export const GATEWAY_OWNER = 'gateway';
@@ -23,6 +23,7 @@ const created = (token: AccessToken & { token: string }): TokenCreated => ({
 
 export default defineModule({
   id: 'tokens',
+  migrations: TOKEN_MIGRATIONS,
   async setup(ctx) {
     const { store } = ctx;
     const tokens = new TokenStore(store);
@@ -37,8 +38,8 @@ export default defineModule({
     await loadSecrets();
     ctx.watch.secrets(['api.serviceKey', 'api.jwt.secret'], loadSecrets);
 
-    const tokenVerifier: BearerVerifier = (value) => {
-      const check = tokens.check(value);
+    const tokenVerifier: BearerVerifier = async (value) => {
+      const check = await tokens.check(value);
       if (check.ok) return { kind: 'token', subject: check.token.owner, scopes: new Set(check.token.scopes), credentialId: `token:${check.token.id}` };
       if (check.reason === 'expired') return 'The token has expired.';
       if (check.reason === 'revoked') return 'The token was revoked.';
@@ -85,24 +86,24 @@ export default defineModule({
         const body = await readJsonBody(http.req, ctx.config().gateway.http.maxBodyBytes, () => http.set('connection', 'close'));
         const now = Date.now();
         const request = await parseTokenRequest(body, { defaultExpiryDays: defaultExpiryDays(), now, grantable: (scope) => holds(principal, scope) });
-        const token = tokens.create(principal.subject, request, now);
-        audit('token.created', { actor: principal.subject, subject: token.id, address: http.req.socket.remoteAddress, detail: { name: token.name, scopes: token.scopes } });
+        const token = await tokens.create(principal.subject, request, now);
+        await audit('token.created', { actor: principal.subject, subject: token.id, address: http.req.socket.remoteAddress, detail: { name: token.name, scopes: token.scopes } });
         http.status = 201;
         http.body = created(token);
       },
     });
     ctx.http.route({
       method: 'GET', path: '/tokens', auth: { scope: ROUTE_SCOPES['GET /tokens'] },
-      handler: (http) => { http.body = { tokens: tokens.list((http.state.principal as Principal).subject) }; },
+      handler: async (http) => { http.body = { tokens: await tokens.list((http.state.principal as Principal).subject) }; },
     });
     ctx.http.route({
       method: 'DELETE', path: '/tokens/:id', auth: { scope: ROUTE_SCOPES['DELETE /tokens/:id'] },
       handler: async (http) => {
         const principal = http.state.principal as Principal;
         const id = http.params.id;
-        const revoked = tokens.revoke(principal.subject, id);
+        const revoked = await tokens.revoke(principal.subject, id);
         if (!revoked) throw new DomainError('not_found', `No token ${id} of yours.`);
-        if (!revoked.alreadyRevoked) audit('token.revoked', { actor: principal.subject, subject: id, address: http.req.socket.remoteAddress });
+        if (!revoked.alreadyRevoked) await audit('token.revoked', { actor: principal.subject, subject: id, address: http.req.socket.remoteAddress });
         await forgetSaved(id);
         http.body = revokedView(revoked);
       },
@@ -113,18 +114,18 @@ export default defineModule({
       handler: async (params, client) => {
         const now = Date.now();
         const request = await parseTokenRequest(params, { defaultExpiryDays: defaultExpiryDays(), now, grantable: () => true });
-        const token = tokens.create(GATEWAY_OWNER, request, now);
-        audit('token.created', { actor: client.deviceId, subject: token.id, address: client.address, detail: { name: token.name, scopes: token.scopes } });
+        const token = await tokens.create(GATEWAY_OWNER, request, now);
+        await audit('token.created', { actor: client.deviceId, subject: token.id, address: client.address, detail: { name: token.name, scopes: token.scopes } });
         return created(token);
       },
     });
-    ctx.rpc.method({ name: 'tokens.list', handler: () => ({ tokens: tokens.list(GATEWAY_OWNER) }) });
+    ctx.rpc.method({ name: 'tokens.list', handler: async () => ({ tokens: await tokens.list(GATEWAY_OWNER) }) });
     ctx.rpc.method({
       name: 'tokens.revoke',
       handler: async ({ id }, client) => {
-        const revoked = tokens.revoke(GATEWAY_OWNER, id);
+        const revoked = await tokens.revoke(GATEWAY_OWNER, id);
         if (!revoked) throw new DomainError('not_found', `no token ${id}`);
-        if (!revoked.alreadyRevoked) audit('token.revoked', { actor: client.deviceId, subject: id, address: client.address });
+        if (!revoked.alreadyRevoked) await audit('token.revoked', { actor: client.deviceId, subject: id, address: client.address });
         await forgetSaved(id);
         return revokedView(revoked);
       },

@@ -1,7 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { generateAccessToken, isWellFormedAccessToken, maskAccessToken } from '../../shared/api/access-token.ts';
 import type { AccessTokenView } from '../../shared/protocol/results.ts';
-import type { Store } from '../store/database.ts';
+import type { Db, Store } from '../store/database.ts';
+import type { Migration } from '../store/migrations.ts';
 
 /** A token as its owner sees it (never the value). */
 export type AccessToken = AccessTokenView;
@@ -32,6 +33,27 @@ const view = (row: Row): AccessToken => ({
   masked: maskAccessToken(`x${String(row.last_four)}`),
 });
 
+export const TOKEN_MIGRATIONS: readonly Migration[] = [{
+  version: 1,
+  name: 'product access tokens',
+  was: { schema: 3 },
+  sql: `
+    CREATE TABLE access_tokens (
+      id TEXT PRIMARY KEY,
+      owner TEXT NOT NULL,
+      name TEXT NOT NULL,
+      scopes TEXT NOT NULL,
+      token_hash TEXT NOT NULL UNIQUE,
+      last_four TEXT NOT NULL,
+      created_at BIGINT NOT NULL,
+      expires_at BIGINT NOT NULL,
+      last_used_at BIGINT,
+      revoked_at BIGINT
+    );
+    CREATE INDEX access_tokens_owner ON access_tokens (owner, created_at);
+  `,
+}];
+
 /** Product access tokens: only a SHA-256 hash of each is stored. */
 export class TokenStore {
   private readonly store: Store;
@@ -43,43 +65,41 @@ export class TokenStore {
   }
 
   /** Creates a token; the value is returned here once and never again. */
-  create(owner: string, input: { name: string; scopes: string[]; expiresAt: number }, createdAt = this.now()): AccessToken & { token: string } {
+  async create(owner: string, input: { name: string; scopes: string[]; expiresAt: number }, createdAt = this.now(), db: Db = this.store): Promise<AccessToken & { token: string }> {
     const token = generateAccessToken();
     const id = `tok_${randomBytes(9).toString('base64url')}`;
     const scopes = [...new Set(input.scopes)].sort();
-    this.store.prepare(`INSERT INTO access_tokens (id, owner, name, scopes, token_hash, last_four, created_at, expires_at)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?)`).run(id, owner, input.name, JSON.stringify(scopes), hash(token), token.slice(-4), createdAt, input.expiresAt);
-    return { ...this.get(owner, id)!, token };
+    await db.run(`INSERT INTO access_tokens (id, owner, name, scopes, token_hash, last_four, created_at, expires_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, id, owner, input.name, JSON.stringify(scopes), hash(token), token.slice(-4), createdAt, input.expiresAt);
+    return { ...(await this.get(owner, id, db))!, token };
   }
 
-  get(owner: string, id: string): AccessToken | undefined {
-    const row = this.store.prepare('SELECT * FROM access_tokens WHERE id = ? AND owner = ?').get(id, owner) as Row | undefined;
+  async get(owner: string, id: string, db: Db = this.store): Promise<AccessToken | undefined> {
+    const row = await db.get('SELECT * FROM access_tokens WHERE id = ? AND owner = ?', id, owner);
     return row ? view(row) : undefined;
   }
 
-  list(owner: string): AccessToken[] {
-    return (this.store.prepare('SELECT * FROM access_tokens WHERE owner = ? ORDER BY created_at DESC, id').all(owner) as Row[]).map(view);
+  async list(owner: string): Promise<AccessToken[]> {
+    return (await this.store.all('SELECT * FROM access_tokens WHERE owner = ? ORDER BY created_at DESC, id', owner)).map(view);
   }
 
   /** Revokes one of the owner's tokens at once (saying whether it was revoked already); undefined when the owner has no such token. */
-  revoke(owner: string, id: string): { token: AccessToken; alreadyRevoked: boolean } | undefined {
-    const existing = this.get(owner, id);
-    if (!existing) return undefined;
-    if (existing.revokedAt !== null) return { token: existing, alreadyRevoked: true };
-    this.store.prepare('UPDATE access_tokens SET revoked_at = ? WHERE id = ? AND owner = ? AND revoked_at IS NULL').run(this.now(), id, owner);
-    return { token: this.get(owner, id)!, alreadyRevoked: false };
+  async revoke(owner: string, id: string): Promise<{ token: AccessToken; alreadyRevoked: boolean } | undefined> {
+    const { changes } = await this.store.run('UPDATE access_tokens SET revoked_at = ? WHERE id = ? AND owner = ? AND revoked_at IS NULL', this.now(), id, owner);
+    const token = await this.get(owner, id);
+    return token && { token, alreadyRevoked: changes === 0 };
   }
 
   /** Checks a presented value: its shape and checksum first, offline, then the stored hash. */
-  check(value: string): TokenCheck {
+  async check(value: string): Promise<TokenCheck> {
     if (!isWellFormedAccessToken(value)) return { ok: false, reason: 'unknown' };
-    const row = this.store.prepare('SELECT id, owner, scopes, expires_at, revoked_at, last_used_at FROM access_tokens WHERE token_hash = ?').get(hash(value)) as Row | undefined;
+    const row = await this.store.get('SELECT id, owner, scopes, expires_at, revoked_at, last_used_at FROM access_tokens WHERE token_hash = ?', hash(value));
     if (!row) return { ok: false, reason: 'unknown' };
     if (row.revoked_at !== null) return { ok: false, reason: 'revoked' };
     const now = this.now();
     if (Number(row.expires_at) <= now) return { ok: false, reason: 'expired' };
     if (row.last_used_at === null || Number(row.last_used_at) < now - LAST_USED_RESOLUTION_MS) {
-      this.store.prepare('UPDATE access_tokens SET last_used_at = ? WHERE id = ?').run(now, row.id as string);
+      await this.store.bookkeeping(() => this.store.run('UPDATE access_tokens SET last_used_at = ? WHERE id = ?', now, row.id as string));
     }
     return { ok: true, token: { id: String(row.id), owner: String(row.owner), scopes: JSON.parse(String(row.scopes)) as string[] } };
   }

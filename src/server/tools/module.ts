@@ -15,6 +15,23 @@ export type { ToolRunner };
 export default defineModule<{ runner: ToolRunner }>({
   id: 'tools',
   needs: [jobsModule],
+  migrations: [{
+    version: 1,
+    name: 'tool idempotency keys',
+    was: { schema: 6 },
+    sql: `
+      CREATE TABLE tool_invocations (
+        caller TEXT NOT NULL,
+        key TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        result TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        PRIMARY KEY (caller, key)
+      );
+      CREATE INDEX tool_invocations_created ON tool_invocations (created_at);
+    `,
+  }],
   setup(ctx) {
     const runner = new ToolRunner({ table: ctx.table, config: ctx.config, store: ctx.store, logger: ctx.log });
     ctx.use(jobsModule).retention('toolInvocations', () => runner.prune());

@@ -151,19 +151,19 @@ export class ToolRunner {
     const key = `${caller.name}\n${request.idempotencyKey}`;
     const fingerprint = createHash('sha256').update(JSON.stringify([tool.name, args, request.sessionKey ?? null])).digest('hex');
     const now = this.deps.now?.() ?? Date.now();
-    const earlier = this.deps.store.prepare('SELECT fingerprint, result FROM tool_invocations WHERE caller = ? AND key = ? AND created_at > ?')
-      .get(caller.name, request.idempotencyKey, now - IDEMPOTENCY_TTL_MS) as { fingerprint: string; result: string } | undefined;
+    const earlier = await this.deps.store.get<{ fingerprint: string; result: string }>('SELECT fingerprint, result FROM tool_invocations WHERE caller = ? AND key = ? AND created_at > ?',
+      caller.name, request.idempotencyKey, now - IDEMPOTENCY_TTL_MS);
     if (earlier) {
       if (earlier.fingerprint !== fingerprint) throw new DomainError('conflict', 'This idempotencyKey was used for a different call; use a new key.');
       return { result: JSON.parse(earlier.result), replayed: true };
     }
     const running = this.inFlight.get(key);
     if (running) return { result: await running, replayed: true };
-    const work = this.run(tool, args, request, caller).then((result) => {
-      this.deps.store.prepare(`
+    const work = this.run(tool, args, request, caller).then(async (result) => {
+      await this.deps.store.run(`
         INSERT INTO tool_invocations (caller, key, tool, fingerprint, result, created_at) VALUES (?, ?, ?, ?, ?, ?)
         ON CONFLICT (caller, key) DO UPDATE SET tool = excluded.tool, fingerprint = excluded.fingerprint, result = excluded.result, created_at = excluded.created_at
-      `).run(caller.name, request.idempotencyKey!, tool.name, fingerprint, JSON.stringify(result ?? null), now);
+      `, caller.name, request.idempotencyKey!, tool.name, fingerprint, JSON.stringify(result ?? null), now);
       return result;
     });
     this.inFlight.set(key, work);
@@ -194,8 +194,8 @@ export class ToolRunner {
     }
   }
 
-  prune(): number {
+  async prune(): Promise<number> {
     const cutoff = (this.deps.now?.() ?? Date.now()) - IDEMPOTENCY_TTL_MS;
-    return Number(this.deps.store.prepare('DELETE FROM tool_invocations WHERE created_at < ?').run(cutoff).changes);
+    return (await this.deps.store.run('DELETE FROM tool_invocations WHERE created_at < ?', cutoff)).changes;
   }
 }

@@ -1,7 +1,7 @@
 import type { FirstAttempt, JobQueue } from '../jobs/module.ts';
 import { JsonTooDeep, parseJsonWithin } from '../../shared/json.ts';
-import type { Store } from '../store/database.ts';
-import { PG_CLAIM_DELIVERIES, PG_DELIVERY_JOBS } from '../store/dialect.ts';
+import type { Store, Tx } from '../store/database.ts';
+import { PG_CLAIM_DELIVERIES, PG_DELIVERY_JOBS } from './delivery-sql.ts';
 
 import { DomainError } from '../kernel/errors.ts';
 
@@ -74,8 +74,8 @@ export type RawDelivery = { event: string; deliveryId: string; hookId: string | 
 /** What became of a delivery: recorded (or found recorded), or refused for its payload (a 400, with why). */
 export type Outcome = Accepted | { refused: string };
 
-/** Makes a delivery's job's first attempt as it is recorded (JobWorker.runNow); undefined queues it as usual. */
-export type RunNow = (job: { id: string; kind: string; payload: unknown }) => FirstAttempt | undefined;
+/** Makes a delivery's job's first attempt as it is recorded, in its transaction (JobWorker.runNow); undefined queues it as usual. */
+export type RunNow = (job: { id: string; kind: string; payload: unknown }, tx: Tx) => Promise<FirstAttempt | undefined>;
 
 /** A delivery's job payload: the body as it came (already checked to be a JSON object), not parsed and serialised again. */
 function jobPayload(delivery: DeliveryInput): { serialized: string; parsed: unknown } {
@@ -85,27 +85,29 @@ function jobPayload(delivery: DeliveryInput): { serialized: string; parsed: unkn
   };
 }
 
+const CLAIM_DELIVERY = 'INSERT INTO webhook_deliveries (hook_id, delivery_id, event, received_at, job_id) VALUES (?, ?, ?, ?, ?) ON CONFLICT (hook_id, delivery_id) DO NOTHING';
+const DELIVERY_JOB = 'SELECT job_id FROM webhook_deliveries WHERE hook_id = ? AND delivery_id = ?';
+
 /**
- * The writes of one delivery and its job, inside the transaction the caller
- * holds (committed before anything answers). A redelivery (same hook id and
+ * The writes of one delivery and its job, inside the caller's transaction
+ * (committed before anything answers). A redelivery (same hook id and
  * delivery id) creates nothing. Without a hook id the key is the delivery id
  * alone: stored as "", since SQL NULLs never collide.
  */
-function recordDelivery(store: Store, queue: JobQueue, delivery: DeliveryInput, runNow?: RunNow): Accepted {
+async function recordDelivery(tx: Tx, queue: JobQueue, delivery: DeliveryInput, runNow?: RunNow): Promise<Accepted> {
   const hookKey = delivery.hookId ?? '';
   // The delivery's row first, claiming its key: of two daemons taking the same delivery at once (a shared store),
   // the second waits for the first's commit and then inserts nothing.
   const jobId = queue.newId();
-  const claimed = store.prepare('INSERT INTO webhook_deliveries (hook_id, delivery_id, event, received_at, job_id) VALUES (?, ?, ?, ?, ?) ON CONFLICT (hook_id, delivery_id) DO NOTHING')
-    .run(hookKey, delivery.deliveryId, delivery.event, Date.now(), jobId).changes;
-  if (Number(claimed) === 0) {
-    const existing = store.prepare('SELECT job_id FROM webhook_deliveries WHERE hook_id = ? AND delivery_id = ?').get(hookKey, delivery.deliveryId) as { job_id: string };
-    return { deliveryId: delivery.deliveryId, jobId: existing.job_id, duplicate: true };
+  const { changes } = await tx.run(CLAIM_DELIVERY, hookKey, delivery.deliveryId, delivery.event, Date.now(), jobId);
+  if (changes === 0) {
+    const existing = await tx.get<{ job_id: string }>(DELIVERY_JOB, hookKey, delivery.deliveryId);
+    return { deliveryId: delivery.deliveryId, jobId: existing!.job_id, duplicate: true };
   }
   const kind = `github.${delivery.event}`;
   const payload = jobPayload(delivery);
-  const ran = runNow && payload.parsed ? runNow({ id: jobId, kind, payload: payload.parsed }) : undefined;
-  queue.enqueue(kind, undefined, { id: jobId, source: delivery.deliveryId, ...payload, ran });
+  const ran = runNow && payload.parsed ? await runNow({ id: jobId, kind, payload: payload.parsed }, tx) : undefined;
+  await queue.enqueue({ id: jobId, kind, source: delivery.deliveryId, ...payload, ran }, tx);
   return { deliveryId: delivery.deliveryId, jobId, duplicate: false };
 }
 
@@ -115,30 +117,31 @@ const deliveryKey = (hookId: string, deliveryId: string): string => `${hookId}\u
 type DeliveryRow = { hook_id: string; delivery_id: string; job_id: string };
 
 /**
- * A group of deliveries on PostgreSQL, in three statements: the keys claimed
- * at once (a key claimed already, by this group or another daemon, is a
- * duplicate and answers with the first job's id), then the new jobs queued.
- * Rows go in the order of their keys: two daemons writing overlapping groups
- * then take the keys' locks in one order, and never deadlock.
+ * A group of deliveries on PostgreSQL, in two statements whatever its size:
+ * the keys claimed at once (a key claimed already, by this group or another
+ * daemon, is a duplicate and answers with the first job's id), then the new
+ * jobs queued. Rows go in the order of their keys: two daemons writing
+ * overlapping groups then take the keys' locks in one order, and never
+ * deadlock.
  */
-function recordGroup(store: Store, queue: JobQueue, deliveries: DeliveryInput[]): Accepted[] {
+async function recordGroup(tx: Tx, queue: JobQueue, deliveries: DeliveryInput[]): Promise<Accepted[]> {
   const hooks = deliveries.map((delivery) => delivery.hookId ?? '');
   const keys = deliveries.map((delivery, index) => deliveryKey(hooks[index]!, delivery.deliveryId));
   const order = keys.map((_, index) => index).sort((a, b) => (keys[a]! < keys[b]! ? -1 : keys[a]! > keys[b]! ? 1 : 0));
   const ids = deliveries.map(() => queue.newId());
   const now = Date.now();
-  const claimed = store.prepare(PG_CLAIM_DELIVERIES).all(order.map((index) => hooks[index]!), order.map((index) => deliveries[index]!.deliveryId),
-    order.map((index) => deliveries[index]!.event), order.map(() => now), order.map((index) => ids[index]!)) as DeliveryRow[];
+  const claimed = await tx.all<DeliveryRow>(PG_CLAIM_DELIVERIES, order.map((index) => hooks[index]!), order.map((index) => deliveries[index]!.deliveryId),
+    order.map((index) => deliveries[index]!.event), order.map(() => now), order.map((index) => ids[index]!));
   const jobOf = new Map(claimed.map((row) => [deliveryKey(row.hook_id, row.delivery_id), row.job_id]));
   const missing = order.filter((index) => !jobOf.has(keys[index]!));
   if (missing.length > 0) {
-    const found = store.prepare(PG_DELIVERY_JOBS).all(missing.map((index) => hooks[index]!), missing.map((index) => deliveries[index]!.deliveryId)) as DeliveryRow[];
+    const found = await tx.all<DeliveryRow>(PG_DELIVERY_JOBS, missing.map((index) => hooks[index]!), missing.map((index) => deliveries[index]!.deliveryId));
     for (const row of found) jobOf.set(deliveryKey(row.hook_id, row.delivery_id), row.job_id);
   }
-  queue.enqueueMany(order.filter((index) => jobOf.get(keys[index]!) === ids[index]).map((index) => {
+  await queue.enqueueMany(order.filter((index) => jobOf.get(keys[index]!) === ids[index]).map((index) => {
     const delivery = deliveries[index]!;
     return { id: ids[index]!, kind: `github.${delivery.event}`, source: delivery.deliveryId, ...jobPayload(delivery) };
-  }));
+  }), tx);
   return deliveries.map((delivery, index) => {
     const jobId = jobOf.get(keys[index]!)!;
     return { deliveryId: delivery.deliveryId, jobId, duplicate: jobId !== ids[index] };
@@ -148,13 +151,16 @@ function recordGroup(store: Store, queue: JobQueue, deliveries: DeliveryInput[])
 /**
  * Records a group of deliveries and their jobs in one transaction (no
  * savepoint per delivery: a failure fails the group anyway), committed when
- * this returns. With `runNow` (on SQLite), each new job's first attempt is
+ * this resolves. With `runNow` (on SQLite), each new job's first attempt is
  * made in the same transaction, and its outcome committed with the delivery.
  */
-export function recordDeliveries(store: Store, queue: JobQueue, deliveries: DeliveryInput[], runNow?: RunNow): Accepted[] {
-  return store.transaction(() => (store.kind === 'postgres'
-    ? recordGroup(store, queue, deliveries)
-    : deliveries.map((delivery) => recordDelivery(store, queue, delivery, runNow))));
+export function recordDeliveries(store: Store, queue: JobQueue, deliveries: DeliveryInput[], runNow?: RunNow): Promise<Accepted[]> {
+  return store.transaction(async (tx) => {
+    if (tx.kind === 'postgres') return recordGroup(tx, queue, deliveries);
+    const accepted: Accepted[] = [];
+    for (const delivery of deliveries) accepted.push(await recordDelivery(tx, queue, delivery, runNow));
+    return accepted;
+  });
 }
 
 /**
@@ -163,7 +169,7 @@ export function recordDeliveries(store: Store, queue: JobQueue, deliveries: Deli
  * others. Each parsed payload is kept for the job worker of the same thread,
  * which then need not parse it again.
  */
-export function acceptDeliveries(store: Store, queue: JobQueue, raws: RawDelivery[], runNow?: RunNow): Outcome[] {
+export async function acceptDeliveries(store: Store, queue: JobQueue, raws: RawDelivery[], runNow?: RunNow): Promise<Outcome[]> {
   const outcomes: Outcome[] = new Array(raws.length);
   const good: DeliveryInput[] = [];
   const places: number[] = [];
@@ -178,8 +184,13 @@ export function acceptDeliveries(store: Store, queue: JobQueue, raws: RawDeliver
       outcomes[index] = { refused: error.message };
     }
   });
-  if (good.length > 0) recordDeliveries(store, queue, good, runNow).forEach((accepted, index) => { outcomes[places[index]!] = accepted; });
+  if (good.length > 0) (await recordDeliveries(store, queue, good, runNow)).forEach((accepted, index) => { outcomes[places[index]!] = accepted; });
   return outcomes;
+}
+
+/** Deletes the records of deliveries older than the retention (their jobs go with the jobs' own); says how many. */
+export async function pruneDeliveries(store: Store, retentionMs: number): Promise<number> {
+  return (await store.run('DELETE FROM webhook_deliveries WHERE received_at < ?', Date.now() - retentionMs)).changes;
 }
 
 interface Pending {
@@ -188,60 +199,70 @@ interface Pending {
   reject: (error: unknown) => void;
 }
 
-/** What parses, checks and writes a group of deliveries: in the daemon's thread (answers at once) or in another (answers later). */
-export type AcceptGroup = (deliveries: RawDelivery[]) => Outcome[] | Promise<Outcome[]>;
+/** What parses, checks and writes a group of deliveries: in the daemon's thread or in another. */
+export type AcceptGroup = (deliveries: RawDelivery[]) => Promise<Outcome[]>;
 
 /**
  * Group commit: deliveries that arrive together are written in one
  * transaction, and each is answered only after that transaction commits. The
- * commit is the costly part of a delivery; sharing it among concurrent ones
- * keeps every answer durable at a fraction of the cost. A failed commit fails
- * the whole group and leaves nothing of it behind.
+ * commit is the costly part of a delivery (a round trip to a shared
+ * database); sharing it among concurrent ones keeps every answer durable at a
+ * fraction of the cost. A failed commit fails the whole group and leaves
+ * nothing of it behind.
  *
  * With `maxGroup` (when another thread writes), a group leaves as soon as it
  * is that large: that thread starts on the first deliveries of a burst while
- * this one still reads the rest, instead of each waiting for the other.
+ * this one still reads the rest, instead of each waiting for the other. With
+ * `maxInFlight`, at most that many groups are being written at once; what
+ * arrives meanwhile waits and leaves as one group when one of them is done.
  */
 export class DeliveryIntake {
   private pending: Pending[] = [];
+  private inFlight = 0;
+  private flushing = false;
   private readonly acceptGroup: AcceptGroup;
   private readonly maxGroup: number;
+  private readonly maxInFlight: number;
 
-  constructor(acceptGroup: AcceptGroup, options: { maxGroup?: number } = {}) {
+  constructor(acceptGroup: AcceptGroup, options: { maxGroup?: number; maxInFlight?: number } = {}) {
     this.acceptGroup = acceptGroup;
     this.maxGroup = options.maxGroup ?? Infinity;
+    this.maxInFlight = options.maxInFlight ?? Infinity;
   }
 
   /** Resolves once the delivery is committed with its job; rejects with a 400 for a payload it refuses. */
   accept(delivery: RawDelivery): Promise<Accepted> {
     return new Promise((resolve, reject) => {
       const size = this.pending.push({ delivery, resolve, reject });
-      if (size === 1) setImmediate(() => this.flush());
-      else if (size >= this.maxGroup) this.flush();
+      if (size >= this.maxGroup) this.flush();
+      else if (!this.flushing) {
+        this.flushing = true;
+        setImmediate(() => {
+          this.flushing = false;
+          this.flush();
+        });
+      }
     });
   }
 
   private flush(): void {
-    // A group that left when it was full leaves nothing for its turn.
-    if (this.pending.length === 0) return;
+    // A group that left when it was full leaves nothing for its turn; a full house of groups makes this one wait.
+    if (this.pending.length === 0 || this.inFlight >= this.maxInFlight) return;
     const group = this.pending;
     this.pending = [];
-    const fail = (error: unknown) => {
-      for (const { reject } of group) reject(error);
-    };
-    const answer = (outcomes: Outcome[]) => group.forEach(({ resolve, reject }, index) => {
-      const outcome = outcomes[index]!;
-      if ('refused' in outcome) reject(invalid(outcome.refused));
-      else resolve(outcome);
+    this.inFlight++;
+    this.acceptGroup(group.map(({ delivery }) => delivery)).then(
+      (outcomes) => group.forEach(({ resolve, reject }, index) => {
+        const outcome = outcomes[index]!;
+        if ('refused' in outcome) reject(invalid(outcome.refused));
+        else resolve(outcome);
+      }),
+      (error: unknown) => {
+        for (const { reject } of group) reject(error);
+      },
+    ).finally(() => {
+      this.inFlight--;
+      this.flush();
     });
-    let outcomes: Outcome[] | Promise<Outcome[]>;
-    try {
-      outcomes = this.acceptGroup(group.map(({ delivery }) => delivery));
-    } catch (error) {
-      fail(error);
-      return;
-    }
-    if (Array.isArray(outcomes)) answer(outcomes);
-    else outcomes.then(answer, fail);
   }
 }

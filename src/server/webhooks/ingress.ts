@@ -19,6 +19,8 @@ export interface WebhookIngressDeps {
   accept: AcceptGroup;
   /** The most deliveries a group holds before it leaves (see DeliveryIntake); unbounded when unset. */
   maxGroup?: number;
+  /** The most groups written at once (see DeliveryIntake); unbounded when unset. */
+  maxInFlight?: number;
   budget: RequestBudget;
   logger: Logger;
   /** The current secret and, during rotation, the previous one; empty when none is set. */
@@ -46,7 +48,7 @@ export class WebhookIngress {
 
   constructor(deps: WebhookIngressDeps) {
     this.deps = deps;
-    this.intake = new DeliveryIntake(deps.accept, { maxGroup: deps.maxGroup });
+    this.intake = new DeliveryIntake(deps.accept, { maxGroup: deps.maxGroup, maxInFlight: deps.maxInFlight });
   }
 
   handle(req: IncomingMessage, res: ServerResponse): void {

@@ -8,17 +8,22 @@ import { errorResponse, jsonResponse } from '../kernel/api-doc.ts';
 import { defineModule } from '../kernel/module.ts';
 import { secretFromEnv } from '../../shared/secrets/secret-store.ts';
 import jobsModule from '../jobs/module.ts';
-import { type AcceptGroup, acceptDeliveries } from './deliveries.ts';
-import { registerGithubHandlers, WEBHOOK_MIGRATIONS } from './github-handlers.ts';
+import { type AcceptGroup, acceptDeliveries, pruneDeliveries } from './deliveries.ts';
+import { registerGithubHandlers } from './github-handlers.ts';
+import { WEBHOOK_MIGRATIONS } from './migrations.ts';
 import { WebhookIngress } from './ingress.ts';
 import { THREAD_GROUP, WebhookThread } from './thread-client.ts';
+
+/** Groups of deliveries being written to PostgreSQL at once (see DeliveryIntake). */
+const POSTGRES_GROUPS_IN_FLIGHT = 4;
 
 export default defineModule({
   id: 'webhooks',
   needs: [jobsModule],
+  migrations: WEBHOOK_MIGRATIONS,
   async setup(ctx) {
-    ctx.store.migrateModule('webhooks', WEBHOOK_MIGRATIONS);
-    const { queue } = ctx.use(jobsModule);
+    const { queue, retention } = ctx.use(jobsModule);
+    retention('deliveries', (retentionMs) => pruneDeliveries(ctx.store, retentionMs));
     // The current secret and, during rotation, the previous one: the environment first, then the store.
     let secrets: string[] = [];
     const loadSecrets = async () => {
@@ -46,9 +51,9 @@ export default defineModule({
 
     const { rateLimit } = ctx.config().gateway;
     const ingress = new WebhookIngress({
-      // The thread writes while this one reads: groups of at most THREAD_GROUP keep both busy at once. A store
-      // written on this thread (PostgreSQL) keeps whole groups, each a round trip.
-      accept, maxGroup: thread ? THREAD_GROUP : undefined, budget: new RequestBudget(rateLimit.webhooksMax, rateLimit.windowMs), logger: ctx.log, secrets: () => secrets,
+      // The thread writes while this one reads: groups of at most THREAD_GROUP keep both busy at once. On PostgreSQL a
+      // few groups are written at once, each a few round trips, and what arrives meanwhile waits to leave as one group.
+      accept, maxGroup: thread ? THREAD_GROUP : undefined, maxInFlight: thread ? undefined : POSTGRES_GROUPS_IN_FLIGHT, budget: new RequestBudget(rateLimit.webhooksMax, rateLimit.windowMs), logger: ctx.log, secrets: () => secrets,
     });
     ctx.http.fast({ path: '/webhooks', handler: (req, res) => ingress.handle(req, res) });
     ctx.http.document({

@@ -1,6 +1,6 @@
 import type { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
-import type { JobQueue } from '../jobs/module.ts';
+import { type JobQueue, WEBHOOK_LANE } from '../jobs/module.ts';
 import { DAEMON_NODE_FLAGS, daemonFlagsInForce } from '../../shared/run-args.ts';
 import { THREAD_RELEASED } from '../kernel/threads.ts';
 import { THREAD_IDLE_MS } from '../store/checkpointer.ts';
@@ -8,7 +8,7 @@ import { DomainError } from '../kernel/errors.ts';
 import type { Store } from '../store/database.ts';
 import { WriterTurns } from '../store/writer-turns.ts';
 import type { Outcome, RawDelivery } from './deliveries.ts';
-import { type FromThread, type ThreadError, type ThreadSettings, type ToThread, WEBHOOK_LANE } from './thread-protocol.ts';
+import { type FromThread, type ThreadError, type ThreadSettings, type ToThread } from './thread-protocol.ts';
 
 export interface WebhookThreadOptions {
   store: Store;
@@ -112,7 +112,7 @@ export class WebhookThread {
    * after the thread stopped idle) are answered meanwhile instead of waiting
    * for it, and their jobs queued for whichever worker is first.
    */
-  route(deliveries: RawDelivery[], here: (deliveries: RawDelivery[]) => Outcome[]): Outcome[] | Promise<Outcome[]> {
+  route(deliveries: RawDelivery[], here: (deliveries: RawDelivery[]) => Promise<Outcome[]>): Promise<Outcome[]> {
     if (this.ready) return this.accept(deliveries);
     if (this.available) this.start();
     return here(deliveries);

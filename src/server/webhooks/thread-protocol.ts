@@ -1,9 +1,6 @@
 import type { StorageFaultKind } from '../store/faults.ts';
 import type { Outcome, RawDelivery } from './deliveries.ts';
 
-/** The job kinds of deliveries (github.<event>): the webhook thread runs them when it runs. */
-export const WEBHOOK_LANE = 'github.';
-
 /** What the webhook thread is started with. */
 export interface ThreadSettings {
   path: string;

@@ -6,13 +6,13 @@
 // jobs run beside it, on the other core.
 import type { Logger } from 'pino';
 import { parentPort, workerData } from 'node:worker_threads';
-import { JobQueue, JobWorker } from '../jobs/module.ts';
+import { JobQueue, JobWorker, WEBHOOK_LANE } from '../jobs/module.ts';
 import { TableBuilder } from '../kernel/registry.ts';
-import { Store } from '../store/database.ts';
+import { Store, type Tx } from '../store/database.ts';
 import { WriterTurns } from '../store/writer-turns.ts';
 import { registerGithubHandlers, runsInAnyOrder } from './github-handlers.ts';
 import { acceptDeliveries, type Outcome } from './deliveries.ts';
-import { type FromThread, type ThreadSettings, type ToThread, WEBHOOK_LANE } from './thread-protocol.ts';
+import { type FromThread, type ThreadSettings, type ToThread } from './thread-protocol.ts';
 
 const settings = workerData as ThreadSettings;
 const port = parentPort!;
@@ -38,7 +38,8 @@ const describe = (error: unknown) => {
   };
 };
 
-const store = new Store({ path: settings.path, synchronous: settings.synchronous });
+// A thread of the daemon may block: it waits for the write lock in SQLite's busy handler, and the daemon migrated already.
+const store = await Store.open({ path: settings.path, synchronous: settings.synchronous, blocking: true, migrate: false });
 store.setAutocheckpoint(settings.autocheckpoint);
 // Before each transaction, a write the daemon's thread waits to make goes first.
 store.shareWriteLock(new WriterTurns('thread', settings.turns));
@@ -76,24 +77,21 @@ const GROUP_WHILE_DELIVERIES = 8;
 // the daemon takes it up once nothing it sent is unanswered, and starts another at the next delivery.
 let lastAccepted = Date.now();
 setInterval(() => {
-  let next: number | undefined;
-  try {
-    next = queue.nextRunAt();
-  } catch {
+  void queue.nextRunAt().then((next) => {
+    if (Date.now() - lastAccepted >= settings.idleMs && waiting.length === 0 && worker.active === 0 && (next === undefined || next > Date.now())) post({ type: 'idle' });
+  }, () => {
     // The store cannot be read now (its health says why): not idle, asked again at the next check.
-    return;
-  }
-  if (Date.now() - lastAccepted >= settings.idleMs && waiting.length === 0 && worker.active === 0 && (next === undefined || next > Date.now())) post({ type: 'idle' });
+  });
 }, Math.min(5000, settings.idleMs)).unref();
-function acceptWaiting(): void {
+async function acceptWaiting(): Promise<void> {
   try {
-    recordWaiting();
+    await recordWaiting();
   } finally {
     // A worker that gave way to these deliveries takes its next group now.
     worker.resume();
   }
 }
-function recordWaiting(): void {
+async function recordWaiting(): Promise<void> {
   lastAccepted = Date.now();
   const groups = waiting;
   waiting = [];
@@ -104,12 +102,12 @@ function recordWaiting(): void {
     // only while no job of the lane waits before them (jobs keep their order), and queue behind a backlog as usual.
     // Asked once, inside the group's transaction (where a read costs least).
     let inOrder: boolean | undefined;
-    const runNow = (job: { id: string; kind: string; payload: unknown }) => {
-      if (runsInAnyOrder(job.kind)) return worker.runNow(job);
-      inOrder ??= worker.active === 0 && !queue.hasDue();
-      return inOrder ? worker.runNow(job) : undefined;
+    const runNow = async (job: { id: string; kind: string; payload: unknown }, tx: Tx) => {
+      if (runsInAnyOrder(job.kind)) return worker.runNow(job, tx);
+      inOrder ??= worker.active === 0 && !(await queue.hasDue(tx));
+      return inOrder ? worker.runNow(job, tx) : undefined;
     };
-    outcomes = acceptDeliveries(store, queue, groups.flatMap((group) => group.deliveries), runNow);
+    outcomes = await acceptDeliveries(store, queue, groups.flatMap((group) => group.deliveries), runNow);
   } catch (error) {
     for (const group of groups) post({ type: 'failed', id: group.id, error: describe(error) });
     // Said again at every failure: the daemon's own writes that work in between clear what it was told.
@@ -128,22 +126,23 @@ port.on('message', (message: ToThread) => {
   switch (message.type) {
     case 'accept':
       // Groups that arrive together share one transaction: every message waiting now is in it.
-      if (waiting.push(message) === 1) setImmediate(acceptWaiting);
+      if (waiting.push(message) === 1) setImmediate(() => void acceptWaiting());
       break;
     case 'autocheckpoint':
       store.setAutocheckpoint(message.pages);
       break;
     case 'stop':
       // Deliveries that came before the stop are recorded and answered first.
-      if (waiting.length > 0) recordWaiting();
-      void worker.drain(message.timeoutMs).then((unfinished) => {
-        store.close();
+      void (async () => {
+        if (waiting.length > 0) await recordWaiting();
+        const unfinished = await worker.drain(message.timeoutMs);
+        await store.close();
         post({ type: 'stopped', unfinished });
         port.close();
-      });
+      })();
       break;
   }
 });
 
-worker.start();
+await worker.start();
 post({ type: 'ready' });

@@ -45,7 +45,7 @@ export interface ControlPlaneOptions {
   routeUpgrade?: (request: IncomingMessage, socket: Duplex, head: Buffer) => boolean;
   /** The user a trusted proxy vouches for (trusted-proxy mode); throws a DomainError to refuse the upgrade. */
   proxyUser?: (request: IncomingMessage) => string | undefined;
-  audit: (kind: string, fields: { subject?: string; address?: string; detail?: Record<string, unknown> }) => void;
+  audit: (kind: string, fields: { subject?: string; address?: string; detail?: Record<string, unknown> }) => Promise<void>;
   server: { version: string; instanceId: string; profile: string };
   /** Whether the daemon accepts new work (false while stopping). */
   accepting: () => boolean;
@@ -223,14 +223,14 @@ export class ControlPlane {
     let admission: Admission;
     try {
       if (!hub.admit) throw new DomainError('unavailable', 'this gateway admits no clients (no module decides who connects)');
-      admission = hub.admit(connect, connection.origin);
+      admission = await hub.admit(connect, connection.origin);
     } catch (thrown) {
       const { error: refusal, unexpected } = toDomainError(thrown);
       if (unexpected) logger.error({ err: thrown }, 'handshake failed');
       logger.info({ connection: connection.id, address: connection.address, client: connect.client.id, code: rpcErrorOf(refusal).code }, 'connect refused');
       if (refusal.kind === 'unauthorized') {
         const lockedFor = lockout.fail(connection.address, kind);
-        audit(lockedFor ? 'auth.lockout' : 'auth.failure', { address: connection.address, detail: { kind, surface: 'websocket', reason: refusal.message, ...(lockedFor ? { lockoutMs: lockedFor } : {}) } });
+        await audit(lockedFor ? 'auth.lockout' : 'auth.failure', { address: connection.address, detail: { kind, surface: 'websocket', reason: refusal.message, ...(lockedFor ? { lockoutMs: lockedFor } : {}) } });
       }
       this.refuse(connection, frame.id, refusal);
       return;

@@ -246,6 +246,7 @@ export const configSchema: SchemaNode = object({
     }),
     synchronous: oneOf(['normal', 'full'] as const, 'normal', 'full extends durability to power loss'),
     retentionDays: int(30, 1, 3650, 'days to keep deliveries and finished jobs'),
+    connections: int(10, 1, 200, 'connections to a PostgreSQL store for transactions, each held by one at a time (beside two shared by statements on their own)'),
   }),
   jobs: object({
     concurrency: int(32, 1, 256, 'jobs the daemon runs at once (and claims together)'),

@@ -69,7 +69,7 @@ export interface GatewayConfig {
   };
   channels: Record<string, Record<string, unknown> & { enabled: boolean; dmPolicy: string; allowFrom: string[] }>;
   secrets: { backend?: SecretBackendName };
-  store: { url?: string; synchronous: 'normal' | 'full'; retentionDays: number };
+  store: { url?: string; synchronous: 'normal' | 'full'; retentionDays: number; connections: number };
   jobs: { concurrency: number; leaseSeconds: number };
   api: { jwt: { issuer?: string; audience?: string; jwksUrl?: string }; tokens: { defaultExpiryDays: number } };
   models: { providers: Record<string, ProviderSettings>; aliases: Record<string, string> };

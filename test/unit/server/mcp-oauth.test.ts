@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { McpCredentials } from '../../../src/server/mcp/credentials.ts';
-import { FLOW_TTL_MS, FlowStore, LoginRequired, MCP_MIGRATIONS, oauthProvider } from '../../../src/server/mcp/oauth.ts';
+import { FLOW_TTL_MS, FlowStore, LoginRequired, oauthProvider } from '../../../src/server/mcp/oauth.ts';
 import type { SecretStore } from '../../../src/shared/secrets/secret-store.ts';
 import { freshStore } from '../../support/store.ts';
 
@@ -22,23 +22,20 @@ const settings = { url: 'https://mcp.example.com/mcp', enabled: true, headers: [
 describe('MCP login state', () => {
   const store = freshStore();
   let now = 1_000_000;
-  const flows = () => {
-    store().migrateModule('mcp', MCP_MIGRATIONS);
-    return new FlowStore(store(), () => now);
-  };
+  const flows = () => new FlowStore(store(), () => now);
 
-  it('takes a flow once, by its state, and never after ten minutes', () => {
+  it('takes a flow once, by its state, and never after ten minutes', async () => {
     const kept = flows();
-    kept.save({ state: 'state-a', server: 'docs', redirectUrl: 'http://127.0.0.1:1/oauth/mcp/callback', verifier: 'v'.repeat(43) });
-    kept.save({ state: 'state-b', server: 'docs', redirectUrl: 'http://127.0.0.1:1/oauth/mcp/callback', verifier: 'w'.repeat(43) });
-    expect(kept.take('state-a')).to.include({ server: 'docs', verifier: 'v'.repeat(43) });
-    expect(kept.take('state-a'), 'replayed').to.equal(undefined);
-    expect(kept.take('unknown')).to.equal(undefined);
+    await kept.save({ state: 'state-a', server: 'docs', redirectUrl: 'http://127.0.0.1:1/oauth/mcp/callback', verifier: 'v'.repeat(43) });
+    await kept.save({ state: 'state-b', server: 'docs', redirectUrl: 'http://127.0.0.1:1/oauth/mcp/callback', verifier: 'w'.repeat(43) });
+    expect(await kept.take('state-a')).to.include({ server: 'docs', verifier: 'v'.repeat(43) });
+    expect(await kept.take('state-a'), 'replayed').to.equal(undefined);
+    expect(await kept.take('unknown')).to.equal(undefined);
     now += FLOW_TTL_MS + 1;
-    expect(kept.take('state-b'), 'expired').to.equal(undefined);
+    expect(await kept.take('state-b'), 'expired').to.equal(undefined);
     // The state is kept hashed: the database never holds the value a browser carries.
-    kept.save({ state: 'state-c', server: 'docs', redirectUrl: 'x', verifier: 'v' });
-    const rows = store().prepare('SELECT state_hash FROM mcp_oauth_flows').all() as { state_hash: string }[];
+    await kept.save({ state: 'state-c', server: 'docs', redirectUrl: 'x', verifier: 'v' });
+    const rows = await store().all<{ state_hash: string }>('SELECT state_hash FROM mcp_oauth_flows');
     expect(rows.map((r) => r.state_hash)).to.not.include('state-c');
   });
 

@@ -5,10 +5,8 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { JobQueue } from '../../../src/server/jobs/job-queue.ts';
 import { DomainError } from '../../../src/server/kernel/errors.ts';
-import type { SqliteEngine } from '../../../src/server/store/sqlite-engine.ts';
 import { WriterTurns } from '../../../src/server/store/writer-turns.ts';
 import { acceptDeliveries, DeliveryIntake, type RawDelivery } from '../../../src/server/webhooks/deliveries.ts';
-import { WEBHOOK_MIGRATIONS } from '../../../src/server/webhooks/github-handlers.ts';
 import { THREAD_RELEASED } from '../../../src/server/kernel/threads.ts';
 import { WebhookThread } from '../../../src/server/webhooks/thread-client.ts';
 import { DAEMON_NODE_FLAGS } from '../../../src/shared/run-args.ts';
@@ -26,11 +24,10 @@ describe('the webhook thread', () => {
     thread = undefined;
   });
 
-  const start = (path?: string, idleMs?: number) => {
+  const start = async (path?: string, idleMs?: number) => {
     const store = current();
-    store.migrateModule('webhooks', WEBHOOK_MIGRATIONS);
     const queue = new JobQueue(store, { owner: 'daemon-1' });
-    const db = (store.engine as SqliteEngine).db.location()!;
+    const db = String((await store.get<{ file: string }>('SELECT file FROM pragma_database_list WHERE name = ?', 'main'))!.file);
     thread = new WebhookThread({
       store, queue, logger: pino({ level: 'silent' }),
       settings: () => ({ path: path ?? db, synchronous: 'normal', owner: 'daemon-1', leaseMs: 30_000, concurrency: 8 }), idleMs,
@@ -39,7 +36,7 @@ describe('the webhook thread', () => {
   };
 
   it('records deliveries with their jobs, refuses a bad payload alone, and runs the jobs beside the daemon\'s worker', async () => {
-    const { store, queue, thread } = start();
+    const { store, queue, thread } = await start();
     const outcomes = await thread.accept([push('d-1'), push('d-2', '{"ref": '), push('d-1'), push('d-3', '{"ref":"x"}')]);
     expect(outcomes[0]).to.include({ deliveryId: 'd-1', duplicate: false });
     expect(outcomes[1]).to.deep.equal({ refused: 'The payload is not valid JSON.' });
@@ -49,10 +46,10 @@ describe('the webhook thread', () => {
     expect(queue.takes('github.push')).to.equal(false);
     expect(queue.takes('store.prune')).to.equal(true);
     const jobId = (outcomes[0] as { jobId: string }).jobId;
-    await waitFor(() => queue.get(jobId)?.status === 'succeeded' || undefined, 10_000, 'the thread to run the job');
-    expect(queue.get(jobId)!.result).to.deep.equal({ repository: 'acme/w', ref: 'refs/heads/main', headCommit: 'a'.repeat(40), commits: 2 });
-    expect(store.prepare('SELECT job_id, hook_id, delivery_id, commit_count FROM pushes').all()).to.deep.equal([{ job_id: jobId, hook_id: '7', delivery_id: 'd-1', commit_count: 2 }]);
-    expect((store.prepare('SELECT COUNT(*) AS n FROM webhook_deliveries').get() as { n: number }).n).to.equal(1);
+    await waitFor(async () => (await queue.get(jobId))?.status === 'succeeded' || undefined, 10_000, 'the thread to run the job');
+    expect((await queue.get(jobId))!.result).to.deep.equal({ repository: 'acme/w', ref: 'refs/heads/main', headCommit: 'a'.repeat(40), commits: 2 });
+    expect(await store.all('SELECT job_id, hook_id, delivery_id, commit_count FROM pushes')).to.deep.equal([{ job_id: jobId, hook_id: '7', delivery_id: 'd-1', commit_count: 2 }]);
+    expect((await store.get<{ n: number }>('SELECT COUNT(*) AS n FROM webhook_deliveries'))!.n).to.equal(1);
     // The daemon's thread takes turns at the write lock with the thread while it runs, and writes alone once it is gone.
     expect(store.writeLockTurns).to.be.an.instanceOf(WriterTurns);
     await thread.stop(Date.now() + 5000);
@@ -60,32 +57,36 @@ describe('the webhook thread', () => {
   });
 
   it('runs a delivery\'s job as it records it; behind a backlog, a push\'s still, an installation\'s in its turn', async () => {
-    const { store, queue, thread } = start();
+    const { store, queue, thread } = await start();
     // Started, and idle: the job is finished by the time the delivery is answered, in the same commit.
     const [first] = await thread.accept([push('d-30')]) as { jobId: string }[];
-    expect(queue.get(first!.jobId)).to.include({ status: 'succeeded', attempts: 1 });
-    expect(store.prepare('SELECT delivery_id FROM pushes WHERE job_id = ?').get(first!.jobId)).to.deep.equal({ delivery_id: 'd-30' });
+    expect(await queue.get(first!.jobId)).to.include({ status: 'succeeded', attempts: 1 });
+    expect(await store.get('SELECT delivery_id FROM pushes WHERE job_id = ?', first!.jobId)).to.deep.equal({ delivery_id: 'd-30' });
     // A backlog of the lane's jobs.
-    const backlog = store.transaction(() => Array.from({ length: 3000 }, () => queue.enqueue('github.ping', { event: 'ping', deliveryId: 'p', hookId: null, body: {} })));
+    const backlog = await store.transaction(async (tx) => {
+      const ids: string[] = [];
+      for (let n = 0; n < 3000; n++) ids.push(await queue.enqueue({ kind: 'github.ping', payload: { event: 'ping', deliveryId: 'p', hookId: null, body: {} } }, tx));
+      return ids;
+    });
     const installation: RawDelivery = {
       event: 'installation', deliveryId: 'd-32', hookId: '7', form: false,
       text: JSON.stringify({ action: 'created', installation: { id: 42, account: { login: 'acme' } }, repositories: [{ full_name: 'acme/w' }] }),
     };
     const [pushed, installed] = await thread.accept([push('d-31'), installation]) as { jobId: string }[];
     // A push owes no order: it is recorded with its delivery, ahead of the backlog.
-    expect(queue.get(pushed!.jobId)).to.include({ status: 'succeeded', attempts: 1 });
-    expect(store.prepare('SELECT delivery_id FROM pushes WHERE job_id = ?').get(pushed!.jobId)).to.deep.equal({ delivery_id: 'd-31' });
+    expect(await queue.get(pushed!.jobId)).to.include({ status: 'succeeded', attempts: 1 });
+    expect(await store.get('SELECT delivery_id FROM pushes WHERE job_id = ?', pushed!.jobId)).to.deep.equal({ delivery_id: 'd-31' });
     // An installation event waits its turn behind the backlog.
-    await waitFor(() => queue.get(installed!.jobId)?.status === 'succeeded' || undefined, 20_000, 'the backlog and the installation\'s job to run');
-    const started = (id: string) => new Date(queue.get(id)!.startedAt!).getTime();
-    expect(queue.get(backlog.at(-1)!)).to.include({ status: 'succeeded' });
-    expect(started(installed!.jobId)).to.be.at.least(started(backlog.at(-1)!));
-    expect(started(pushed!.jobId)).to.be.below(started(backlog.at(-1)!));
-    expect(store.prepare('SELECT id, account FROM installations').all()).to.deep.equal([{ id: 42, account: 'acme' }]);
+    await waitFor(async () => (await queue.get(installed!.jobId))?.status === 'succeeded' || undefined, 20_000, 'the backlog and the installation\'s job to run');
+    const started = async (id: string) => new Date((await queue.get(id))!.startedAt!).getTime();
+    expect(await queue.get(backlog.at(-1)!)).to.include({ status: 'succeeded' });
+    expect(await started(installed!.jobId)).to.be.at.least(await started(backlog.at(-1)!));
+    expect(await started(pushed!.jobId)).to.be.below(await started(backlog.at(-1)!));
+    expect(await store.all('SELECT id, account FROM installations')).to.deep.equal([{ id: 42, account: 'acme' }]);
   });
 
   it('that cannot start answers what it was given with a 503 to redeliver, and the daemon takes deliveries and their jobs back', async () => {
-    const { store, queue, thread } = start(join('/nonexistent', 'state.db'));
+    const { store, queue, thread } = await start(join('/nonexistent', 'state.db'));
     const error = await thread.accept([push('d-9')]).then(() => undefined, (thrown: unknown) => thrown);
     expect(error).to.be.instanceOf(DomainError);
     expect(error).to.include({ kind: 'unavailable' });
@@ -93,21 +94,19 @@ describe('the webhook thread', () => {
     expect(thread.available).to.equal(false);
     expect(queue.takes('github.push')).to.equal(true);
     // Nothing of it was recorded; recorded on the daemon's thread, it is a first delivery.
-    expect(acceptDeliveries(store, queue, [push('d-9')])[0]).to.include({ duplicate: false });
+    expect((await acceptDeliveries(store, queue, [push('d-9')]))[0]).to.include({ duplicate: false });
   });
 
   it('while it starts, the daemon records deliveries itself and answers at once; once it is ready, they go to it', async () => {
-    const { store, queue, thread } = start(undefined, 300);
+    const { store, queue, thread } = await start(undefined, 300);
     const recordedHere: string[] = [];
     const here = (deliveries: RawDelivery[]) => {
       recordedHere.push(...deliveries.map((delivery) => delivery.deliveryId));
       return acceptDeliveries(store, queue, deliveries);
     };
     for (const round of ['start-up', 'after an idle stop']) {
-      // Answered in the call itself, not after the thread's start: the first delivery starts it.
-      const first = thread.route([push(`${round}-1`)], here);
-      expect(first, round).to.be.an('array');
-      const [accepted] = first as { jobId: string; duplicate: boolean }[];
+      // Answered here, not after the thread's start: the first delivery starts it.
+      const [accepted] = await thread.route([push(`${round}-1`)], here) as { jobId: string; duplicate: boolean }[];
       expect(accepted).to.include({ duplicate: false });
       expect(thread.ready, round).to.equal(false);
       await waitFor(() => thread.ready || undefined, 10_000, 'the thread to be ready');
@@ -117,8 +116,8 @@ describe('the webhook thread', () => {
       expect(recordedHere).to.deep.equal([`${round}-1`]);
       recordedHere.length = 0;
       // The job queued while the thread started runs once, with the others.
-      await waitFor(() => [accepted!.jobId, next[0]!.jobId].every((id) => queue.get(id)?.status === 'succeeded') || undefined, 10_000, 'both jobs to run');
-      expect(queue.get(accepted!.jobId)!.attempts).to.equal(1);
+      await waitFor(async () => (await Promise.all([accepted!.jobId, next[0]!.jobId].map((id) => queue.get(id)))).every((job) => job?.status === 'succeeded') || undefined, 10_000, 'both jobs to run');
+      expect((await queue.get(accepted!.jobId))!.attempts).to.equal(1);
       // Idle, the thread stops; the next delivery finds it gone.
       await waitFor(() => !thread.ready || undefined, 10_000, 'the idle thread to stop');
       await waitFor(() => queue.takes('github.push') || undefined, 10_000, 'the daemon to take its jobs back');
@@ -126,7 +125,7 @@ describe('the webhook thread', () => {
   });
 
   it('takes a burst in groups of at most the daemon\'s limit, each delivery answered with its own outcome, a refused one alone', async () => {
-    const { store, queue, thread } = start();
+    const { store, queue, thread } = await start();
     const sizes: number[] = [];
     const intake = new DeliveryIntake((group) => {
       sizes.push(group.length);
@@ -141,17 +140,17 @@ describe('the webhook thread', () => {
     });
     const jobs = answers.flatMap((answer) => (answer.status === 'fulfilled' ? [answer.value.jobId] : []));
     expect(new Set(jobs).size).to.equal(49);
-    expect((store.prepare('SELECT COUNT(*) AS n FROM webhook_deliveries').get() as { n: number }).n).to.equal(49);
-    await waitFor(() => jobs.every((id) => queue.get(id)?.status === 'succeeded') || undefined, 10_000, 'the burst\'s jobs to run');
+    expect((await store.get<{ n: number }>('SELECT COUNT(*) AS n FROM webhook_deliveries'))!.n).to.equal(49);
+    await waitFor(async () => (await Promise.all(jobs.map((id) => queue.get(id)))).every((job) => job?.status === 'succeeded') || undefined, 10_000, 'the burst\'s jobs to run');
   });
 
   it('stops once it has had nothing to do for a while, giving its memory back, and the next delivery starts another', async () => {
-    const { queue, thread } = start(undefined, 300);
+    const { queue, thread } = await start(undefined, 300);
     const released: unknown[] = [];
     const onReleased = (message: unknown) => void released.push(message);
     diagnostics.subscribe(THREAD_RELEASED, onReleased);
     const first = await thread.accept([push('d-20')]) as { jobId: string }[];
-    await waitFor(() => queue.get(first[0]!.jobId)?.status === 'succeeded' || undefined, 10_000, 'the job to run');
+    await waitFor(async () => (await queue.get(first[0]!.jobId))?.status === 'succeeded' || undefined, 10_000, 'the job to run');
     // Retired: the daemon's worker runs every kind again, and once the thread is gone the daemon's memory reducer hears it.
     await waitFor(() => queue.takes('github.push') || undefined, 10_000, 'the idle thread to stop');
     await waitFor(() => released.length === 1 || undefined, 10_000, 'the thread to exit');
@@ -160,7 +159,7 @@ describe('the webhook thread', () => {
     const second = await thread.accept([push('d-21'), push('d-20')]) as { jobId: string; duplicate: boolean }[];
     expect(second[1]).to.include({ duplicate: true, jobId: first[0]!.jobId });
     expect(queue.takes('github.push')).to.equal(false);
-    await waitFor(() => queue.get(second[0]!.jobId)?.status === 'succeeded' || undefined, 10_000, 'the new thread to run the job');
+    await waitFor(async () => (await queue.get(second[0]!.jobId))?.status === 'succeeded' || undefined, 10_000, 'the new thread to run the job');
   });
 
   it('gets a young generation twice the daemon\'s, and leaves the daemon\'s cap as it was; a cap of the user\'s own applies to both', () => {
