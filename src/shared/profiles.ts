@@ -2,7 +2,7 @@ import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync }
 import { GatewayError, notFoundError, usageError } from './errors.ts';
 import { ExitCode } from './exit-codes.ts';
 import { readIdentity } from './profile-identity.ts';
-import { readRawConfig } from './config/profile-config.ts';
+import { readRawConfig } from './config/raw-config.ts';
 import { getPath } from './config/keys.ts';
 import {
   assertProfileName, currentProfileFile, DEFAULT_PROFILE, derivedPort, gatewayHome, isValidProfileName,

@@ -23,6 +23,42 @@ const IMPORT = /(?:import|export)\s+(?:type\s+)?(?:[^'"`;]*?\s+from\s+)?['"]([^'
 
 interface Edge { from: string; to: string }
 
+/** The cycles of a directed graph (its strongly connected components of more than one node), each sorted. */
+function cycles(pairs: readonly (readonly [string, string])[]): string[][] {
+  const graph = new Map<string, string[]>();
+  for (const [from, to] of pairs) graph.set(from, [...(graph.get(from) ?? []), to]);
+  const nodes = new Set(pairs.flat());
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const found: string[][] = [];
+  let next = 0;
+  const visit = (node: string) => {
+    index.set(node, next);
+    low.set(node, next++);
+    stack.push(node);
+    onStack.add(node);
+    for (const to of graph.get(node) ?? []) {
+      if (!index.has(to)) {
+        visit(to);
+        low.set(node, Math.min(low.get(node)!, low.get(to)!));
+      } else if (onStack.has(to)) low.set(node, Math.min(low.get(node)!, index.get(to)!));
+    }
+    if (low.get(node) !== index.get(node)) return;
+    const component: string[] = [];
+    let member: string;
+    do {
+      member = stack.pop()!;
+      onStack.delete(member);
+      component.push(member);
+    } while (member !== node);
+    if (component.length > 1) found.push(component.sort());
+  };
+  for (const node of nodes) if (!index.has(node)) visit(node);
+  return found;
+}
+
 function edges(): Edge[] {
   const found: Edge[] = [];
   for (const file of files(SRC)) {
@@ -91,18 +127,22 @@ describe('architecture: the import arrows', () => {
     }).map(({ from, to }) => `${from} imports ${to}`)).to.deep.equal([]);
   });
 
-  it('no two server folders import each other', () => {
-    const pairs = new Set(server.map(({ from, to }) => `${serverFolder(from)} ${serverFolder(to)}`).filter((pair) => pair.split(' ')[0] !== pair.split(' ')[1]));
-    const mutual = [...pairs].filter((pair) => pairs.has(pair.split(' ').reverse().join(' ')));
-    expect(mutual).to.deep.equal([]);
+  it('no file imports itself through others, however long the way round', () => {
+    expect(cycles(all.map(({ from, to }) => [from, to] as const))).to.deep.equal([]);
   });
 
-  it('the daemon keeps the lifecycle only: features are composed in compose.ts', () => {
+  it('no server folder imports itself through others, however long the way round', () => {
+    const folders = server.map(({ from, to }) => [serverFolder(from), serverFolder(to)] as const).filter(([from, to]) => from !== to && from !== '.' && to !== '.');
+    expect(cycles(folders)).to.deep.equal([]);
+  });
+
+  it('the daemon keeps the lifecycle only: every feature folder is one line of compose.ts', () => {
     const daemon = readFileSync(join(SRC, 'server/daemon.ts'), 'utf8');
-    const features = [...new Set(server.map(({ to }) => serverFolder(to)))].filter((folder) => folder !== '.' && !INFRA.has(folder));
+    const features = readdirSync(join(SRC, 'server')).filter((name) => statSync(join(SRC, 'server', name)).isDirectory() && !INFRA.has(name));
+    expect(features.length).to.be.greaterThan(15);
     expect(features.filter((feature) => daemon.includes(`'./${feature}/`))).to.deep.equal([]);
     const compose = readFileSync(join(SRC, 'server/compose.ts'), 'utf8');
-    for (const feature of features) expect(compose, feature).to.include(`'./${feature}/module.ts'`);
+    expect(features.filter((feature) => !compose.includes(`'./${feature}/module.ts'`)), 'feature folders missing from compose.ts').to.deep.equal([]);
   });
 
   it('TLS loads when a connection needs it: nothing the daemon or the CLI loads takes node:https or node:tls at its top level', () => {
@@ -110,5 +150,59 @@ describe('architecture: the import arrows', () => {
     const TOP_LEVEL = /^(?:import\s+(?!type\b)[^;]*?from\s+|const\s[^=]+=\s*process\.getBuiltinModule\(\s*)['"]node:(?:https|tls)['"]/m;
     const found = files(join(SRC, 'server')).concat(files(join(SRC, 'shared')), files(join(SRC, 'cli'))).filter((file) => TOP_LEVEL.test(readFileSync(file, 'utf8')));
     expect(found.map((file) => relative(SRC, file))).to.deep.equal([]);
+  });
+});
+
+/** The tables a piece of SQL makes (CREATE TABLE, or a table renamed to a name). */
+const made = (sql: string) => [...sql.matchAll(/\b(?:CREATE TABLE(?: IF NOT EXISTS)?|RENAME TO)\s+([a-z_][a-z0-9_]*)/g)].map((match) => match[1]!);
+
+describe('architecture: each feature owns its tables', () => {
+  const serverDir = join(SRC, 'server');
+  /** Table -> the server folder whose migrations make it. */
+  const owners = new Map<string, string>();
+  const claim = (folder: string, sql: string) => {
+    for (const table of made(sql)) {
+      const owner = owners.get(table);
+      if (owner && owner !== folder) throw new Error(`table ${table} is made by both ${owner} and ${folder}`);
+      owners.set(table, folder);
+    }
+  };
+
+  before(async () => {
+    const compose = readFileSync(join(serverDir, 'compose.ts'), 'utf8');
+    const folders = [...compose.matchAll(/from '\.\/([a-z-]+)\/module\.ts'/g)].map((match) => match[1]!);
+    for (const folder of folders) {
+      const module = (await import(join(serverDir, folder, 'module.ts'))).default as { migrations?: { sql: string }[] };
+      for (const migration of module.migrations ?? []) claim(folder, migration.sql);
+    }
+    // The store's own: its migrations' tables and the runner's records.
+    for (const file of files(join(serverDir, 'store'))) claim('store', readFileSync(file, 'utf8'));
+  });
+
+  it('knows the tables of every feature', () => {
+    expect(owners.get('jobs')).to.equal('jobs');
+    expect(owners.get('webhook_deliveries')).to.equal('webhooks');
+    expect(owners.get('sessions')).to.equal('sessions');
+    expect(owners.get('audit_events')).to.equal('store');
+    expect(owners.get('module_migrations')).to.equal('store');
+    expect(owners.size).to.be.greaterThan(20);
+  });
+
+  it('a feature\'s SQL touches only the tables its own migrations make', () => {
+    const touches = /\b(?:FROM|JOIN|INTO|UPDATE|TABLE|ON|EXISTS)\s+([a-z_][a-z0-9_]*)\b/g;
+    const problems: string[] = [];
+    for (const file of files(serverDir)) {
+      const folder = serverFolder(relative(SRC, file));
+      for (const match of readFileSync(file, 'utf8').matchAll(touches)) {
+        const owner = owners.get(match[1]!);
+        if (owner && owner !== folder) problems.push(`${relative(SRC, file)} touches ${match[1]} (${owner}'s)`);
+      }
+    }
+    expect([...new Set(problems)]).to.deep.equal([]);
+  });
+
+  it('the store keeps only the engines, the migration runner and what every feature shares', () => {
+    const storeTables = [...owners].filter(([, folder]) => folder === 'store').map(([table]) => table).sort();
+    expect(storeTables).to.deep.equal(['audit_events', 'legacy_module_migrations', 'legacy_schema_migrations', 'module_migrations']);
   });
 });

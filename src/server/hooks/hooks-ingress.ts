@@ -13,21 +13,8 @@ import type { AuthLockoutView } from '../kernel/module.ts';
 import type { RequestBudget } from '../auth/throttle.ts';
 import type { Store } from '../store/database.ts';
 import { hookPathRest, hooksBase } from './hooks-path.ts';
-import { presetMappings } from './presets.ts';
+import { type HookMapping, presetMappings } from './presets.ts';
 import { renderTemplate, valueAt } from './template.ts';
-
-export interface HookMapping {
-  name: string;
-  match?: { field: string; equals?: unknown };
-  action: 'job' | 'message' | 'wake';
-  kind?: string;
-  channel?: string;
-  to?: string;
-  sessionKey?: string;
-  text?: string;
-  /** A preset's own check and reshaping of the payload (400 when it does not fit). */
-  transform?: (payload: Record<string, unknown>) => Record<string, unknown>;
-}
 
 export interface HooksIngressDeps {
   config: () => GatewayConfig;

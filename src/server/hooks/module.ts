@@ -34,7 +34,9 @@ export default defineModule({
     `,
   }],
   async setup(ctx) {
-    const { queue, handles } = ctx.use(jobsModule);
+    const { queue, handles, retention } = ctx.use(jobsModule);
+    // An idempotency key is remembered as long as deliveries are: a request repeated after that runs again.
+    retention('hookRequests', async (retentionMs) => (await ctx.store.run('DELETE FROM hook_requests WHERE created_at < ?', Date.now() - retentionMs)).changes);
     const { channels } = ctx.use(channelsModule);
     const sessions = ctx.use(sessionsModule).store;
     // A mapping that queues jobs nothing runs is refused when it is set, not failed at every call.

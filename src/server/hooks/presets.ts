@@ -1,6 +1,19 @@
 import { DomainError } from '../kernel/errors.ts';
 import { parseJsonWithin } from '../../shared/json.ts';
-import type { HookMapping } from './hooks-ingress.ts';
+
+/** What a hook does with a payload: a configured mapping, or one of a preset's. */
+export interface HookMapping {
+  name: string;
+  match?: { field: string; equals?: unknown };
+  action: 'job' | 'message' | 'wake';
+  kind?: string;
+  channel?: string;
+  to?: string;
+  sessionKey?: string;
+  text?: string;
+  /** A preset's own check and reshaping of the payload (400 when it does not fit). */
+  transform?: (payload: Record<string, unknown>) => Record<string, unknown>;
+}
 
 /**
  * Mail push notifications (a Pub/Sub push: {message: {data: base64 of

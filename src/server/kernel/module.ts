@@ -4,193 +4,23 @@
  * one context; the table half of that context (routes, methods, tools,
  * channels, job handlers) is all a plugin gets.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Context } from 'koa';
-import type { Logger } from 'pino';
-import type { WebSocket } from 'ws';
+import type { IncomingMessage } from 'node:http';
 import type { GatewayConfig } from '../../shared/config/types.ts';
 import type { ConnectAuth, ConnectParams } from '../../shared/protocol/frames.ts';
-import type { MethodName, MethodParams } from '../../shared/protocol/methods.ts';
-import type { BuildOutcome, MethodResult, PluginInfo, ReloadResult } from '../../shared/protocol/results.ts';
-import type { OperatorScope, TokenScope } from '../../shared/protocol/scopes.ts';
+import type { BuildOutcome, PluginInfo, ReloadResult } from '../../shared/protocol/results.ts';
 import type { ProfilePaths } from '../../shared/profile.ts';
 import type { SecretStore } from '../../shared/secrets/secret-store.ts';
 import type { ApiDocumentPart } from './api-doc.ts';
-import type { ChannelKind } from './channel.ts';
-import type { DomainError } from './errors.ts';
 import type { EventBus } from './events.ts';
 import type { RegistryTable } from './registry.ts';
-import type { Db, Store } from '../store/database.ts';
+import type { BearerVerifier, FastRoute, Principal, RegisterFn, RegistrationApi, RpcClient } from './registration.ts';
+import type { Store } from '../store/database.ts';
 import type { Migration } from '../store/migrations.ts';
 
-/** Who is calling over the WebSocket: the authenticated connection's identity and grants. */
-export interface RpcClient {
-  connectionId: string;
-  clientId: string;
-  role: string;
-  scopes: ReadonlySet<string>;
-  address: string;
-  deviceId: string;
-  /** Aborted when the connection closes: long methods stop working for a client that went away. */
-  closed?: AbortSignal;
-}
-
-/** Who made an HTTP request, once authenticated. */
-export interface Principal {
-  kind: 'gateway' | 'proxy-user' | 'overlay' | 'anonymous' | 'token' | 'jwt' | 'service';
-  /** A stable name for logs and ownership: never a secret. */
-  subject: string;
-  /** Scopes held; the gateway's own credential holds every scope. */
-  scopes: ReadonlySet<string> | 'all';
-  /** The credential itself when several share an owner (a product token's id): what per-credential limits count. */
-  credentialId?: string;
-}
-
-/**
- * Another kind of bearer credential (product tokens, JWTs, the service key):
- * a principal, undefined when the value is not one of its kind, or a string
- * saying why a value of its kind is refused (expired, revoked).
- */
-export type BearerVerifier = (value: string) => Promise<Principal | string | undefined> | Principal | string | undefined;
-
-/**
- * Who may call a route. `public`: anyone. `{scope}`: the gateway credential or
- * a principal holding the scope. `gateway`: the gateway's own credential (or a
- * token with admin). `plugin`: the handler authenticates the caller itself.
- */
-export type RouteAuth = 'public' | 'gateway' | 'plugin' | { scope: TokenScope };
-
-/** Koa's context, with the route's path parameters. */
-export type RouteContext = Context & { params: Record<string, string> };
-
-export interface HttpRoute {
-  /** GET, POST, ... or * for any method. HEAD falls back to GET. */
-  method: string;
-  /** A plain path; a segment `:name` matches any one segment (in ctx.params). */
-  path: string;
-  /** exact (default): the path only; prefix: the path and everything below it, segment by segment. */
-  match?: 'exact' | 'prefix';
-  auth: RouteAuth;
-  /** The route answers {ok: true, ...}; its failures then say ok: false too. */
-  envelope?: boolean;
-  /** The body of the route's errors when it speaks another convention than the gateway's (the inference API's). */
-  errorBody?: (error: DomainError) => unknown;
-  handler: (ctx: RouteContext) => unknown | Promise<unknown>;
-}
-
-/**
- * A route answered ahead of the HTTP application, on the raw request: for the
- * hottest surfaces (webhook deliveries, hooks), which check their own
- * credentials. Built-in modules only.
- */
-export interface FastRoute {
-  path: string;
-  match?: 'exact' | 'prefix';
-  handler: (req: IncomingMessage, res: ServerResponse) => void;
-}
-
-export interface WsRoute {
-  path: string;
-  auth: 'gateway' | 'plugin';
-  handler: (socket: WebSocket, request: IncomingMessage) => void;
-}
-
-export type MethodHandler = (params: unknown, client: RpcClient) => unknown | Promise<unknown>;
-
-/** A method declared in the protocol (src/shared/protocol/methods.ts): its scope and params schema come from there. */
-export interface ProtocolMethod<M extends MethodName> {
-  name: M;
-  handler: (params: MethodParams<M>, client: RpcClient) => MethodResult<M> | Promise<MethodResult<M>>;
-}
-
-/** Any method of the protocol, told apart by its name. */
-export type AnyProtocolMethod = { [M in MethodName]: ProtocolMethod<M> }[MethodName];
-
-/** A method a module or plugin declares itself: the scope it needs, and optionally a JSON Schema its params must meet. */
-export interface OwnMethod {
-  name: string;
-  scope: OperatorScope;
-  params?: Record<string, unknown>;
-  handler: MethodHandler;
-}
-
-/** Who invoked a tool, and how. */
-export interface ToolContext {
-  /** A stable caller name (never a secret). */
-  caller: string;
-  surface: 'http' | 'ws' | 'agent';
-  sessionKey?: string;
-  logger: Logger;
-}
-
-export interface ToolDef {
-  name: string;
-  description: string;
-  /** JSON Schema of the arguments (an object schema); args are checked against it before the handler runs. */
-  inputSchema?: Record<string, unknown>;
-  /** Changes the host or the gateway itself: refused over HTTP unless gateway.tools.allow names it. */
-  dangerous?: boolean;
-  /** Why a dangerous tool is gated when it is not the gateway's own (it runs on another server): said in refusals. */
-  external?: string;
-  handler: (args: Record<string, unknown>, context: ToolContext) => unknown | Promise<unknown>;
-}
-
-export interface JobContext {
-  /**
-   * Where the handler writes: the transaction its job's outcome commits in,
-   * for a handler that only writes to the store (declared `transactional`),
-   * else the store itself.
-   */
-  db: Db;
-  jobId: string;
-  attempt: number;
-}
-
-/** Does a job's work and returns its result (stored as JSON); throwing fails the attempt. */
-export type JobHandler = (payload: unknown, context: JobContext) => unknown | Promise<unknown>;
-
-export interface JobKindOptions {
-  /**
-   * The handler only reads and writes the store, through `context.db`, and
-   * waits for nothing else: it may run inside the transaction that records its
-   * job's outcome (and, on SQLite, the one that queues the job). Its writes
-   * must be safe to make twice: a job is run again when its daemon dies
-   * before its outcome is recorded.
-   */
-  transactional?: boolean;
-  /** Jobs of this kind change what the next one builds on: they run one after another, in the order they were queued. */
-  ordered?: boolean;
-}
-
-/** A job kind's handler as the table holds it. */
-export interface JobKind extends JobKindOptions {
-  run: JobHandler;
-}
-
-/**
- * What a plugin's register(api) receives, and the table half of every
- * module's context: what it registers here is rebuilt into a fresh table at
- * each reload and swapped in at once.
- */
-export interface RegistrationApi {
-  readonly name: string;
-  http: { route(route: HttpRoute): void };
-  ws: { route(route: WsRoute): void };
-  rpc: {
-    /** A method of the protocol: its scope and params schema come from src/shared/protocol/methods.ts, its types with them. */
-    method(method: AnyProtocolMethod): void;
-    method(method: OwnMethod): void;
-  };
-  tools: { add(tool: ToolDef): void };
-  /** A channel: its id (the key under `channels.` in the config) with the channel kind's parts. */
-  channels: { add(channel: ChannelKind & { id: string }): void };
-  /** A job kind; a kind ending in `.*` handles every kind with that prefix that has no handler of its own. */
-  jobs: { handle(kind: string, handler: JobHandler, options?: JobKindOptions): void };
-  log: Logger;
-}
-
-/** What a plugin module exports: register(api), which may return a function called when its table is let go. */
-export type RegisterFn = (api: RegistrationApi) => unknown;
+export type {
+  AnyProtocolMethod, BearerVerifier, FastRoute, HttpRoute, JobContext, JobHandler, JobKind, JobKindOptions, MethodHandler, OwnMethod, Principal,
+  ProtocolMethod, RegisterFn, RegistrationApi, RouteAuth, RouteContext, RpcClient, ToolContext, ToolDef, WsRoute,
+} from './registration.ts';
 
 /** The outcome of admitting a connect, decided by the module that owns device pairing. */
 export interface Admission {

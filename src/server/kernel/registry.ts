@@ -9,7 +9,7 @@ import { METHODS, type MethodName } from '../../shared/protocol/methods.ts';
 import { isOperatorScope, type OperatorScope } from '../../shared/protocol/scopes.ts';
 import type { ChannelKind } from './channel.ts';
 import { DomainError } from './errors.ts';
-import type { HttpRoute, JobHandler, JobKind, JobKindOptions, MethodHandler, OwnMethod, RegistrationApi, ToolDef, WsRoute } from './module.ts';
+import type { HttpRoute, JobHandler, JobKind, JobKindOptions, MethodHandler, OwnMethod, RegistrationApi, ToolDef, WsRoute } from './registration.ts';
 
 export interface Owned<T> {
   /** The module or plugin that registered it. */

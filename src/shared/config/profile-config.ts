@@ -1,8 +1,8 @@
-import { readFileSync } from 'node:fs';
 import { writeFileAtomic } from '../atomic-file.ts';
 import { configError, GatewayError, usageError } from '../errors.ts';
 import type { ProfilePaths } from '../profile.ts';
 import { assertPortFree } from '../profiles.ts';
+import { readRawConfig } from './raw-config.ts';
 import {
   assertWritableKey, deletePath, documentProblems, effectiveConfig, getPath, keyOfProblem, needsReload, needsRestart, problemsOf, setPath,
 } from './keys.ts';
@@ -10,35 +10,13 @@ import type { ConfigChange } from '../protocol/results.ts';
 import type { GatewayConfig } from './types.ts';
 import { readIdentity } from '../profile-identity.ts';
 
+export { readRawConfig };
+
 export interface LoadedConfig {
   /** What config.json holds (an empty object when there is no file). */
   raw: Record<string, unknown>;
   /** The same with every default filled in. */
   effective: GatewayConfig;
-}
-
-/** Reads config.json without changing it. A file that is not JSON is reported with its path. */
-export function readRawConfig(paths: ProfilePaths): Record<string, unknown> {
-  let text: string;
-  try {
-    text = readFileSync(paths.config, 'utf8');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return {};
-    throw configError(`Cannot read ${paths.config}: ${(error as Error).message}.`);
-  }
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch (error) {
-    throw configError(`${paths.config} is not valid JSON (${(error as Error).message}). The file was left as it is.`, [
-      `fix ${paths.config}, then run the command again`,
-      `or set it aside and start from defaults: mv ${paths.config} ${paths.config}.broken   # the profile keeps its secret store and port (profile.json)`,
-    ]);
-  }
-  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
-    throw configError(`${paths.config} must hold a JSON object. The file was left as it is.`);
-  }
-  return raw as Record<string, unknown>;
 }
 
 /** Reads and validates config.json against the schema; invalid files are reported, never rewritten. */

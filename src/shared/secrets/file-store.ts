@@ -1,7 +1,7 @@
 import { chmodSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { writeFileAtomic } from '../atomic-file.ts';
 import { GatewayError } from '../errors.ts';
-import type { SecretStore } from './secret-store.ts';
+import type { SecretStore } from './backend.ts';
 
 interface SecretsFile {
   version: 1;

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { GatewayError } from '../errors.ts';
-import type { SecretStore } from './secret-store.ts';
+import type { SecretStore } from './backend.ts';
 
 /** Every keychain call gives up after this long: a hung D-Bus must never hang a command. */
 export const KEYCHAIN_TIMEOUT_MS = 5000;

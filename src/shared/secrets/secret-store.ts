@@ -3,19 +3,9 @@ import { homeId, type ProfilePaths } from '../profile.ts';
 import { FileSecretStore } from './file-store.ts';
 import { KeychainSecretStore } from './keychain-store.ts';
 import { SECRET_ENV } from './names.ts';
+import type { SecretStore } from './backend.ts';
 
-/** One interface for every place a profile's secrets can live. */
-export interface SecretStore {
-  readonly backend: SecretBackendName;
-  /** Where the secrets are, for status output (never a value). */
-  readonly location: string;
-  get(name: string): Promise<string | undefined>;
-  set(name: string, value: string): Promise<void>;
-  delete(name: string): Promise<boolean>;
-  list(): Promise<string[]>;
-  /** Removes every secret of the profile. */
-  clear(): Promise<void>;
-}
+export type { SecretStore };
 
 /** Keychain service of a profile; the home id keeps two GATEWAY_HOMEs apart. */
 export const keychainService = (paths: ProfilePaths): string => `gateway:${paths.name}@${homeId(paths.home)}`;
