@@ -163,7 +163,7 @@ function toGatewayError(error: Error & { oclif?: { exit?: number }; exitCode?: n
   if (error instanceof GatewayError) return error;
   const exit = error.oclif?.exit;
   if (exit === 2 || error.name === 'NonExistentFlagsError' || /Unexpected argument|Missing required|Expected --|Nonexistent flag/i.test(error.message)) {
-    return new GatewayError(error.message.replace(/\nSee more help with --help$/, ''), { exitCode: ExitCode.usage, hints: [`gateway ${command} --help`] });
+    return new GatewayError(error.message.replace(/\nSee more help with --help$/, ''), { kind: 'invalid', hints: [`gateway ${command} --help`] });
   }
   return asGatewayError(error);
 }

@@ -9,7 +9,7 @@ import { parseFrame } from '../shared/protocol/frames.ts';
 import type { ErrorCode } from '../shared/protocol/error-codes.ts';
 import type { MethodName, MethodParamsMap } from '../shared/protocol/methods.ts';
 import type { MethodResult } from '../shared/protocol/results.ts';
-import { exitCodeForRpcError } from './exit-codes.ts';
+import { kindOfRpcError } from '../shared/error-kinds.ts';
 import { Limits, PROTOCOL_VERSION } from '../shared/protocol/limits.ts';
 import { connectHost } from '../shared/listen.ts';
 import type { ProfilePaths } from '../shared/profile.ts';
@@ -21,12 +21,10 @@ import { gatewayVersion } from '../shared/version.ts';
 /** A failed RPC call, carrying the protocol error code. */
 export class RpcCallError extends GatewayError {
   readonly rpcCode: ErrorCode;
-  readonly details?: Record<string, unknown>;
 
   constructor(rpcCode: ErrorCode, message: string, details?: Record<string, unknown>) {
-    super(message, { exitCode: exitCodeForRpcError(rpcCode, details), code: rpcCode, hints: hintsFor(rpcCode, details) });
+    super(message, { kind: kindOfRpcError(rpcCode, details), code: rpcCode, details, hints: hintsFor(rpcCode, details) });
     this.rpcCode = rpcCode;
-    this.details = details;
   }
 }
 

@@ -14,7 +14,6 @@ import { writeFileAtomic } from '../shared/atomic-file.ts';
 import { homedir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { GatewayError, usageError } from '../shared/errors.ts';
-import { ExitCode } from '../shared/exit-codes.ts';
 import { gatewayHome, homeId, type ProfilePaths } from '../shared/profile.ts';
 import { DAEMON_NODE_FLAGS } from '../shared/run-args.ts';
 
@@ -155,7 +154,7 @@ export function serviceTarget(flags: { system?: boolean; user?: string }): { sco
     return { scope: 'user', user: current };
   }
   if (!flags.user) throw usageError('--system needs --user <name>: the account the daemon runs as (never root by default).', ['gateway service install --system --user gateway']);
-  if (process.getuid?.() !== 0) throw new GatewayError('A system unit is written to /etc/systemd/system, which needs root.', { exitCode: ExitCode.failure, hints: ['sudo gateway service install --system --user <name>'] });
+  if (process.getuid?.() !== 0) throw new GatewayError('A system unit is written to /etc/systemd/system, which needs root.', { kind: 'forbidden', hints: ['sudo gateway service install --system --user <name>'] });
   return { scope: 'system', user: flags.user };
 }
 

@@ -3,7 +3,6 @@ import { GatewayError, usageError } from './errors.ts';
 import { SECRET_BACKENDS, type SecretBackendName } from './config/schema.ts';
 import { getPath } from './config/keys.ts';
 import { loadConfig, writeConfigFile } from './config/profile-config.ts';
-import { ExitCode } from './exit-codes.ts';
 import { readIdentity, writeIdentity } from './profile-identity.ts';
 import { derivedPort, type ProfilePaths } from './profile.ts';
 import { assertPortFree, ensureProfileDir, freeDerivedPort } from './profiles.ts';
@@ -64,7 +63,7 @@ export async function ensureProfile(
     // A profile with state but no record of its store: never guess (a wrong guess means a new token and unread secrets).
     if (!existsSync(paths.secrets)) {
       throw new GatewayError(`Profile "${paths.name}" has state but no record of where its secrets are kept (${paths.identity} is missing).`, {
-        exitCode: ExitCode.invalidConfig,
+        kind: 'invalid_config',
         hints: [`GATEWAY_SECRETS_BACKEND=keychain gateway start --profile ${paths.name}   # the store it was made with: keychain or file`],
       });
     }

@@ -1,6 +1,5 @@
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { GatewayError, notFoundError, usageError } from './errors.ts';
-import { ExitCode } from './exit-codes.ts';
 import { readIdentity } from './profile-identity.ts';
 import { readRawConfig } from './config/raw-config.ts';
 import { getPath } from './config/keys.ts';
@@ -97,7 +96,7 @@ export function freeDerivedPort(name: string, home = gatewayHome()): number | un
     if (!profileUsingPort(port, name, home)) return attempt === 0 ? undefined : port;
   }
   throw new GatewayError(`No free port could be derived for profile "${name}".`, {
-    exitCode: ExitCode.usage,
+    kind: 'invalid',
     hints: [`gateway profiles create ${name} --port <port>`],
   });
 }

@@ -1,7 +1,6 @@
 import { Args, Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.ts';
 import { GatewayError, usageError } from '../../shared/errors.ts';
-import { ExitCode } from '../../shared/exit-codes.ts';
 import { mcpUrlProblem } from '../../shared/mcp-url.ts';
 import type { McpServerInfo } from '../../shared/protocol/results.ts';
 
@@ -80,7 +79,7 @@ export default class McpAdd extends BaseCommand<McpAddResult> {
     const setup = await ensureProfile(profile.paths);
     if (setup.warning) this.warning(setup.warning);
     if (loadConfig(profile.paths).effective.mcp.servers[args.name]) {
-      throw new GatewayError(`MCP server ${args.name} exists already.`, { exitCode: ExitCode.failure, hints: [`gateway mcp remove ${args.name}   # then add it again`] });
+      throw new GatewayError(`MCP server ${args.name} exists already.`, { kind: 'conflict', hints: [`gateway mcp remove ${args.name}   # then add it again`] });
     }
     // The secrets first: a running daemon connects as soon as the configuration names the server.
     const store = openSecretStore(profile.paths, setup.backend);

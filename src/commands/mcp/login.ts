@@ -1,7 +1,6 @@
 import { Args, Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.ts';
 import { GatewayError } from '../../shared/errors.ts';
-import { ExitCode } from '../../shared/exit-codes.ts';
 import { openBrowser, sshForward } from '../../cli/browser.ts';
 import type { McpServerInfo } from '../../shared/protocol/results.ts';
 
@@ -58,7 +57,7 @@ export default class McpLogin extends BaseCommand<McpLoginResult> {
     ]);
     clearTimeout(timer);
     if (!server && !settledServer) {
-      throw new GatewayError(`The login with MCP server ${args.name} did not finish within ${flags.timeout} s.`, { exitCode: ExitCode.failure, hints: [`gateway mcp list   # its state`, `gateway mcp login ${args.name}   # start again`] });
+      throw new GatewayError(`The login with MCP server ${args.name} did not finish within ${flags.timeout} s.`, { hints: [`gateway mcp list   # its state`, `gateway mcp login ${args.name}   # start again`] });
     }
     const done = server ?? settledServer!;
     this.say(`Logged in: MCP server ${args.name} is connected with ${done.tools} tool${done.tools === 1 ? '' : 's'}.`);

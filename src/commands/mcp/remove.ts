@@ -1,7 +1,6 @@
 import { Args } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.ts';
 import { GatewayError } from '../../shared/errors.ts';
-import { ExitCode } from '../../shared/exit-codes.ts';
 
 export interface McpRemoveResult {
   profile: string;
@@ -24,7 +23,7 @@ export default class McpRemove extends BaseCommand<McpRemoveResult> {
       import('../../shared/profile-setup.ts'),
     ]);
     if (!loadConfig(profile.paths).effective.mcp.servers[args.name]) {
-      throw new GatewayError(`No MCP server ${JSON.stringify(args.name)} in profile "${profile.name}".`, { exitCode: ExitCode.notFound, hints: ['gateway mcp list'] });
+      throw new GatewayError(`No MCP server ${JSON.stringify(args.name)} in profile "${profile.name}".`, { kind: 'not_found', hints: ['gateway mcp list'] });
     }
     await applyConfigChange(profile.paths, `mcp.servers.${args.name}`, undefined);
     const store = profileSecretStore(profile.paths);

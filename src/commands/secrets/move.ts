@@ -1,7 +1,6 @@
 import { Args, Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.ts';
 import { GatewayError, usageError } from '../../shared/errors.ts';
-import { ExitCode } from '../../shared/exit-codes.ts';
 
 export interface SecretsMoveResult {
   profile: string;
@@ -79,7 +78,6 @@ export default class SecretsMove extends BaseCommand<SecretsMoveResult> {
     }
     if (unreadable && !flags.abandon) {
       throw new GatewayError(`The ${from} store of profile "${profile.name}" cannot be read, so nothing was moved: ${unreadable.message}`, {
-        exitCode: ExitCode.failure,
         hints: [
           from === 'keychain'
             ? `reach the keychain and move: dbus-run-session -- sh -c 'printf %s "$KEYRING_PASSWORD" | gnome-keyring-daemon --unlock >/dev/null; gateway secrets move ${to} --profile ${profile.name}'`

@@ -2,7 +2,6 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { AuthMode } from '../../shared/config/schema.ts';
 import { GatewayError } from '../../shared/errors.ts';
-import { ExitCode } from '../../shared/exit-codes.ts';
 import { secretFromEnv, type SecretStore } from '../../shared/secrets/secret-store.ts';
 import type { ConnectAuth } from '../../shared/protocol/frames.ts';
 
@@ -79,7 +78,7 @@ export async function loadGatewayCredential(credential: GatewayCredential, optio
   const password = secretFromEnv('gateway.password') ?? (mode === 'password' ? await secrets.get('gateway.password') : undefined);
   if (mode === 'password' && !password) {
     throw new GatewayError('gateway.auth.mode is password, but no password is set.', {
-      exitCode: ExitCode.invalidConfig,
+      kind: 'invalid_config',
       hints: [`gateway secrets set gateway.password --profile ${options.profile}   # reads it from stdin`, 'or set GATEWAY_PASSWORD'],
     });
   }

@@ -3,7 +3,6 @@ import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { BindTarget } from '../../shared/config/exposure.ts';
 import { GatewayError } from '../../shared/errors.ts';
-import { ExitCode } from '../../shared/exit-codes.ts';
 import { inspectDaemon } from '../../shared/daemon-lock.ts';
 import { profilePaths, type ProfilePaths } from '../../shared/profile.ts';
 import { listProfileNames } from '../../shared/profiles.ts';
@@ -109,7 +108,7 @@ export function listen(server: Server, target: { port: number; bind: BindTarget;
     server.once('error', (error: NodeJS.ErrnoException) => {
       if (error.code === 'EADDRINUSE') reject(portInUse(port, bind, paths));
       else if (error.code === 'EACCES') reject(new GatewayError(`Not allowed to listen on port ${port} of ${bind.host} (profile "${paths.name}").`, { hints: ['choose a port above 1023: gateway config set gateway.port <port>'] }));
-      else if (error.code === 'EADDRNOTAVAIL') reject(new GatewayError(`${bind.host} is not an address of this host (profile "${paths.name}").`, { exitCode: ExitCode.invalidConfig }));
+      else if (error.code === 'EADDRNOTAVAIL') reject(new GatewayError(`${bind.host} is not an address of this host (profile "${paths.name}").`, { kind: 'invalid_config' }));
       else reject(error);
     });
     server.listen({ port, host: bind.host, backlog: 511 }, () => resolve((server.address() as AddressInfo).port));

@@ -27,7 +27,7 @@ export function inferenceErrorBody(error: DomainError): InferenceErrorBody {
     error: {
       message: error.message,
       type: TYPES[error.kind] ?? 'api_error',
-      code: error.code === error.kind ? null : error.code,
+      code: error.reason !== undefined && error.reason !== error.kind ? error.reason : null,
       param: typeof error.details?.param === 'string' ? error.details.param : null,
     },
   };

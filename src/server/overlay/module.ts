@@ -9,7 +9,6 @@
  */
 import { execFile } from 'node:child_process';
 import { GatewayError } from '../../shared/errors.ts';
-import { ExitCode } from '../../shared/exit-codes.ts';
 import { isLoopbackAddress } from '../../shared/config/exposure.ts';
 import { defineModule } from '../kernel/module.ts';
 
@@ -46,7 +45,7 @@ export default defineModule({
     const status = await tailscale(['status', '--json']);
     if (status.missing) {
       throw new GatewayError(`gateway.overlay.mode is ${mode}, but the tailscale command is not installed.`, {
-        exitCode: ExitCode.invalidConfig,
+        kind: 'invalid_config',
         hints: ['install Tailscale (https://tailscale.com/download/linux), then: sudo tailscale up', 'or turn the overlay off: gateway config set gateway.overlay.mode off'],
       });
     }
@@ -61,7 +60,7 @@ export default defineModule({
     }
     if (status.code !== 0 || backend !== 'Running' || !self?.DNSName) {
       throw new GatewayError(`gateway.overlay.mode is ${mode}, but Tailscale is not up (${backend ?? (status.stderr.trim() || `exit ${status.code}`)}).`, {
-        exitCode: ExitCode.invalidConfig,
+        kind: 'invalid_config',
         hints: ['sudo tailscale up   # log this host in to the tailnet', 'or turn the overlay off: gateway config set gateway.overlay.mode off'],
       });
     }
@@ -69,7 +68,7 @@ export default defineModule({
     const published = await tailscale([mode, '--bg', '--yes', String(port)]);
     if (published.code !== 0) {
       throw new GatewayError(`tailscale ${mode} --bg --yes ${port} failed: ${(published.stderr || published.stdout).trim() || `exit ${published.code}`}`, {
-        exitCode: ExitCode.invalidConfig,
+        kind: 'invalid_config',
         hints: mode === 'funnel' ? ['funnel needs HTTPS certificates and the funnel attribute in the tailnet policy: https://tailscale.com/kb/1223/funnel'] : ['sudo tailscale set --operator=$USER   # lets this user change serve settings'],
       });
     }

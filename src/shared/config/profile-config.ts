@@ -69,8 +69,10 @@ export async function changeConfig(paths: ProfilePaths, key: string, value: unkn
 export class ConfigRefused extends GatewayError {
   readonly problems: { key: string; message: string }[];
   constructor(error: GatewayError, problems: string[]) {
-    super(error.message, { exitCode: error.exitCode, hints: error.hints });
-    this.problems = problems.map((problem) => ({ key: keyOfProblem(problem), message: problem }));
+    const named = problems.map((problem) => ({ key: keyOfProblem(problem), message: problem }));
+    // Each problem names its key: the Control UI shows it beside the field.
+    super(error.message, { kind: error.kind, hints: error.hints, details: { problems: named } });
+    this.problems = named;
   }
 }
 

@@ -1,5 +1,8 @@
 import { expect } from 'chai';
-import { exitCodeForRpcError } from '../../../src/cli/exit-codes.ts';
+import { RpcCallError } from '../../../src/cli/rpc-client.ts';
+import type { ErrorCode } from '../../../src/shared/protocol/error-codes.ts';
+
+const exitCodeForRpcError = (code: ErrorCode, details?: Record<string, unknown>) => new RpcCallError(code, 'refused', details).exitCode;
 
 describe('exit code of an RPC error', () => {
   it('follows the code when the error names no kind', () => {

@@ -26,13 +26,25 @@ describe('error catalog: one mapping for HTTP, RPC and exit codes', () => {
     expect(rpcErrorOf(limited)).to.deep.include({ code: 'RATE_LIMITED', retryable: true, details: { retryAfterMs: 2500 } });
   });
 
-  it('maps the shared code\'s errors by their exit code, a status of 400-499 by its status, and hides everything else', () => {
+  it('is one error: a domain error is a GatewayError, its exit code and its status from one kind', () => {
+    const missing = new DomainError('not_found', 'no such job');
+    expect(missing).to.be.an.instanceOf(GatewayError);
+    expect(missing).to.include({ exitCode: 5, status: 404, code: 'NOT_FOUND' });
+    expect(new DomainError('invalid_config', 'x')).to.include({ exitCode: 78, status: 400 });
+    expect(new DomainError('unavailable', 'x', { code: 'storage_unavailable' })).to.include({ exitCode: 1, status: 503, code: 'storage_unavailable', reason: 'storage_unavailable' });
+    // A command's own: the kind says the rest; an exit code no kind has (the daemon is not running) is named.
+    expect(usageError('bad flag')).to.include({ kind: 'invalid', exitCode: 2, code: 'USAGE' });
+    expect(new GatewayError('not running', { exitCode: 3 })).to.include({ kind: 'unavailable', exitCode: 3, code: 'NOT_RUNNING' });
+  });
+
+  it('keeps the shared code\'s errors as they are, maps a status of 400-499 by its status, and hides everything else', () => {
     expect(toDomainError(usageError('bad key')).error.kind).to.equal('invalid');
     expect(toDomainError(notFoundError('no such')).error.kind).to.equal('not_found');
     const config = toDomainError(configError('broken file', ['gateway config unset x'])).error;
     expect(config.kind).to.equal('invalid_config');
     expect(rpcErrorOf(config).details).to.deep.equal({ kind: 'invalid_config', hints: ['gateway config unset x'] });
-    expect(toDomainError(new GatewayError('port taken')).error.kind).to.equal('conflict');
+    // A failure of the shared code that names no kind: it cannot be done now.
+    expect(toDomainError(new GatewayError('cannot reach the keychain')).error.kind).to.equal('unavailable');
     expect(toDomainError(Object.assign(new Error('teapot'), { status: 418 })).error.kind).to.equal('invalid');
     expect(toDomainError(Object.assign(new Error('gone'), { status: 404 })).error).to.deep.include({ kind: 'not_found', message: 'gone' });
     const hidden = toDomainError(new Error('ENOENT: /secret/path'));
