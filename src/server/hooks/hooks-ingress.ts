@@ -2,7 +2,6 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { GatewayConfig } from '../../shared/config/types.ts';
 import { secretEquals } from '../auth/gateway-credential.ts';
-import { queryCarriesCredential } from '../auth/http-auth.ts';
 import type { ChannelManager } from '../channels/module.ts';
 import type { SessionStore } from '../sessions/module.ts';
 import type { JobQueue } from '../jobs/module.ts';
@@ -10,7 +9,6 @@ import { sendError, sendJson } from '../kernel/answer.ts';
 import { collectBody, mediaType, parseJson } from '../kernel/body.ts';
 import { DomainError, rateLimited } from '../kernel/errors.ts';
 import type { AuthLockoutView } from '../kernel/module.ts';
-import type { RequestBudget } from '../auth/throttle.ts';
 import type { Store } from '../store/database.ts';
 import { hookPathRest, hooksBase } from './hooks-path.ts';
 import { type HookMapping, presetMappings } from './presets.ts';
@@ -22,7 +20,6 @@ export interface HooksIngressDeps {
   token: () => string | undefined;
   lockout: AuthLockoutView;
   /** Requests per address, as on every surface (gateway.rateLimit). */
-  budget: RequestBudget;
   queue: JobQueue;
   /** Whether some handler runs jobs of a kind. */
   handles: (kind: string) => boolean;
@@ -57,8 +54,10 @@ interface Answer {
 
 /**
  * POST <hooks.path>/<name>: outside systems poke the gateway with a token of
- * their own. Checks, in this order: method (405), a token in the query (400),
- * the token (401, or 429 once locked out), body size (413), hook name (404).
+ * their own. After the layers every route takes (404 while hooks are off,
+ * method 405, a token in the query 400, the request budget 429:
+ * http/layers.ts), checks in this order: the token (401, or 429 once locked
+ * out), body size (413), hook name (404).
  * Payloads are untrusted: size-bounded, parsed as JSON, read by path, never run.
  */
 export class HooksIngress {
@@ -89,14 +88,6 @@ export class HooksIngress {
 
   private async process(req: IncomingMessage, res: ServerResponse): Promise<Answer> {
     const { hooks } = this.deps.config();
-    const path = (req.url ?? '/').split('?')[0]!;
-    if (!hooks.enabled) throw new DomainError('not_found', `No route for ${req.method} ${path}.`);
-    if (req.method !== 'POST') throw new DomainError('method_not_allowed', `Method ${req.method} is not allowed on hooks; POST to ${this.base}/<name>.`, { headers: { allow: 'POST' } });
-    if (queryCarriesCredential(req.url)) {
-      throw invalid('The hooks token never goes in the URL: send it as "Authorization: Bearer <token>" or "x-gateway-token: <token>".');
-    }
-    const wait = this.deps.budget.spend(`addr:${req.socket.remoteAddress ?? 'unknown'}`);
-    if (wait > 0) throw rateLimited(wait);
     await this.authenticate(req);
     const raw = await collectBody(req, hooks.maxBodyBytes, () => res.setHeader('connection', 'close'));
     const name = decodeName(hookPathRest(this.base, req.url) ?? '');

@@ -3,7 +3,6 @@
  * to jobs, channel messages and session wake-ups. The ingress loads on its
  * first request: most daemons never receive one.
  */
-import { RequestBudget } from '../auth/throttle.ts';
 import { sendError } from '../kernel/answer.ts';
 import { errorResponse, jsonResponse } from '../kernel/api-doc.ts';
 import { defineModule } from '../kernel/module.ts';
@@ -59,13 +58,14 @@ export default defineModule({
     let ingress: Promise<HooksIngress> | undefined;
     const load = () => import('./hooks-ingress.ts').then(({ HooksIngress: Ingress }) => new Ingress({
       config: ctx.config, token: () => token, lockout: ctx.lockout, queue, handles, channels, sessions, store: ctx.store, logger: ctx.log,
-      budget: new RequestBudget(ctx.config().gateway.rateLimit.max, ctx.config().gateway.rateLimit.windowMs),
       emit: (event, payload, scope) => ctx.events.emit(event, payload, scope),
     }));
     // hooks.path applies at a restart: the route is fixed when the daemon starts.
     ctx.http.fast({
       path: hooksBase(ctx.config().hooks.path),
       match: 'prefix',
+      // hooks.enabled applies at once: a disabled ingress answers nothing but 404.
+      enabled: () => ctx.config().hooks.enabled, methods: ['POST'],
       handler: (req, res) => {
         ingress ??= load();
         ingress.then((loaded) => loaded.handle(req, res), (error: unknown) => sendError(res, error, (failure) => ctx.log.error({ err: failure }, 'the hooks ingress failed to load')));

@@ -2,11 +2,12 @@ import Koa from 'koa';
 import type { Context, Next } from 'koa';
 import type { Logger } from 'pino';
 import { randomBytes } from 'node:crypto';
-import { holds, queryCarriesCredential, queryCredentialRefused, type HttpAuthenticator } from '../auth/http-auth.ts';
+import { holds, type HttpAuthenticator } from '../auth/http-auth.ts';
 import type { RequestBudget } from '../auth/throttle.ts';
-import { answerOf, DomainError, rateLimited, toDomainError } from '../kernel/errors.ts';
+import { answerOf, DomainError, toDomainError } from '../kernel/errors.ts';
 import type { RouteContext } from '../kernel/module.ts';
 import type { RegistryTable, RouteMatch } from '../kernel/registry.ts';
+import { methodNotAllowed, refuseQueryCredential, spendBudget } from './layers.ts';
 
 export interface HttpAppOptions {
   logger: Logger;
@@ -72,15 +73,14 @@ function requestIdLayer(logger: Logger) {
 
 /** Refuses any request that carries a credential in its query string (400). */
 async function queryCredentialLayer(ctx: Context, next: Next): Promise<void> {
-  if (queryCarriesCredential(ctx.url)) throw queryCredentialRefused();
+  refuseQueryCredential(ctx.req);
   await next();
 }
 
 /** A request budget per valid credential, else per address (429 with Retry-After). */
 function requestBudgetLayer(budget: RequestBudget, authenticator: HttpAuthenticator) {
   return async (ctx: Context, next: Next): Promise<void> => {
-    const wait = budget.spend(authenticator.budgetKey(ctx.req));
-    if (wait > 0) throw rateLimited(wait);
+    spendBudget(budget, authenticator.budgetKey(ctx.req));
     await next();
   };
 }
@@ -97,7 +97,7 @@ function matchLayer(table: () => RegistryTable) {
       const allowed = current.allowedMethods(ctx.path);
       if (allowed.length > 0 && !allowed.includes('*')) {
         ctx.state.convention = current.route(allowed[0]!, ctx.path)?.entry.value;
-        throw new DomainError('method_not_allowed', `${ctx.method} is not allowed here; use ${allowed.join(', ')}.`, { headers: { allow: allowed.join(', ') } });
+        throw methodNotAllowed(ctx.method, allowed);
       }
     }
     ctx.state.match = match;

@@ -9,10 +9,11 @@ import { listProfileNames } from '../../shared/profiles.ts';
 import type { Logger } from 'pino';
 import type { HttpAuthenticator } from '../auth/http-auth.ts';
 import type { RequestBudget } from '../auth/throttle.ts';
-import { sendJson } from '../kernel/answer.ts';
+import { sendError, sendJson } from '../kernel/answer.ts';
 import type { FastRoute } from '../kernel/module.ts';
 import type { RegistryTable } from '../kernel/registry.ts';
 import type { GatewayConfig } from '../../shared/config/types.ts';
+import { admitFast } from './layers.ts';
 import { answerProbe, type ProbeOptions, type Readiness } from './probes.ts';
 
 /**
@@ -72,7 +73,14 @@ export function createHttpServer(options: HttpServerOptions): Server {
     const url = req.url ?? '/';
     const query = url.indexOf('?');
     const fast = options.fastRoute(query === -1 ? url : url.slice(0, query));
-    if (fast) return fast.handler(req, res);
+    if (fast) {
+      try {
+        admitFast(req, fast, budget);
+      } catch (error) {
+        return sendError(res, error, (unexpected) => options.logger.error({ err: unexpected }, 'request failed'));
+      }
+      return fast.handler(req, res);
+    }
     if (loaded) return void loaded(req, res);
     handler ??= loadHandler();
     handler.then((handle) => handle(req, res), (error: unknown) => {

@@ -73,11 +73,19 @@ export interface HttpRoute {
 /**
  * A route answered ahead of the HTTP application, on the raw request: for the
  * hottest surfaces (webhook deliveries, hooks), which check their own
- * credentials. Built-in modules only.
+ * credentials. It takes the application's first layers all the same (see
+ * http/layers.ts): answering now, its methods, no credential in the query,
+ * a request budget. Built-in modules only.
  */
 export interface FastRoute {
   path: string;
   match?: 'exact' | 'prefix';
+  /** The methods it answers; others get 405 with Allow. */
+  methods: readonly string[];
+  /** Whether it answers at all now (404 while not); always when unset. */
+  enabled?: () => boolean;
+  /** The budget its requests spend, per address; the one every surface shares when unset. */
+  budget?: { spend(key: string): number };
   handler: (req: IncomingMessage, res: ServerResponse) => void;
 }
 

@@ -1,11 +1,9 @@
 import { NO_WEBHOOK_SECRET_LOG } from '../../shared/log-line.ts';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import { queryCarriesCredential } from '../auth/http-auth.ts';
-import type { RequestBudget } from '../auth/throttle.ts';
 import { sendError, sendJson } from '../kernel/answer.ts';
 import { collectBody, requireMediaType } from '../kernel/body.ts';
-import { DomainError, rateLimited } from '../kernel/errors.ts';
+import { DomainError } from '../kernel/errors.ts';
 import { type AcceptGroup, DeliveryIntake } from './deliveries.ts';
 import { signatureMatches } from './signature.ts';
 
@@ -21,7 +19,6 @@ export interface WebhookIngressDeps {
   maxGroup?: number;
   /** The most groups written at once (see DeliveryIntake); unbounded when unset. */
   maxInFlight?: number;
-  budget: RequestBudget;
   logger: Logger;
   /** The current secret and, during rotation, the previous one; empty when none is set. */
   secrets: () => readonly string[];
@@ -36,10 +33,10 @@ const header = (req: IncomingMessage, name: string): string | undefined => {
  * POST /webhooks, answered ahead of the Koa stack like the probes: it is the
  * gateway's hottest write path. Authenticated by HMAC only; every delivery is
  * committed with its job before the answer (on SQLite the job's first attempt
- * may share that commit: see webhook-thread.ts). Checks, in order: method
- * (405), credentials in the query (400), the webhook budget (429), a
- * configured secret (503), content type (415), size (413), headers (400),
- * signature (400), payload (400).
+ * may share that commit: see webhook-thread.ts). After the layers every route
+ * takes (method 405, credentials in the query 400, the webhook budget 429:
+ * http/layers.ts), checks in order: a configured secret (503), content type
+ * (415), size (413), headers (400), signature (400), payload (400).
  */
 export class WebhookIngress {
   private readonly deps: WebhookIngressDeps;
@@ -60,10 +57,6 @@ export class WebhookIngress {
   }
 
   private async process(req: IncomingMessage, res: ServerResponse): Promise<unknown> {
-    if (req.method !== 'POST') throw new DomainError('method_not_allowed', `Method ${req.method} is not allowed on /webhooks; deliveries are POSTed.`, { headers: { allow: 'POST' } });
-    if (queryCarriesCredential(req.url)) throw new DomainError('invalid', 'Credentials are never accepted in the query string; deliveries are authenticated by their signature.');
-    const wait = this.deps.budget.spend(`addr:${req.socket.remoteAddress ?? 'unknown'}`);
-    if (wait > 0) throw rateLimited(wait, 'Too many deliveries');
     const secrets = this.deps.secrets();
     if (secrets.length === 0) {
       // Said in the log (once a minute at most): deliveries arrive and every one is refused; gateway doctor reads this line.

@@ -53,9 +53,12 @@ export default defineModule({
     const ingress = new WebhookIngress({
       // The thread writes while this one reads: groups of at most THREAD_GROUP keep both busy at once. On PostgreSQL a
       // few groups are written at once, each a few round trips, and what arrives meanwhile waits to leave as one group.
-      accept, maxGroup: thread ? THREAD_GROUP : undefined, maxInFlight: thread ? undefined : POSTGRES_GROUPS_IN_FLIGHT, budget: new RequestBudget(rateLimit.webhooksMax, rateLimit.windowMs), logger: ctx.log, secrets: () => secrets,
+      accept, maxGroup: thread ? THREAD_GROUP : undefined, maxInFlight: thread ? undefined : POSTGRES_GROUPS_IN_FLIGHT, logger: ctx.log, secrets: () => secrets,
     });
-    ctx.http.fast({ path: '/webhooks', handler: (req, res) => ingress.handle(req, res) });
+    ctx.http.fast({
+      path: '/webhooks', methods: ['POST'], budget: new RequestBudget(rateLimit.webhooksMax, rateLimit.windowMs),
+      handler: (req, res) => ingress.handle(req, res),
+    });
     ctx.http.document({
       paths: {
         '/webhooks': {
