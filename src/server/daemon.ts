@@ -1,21 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
-import { asGatewayError } from '../shared/errors.ts';
-import { ExitCode } from '../shared/exit-codes.ts';
-import { assertExposure, type BindTarget } from '../shared/config/exposure.ts';
+import type { BindTarget } from '../shared/config/exposure.ts';
 import { loadConfig } from '../shared/config/profile-config.ts';
 import type { GatewayConfig } from '../shared/config/types.ts';
 import {
-  acquireDaemonLock, DaemonAlreadyRunning, processStartTime, releaseDaemonLock, updateDaemonLock,
+  acquireDaemonLock, processStartTime, releaseDaemonLock, updateDaemonLock,
   type DaemonRecord,
 } from '../shared/daemon-lock.ts';
-import type { DaemonMessage } from '../shared/daemon-messages.ts';
-import { httpUrl, resolveListen } from '../shared/listen.ts';
-import { profilePaths, type ProfilePaths } from '../shared/profile.ts';
-import { ensureProfile } from '../shared/profile-setup.ts';
+import { httpUrl } from '../shared/listen.ts';
+import type { ProfilePaths } from '../shared/profile.ts';
 import type { ReloadResult } from '../shared/protocol/results.ts';
-import { openSecretStore, type SecretStore } from '../shared/secrets/secret-store.ts';
+import type { SecretStore } from '../shared/secrets/secret-store.ts';
 import { gatewayVersion } from '../shared/version.ts';
 import { GatewayCredential, loadGatewayCredential } from './auth/gateway-credential.ts';
 import { HttpAuthenticator } from './auth/http-auth.ts';
@@ -28,8 +24,7 @@ import { EventBus } from './kernel/events.ts';
 import { ModuleHost } from './kernel/host.ts';
 import type { DaemonView, GatewayModule } from './kernel/module.ts';
 import { originRefusal } from './auth/browser-origin.ts';
-import { createLogger, type ConsoleLog, type DaemonLogger } from './logger.ts';
-import { onLooseSecretFile } from '../shared/secrets/file-store.ts';
+import type { DaemonLogger } from './logger.ts';
 import { Checkpointer } from './store/checkpointer.ts';
 import { openStore } from './store/open.ts';
 import type { AuditFields, Store } from './store/database.ts';
@@ -52,21 +47,6 @@ export interface DaemonParts {
   /** Whether to hold the profile's lock (daemon.json); the in-process harness runs without it. */
   lock?: boolean;
   overrides?: { port?: number; bind?: string };
-}
-
-export interface RunOptions {
-  profile: string;
-  port?: number;
-  bind?: string;
-  verbose?: boolean;
-  /** Write the profile's log file (default true). */
-  logFile?: boolean;
-  /** Also log to stdout. */
-  console?: ConsoleLog;
-  /** Called once with the outcome of start-up (ready, already running, or failed). */
-  report: (message: DaemonMessage) => void;
-  /** Receives the daemon as soon as it exists, so signals can stop it. */
-  onCreated?: (daemon: Daemon) => void;
 }
 
 /**
@@ -122,44 +102,6 @@ export class Daemon {
 
   get uptimeMs(): number {
     return Date.now() - this.startedAt;
-  }
-
-  /**
-   * Starts the daemon of a profile and resolves with its exit code once it has
-   * stopped (or failed to start). Start-up failures are reported, never thrown.
-   */
-  static async run(options: RunOptions): Promise<number> {
-    const paths = profilePaths(options.profile);
-    let daemon: Daemon | undefined;
-    try {
-      const setup = await ensureProfile(paths);
-      const { effective: config } = loadConfig(paths);
-      const { port, bind } = resolveListen(paths.name, config, { port: options.port, bind: options.bind });
-      assertExposure(config, bind);
-      const log = createLogger({
-        path: paths.log, level: options.verbose ? 'debug' : config.log.level, maxBytes: config.log.maxBytes, maxFiles: config.log.maxFiles, profile: paths.name,
-        file: options.logFile, console: options.console,
-      });
-      if (setup.warning) log.logger.warn(setup.warning);
-      onLooseSecretFile((message) => log.logger.warn(message));
-      daemon = new Daemon({ paths, config, bind, port, log, secrets: openSecretStore(paths, setup.backend), overrides: { port: options.port, bind: options.bind } });
-      options.onCreated?.(daemon);
-      await daemon.start();
-    } catch (error) {
-      if (error instanceof DaemonAlreadyRunning) {
-        daemon?.logger.info({ pid: error.record.pid }, 'another daemon holds this profile');
-        options.report({ type: 'running', pid: error.record.pid, port: error.record.port });
-        return ExitCode.failure;
-      }
-      const failure = asGatewayError(error);
-      daemon?.logger.error({ err: error }, 'start-up failed');
-      await daemon?.teardown();
-      options.report({ type: 'error', message: failure.message, hints: failure.hints, exitCode: failure.exitCode });
-      return failure.exitCode;
-    }
-    options.report({ type: 'ready', pid: process.pid, port: daemon.port, host: daemon.bind.host, url: daemon.url, secretStore: daemon.secrets.backend });
-    await daemon.stopped;
-    return ExitCode.ok;
   }
 
   /** Takes the lock, prepares state, composes the modules and listens; throws DaemonAlreadyRunning when another daemon holds the profile. */

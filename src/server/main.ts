@@ -3,8 +3,16 @@ import { ExitCode } from '../shared/exit-codes.ts';
 import type { DaemonMessage } from '../shared/daemon-messages.ts';
 import { selectProfileName } from '../shared/profiles.ts';
 import { parseRunArgs } from '../shared/run-args.ts';
+import { assertExposure } from '../shared/config/exposure.ts';
+import { loadConfig } from '../shared/config/profile-config.ts';
+import { DaemonAlreadyRunning } from '../shared/daemon-lock.ts';
+import { resolveListen } from '../shared/listen.ts';
+import { profilePaths } from '../shared/profile.ts';
+import { ensureProfile } from '../shared/profile-setup.ts';
+import { onLooseSecretFile } from '../shared/secrets/file-store.ts';
+import { openSecretStore } from '../shared/secrets/secret-store.ts';
 import { Daemon } from './daemon.ts';
-import type { ConsoleLog } from './logger.ts';
+import { createLogger, type ConsoleLog } from './logger.ts';
 
 export interface MainOptions {
   profile: string;
@@ -49,7 +57,7 @@ export async function main(options: MainOptions): Promise<number> {
       process.send(message, () => process.connected && process.disconnect());
     }
   };
-  return Daemon.run({
+  return runDaemon({
     profile: options.profile,
     port: options.port,
     bind: options.bind,
@@ -98,4 +106,57 @@ export async function runCommand(argv: readonly string[]): Promise<number> {
   } catch (error) {
     return fail(asGatewayError(error));
   }
+}
+
+interface RunOptions {
+  profile: string;
+  port?: number;
+  bind?: string;
+  verbose?: boolean;
+  /** Write the profile's log file (default true). */
+  logFile?: boolean;
+  /** Also log to stdout. */
+  console?: ConsoleLog;
+  /** Called once with the outcome of start-up (ready, already running, or failed). */
+  report: (message: DaemonMessage) => void;
+  /** Receives the daemon as soon as it exists, so signals can stop it. */
+  onCreated?: (daemon: Daemon) => void;
+}
+
+/**
+ * Starts the daemon of a profile and resolves with its exit code once it has
+ * stopped (or failed to start). Start-up failures are reported, never thrown.
+ */
+async function runDaemon(options: RunOptions): Promise<number> {
+  const paths = profilePaths(options.profile);
+  let daemon: Daemon | undefined;
+  try {
+    const setup = await ensureProfile(paths);
+    const { effective: config } = loadConfig(paths);
+    const { port, bind } = resolveListen(paths.name, config, { port: options.port, bind: options.bind });
+    assertExposure(config, bind);
+    const log = createLogger({
+      path: paths.log, level: options.verbose ? 'debug' : config.log.level, maxBytes: config.log.maxBytes, maxFiles: config.log.maxFiles, profile: paths.name,
+      file: options.logFile, console: options.console,
+    });
+    if (setup.warning) log.logger.warn(setup.warning);
+    onLooseSecretFile((message) => log.logger.warn(message));
+    daemon = new Daemon({ paths, config, bind, port, log, secrets: openSecretStore(paths, setup.backend), overrides: { port: options.port, bind: options.bind } });
+    options.onCreated?.(daemon);
+    await daemon.start();
+  } catch (error) {
+    if (error instanceof DaemonAlreadyRunning) {
+      daemon?.logger.info({ pid: error.record.pid }, 'another daemon holds this profile');
+      options.report({ type: 'running', pid: error.record.pid, port: error.record.port });
+      return ExitCode.failure;
+    }
+    const failure = asGatewayError(error);
+    daemon?.logger.error({ err: error }, 'start-up failed');
+    await daemon?.teardown();
+    options.report({ type: 'error', message: failure.message, hints: failure.hints, exitCode: failure.exitCode });
+    return failure.exitCode;
+  }
+  options.report({ type: 'ready', pid: process.pid, port: daemon.port, host: daemon.bind.host, url: daemon.url, secretStore: daemon.secrets.backend });
+  await daemon.stopped;
+  return ExitCode.ok;
 }
