@@ -1,7 +1,8 @@
 import { randomFillSync } from 'node:crypto';
 import type { Job, JobStatus } from '../../shared/protocol/results.ts';
 import { DomainError } from '../kernel/errors.ts';
-import type { Db, Store } from '../store/database.ts';
+import type { Db, Store, Tx } from '../store/database.ts';
+import { inTransaction } from '../store/engine.ts';
 import { anyDueJob, claimDueJobs, type JobLane, nextDueJob, PG_INSERT_JOBS, PG_SUCCEED_JOBS } from './job-sql.ts';
 
 export interface ClaimedJob {
@@ -12,8 +13,8 @@ export interface ClaimedJob {
   maxAttempts: number;
 }
 
-/** The outcome of a job's first attempt, made as it was queued (see JobWorker.runNow). */
-export type FirstAttempt = { status: 'succeeded'; result: unknown } | { status: 'failed'; error: string } | { status: 'running' };
+/** The outcome of a job's first attempt, made as it was queued (see JobWorker.runAtOnce). */
+export type FirstAttempt = { status: 'succeeded'; result: unknown } | { status: 'failed'; error: string };
 
 export const JOB_LIMITS = {
   defaultMaxAttempts: 5,
@@ -93,12 +94,12 @@ export interface NewJob {
   serialized?: string;
   /** The same payload as an object: the worker then uses it instead of parsing the stored JSON; it must not be changed afterwards. */
   parsed?: unknown;
-  /** The outcome of a first attempt made in the same transaction (see JobWorker.runNow). */
+  /** The outcome of a first attempt made in the same transaction (see JobWorker.runAtOnce). */
   ran?: FirstAttempt;
 }
 
-const INSERT_JOB = `INSERT INTO jobs (id, kind, max_attempts, created_at, source, status, attempts, run_at, started_at, finished_at, result, error, claimed_by, lease_expires_at)
-  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+const INSERT_JOB = `INSERT INTO jobs (id, kind, max_attempts, created_at, source, status, attempts, run_at, started_at, finished_at, result, error)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
 const INSERT_PAYLOAD = 'INSERT INTO job_payloads (job_id, payload) VALUES (?, ?)';
 const SUCCEED = "UPDATE jobs SET status = 'succeeded', finished_at = ?, result = ?, error = NULL, lease_expires_at = NULL WHERE id = ? AND status = 'running' AND claimed_by = ?";
 const RETRY_LATER = "UPDATE jobs SET status = 'queued', run_at = ?, error = ?, claimed_by = NULL, lease_expires_at = NULL WHERE id = ? AND status = 'running' AND claimed_by = ?";
@@ -187,31 +188,48 @@ export class JobQueue {
   async enqueue(job: NewJob, db: Db = this.store): Promise<string> {
     const id = job.id ?? newJobId(this.now());
     const now = this.now();
+    const state = this.stateOf(job, now);
+    await db.run(INSERT_JOB, id, job.kind, state.maxAttempts, now, job.source ?? null, state.status, state.attempts, state.runAt, state.startedAt,
+      state.finishedAt, state.result, state.error);
+    // Done on its first attempt, a job keeps no payload: nothing reads it again (only failed jobs are retried).
+    if (job.ran?.status !== 'succeeded') await db.run(INSERT_PAYLOAD, id, job.serialized ?? JSON.stringify(job.payload ?? null));
+    this.queued([{ ...job, id }], db);
+    return id;
+  }
+
+  /**
+   * The state a new job is recorded in: queued, or what its first attempt
+   * (made as it was queued) left it in: succeeded, or failed (to be retried
+   * after the backoff, unless it was the only attempt allowed).
+   */
+  private stateOf(job: NewJob, now: number) {
     const maxAttempts = job.maxAttempts ?? JOB_LIMITS.defaultMaxAttempts;
     const ran = job.ran;
-    // status, attempts, run_at, started_at, finished_at, result, error, claimed_by, lease_expires_at
-    const state: [string, number, number, ...(string | number | null)[]] = !ran
-      ? ['queued', 0, job.runAt ?? now, null, null, null, null, null, null]
-      : ran.status === 'succeeded'
-        ? ['succeeded', 1, now, now, now, JSON.stringify(ran.result ?? null), null, null, null]
-        : ran.status === 'running'
-          ? ['running', 1, now, now, null, null, null, this.owner, now + this.leaseMs]
-          // A failed first attempt: retried after the backoff, unless it was the only one allowed.
-          : maxAttempts > 1
-            ? ['queued', 1, now + retryDelay(1), now, null, null, ran.error, null, null]
-            : ['failed', 1, now, now, now, null, ran.error, null, null];
-    await db.run(INSERT_JOB, id, job.kind, maxAttempts, now, job.source ?? null, ...state);
-    // Done on its first attempt, a job keeps no payload: nothing reads it again (only failed jobs are retried).
-    if (ran?.status !== 'succeeded') await db.run(INSERT_PAYLOAD, id, job.serialized ?? JSON.stringify(job.payload ?? null));
-    if (ran && ran.status !== 'failed') {
-      // Nothing for a worker to take: only the live views hear of it.
-      queueMicrotask(() => this.changed());
-      return id;
+    const state = (status: JobStatus, attempts: number, runAt: number, finished: boolean, result: string | null = null, error: string | null = null) => ({
+      status, attempts, maxAttempts, runAt, startedAt: attempts > 0 ? now : null, finishedAt: finished ? now : null, result, error,
+    });
+    if (!ran) return state('queued', 0, job.runAt ?? now, false);
+    if (ran.status === 'succeeded') return state('succeeded', 1, now, true, JSON.stringify(ran.result ?? null));
+    return maxAttempts > 1 ? state('queued', 1, now + retryDelay(1), false, null, ran.error) : state('failed', 1, now, true, null, ran.error);
+  }
+
+  /**
+   * After new jobs are written (committed, when they were written in a
+   * transaction): the worker hears of what it may take, the live views of
+   * the rest.
+   */
+  private queued(jobs: NewJob[], db: Db): void {
+    let waiting = false;
+    for (const job of jobs) {
+      if (job.ran?.status === 'succeeded') continue;
+      waiting = true;
+      // Kept only while the worker is near: the newest jobs of a backlog are claimed last, and would only hold memory.
+      if (!job.ran) this.keepParsed(job.id!, job.parsed, job.serialized?.length ?? 0);
     }
-    // Kept only while the worker is near: the newest jobs of a backlog are claimed last, and would only hold memory.
-    if (!ran) this.keepParsed(id, job.parsed, job.serialized?.length ?? 0);
-    this.enqueued();
-    return id;
+    // Nothing for a worker to take: only the live views hear of it.
+    const tell = waiting ? () => this.enqueued() : () => queueMicrotask(() => this.changed());
+    if (inTransaction(db)) db.afterCommit(tell);
+    else tell();
   }
 
   /** Whether a job of this queue's lane is due and not yet taken: a job run at once would overtake it. */
@@ -220,21 +238,28 @@ export class JobQueue {
   }
 
   /**
-   * Adds several jobs at once, in the caller's transaction when it gives one
-   * (see enqueue): on PostgreSQL one statement for the whole group.
+   * Adds several jobs at once (see enqueue), as the last write of the
+   * caller's transaction: on PostgreSQL one statement for the whole group,
+   * sent with the transaction's COMMIT in one round trip (Tx.send).
    */
-  async enqueueMany(jobs: (NewJob & { id: string; serialized: string })[], db: Db = this.store): Promise<void> {
+  queueMany(jobs: (NewJob & { id: string; serialized: string })[], tx: Tx): void {
     if (jobs.length === 0) return;
-    if (db.kind !== 'postgres') {
-      for (const job of jobs) await this.enqueue(job, db);
-      return;
-    }
     const now = this.now();
-    await db.run(PG_INSERT_JOBS, jobs.map((job) => job.id), jobs.map((job) => job.kind), jobs.map((job) => job.maxAttempts ?? JOB_LIMITS.defaultMaxAttempts),
-      jobs.map((job) => job.runAt ?? now), jobs.map((job) => job.source ?? null), jobs.map((job) => job.serialized), jobs.map(() => 'queued'), jobs.map(() => 0),
-      jobs.map(() => null), now, this.owner);
-    for (const job of jobs) this.keepParsed(job.id, job.parsed, job.serialized.length);
-    this.enqueued();
+    if (tx.kind !== 'postgres') {
+      for (const job of jobs) {
+        const state = this.stateOf(job, now);
+        tx.send(INSERT_JOB, job.id, job.kind, state.maxAttempts, now, job.source ?? null, state.status, state.attempts, state.runAt, state.startedAt,
+          state.finishedAt, state.result, state.error);
+        if (job.ran?.status !== 'succeeded') tx.send(INSERT_PAYLOAD, job.id, job.serialized);
+      }
+    } else {
+      const states = jobs.map((job) => this.stateOf(job, now));
+      const column = <K extends keyof ReturnType<JobQueue['stateOf']>>(key: K) => states.map((state) => state[key]);
+      tx.send(PG_INSERT_JOBS, jobs.map((job) => job.id), jobs.map((job) => job.kind), column('maxAttempts'), column('runAt'), jobs.map((job) => job.source ?? null),
+        jobs.map((job) => (job.ran?.status === 'succeeded' ? null : job.serialized)), column('status'), column('attempts'), column('startedAt'), column('finishedAt'),
+        column('result'), column('error'), now);
+    }
+    this.queued(jobs, tx);
   }
 
   /** Keeps a just-queued job's parsed payload for the worker, within the cache's bounds. */

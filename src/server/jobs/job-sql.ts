@@ -63,15 +63,16 @@ export const nextDueJob = (lane?: JobLane): string => `SELECT MIN(run_at) AS nex
 
 /**
  * New jobs and their payloads in one statement, whatever their number (a
- * group of deliveries' jobs): queued, or already running for this daemon when
- * it runs them at once (started_at, claimed_by and lease set).
+ * group of deliveries' jobs), each in the state its first attempt (if it made
+ * one as it was queued) left it: see JobQueue.enqueue. A job done on its first
+ * attempt keeps no payload.
  */
 export const PG_INSERT_JOBS = `WITH input AS (
-    SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::int[], $9::bigint[])
-      AS t(id, kind, max_attempts, run_at, source, payload, status, attempts, lease_expires_at)),
-  jobs AS (INSERT INTO jobs (id, kind, status, attempts, max_attempts, run_at, created_at, source, started_at, claimed_by, lease_expires_at)
-    SELECT id, kind, status, attempts, max_attempts, run_at, $10::bigint, source, CASE WHEN status = 'running' THEN $10::bigint END, CASE WHEN status = 'running' THEN $11::text END, lease_expires_at FROM input RETURNING id)
-  INSERT INTO job_payloads (job_id, payload) SELECT id, payload FROM input`;
+    SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::int[], $9::bigint[], $10::bigint[], $11::text[], $12::text[])
+      AS t(id, kind, max_attempts, run_at, source, payload, status, attempts, started_at, finished_at, result, error)),
+  jobs AS (INSERT INTO jobs (id, kind, status, attempts, max_attempts, run_at, created_at, source, started_at, finished_at, result, error)
+    SELECT id, kind, status, attempts, max_attempts, run_at, $13::bigint, source, started_at, finished_at, result, error FROM input RETURNING id)
+  INSERT INTO job_payloads (job_id, payload) SELECT id, payload FROM input WHERE payload IS NOT NULL`;
 
 /** Outcomes of a group of jobs this daemon still holds, in one statement; returns the ids recorded. */
 export const PG_SUCCEED_JOBS = `UPDATE jobs SET status = 'succeeded', finished_at = $1, result = t.result, error = NULL, lease_expires_at = NULL

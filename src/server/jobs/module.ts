@@ -32,6 +32,8 @@ export interface Jobs {
   handles(kind: string): boolean;
   /** Adds a pruner to the retention job: it deletes what is older than the retention (in ms) and says how much. */
   retention(name: string, prune: (retentionMs: number) => Promise<number>): void;
+  /** Makes new jobs' first attempts in the transaction that queues them, for the store-only kinds that owe no order (JobWorker.runAtOnce). */
+  runAtOnce: JobWorker['runAtOnce'];
 }
 
 
@@ -172,6 +174,6 @@ export default defineModule<Jobs>({
       handler: (args) => existing(String(args.id)),
     });
 
-    return { queue, handles, retention: (name, prune) => void pruners.set(name, prune) };
+    return { queue, handles, retention: (name, prune) => void pruners.set(name, prune), runAtOnce: (jobs, tx) => worker.runAtOnce(jobs, tx) };
   },
 });

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
-import type { JobKind } from '../kernel/module.ts';
+import type { JobContext, JobKind } from '../kernel/module.ts';
 import type { Db, Store, Tx } from '../store/database.ts';
+import { inTransaction } from '../store/engine.ts';
 import { type ClaimedJob, type FirstAttempt, JOB_LIMITS, type JobQueue } from './job-queue.ts';
 
 export interface JobWorkerOptions {
@@ -24,6 +25,26 @@ export interface JobWorkerOptions {
    * behind them. A worker alone in its thread needs none.
    */
   yieldTo?: () => { waiting: boolean; claim: number };
+}
+
+/**
+ * What a handler of a job is given: where it reads and writes, and `send` for
+ * writes it does not wait for. In a transaction those go out with what
+ * follows them; on the store each is its own statement, and the attempt waits
+ * for all of them (`sent`) before its outcome is recorded.
+ */
+function contextOf(job: ClaimedJob | { id: string }, attempt: number, db: Db): { context: JobContext; sent: () => Promise<unknown> } {
+  if (inTransaction(db)) return { context: { db, send: (sql, ...params) => db.send(sql, ...params), jobId: job.id, attempt }, sent: async () => undefined };
+  const writes: Promise<unknown>[] = [];
+  return { context: { db, send: (sql, ...params) => void writes.push(db.run(sql, ...params)), jobId: job.id, attempt }, sent: () => Promise.all(writes) };
+}
+
+/** Runs a handler in a context; resolves with its result once every write it sent is made. */
+async function attempt(kind: JobKind, job: { id: string; payload: unknown }, tries: number, db: Db): Promise<unknown> {
+  const { context, sent } = contextOf(job, tries, db);
+  const result = await kind.run(job.payload, context);
+  await sent();
+  return result;
 }
 
 /** How often an idle worker looks for jobs whose time has come (enqueues wake it at once). */
@@ -201,7 +222,7 @@ export class JobWorker {
           continue;
         }
         try {
-          succeeded.push([job.id, await tx.transaction((savepoint) => Promise.resolve(kind.run(job.payload, { db: savepoint, jobId: job.id, attempt: job.attempts })))]);
+          succeeded.push([job.id, await tx.transaction((savepoint) => attempt(kind, job, job.attempts, savepoint))]);
         } catch (error) {
           if (tx.lost) throw error;
           await this.failed(job, error, tx);
@@ -232,10 +253,9 @@ export class JobWorker {
         this.track(job, kind);
         continue;
       }
-      const attempt = () => Promise.resolve()
-        .then(() => kind.run(job.payload, { db: store, jobId: job.id, attempt: job.attempts }))
+      const run = () => attempt(kind, job, job.attempts, store)
         .then((result): [ClaimedJob, Outcome] => [job, { succeeded: true, result }], (error: unknown): [ClaimedJob, Outcome] => [job, { succeeded: false, error }]);
-      const outcome = kind.ordered ? ordered.then(attempt) : attempt();
+      const outcome = kind.ordered ? ordered.then(run) : run();
       if (kind.ordered) ordered = outcome;
       outcomes.push(outcome);
     }
@@ -264,31 +284,51 @@ export class JobWorker {
   }
 
   /**
-   * Makes a job's first attempt as it is queued, inside the caller's
-   * transaction; the caller makes sure no job of this worker's lane waits
-   * before it, so jobs still run in the order they came. A store-only
-   * handler's writes are a savepoint: a failing attempt undoes only its own.
-   * Returns the outcome to record with the job (JobQueue.enqueue's `ran`), or
-   * undefined (no handler, one that is not store-only, or the worker stops)
-   * to queue it as usual.
+   * Makes the first attempts of jobs as they are queued, inside the caller's
+   * transaction, for those whose handlers only touch the store; the caller
+   * queues each with its outcome (JobQueue.enqueue's `ran`), and the others
+   * as usual. Jobs of an ordered kind run here only when `ordered` says no
+   * job could be overtaken (none of the lane waits before them).
+   *
+   * On SQLite each handler runs in a savepoint, one after another: a failing
+   * attempt undoes only its own writes and is recorded failed. On PostgreSQL
+   * they run side by side (their statements travel together) and a failing
+   * one fails the whole transaction: the caller records the group again
+   * without running anything at once, and the jobs take their turn.
    */
-  async runNow(job: { id: string; kind: string; payload: unknown }, tx: Tx): Promise<FirstAttempt | undefined> {
-    const kind = this.options.handler(job.kind);
-    if (!kind?.transactional || this.stopped) return undefined;
-    const claimed: ClaimedJob = { ...job, attempts: 1, maxAttempts: JOB_LIMITS.defaultMaxAttempts };
-    try {
-      const result = await tx.transaction((savepoint) => Promise.resolve(kind.run(job.payload, { db: savepoint, jobId: job.id, attempt: 1 })));
-      return { status: 'succeeded', result };
-    } catch (error) {
-      // The storage failed under the whole transaction, not just this attempt: the caller's transaction fails with it.
-      if (tx.lost) throw error;
-      return { status: 'failed', error: this.attemptFailed(claimed, error) };
+  async runAtOnce(jobs: readonly { id: string; kind: string; payload: unknown }[], tx: Tx, ordered: () => boolean | Promise<boolean> = () => false): Promise<Map<string, FirstAttempt>> {
+    const outcomes = new Map<string, FirstAttempt>();
+    if (this.stopped) return outcomes;
+    const runnable: { job: (typeof jobs)[number]; kind: JobKind }[] = [];
+    let inOrder: boolean | undefined;
+    for (const job of jobs) {
+      const kind = this.options.handler(job.kind);
+      if (!kind?.transactional) continue;
+      // Asked once, and only when an ordered kind comes.
+      if (kind.ordered && !(inOrder ??= await ordered())) continue;
+      runnable.push({ job, kind });
     }
+    if (tx.kind === 'postgres') {
+      const results = await Promise.all(runnable.map(({ job, kind }) => attempt(kind, job, 1, tx)));
+      runnable.forEach(({ job }, index) => outcomes.set(job.id, { status: 'succeeded', result: results[index] }));
+      return outcomes;
+    }
+    for (const { job, kind } of runnable) {
+      try {
+        const result = await tx.transaction((savepoint) => attempt(kind, job, 1, savepoint));
+        outcomes.set(job.id, { status: 'succeeded', result });
+      } catch (error) {
+        // The storage failed under the whole transaction, not just this attempt: the caller's transaction fails with it.
+        if (tx.lost) throw error;
+        outcomes.set(job.id, { status: 'failed', error: this.attemptFailed({ ...job, attempts: 1, maxAttempts: JOB_LIMITS.defaultMaxAttempts }, error) });
+      }
+    }
+    return outcomes;
   }
 
   /** Runs a job whose handler does more than touch the store, on its own; a free place then takes the next job. */
   private track(job: ClaimedJob, kind: JobKind): void {
-    const run = this.finish(job, Promise.resolve().then(() => kind.run(job.payload, { db: this.options.store, jobId: job.id, attempt: job.attempts })))
+    const run = this.finish(job, Promise.resolve().then(() => attempt(kind, job, job.attempts, this.options.store)))
       .finally(() => {
         this.running.delete(job.id);
         this.schedule();

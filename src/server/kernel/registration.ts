@@ -12,6 +12,7 @@ import type { MethodName, MethodParams } from '../../shared/protocol/methods.ts'
 import type { MethodResult } from '../../shared/protocol/results.ts';
 import type { OperatorScope, TokenScope } from '../../shared/protocol/scopes.ts';
 import type { Db } from '../store/database.ts';
+import type { Parameter } from '../store/engine.ts';
 import type { ChannelKind } from './channel.ts';
 import type { DomainError } from './errors.ts';
 
@@ -137,11 +138,17 @@ export interface ToolDef {
 
 export interface JobContext {
   /**
-   * Where the handler writes: the transaction its job's outcome commits in,
-   * for a handler that only writes to the store (declared `transactional`),
-   * else the store itself.
+   * Where the handler reads and writes: the transaction its job's outcome
+   * commits in, for a handler that only touches the store (declared
+   * `transactional`), else the store itself.
    */
   db: Db;
+  /**
+   * A write the handler need not wait for: it is made with the job's outcome
+   * (on PostgreSQL in the same round trip as the commit), and its failure
+   * fails the attempt.
+   */
+  send(sql: string, ...params: Parameter[]): void;
   jobId: string;
   attempt: number;
 }

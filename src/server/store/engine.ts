@@ -39,4 +39,15 @@ export interface Tx extends Db {
   readonly lost: boolean;
   /** Statements without parameters, possibly several: a migration's. */
   exec(sql: string): Promise<void>;
+  /**
+   * A write whose answer the work does not wait for: it goes out at once
+   * (on PostgreSQL, with what follows it and the COMMIT in one round trip),
+   * and its failure fails the transaction. For a transaction's last writes.
+   */
+  send(sql: string, ...params: Parameter[]): void;
+  /** Runs once the whole transaction has committed (never, if it rolls back): what others may act on only then. */
+  afterCommit(callback: () => void): void;
 }
+
+/** Whether statements run in a transaction (else each on its own). */
+export const inTransaction = (db: Db): db is Tx => 'afterCommit' in db;

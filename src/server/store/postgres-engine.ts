@@ -264,6 +264,7 @@ export class PostgresEngine {
     try {
       const result = await work(tx);
       await tx.commit();
+      tx.committed();
       return result;
     } catch (error) {
       await tx.rollback();
@@ -308,6 +309,9 @@ class PostgresTx implements Tx {
   private depth = 0;
   /** The connection could not be brought back to a clean state: it is closed, not given back to the pool. */
   private broken = false;
+  /** Statements sent (send) before the connection came, once they are on their way. */
+  private submitted: Promise<void> = Promise.resolve();
+  private readonly onCommit: (() => void)[] = [];
 
   constructor(engine: PostgresEngine) {
     this.engine = engine;
@@ -319,16 +323,44 @@ class PostgresTx implements Tx {
       return client;
     });
     const client = await this.connection;
-    for (const sql of this.deferred) this.send(sql);
-    this.deferred = [];
+    this.flushDeferred();
     return client;
   }
 
+  private flushDeferred(): void {
+    for (const sql of this.deferred) this.control(sql);
+    this.deferred = [];
+  }
+
   /** Sends transaction control without waiting for its answer (see unanswered). */
-  private send(sql: string): void {
+  private control(sql: string): void {
     const answer = this.client!.query(sql);
     answer.catch(() => {});
     this.unanswered.push(answer);
+  }
+
+  afterCommit(callback: () => void): void {
+    this.onCommit.push(callback);
+  }
+
+  /** Runs what waited for the commit. */
+  committed(): void {
+    for (const callback of this.onCommit) callback();
+  }
+
+  /** A statement whose answer nobody waits for: written at once, ahead of what follows it (COMMIT included); its failure fails the commit. */
+  send(sql: string, ...params: Parameter[]): void {
+    const submit = (client: pg.PoolClient) => {
+      const answer = this.engine.query(client, 'run', sql, params);
+      answer.catch(() => {});
+      this.unanswered.push(answer);
+    };
+    if (this.client) {
+      this.flushDeferred();
+      submit(this.client);
+      return;
+    }
+    this.submitted = this.submitted.then(() => this.open()).then(submit, () => undefined);
   }
 
   /** Waits for the answers to the control sent so far; the first failure is the transaction's. */
@@ -385,6 +417,8 @@ class PostgresTx implements Tx {
   }
 
   async transaction<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
+    await this.submitted;
+    const mark = this.onCommit.length;
     const savepoint = `SAVEPOINT sp${++this.depth}`;
     this.deferred.push(savepoint);
     // Whether the savepoint reached the server: it did once a statement ran under it.
@@ -395,14 +429,16 @@ class PostgresTx implements Tx {
     };
     try {
       const result = await work(this);
-      if (sent()) this.send(`RELEASE sp${this.depth}`);
+      if (sent()) this.control(`RELEASE sp${this.depth}`);
       return result;
     } catch (error) {
+      // What waited for the commit of what was undone waits for nothing.
+      this.onCommit.length = mark;
       if (sent()) {
         try {
           await this.answered().catch(() => {});
           await this.client!.query(`ROLLBACK TO sp${this.depth}`);
-          this.send(`RELEASE sp${this.depth}`);
+          this.control(`RELEASE sp${this.depth}`);
         } catch (undoError) {
           this.broken = true;
           this.engine.failed(undoError);
@@ -417,12 +453,16 @@ class PostgresTx implements Tx {
   async commit(): Promise<void> {
     // Never opened, or still opening (a statement failed before its connection came): nothing to commit.
     if (this.connection) await this.connection.catch(() => {});
+    await this.submitted;
     if (!this.client) return;
     if (this.broken) throw new PostgresError({ message: 'the transaction could not be undone in part and was rolled back' });
+    // COMMIT goes out behind whatever is still unanswered, in the same round trip.
+    const committed = this.client.query('COMMIT');
+    committed.catch(() => {});
     let result: pg.QueryResult;
     try {
       await this.answered();
-      result = await this.client.query('COMMIT');
+      result = await committed;
     } catch (error) {
       throw this.engine.failed(error);
     }
@@ -432,6 +472,7 @@ class PostgresTx implements Tx {
 
   async rollback(): Promise<void> {
     if (this.connection) await this.connection.catch(() => {});
+    await this.submitted;
     if (!this.client || this.broken) return;
     try {
       await this.answered().catch(() => {});

@@ -195,8 +195,9 @@ export class SqliteEngine {
       try {
         await this.patiently(() => this.db.exec('BEGIN IMMEDIATE'));
         let result: T;
+        const committed: (() => void)[] = [];
         try {
-          result = await work(new SqliteTx(this, 0));
+          result = await work(new SqliteTx(this, 0, committed));
           this.db.exec('COMMIT');
         } catch (error) {
           // SQLite rolls a transaction back by itself after some failures (a full disk): only what is still open is
@@ -210,6 +211,7 @@ export class SqliteEngine {
           }
           throw error;
         }
+        for (const callback of committed) callback();
         return result;
       } finally {
         turns?.leave();
@@ -238,10 +240,16 @@ class SqliteTx implements Tx {
   readonly kind = 'sqlite' as const;
   private readonly engine: SqliteEngine;
   private readonly depth: number;
+  private readonly committed: (() => void)[];
 
-  constructor(engine: SqliteEngine, depth: number) {
+  constructor(engine: SqliteEngine, depth: number, committed: (() => void)[]) {
     this.engine = engine;
     this.depth = depth;
+    this.committed = committed;
+  }
+
+  afterCommit(callback: () => void): void {
+    this.committed.push(callback);
   }
 
   run(sql: string, ...params: Parameter[]): Promise<RunResult> {
@@ -264,15 +272,22 @@ class SqliteTx implements Tx {
     return settled(() => this.engine.db.exec(sql));
   }
 
+  send(sql: string, ...params: Parameter[]): void {
+    this.engine.execute('run', sql, params);
+  }
+
   async transaction<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
     const { db } = this.engine;
     const savepoint = `sp${this.depth + 1}`;
+    const mark = this.committed.length;
     db.exec(`SAVEPOINT ${savepoint}`);
     try {
-      const result = await work(new SqliteTx(this.engine, this.depth + 1));
+      const result = await work(new SqliteTx(this.engine, this.depth + 1, this.committed));
       db.exec(`RELEASE ${savepoint}`);
       return result;
     } catch (error) {
+      // What waited for the commit of what was undone waits for nothing.
+      this.committed.length = mark;
       if (db.isTransaction) {
         try {
           db.exec(`ROLLBACK TO ${savepoint}; RELEASE ${savepoint}`);

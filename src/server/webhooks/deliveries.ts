@@ -74,8 +74,12 @@ export type RawDelivery = { event: string; deliveryId: string; hookId: string | 
 /** What became of a delivery: recorded (or found recorded), or refused for its payload (a 400, with why). */
 export type Outcome = Accepted | { refused: string };
 
-/** Makes a delivery's job's first attempt as it is recorded, in its transaction (JobWorker.runNow); undefined queues it as usual. */
-export type RunNow = (job: { id: string; kind: string; payload: unknown }, tx: Tx) => Promise<FirstAttempt | undefined>;
+/**
+ * Makes the first attempts of a group's new jobs as they are recorded, in
+ * their transaction (JobWorker.runAtOnce); the jobs it leaves out are queued
+ * as usual.
+ */
+export type RunAtOnce = (jobs: { id: string; kind: string; payload: unknown }[], tx: Tx) => Promise<Map<string, FirstAttempt>>;
 
 /** A delivery's job payload: the body as it came (already checked to be a JSON object), not parsed and serialised again. */
 function jobPayload(delivery: DeliveryInput): { serialized: string; parsed: unknown } {
@@ -88,48 +92,34 @@ function jobPayload(delivery: DeliveryInput): { serialized: string; parsed: unkn
 const CLAIM_DELIVERY = 'INSERT INTO webhook_deliveries (hook_id, delivery_id, event, received_at, job_id) VALUES (?, ?, ?, ?, ?) ON CONFLICT (hook_id, delivery_id) DO NOTHING';
 const DELIVERY_JOB = 'SELECT job_id FROM webhook_deliveries WHERE hook_id = ? AND delivery_id = ?';
 
-/**
- * The writes of one delivery and its job, inside the caller's transaction
- * (committed before anything answers). A redelivery (same hook id and
- * delivery id) creates nothing. Without a hook id the key is the delivery id
- * alone: stored as "", since SQL NULLs never collide.
- */
-async function recordDelivery(tx: Tx, queue: JobQueue, delivery: DeliveryInput, runNow?: RunNow): Promise<Accepted> {
-  const hookKey = delivery.hookId ?? '';
-  // The delivery's row first, claiming its key: of two daemons taking the same delivery at once (a shared store),
-  // the second waits for the first's commit and then inserts nothing.
-  const jobId = queue.newId();
-  const { changes } = await tx.run(CLAIM_DELIVERY, hookKey, delivery.deliveryId, delivery.event, Date.now(), jobId);
-  if (changes === 0) {
-    const existing = await tx.get<{ job_id: string }>(DELIVERY_JOB, hookKey, delivery.deliveryId);
-    return { deliveryId: delivery.deliveryId, jobId: existing!.job_id, duplicate: true };
-  }
-  const kind = `github.${delivery.event}`;
-  const payload = jobPayload(delivery);
-  const ran = runNow && payload.parsed ? await runNow({ id: jobId, kind, payload: payload.parsed }, tx) : undefined;
-  await queue.enqueue({ id: jobId, kind, source: delivery.deliveryId, ...payload, ran }, tx);
-  return { deliveryId: delivery.deliveryId, jobId, duplicate: false };
-}
-
 /** A delivery's key, as one string. */
 const deliveryKey = (hookId: string, deliveryId: string): string => `${hookId}\u0000${deliveryId}`;
 
 type DeliveryRow = { hook_id: string; delivery_id: string; job_id: string };
 
 /**
- * A group of deliveries on PostgreSQL, in two statements whatever its size:
- * the keys claimed at once (a key claimed already, by this group or another
- * daemon, is a duplicate and answers with the first job's id), then the new
- * jobs queued. Rows go in the order of their keys: two daemons writing
- * overlapping groups then take the keys' locks in one order, and never
- * deadlock.
+ * Claims the keys of a group of deliveries: each delivery's job id, the one
+ * of the first delivery of its key. Without a hook id the key is the delivery
+ * id alone: stored as "", since SQL NULLs never collide. Of two daemons
+ * taking the same delivery at once (a shared store), the second waits for the
+ * first's commit and then inserts nothing. On PostgreSQL, two statements
+ * whatever the group's size, its rows in the order of their keys: two daemons
+ * writing overlapping groups then take the keys' locks in one order, and
+ * never deadlock.
  */
-async function recordGroup(tx: Tx, queue: JobQueue, deliveries: DeliveryInput[]): Promise<Accepted[]> {
+async function claimKeys(tx: Tx, deliveries: DeliveryInput[], ids: string[]): Promise<string[]> {
   const hooks = deliveries.map((delivery) => delivery.hookId ?? '');
+  const now = Date.now();
+  if (tx.kind !== 'postgres') {
+    const jobs: string[] = [];
+    for (const [index, delivery] of deliveries.entries()) {
+      const { changes } = await tx.run(CLAIM_DELIVERY, hooks[index]!, delivery.deliveryId, delivery.event, now, ids[index]!);
+      jobs.push(changes === 1 ? ids[index]! : (await tx.get<{ job_id: string }>(DELIVERY_JOB, hooks[index]!, delivery.deliveryId))!.job_id);
+    }
+    return jobs;
+  }
   const keys = deliveries.map((delivery, index) => deliveryKey(hooks[index]!, delivery.deliveryId));
   const order = keys.map((_, index) => index).sort((a, b) => (keys[a]! < keys[b]! ? -1 : keys[a]! > keys[b]! ? 1 : 0));
-  const ids = deliveries.map(() => queue.newId());
-  const now = Date.now();
   const claimed = await tx.all<DeliveryRow>(PG_CLAIM_DELIVERIES, order.map((index) => hooks[index]!), order.map((index) => deliveries[index]!.deliveryId),
     order.map((index) => deliveries[index]!.event), order.map(() => now), order.map((index) => ids[index]!));
   const jobOf = new Map(claimed.map((row) => [deliveryKey(row.hook_id, row.delivery_id), row.job_id]));
@@ -138,29 +128,36 @@ async function recordGroup(tx: Tx, queue: JobQueue, deliveries: DeliveryInput[])
     const found = await tx.all<DeliveryRow>(PG_DELIVERY_JOBS, missing.map((index) => hooks[index]!), missing.map((index) => deliveries[index]!.deliveryId));
     for (const row of found) jobOf.set(deliveryKey(row.hook_id, row.delivery_id), row.job_id);
   }
-  await queue.enqueueMany(order.filter((index) => jobOf.get(keys[index]!) === ids[index]).map((index) => {
-    const delivery = deliveries[index]!;
-    return { id: ids[index]!, kind: `github.${delivery.event}`, source: delivery.deliveryId, ...jobPayload(delivery) };
-  }), tx);
-  return deliveries.map((delivery, index) => {
-    const jobId = jobOf.get(keys[index]!)!;
-    return { deliveryId: delivery.deliveryId, jobId, duplicate: jobId !== ids[index] };
-  });
+  return keys.map((key) => jobOf.get(key)!);
 }
 
 /**
  * Records a group of deliveries and their jobs in one transaction (no
  * savepoint per delivery: a failure fails the group anyway), committed when
- * this resolves. With `runNow` (on SQLite), each new job's first attempt is
- * made in the same transaction, and its outcome committed with the delivery.
+ * this resolves; a redelivery (same hook id and delivery id) creates nothing
+ * and answers with the first one's job. With `runAtOnce`, the new jobs whose
+ * handlers only touch the store make their first attempt in the same
+ * transaction, and commit with their deliveries: no claim, no second commit.
  */
-export function recordDeliveries(store: Store, queue: JobQueue, deliveries: DeliveryInput[], runNow?: RunNow): Promise<Accepted[]> {
-  return store.transaction(async (tx) => {
-    if (tx.kind === 'postgres') return recordGroup(tx, queue, deliveries);
-    const accepted: Accepted[] = [];
-    for (const delivery of deliveries) accepted.push(await recordDelivery(tx, queue, delivery, runNow));
-    return accepted;
+export async function recordDeliveries(store: Store, queue: JobQueue, deliveries: DeliveryInput[], runAtOnce?: RunAtOnce): Promise<Accepted[]> {
+  const record = (atOnce: RunAtOnce | undefined) => store.transaction(async (tx) => {
+    const ids = deliveries.map(() => queue.newId());
+    const jobIds = await claimKeys(tx, deliveries, ids);
+    const fresh = deliveries.flatMap((delivery, index) => (jobIds[index] === ids[index]
+      ? [{ id: ids[index]!, kind: `github.${delivery.event}`, source: delivery.deliveryId, ...jobPayload(delivery) }] : []));
+    const ran = atOnce ? await atOnce(fresh.flatMap((job) => (job.parsed ? [{ id: job.id, kind: job.kind, payload: job.parsed }] : [])), tx) : undefined;
+    queue.queueMany(fresh.map((job) => ({ ...job, ran: ran?.get(job.id) })), tx);
+    return deliveries.map((delivery, index) => ({ deliveryId: delivery.deliveryId, jobId: jobIds[index]!, duplicate: jobIds[index] !== ids[index] }));
   });
+  if (!runAtOnce) return record(undefined);
+  try {
+    return await record(runAtOnce);
+  } catch (error) {
+    // A handler that failed at once (on PostgreSQL it fails its group) leaves its job to be queued and run in its turn:
+    // the group is recorded again without running anything. A storage that fails, fails the group.
+    if (store.health.failed(error)) throw error;
+    return record(undefined);
+  }
 }
 
 /**
@@ -169,7 +166,7 @@ export function recordDeliveries(store: Store, queue: JobQueue, deliveries: Deli
  * others. Each parsed payload is kept for the job worker of the same thread,
  * which then need not parse it again.
  */
-export async function acceptDeliveries(store: Store, queue: JobQueue, raws: RawDelivery[], runNow?: RunNow): Promise<Outcome[]> {
+export async function acceptDeliveries(store: Store, queue: JobQueue, raws: RawDelivery[], runAtOnce?: RunAtOnce): Promise<Outcome[]> {
   const outcomes: Outcome[] = new Array(raws.length);
   const good: DeliveryInput[] = [];
   const places: number[] = [];
@@ -184,7 +181,7 @@ export async function acceptDeliveries(store: Store, queue: JobQueue, raws: RawD
       outcomes[index] = { refused: error.message };
     }
   });
-  if (good.length > 0) (await recordDeliveries(store, queue, good, runNow)).forEach((accepted, index) => { outcomes[places[index]!] = accepted; });
+  if (good.length > 0) (await recordDeliveries(store, queue, good, runAtOnce)).forEach((accepted, index) => { outcomes[places[index]!] = accepted; });
   return outcomes;
 }
 

@@ -26,25 +26,20 @@ const repositoryNames = (list: unknown): string[] =>
   Array.isArray(list) ? list.map((repository) => repository?.full_name).filter((name): name is string => typeof name === 'string') : [];
 
 /**
- * Whether a delivery's job owes no order to the jobs queued before it: a push
- * is recorded on its own (keyed by its job) and an event the gateway only
- * acknowledges writes nothing, so any order serves them. Installation events
- * change what the next one builds on, and run in the order they came.
- */
-export const runsInAnyOrder = (kind: string): boolean => kind !== 'github.installation' && kind !== 'github.installation_repositories';
-
-/**
  * Built-in handlers: installations and their repositories kept current,
  * pushes recorded, everything else acknowledged. Each only writes to the
- * store, and writes nothing twice when run again.
+ * store, and writes nothing twice when run again. A push is recorded on its
+ * own (keyed by its job) and an event the gateway only acknowledges writes
+ * nothing, so any order serves them; installation events change what the
+ * next one builds on, and run in the order they came.
  */
 export function registerGithubHandlers(jobs: RegistrationApi['jobs']): void {
-  jobs.handle('github.push', async (payload, { db, jobId }) => {
+  jobs.handle('github.push', (payload, { send, jobId }) => {
     const { body, deliveryId, hookId } = payload as DeliveryPayload;
     const commits = Array.isArray(body.commits) ? body.commits.length : 0;
     const head = body.head_commit?.id ?? body.after ?? null;
     // A job run again (its lease lapsed while it ran) records its push once.
-    await db.run(`INSERT INTO pushes (job_id, hook_id, delivery_id, repository, ref, head_commit, commit_count, received_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+    send(`INSERT INTO pushes (job_id, hook_id, delivery_id, repository, ref, head_commit, commit_count, received_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
       ON CONFLICT (job_id) DO NOTHING`, jobId, hookId ?? '', deliveryId, body.repository.full_name, body.ref, head, commits, now());
     return { repository: body.repository.full_name, ref: body.ref, headCommit: head, commits };
   }, { transactional: true });

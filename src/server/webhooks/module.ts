@@ -22,7 +22,7 @@ export default defineModule({
   needs: [jobsModule],
   migrations: WEBHOOK_MIGRATIONS,
   async setup(ctx) {
-    const { queue, retention } = ctx.use(jobsModule);
+    const { queue, retention, runAtOnce } = ctx.use(jobsModule);
     retention('deliveries', (retentionMs) => pruneDeliveries(ctx.store, retentionMs));
     // The current secret and, during rotation, the previous one: the environment first, then the store.
     let secrets: string[] = [];
@@ -45,7 +45,8 @@ export default defineModule({
         }),
       })
       : undefined;
-    const here = (deliveries: Parameters<AcceptGroup>[0]) => acceptDeliveries(store, queue, deliveries);
+    // Recorded on this thread, a delivery's job makes its first attempt in the delivery's own transaction when it can.
+    const here = (deliveries: Parameters<AcceptGroup>[0]) => acceptDeliveries(store, queue, deliveries, runAtOnce);
     const accept: AcceptGroup = (deliveries) => (thread ? thread.route(deliveries, here) : here(deliveries));
     ctx.onStop((deadline) => thread?.stop(deadline));
 

@@ -8,10 +8,10 @@ import type { Logger } from 'pino';
 import { parentPort, workerData } from 'node:worker_threads';
 import { JobQueue, JobWorker, WEBHOOK_LANE } from '../jobs/module.ts';
 import { TableBuilder } from '../kernel/registry.ts';
-import { Store, type Tx } from '../store/database.ts';
+import { Store } from '../store/database.ts';
 import { WriterTurns } from '../store/writer-turns.ts';
-import { registerGithubHandlers, runsInAnyOrder } from './github-handlers.ts';
-import { acceptDeliveries, type Outcome } from './deliveries.ts';
+import { registerGithubHandlers } from './github-handlers.ts';
+import { acceptDeliveries, type Outcome, type RunAtOnce } from './deliveries.ts';
 import { type FromThread, type ThreadSettings, type ToThread } from './thread-protocol.ts';
 
 const settings = workerData as ThreadSettings;
@@ -101,13 +101,8 @@ async function recordWaiting(): Promise<void> {
     // that owes no order (a push) does so even behind a backlog, which then never makes a delivery dearer; the others
     // only while no job of the lane waits before them (jobs keep their order), and queue behind a backlog as usual.
     // Asked once, inside the group's transaction (where a read costs least).
-    let inOrder: boolean | undefined;
-    const runNow = async (job: { id: string; kind: string; payload: unknown }, tx: Tx) => {
-      if (runsInAnyOrder(job.kind)) return worker.runNow(job, tx);
-      inOrder ??= worker.active === 0 && !(await queue.hasDue(tx));
-      return inOrder ? worker.runNow(job, tx) : undefined;
-    };
-    outcomes = await acceptDeliveries(store, queue, groups.flatMap((group) => group.deliveries), runNow);
+    const runAtOnce: RunAtOnce = (jobs, tx) => worker.runAtOnce(jobs, tx, async () => worker.active === 0 && !(await queue.hasDue(tx)));
+    outcomes = await acceptDeliveries(store, queue, groups.flatMap((group) => group.deliveries), runAtOnce);
   } catch (error) {
     for (const group of groups) post({ type: 'failed', id: group.id, error: describe(error) });
     // Said again at every failure: the daemon's own writes that work in between clear what it was told.

@@ -89,7 +89,7 @@ for (const engine of ['sqlite', 'postgres'] as const) describe(`job queue (${eng
     expect(() => new JobQueue(store, { lane: { under: "x'; DROP TABLE jobs; --." } })).to.throw(/lane/);
   });
 
-  it('records a first attempt made as the job is queued: its outcome and its writes commit with it, or only the failure does', async () => {
+  it('makes a first attempt as the job is queued: its outcome and its writes commit with it; a failure is the attempt\'s on SQLite, the transaction\'s on PostgreSQL', async () => {
     await store.transaction((tx) => tx.exec('CREATE TABLE scratch (v TEXT NOT NULL)'));
     const handlers: Record<string, JobHandler> = {
       ok: async (payload, { db }) => {
@@ -105,7 +105,7 @@ for (const engine of ['sqlite', 'postgres'] as const) describe(`job queue (${eng
     const worker = new JobWorker({ queue, store, logger: pino({ level: 'silent' }), concurrency: 4, handler: kinds(handlers, ['elsewhere']), requeueAtStart: false });
     const queueNow = (kind: string, n: number, maxAttempts?: number) => store.transaction(async (tx) => {
       const id = queue.newId();
-      const ran = await worker.runNow({ id, kind, payload: { n } }, tx);
+      const ran = (await worker.runAtOnce([{ id, kind, payload: { n } }], tx)).get(id);
       return queue.enqueue({ id, kind, payload: { n }, ran, maxAttempts }, tx);
     });
     const ok = await queueNow('ok', 1);
@@ -115,22 +115,48 @@ for (const engine of ['sqlite', 'postgres'] as const) describe(`job queue (${eng
     expect(await queue.claim(10)).to.deep.equal([]);
     expect(await store.get('SELECT job_id FROM job_payloads WHERE job_id = ?', ok)).to.equal(undefined);
 
-    const boom = await queueNow('boom', 2);
-    expect(await queue.get(boom)).to.include({ status: 'queued', attempts: 1, error: 'boom' });
-    expect(new Date((await queue.get(boom))!.runAt).getTime()).to.equal(now + 1000);
-    const fatal = await queueNow('boom', 3, 1);
-    expect(await queue.get(fatal)).to.include({ status: 'failed', attempts: 1, error: 'boom' });
+    if (engine === 'sqlite') {
+      const boom = await queueNow('boom', 2);
+      expect(await queue.get(boom)).to.include({ status: 'queued', attempts: 1, error: 'boom' });
+      expect(new Date((await queue.get(boom))!.runAt).getTime()).to.equal(now + 1000);
+      const fatal = await queueNow('boom', 3, 1);
+      expect(await queue.get(fatal)).to.include({ status: 'failed', attempts: 1, error: 'boom' });
+      // The retry is the second attempt, after the backoff.
+      now += 1000;
+      expect((await queue.claim(10)).map((job) => [job.id, job.attempts, job.payload])).to.deep.equal([[boom, 2, { n: 2 }]]);
+    } else {
+      // Handlers run side by side there, without a savepoint each: a failing one fails the whole transaction.
+      await queueNow('boom', 2).then(() => expect.fail('committed a failed attempt'), (error: Error) => expect(error.message).to.equal('boom'));
+      expect((await store.get<{ n: number }>('SELECT COUNT(*) AS n FROM jobs'))!.n).to.equal(1);
+    }
     // The failed attempts' writes were undone with them; the job that succeeded kept its own.
     expect(await store.all('SELECT v FROM scratch')).to.deep.equal([{ v: 'ok 1' }]);
-    // The retry is the second attempt, after the backoff.
-    now += 1000;
-    expect((await queue.claim(10)).map((job) => [job.id, job.attempts, job.payload])).to.deep.equal([[boom, 2, { n: 2 }]]);
 
     // A handler that does more than touch the store is never run inside a transaction: its job is queued as usual.
     const elsewhere = await queueNow('elsewhere', 4);
     expect(await queue.get(elsewhere)).to.include({ status: 'queued', attempts: 0 });
     // So is a kind without a handler.
-    expect(await store.transaction((tx) => worker.runNow({ id: queue.newId(), kind: 'nobody', payload: null }, tx))).to.equal(undefined);
+    const none = await store.transaction((tx) => worker.runAtOnce([{ id: 'job_x', kind: 'nobody', payload: null }], tx));
+    expect(none.size).to.equal(0);
+  });
+
+  it('tells the worker of a job queued in a transaction once it has committed, and never of one rolled back', async () => {
+    let told = 0;
+    queue.onEnqueued(() => told++);
+    await store.transaction(async (tx) => {
+      await queue.enqueue({ kind: 'k', payload: null }, tx);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(told, 'before the commit').to.equal(0);
+    });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(told).to.equal(1);
+    await store.transaction(async (tx) => {
+      await queue.enqueue({ kind: 'k', payload: null }, tx);
+      throw new Error('changed my mind');
+    }).catch(() => undefined);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(told).to.equal(1);
+    expect((await store.get<{ n: number }>('SELECT COUNT(*) AS n FROM jobs'))!.n).to.equal(1);
   });
 
   it('runs store-only handlers of a group together and the others on their own, recording every outcome', async () => {
@@ -278,7 +304,7 @@ describe('a first attempt on a full disk (sqlite)', () => {
     let lost: boolean | undefined;
     let failure: unknown;
     await store.transaction(async (tx) => {
-      const ran = await worker.runNow({ id, kind: 'big', payload: null }, tx);
+      const ran = (await worker.runAtOnce([{ id, kind: 'big', payload: null }], tx)).get(id);
       await queue.enqueue({ id, kind: 'big', payload: null, ran }, tx);
     }).catch((error: unknown) => {
       failure = error;
