@@ -115,7 +115,13 @@ export class RpcClient {
       auth: options.auth,
       ...(options.device ? { device: signIdentity(options.device, { nonce, role: 'operator', scopes, clientId }) } : {}),
     };
-    client.hello = await client.request<HelloOk>('connect', params, timeoutMs);
+    try {
+      client.hello = await client.request<HelloOk>('connect', params, timeoutMs);
+    } catch (error) {
+      // A daemon that does not answer in time is let go of, so the command ends now rather than when it answers.
+      client.close();
+      throw error;
+    }
     return client;
   }
 

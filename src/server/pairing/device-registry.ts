@@ -229,8 +229,10 @@ export class DeviceRegistry {
     return timingSafeEqual(expected, given) ? toDevice(device) : undefined;
   }
 
+  /** Notes when and from where a device was last seen; never fails (what cannot be noted is in the store's health), so nobody need wait for it. */
   markSeen(deviceId: string, address: string): Promise<void> {
-    return this.store.bookkeeping(() => this.store.run('UPDATE devices SET last_seen_at = ?, last_address = ? WHERE id = ?', this.now(), address, deviceId));
+    return this.store.bookkeeping(() => this.store.run('UPDATE devices SET last_seen_at = ?, last_address = ? WHERE id = ?', this.now(), address, deviceId))
+      .catch((error: unknown) => this.store.onUnexpected?.(error, 'when a device was last seen'));
   }
 
   async revoke(deviceId: string): Promise<Device | undefined> {

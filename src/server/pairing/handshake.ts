@@ -53,7 +53,7 @@ export async function admit(params: ConnectParams, origin: Origin, deps: Handsha
     if (!known) throw unauthorized('the device token is invalid or was revoked');
     const scopes = requested.length ? requested : known.scopes;
     if (known.role !== params.role || !within(scopes, known.scopes)) return requestPairing(claimFor(scopes), origin, deps);
-    await deps.devices.markSeen(device.id, origin.address);
+    void deps.devices.markSeen(device.id, origin.address);
     return { role: known.role, scopes, deviceId: device.id, via: 'device-token' };
   }
 
@@ -67,7 +67,7 @@ export async function admit(params: ConnectParams, origin: Origin, deps: Handsha
     await deps.devices.pairDirect(claimFor(scopes), 'invite');
     await deps.audit('device.paired', { subject: device.id, address: origin.address, detail: { via: 'invite', role: params.role, scopes } });
     const deviceToken = await deps.devices.issueTokenIfUndelivered(device.id);
-    await deps.devices.markSeen(device.id, origin.address);
+    void deps.devices.markSeen(device.id, origin.address);
     return { role: params.role, scopes, deviceId: device.id, deviceToken, via: 'invite', paired: 'invite' };
   }
 
@@ -80,13 +80,13 @@ export async function admit(params: ConnectParams, origin: Origin, deps: Handsha
   const current = known && known.revokedAt === null ? known : undefined;
   const scopes = requested.length ? requested : (current?.role === params.role ? current.scopes : defaultScopes);
   if (current && current.role === params.role && within(scopes, current.scopes)) {
-    await deps.devices.markSeen(device.id, origin.address);
+    void deps.devices.markSeen(device.id, origin.address);
     return { role: params.role, scopes, deviceId: device.id, deviceToken: await deps.devices.issueTokenIfUndelivered(device.id), via: 'gateway-credential' };
   }
   if (isLoopbackAddress(origin.address) && !origin.viaProxy) {
     await deps.devices.pairDirect(claimFor(scopes), 'loopback');
     await deps.audit('device.paired', { subject: device.id, address: origin.address, detail: { via: 'loopback', role: params.role, scopes } });
-    await deps.devices.markSeen(device.id, origin.address);
+    void deps.devices.markSeen(device.id, origin.address);
     return { role: params.role, scopes, deviceId: device.id, deviceToken: await deps.devices.issueTokenIfUndelivered(device.id), via: 'gateway-credential', paired: 'loopback' };
   }
   return requestPairing(claimFor(scopes), origin, deps);
