@@ -75,13 +75,16 @@ const quantile = (values: number[], q: number) => {
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
 };
 
-/** The load spread evenly over the daemons (CONNECTIONS in all), after 2 s that warm them; /healthz of the first probed throughout. */
+/**
+ * CONNECTIONS senders on each daemon (several daemons serve more senders:
+ * what another daemon buys is room for more load), after 2 s that warm them;
+ * /healthz of the first probed throughout.
+ */
 async function load(daemons: Daemon[], duration: number): Promise<Round> {
-  const share = Math.max(1, Math.round(CONNECTIONS / daemons.length));
-  await Promise.all(daemons.map((daemon) => loadFrom({ url: `http://127.0.0.1:${daemon.port}/webhooks`, connections: share, duration: 2, deliveries: true, payload: '2-8k' })));
+  await Promise.all(daemons.map((daemon) => loadFrom({ url: `http://127.0.0.1:${daemon.port}/webhooks`, connections: CONNECTIONS, duration: 2, deliveries: true, payload: '2-8k' })));
   const probes = probe(daemons[0]!.port);
   const results = await Promise.all(daemons.map((daemon) => loadFrom({
-    url: `http://127.0.0.1:${daemon.port}/webhooks`, connections: share, duration, deliveries: true, payload: '2-8k',
+    url: `http://127.0.0.1:${daemon.port}/webhooks`, connections: CONNECTIONS, duration, deliveries: true, payload: '2-8k',
   })));
   const latencies = await probes.stop();
   return {
@@ -256,7 +259,7 @@ export async function runPostgresBench(duration: number, rounds: number): Promis
         const drained = await drain(pg, name);
         claims.push(drained.perSecond);
         figures.push({
-          name: `POST /webhooks, ${count} daemon${count > 1 ? 's' : ''} on one PostgreSQL +1 ms`,
+          name: `POST /webhooks, ${count} daemon${count > 1 ? 's' : ''} on one PostgreSQL +1 ms, ${CONNECTIONS} conns each`,
           value: `${describe(round)}; ${stored} stored`, baseline: count === 1 ? `${describe(same)} same host` : `${rates[0]!.toFixed(0)} req/s, 1 daemon`,
           comparison: count === 1 ? `${(round.rps / same.rps).toFixed(2)}x same host` : `${(round.rps / rates[0]!).toFixed(2)}x 1 daemon`,
           target: count === 1 ? 'no 2xx lost' : 'more daemons, more deliveries/s', ok: round.non2xx === 0 && (count === 1 || round.rps > rates[count - 2]!),
