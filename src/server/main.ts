@@ -58,12 +58,7 @@ export async function main(options: MainOptions): Promise<number> {
     }
   };
   return runDaemon({
-    profile: options.profile,
-    port: options.port,
-    bind: options.bind,
-    verbose: options.verbose,
-    logFile: options.logFile,
-    console: options.console,
+    ...options,
     report: (message) => report(message),
     onCreated: (created) => { daemon = created; },
   });
@@ -108,15 +103,7 @@ export async function runCommand(argv: readonly string[]): Promise<number> {
   }
 }
 
-interface RunOptions {
-  profile: string;
-  port?: number;
-  bind?: string;
-  verbose?: boolean;
-  /** Write the profile's log file (default true). */
-  logFile?: boolean;
-  /** Also log to stdout. */
-  console?: ConsoleLog;
+interface RunOptions extends Omit<MainOptions, 'onReport'> {
   /** Called once with the outcome of start-up (ready, already running, or failed). */
   report: (message: DaemonMessage) => void;
   /** Receives the daemon as soon as it exists, so signals can stop it. */
