@@ -30,7 +30,32 @@ for (const stream of [process.stdout, process.stderr]) {
 
 const root = join(__dirname, '..');
 
-async function main(argv) {
+/**
+ * The global flags (--profile/-p with its value, --json) may stand anywhere
+ * on the line, as in gh, kubectl and docker: `gateway --profile staging
+ * start`, `gateway -p staging tokens list`, `gateway --json status`. They are
+ * moved behind the command's words, where every command reads them; nothing
+ * after `--` is touched.
+ */
+function hoistGlobalFlags(argv) {
+  const words = [];
+  const globals = [];
+  for (let index = 0; index < argv.length; index++) {
+    const arg = argv[index];
+    if (arg === '--') {
+      words.push(...argv.slice(index));
+      break;
+    }
+    if (arg === '--json' || arg.startsWith('--profile=')) globals.push(arg);
+    else if ((arg === '--profile' || arg === '-p') && index + 1 < argv.length) globals.push(arg, argv[++index]);
+    else words.push(arg);
+  }
+  const end = words.indexOf('--');
+  return end === -1 ? [...words, ...globals] : [...words.slice(0, end), ...globals, ...words.slice(end)];
+}
+
+async function main(given) {
+  const argv = given[0] === '__complete' ? given : hoistGlobalFlags(given);
   if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-v')) {
     const { version } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
     process.stdout.write(`gateway/${version} ${process.platform}-${process.arch} node-${process.version}\n`);
@@ -52,7 +77,7 @@ async function main(argv) {
       process.exitCode = fast;
     } else {
       const { execute } = await import('@oclif/core');
-      await execute({ dir: join(root, 'package.json') });
+      await execute({ dir: join(root, 'package.json'), args: argv });
     }
   }
 }

@@ -3,6 +3,7 @@ import { asGatewayError, errorJson, errorText, GatewayError } from '../shared/er
 import { ExitCode } from '../shared/exit-codes.ts';
 import { gatewayHome, profilePaths, type ProfilePaths } from '../shared/profile.ts';
 import { requireProfile, selectProfileName } from '../shared/profiles.ts';
+import { suggestions } from './suggest.ts';
 import type { RpcClient } from './rpc-client.ts';
 
 /** The bounds oclif's own parse() declares. */
@@ -146,7 +147,7 @@ export abstract class BaseCommand<T> extends Command {
   }
 
   override async catch(error: Error & { oclif?: { exit?: number }; exitCode?: number }): Promise<unknown> {
-    const failure = toGatewayError(error, this.id?.replaceAll(':', ' '));
+    const failure = toGatewayError(error, this.id?.replaceAll(':', ' '), Object.keys({ ...this.ctor.baseFlags, ...this.ctor.flags }));
     process.exitCode = failure.exitCode;
     if (this.jsonEnabled()) this.logJson(errorJson(failure));
     process.stderr.write(errorText(failure));
@@ -159,11 +160,16 @@ export abstract class BaseCommand<T> extends Command {
   abstract override run(): Promise<T>;
 }
 
-function toGatewayError(error: Error & { oclif?: { exit?: number }; exitCode?: number }, command = '<command>'): GatewayError {
+function toGatewayError(error: Error & { oclif?: { exit?: number }; exitCode?: number; flags?: string[] }, command = '<command>', flags: string[] = []): GatewayError {
   if (error instanceof GatewayError) return error;
   const exit = error.oclif?.exit;
   if (exit === 2 || error.name === 'NonExistentFlagsError' || /Unexpected argument|Missing required|Expected --|Nonexistent flag/i.test(error.message)) {
-    return new GatewayError(error.message.replace(/\nSee more help with --help$/, ''), { kind: 'invalid', hints: [`gateway ${command} --help`] });
+    let message = error.message.replace(/\nSee more help with --help$/, '');
+    // A near miss of a flag the command has (--scopes for --scope) names the one meant.
+    const unknown = Array.isArray(error.flags) ? error.flags.map((flag) => flag.replace(/^-+/, '').split('=')[0]!) : [];
+    const meant = unknown.flatMap((flag) => suggestions(flag, [...flags, 'json', 'help']).slice(0, 1)).map((flag) => `--${flag}`);
+    if (meant.length > 0) message = `${message}. Did you mean ${meant.join(' and ')}?`;
+    return new GatewayError(message, { kind: 'invalid', hints: [`gateway ${command} --help`] });
   }
   return asGatewayError(error);
 }

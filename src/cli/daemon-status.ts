@@ -3,6 +3,7 @@ import type { GatewayConfig } from '../shared/config/types.ts';
 import { inspectDaemon, modifiedAt } from '../shared/daemon-lock.ts';
 import { httpUrl } from '../shared/listen.ts';
 import { derivedPort, type ProfilePaths } from '../shared/profile.ts';
+import { readIdentity } from '../shared/profile-identity.ts';
 import type { RpcClient } from './rpc-client.ts';
 
 export interface StatusResult {
@@ -36,6 +37,15 @@ export interface StatusResult {
 }
 
 /** The state of a profile's daemon from its lock and, when it runs, one RPC round trip. */
+/** The secret store the profile was made with (profile.json), if it can be read. */
+function identityBackend(paths: ProfilePaths): string | undefined {
+  try {
+    return readIdentity(paths)?.secrets;
+  } catch {
+    return undefined;
+  }
+}
+
 export async function daemonStatus(paths: ProfilePaths, options: { rpc: boolean } = { rpc: true }): Promise<StatusResult> {
   // A broken config.json is reported beside the daemon's state, which comes from its lock whatever the file says.
   let config: GatewayConfig | undefined;
@@ -55,7 +65,8 @@ export async function daemonStatus(paths: ProfilePaths, options: { rpc: boolean 
   const base = {
     profile: paths.name,
     logFile: paths.log,
-    secretStore: config?.secrets.backend ?? null,
+    // Where the profile keeps its secrets, as it was made (a running daemon says the same).
+    secretStore: identityBackend(paths) ?? config?.secrets.backend ?? null,
     ...(configError ? { configError } : {}),
   };
   if (found.state === 'stopped') {

@@ -46,6 +46,7 @@ async function plain<T>(argv: readonly string[], command: (flags: { json: boolea
 
 const output = (flags: { json: boolean }) => ({
   say: (text: string) => { if (!flags.json) process.stdout.write(`${text}\n`); },
+  note: (text: string) => process.stderr.write(`${text}\n`),
   warning: (text: string) => process.stderr.write(`Warning: ${text}\n`),
 });
 

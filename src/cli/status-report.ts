@@ -10,6 +10,8 @@ import type { StatusResult } from './daemon-status.ts';
 
 export interface StatusOutput {
   say(text: string): void;
+  /** A line for a person, on stderr (also under --json). */
+  note(text: string): void;
   warning(text: string): void;
   exitWith(code: ExitCode): void;
 }
@@ -51,6 +53,8 @@ export async function reportStatus(status: StatusResult, out: StatusOutput): Pro
     rows.push(['Plugins', [status.plugins.loaded.join(', '), ...status.plugins.errors.map((e) => `${e.plugin} FAILED: ${e.error}`)].filter(Boolean).join('; ')]);
   }
   for (const [label, value] of rows) out.say(`${`${label}:`.padEnd(9)}${value}`);
+  // What to do next, on stderr with the other notes: stdout stays the report (and --json one document).
+  if (status.state === 'stopped' && !status.configError) out.note(`Start it: gateway start --profile ${status.profile}`);
   for (const failure of status.plugins?.errors ?? []) out.warning(`plugin ${failure.plugin} failed to load: ${failure.error}`);
   if (status.configError) out.warning(`${status.configError} ${status.state === 'running' ? 'The running daemon keeps the settings it loaded; a restart would fail until the file is fixed.' : '`gateway start` will fail until the file is fixed.'}`);
   return status;

@@ -34,10 +34,10 @@ function splitPassword(url: string): { url: string; password?: string } {
   try {
     parsed = new URL(url);
   } catch {
-    throw new GatewayError(`--to is not a URL: give postgres://user@host[:port]/database`, { kind: 'invalid' });
+    throw new GatewayError(`--to is not a URL: give postgres://user@host[:port]/database.`, { kind: 'invalid' });
   }
   if (parsed.protocol !== 'postgres:' && parsed.protocol !== 'postgresql:') {
-    throw new GatewayError(`--to must be a postgres:// URL, not ${parsed.protocol}//`, { kind: 'invalid' });
+    throw new GatewayError(`--to must be a postgres:// URL, not ${parsed.protocol}//.`, { kind: 'invalid' });
   }
   const password = parsed.password ? decodeURIComponent(parsed.password) : parsed.searchParams.get('password') ?? undefined;
   parsed.password = '';
@@ -49,9 +49,9 @@ export async function migrateToPostgres(paths: ProfilePaths, target: string, sec
   const { url, password: given } = splitPassword(target);
   const daemon = inspectDaemon(paths);
   if (daemon.state === 'running' || daemon.state === 'starting') {
-    throw new GatewayError(`the daemon of profile ${paths.name} is running: its state would change while it is copied`, { hints: [`gateway stop --profile ${paths.name}   # then run this again`] });
+    throw new GatewayError(`The daemon of profile ${paths.name} is running: its state would change while it is copied.`, { hints: [`gateway stop --profile ${paths.name}   # then run this again`] });
   }
-  if (!existsSync(paths.db)) throw new GatewayError(`profile ${paths.name} has no state to migrate (${paths.db} does not exist)`, { kind: 'not_found' });
+  if (!existsSync(paths.db)) throw new GatewayError(`Profile ${paths.name} has no state to migrate (${paths.db} does not exist).`, { kind: 'not_found' });
   const copied = await copy(paths.db, url, given ?? (await secrets.get('store.password')), progress);
   if (given) await secrets.set('store.password', given);
   await applyConfigChange(paths, 'store.url', url);

@@ -18,6 +18,6 @@ export default class Status extends BaseCommand<StatusResult> {
     const status = flags.url
       ? await remoteStatus(flags.url, () => this.rpc(this.selectProfile(flags.profile), flags.url))
       : await localStatus(this.existingProfile(flags.profile).paths);
-    return reportStatus(status, { say: (text) => this.say(text), warning: (text) => this.warning(text), exitWith: (code) => this.exitWith(code) });
+    return reportStatus(status, { say: (text) => this.say(text), note: (text) => this.note(text), warning: (text) => this.warning(text), exitWith: (code) => this.exitWith(code) });
   }
 }

@@ -251,4 +251,92 @@ describe('CLI contract (e2e)', function () {
       expect((error as { hints: string[] }).hints).to.deep.equal(['gateway start --profile default']);
     }
   });
+
+  it('takes the global flags anywhere on the line: --profile, -p, --profile= and --json before, between and after the command', async () => {
+    const port = await freePort();
+    expect((await home.run(['profiles', 'create', 'staging', '--port', String(port)])).code).to.equal(0);
+    try {
+      const started = await home.run(['--profile', 'staging', 'start', '--json']);
+      expect(started.code, started.stderr).to.equal(0);
+      for (const args of [
+        ['--profile', 'staging', 'status', '--json'], ['-p', 'staging', 'status', '--json'], ['--profile=staging', 'status', '--json'],
+        ['--json', 'status', '--profile', 'staging'], ['--json', '-p', 'staging', 'status'], ['status', '-p', 'staging', '--json'],
+      ]) {
+        const status = await home.run(args);
+        expect(status.code, args.join(' ')).to.equal(0);
+        expect(status.json, args.join(' ')).to.include({ profile: 'staging', state: 'running' });
+      }
+      // Between a topic and its command, and before a command oclif loads.
+      for (const args of [['tokens', '--json', 'list', '-p', 'staging'], ['-p', 'staging', '--json', 'tokens', 'list'], ['--profile', 'staging', 'config', 'get', 'gateway.port', '--json']]) {
+        const listed = await home.run(args);
+        expect(listed.code, `${args.join(' ')}: ${listed.stderr}`).to.equal(0);
+        expect(listed.json, args.join(' ')).to.be.an('object');
+      }
+      // Nothing after -- is taken for a global flag.
+      const sent = await home.run(['-p', 'staging', 'config', 'set', 'log.level', '--', '--json']);
+      expect(sent.code).to.equal(2);
+    } finally {
+      await home.run(['stop', '--profile', 'staging']);
+    }
+  });
+
+  it('spells a flag one way in every command, takes both its forms, and names the flag meant for a near miss', async () => {
+    await home.run(['start']);
+    try {
+      const repeated = await home.run(['tokens', 'create', '--name', 'a', '--scope', 'jobs:read', '--scope', 'tokens:read', '--json']);
+      const listed = await home.run(['tokens', 'create', '--name', 'b', '--scopes', 'jobs:read,tokens:read', '--json']);
+      for (const created of [repeated, listed]) {
+        expect(created.code, created.stderr).to.equal(0);
+        expect(created.json.scopes).to.deep.equal(['jobs:read', 'tokens:read']);
+      }
+      const invites = [
+        await home.run(['devices', 'invite', '--scope', 'operator.read', '--scope', 'operator.write', '--json']),
+        await home.run(['devices', 'invite', '--scopes', 'operator.read,operator.write', '--json']),
+        await home.run(['devices', 'invite', '--scope', 'operator.read,operator.write', '--json']),
+      ];
+      for (const invite of invites) expect(invite.code, invite.stderr).to.equal(0);
+      const unknownScope = await home.run(['devices', 'invite', '--scope', 'operator.everything', '--json']);
+      expect(unknownScope.code).to.equal(2);
+      expect(unknownScope.json.error.message).to.include('unknown scope operator.everything');
+      const near = await home.run(['tokens', 'create', '--name', 'c', '--scop', 'jobs:read', '--json']);
+      expect(near.code).to.equal(2);
+      expect(near.json.error.message).to.include('Did you mean --scope?');
+      const far = await home.run(['tokens', 'create', '--name', 'c', '--frobnicate', 'x']);
+      expect(far.code).to.equal(2);
+      expect(far.stderr).to.include('Nonexistent flag: --frobnicate');
+      expect(far.stderr).to.not.include('Did you mean');
+    } finally {
+      await home.run(['stop']);
+    }
+  });
+
+  it('says how to start a stopped profile, and where its secrets are as --json does', async () => {
+    await home.run(['start']);
+    await home.run(['stop']);
+    const status = await home.run(['status']);
+    expect(status.code).to.equal(3);
+    expect(status.stdout).to.match(/State: +stopped/);
+    expect(status.stdout).to.match(/Secrets: +file/);
+    expect(status.stderr).to.include('Start it: gateway start --profile default');
+    const json = await home.run(['status', '--json']);
+    expect(json.code).to.equal(3);
+    expect(json.json).to.include({ state: 'stopped', secretStore: 'file' });
+    // The same through oclif (a form the fast path leaves to it).
+    const slow = await home.run(['status', '--json'], { env: { GATEWAY_CONTENT_TYPE: 'x' } });
+    expect(slow.json).to.include({ state: 'stopped', secretStore: 'file' });
+  });
+
+  it('calls itself gateway in help as in --version, and describes each topic as a topic', async () => {
+    const help = await home.run(['--help']);
+    expect(help.stdout).to.match(/VERSION\n {2}gateway\/\d+\.\d+\.\d+ /);
+    expect(help.stdout).to.not.include('gateway-daemon/');
+    const pair = await home.run(['pair', '--help']);
+    expect(pair.stdout.split('\n')[0]).to.equal('Approve, reject and revoke the direct-message pairing codes of strangers on a channel.');
+    // Every topic has a description of its own, never one of its commands'.
+    const { readFileSync: read } = await import('node:fs');
+    const manifest = JSON.parse(read(new URL('../../oclif.manifest.json', import.meta.url), 'utf8')) as { commands: Record<string, unknown> };
+    const topics = new Set(Object.keys(manifest.commands).filter((id) => id.includes(':')).map((id) => id.split(':').slice(0, -1).join(':')));
+    const declared = JSON.parse(read(new URL('../../package.json', import.meta.url), 'utf8')).oclif.topics as Record<string, unknown>;
+    expect([...topics].filter((topic) => !declared[topic])).to.deep.equal([]);
+  });
 });

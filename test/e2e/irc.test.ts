@@ -108,7 +108,7 @@ describe('IRC channel, DM pairing and sessions against ngircd (e2e)', function (
     const code = await codeFor(stranger);
     const wrong = await home.run(['pair', 'approve', 'irc', 'ABCDEFGH']);
     expect(wrong.code).to.equal(5);
-    expect(wrong.stderr).to.match(/pairing code ABCDEFGH on channel irc is unknown/);
+    expect(wrong.stderr).to.match(/Pairing code ABCDEFGH on channel irc is unknown/);
     expect((await home.run(['pair', 'approve', 'irc', 'not a code at all'])).code).to.equal(5);
     expect((await home.run(['pair', 'approve', 'slack', code])).code).to.equal(5);
     expect((await home.run(['pair', 'reject', 'irc', code])).code).to.equal(0);
@@ -146,7 +146,7 @@ describe('IRC channel, DM pairing and sessions against ngircd (e2e)', function (
 
     const slack = await home.run(['pair', 'approve', 'slack', 'ABCDEFGH', '--json']);
     expect(slack.code).to.equal(5);
-    expect(slack.json.error.message).to.include('no channel named slack');
+    expect(slack.json.error.message).to.include('No channel named slack');
 
     const present = await person('Present');
     const sent = await home.run(['message', 'send', '--channel', 'irc', '--to', present.nick, 'you are there', '--json']);

@@ -251,7 +251,7 @@ describe('several daemons on one PostgreSQL (e2e)', function () {
       expect((await home.run(['config', 'set', 'store.url', `postgres://gateway_pw@127.0.0.1:${pg.port}/${database}`])).code).to.equal(0);
       const missing = await home.run(['start', '--json']);
       expect(missing.code).to.equal(1);
-      expect(missing.json.error.message).to.include('cannot reach the store');
+      expect(missing.json.error.message).to.include('Cannot reach the store');
       expect(JSON.stringify(missing.json.error.hints)).to.include('gateway secrets set store.password');
       expect((await home.run(['secrets', 'set', 'store.password'], { input: 'pw-for-tests\n' })).code).to.equal(0);
       const started = await home.run(['start', '--json']);

@@ -1,5 +1,6 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.ts';
+import { scopeList } from '../../cli/scope-list.ts';
 import { usageError } from '../../shared/errors.ts';
 import type { TokenCreated } from '../../shared/protocol/results.ts';
 import { TOKEN_SCOPES } from '../../shared/protocol/scopes.ts';
@@ -18,7 +19,9 @@ export default class TokensCreate extends BaseCommand<CreatedToken> {
   ];
   static override flags = {
     name: Flags.string({ description: 'what the token is for', required: true }),
-    scope: Flags.string({ description: 'a scope to grant (repeat for more)', required: true, multiple: true, options: [...TOKEN_SCOPES] }),
+    scope: Flags.string({
+      description: `scopes to grant: repeat the flag or give a comma-separated list (${TOKEN_SCOPES.join(', ')})`, required: true, multiple: true, aliases: ['scopes'],
+    }),
     'expires-in': Flags.string({ description: 'lifetime such as 12h, 30d', exclusive: ['expires-at'] }),
     'expires-at': Flags.string({ description: 'expiry as an ISO 8601 time', exclusive: ['expires-in'] }),
     save: Flags.boolean({ description: 'also keep the token in this profile\'s secret store (the OS keychain where there is one)' }),
@@ -33,7 +36,7 @@ export default class TokensCreate extends BaseCommand<CreatedToken> {
     if (expiresAt !== undefined && Number.isNaN(Date.parse(expiresAt))) throw usageError('--expires-at must be an ISO 8601 time, such as 2027-01-31T00:00:00Z.');
     const profile = this.selectProfile(flags.profile);
     const client = await this.rpc(profile, flags.url);
-    const created: CreatedToken = await client.call('tokens.create', { name: flags.name, scopes: flags.scope, ...(expiresAt ? { expiresAt } : {}) });
+    const created: CreatedToken = await client.call('tokens.create', { name: flags.name, scopes: scopeList(flags.scope, TOKEN_SCOPES), ...(expiresAt ? { expiresAt } : {}) });
     if (flags.save) {
       const [{ ensureProfile }, { openSecretStore }] = await Promise.all([import('../../shared/profile-setup.ts'), import('../../shared/secrets/secret-store.ts')]);
       const store = openSecretStore(profile.paths, (await ensureProfile(profile.paths)).backend);

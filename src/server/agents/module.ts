@@ -221,7 +221,7 @@ export default defineModule<Agents>({
       },
     });
     ctx.rpc.method({ name: 'agent.abort', handler: ({ runId, sessionKey }) => {
-      if (!runId && !sessionKey) throw new DomainError('invalid', 'name the run (params.runId) or the session (params.sessionKey) to abort');
+      if (!runId && !sessionKey) throw new DomainError('invalid', 'Name the run (params.runId) or the session (params.sessionKey) to abort.');
       return { aborted: runtime.abort({ runId, sessionKey }) };
     } });
 

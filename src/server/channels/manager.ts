@@ -271,26 +271,26 @@ export class ChannelManager {
   private assertKnown(id: string): void {
     if (this.settings(id) || this.kind(id)) return;
     const known = [...new Set([...Object.keys(this.deps.config().channels), ...this.deps.kinds().keys()])].sort();
-    throw new DomainError('not_found', `no channel named ${id} (channels: ${known.join(', ') || 'none'})`);
+    throw new DomainError('not_found', `No channel named ${id} (channels: ${known.join(', ') || 'none'}).`);
   }
 
   private channel(id: string): Channel {
     const channel = this.running.get(id);
     if (channel) return channel;
-    if (!this.settings(id) && !this.kind(id)) throw new DomainError('not_found', `no channel named ${id}`);
-    if (this.standby.has(id)) throw new DomainError('unavailable', `channel ${id} is connected through another daemon of this gateway; send through that one (gateway store status names it)`);
-    throw new DomainError('unavailable', `channel ${id} is not running (${this.failed.get(id) ?? (this.settings(id)?.enabled ? 'enabled after the daemon started; restart it' : `enable it: gateway config set channels.${id}.enabled true`)})`);
+    if (!this.settings(id) && !this.kind(id)) throw new DomainError('not_found', `No channel named ${id}.`);
+    if (this.standby.has(id)) throw new DomainError('unavailable', `Channel ${id} is connected through another daemon of this gateway; send through that one (gateway store status names it).`);
+    throw new DomainError('unavailable', `Channel ${id} is not running (${this.failed.get(id) ?? (this.settings(id)?.enabled ? 'enabled after the daemon started; restart it' : `enable it: gateway config set channels.${id}.enabled true`)}).`);
   }
 
   private account(channel: Channel, requested: string | undefined): string {
     const accounts = channel.accounts();
     if (requested !== undefined) {
-      if (!accounts.includes(requested)) throw new DomainError('not_found', `channel ${channel.id} has no account ${requested} (accounts: ${accounts.join(', ')})`);
+      if (!accounts.includes(requested)) throw new DomainError('not_found', `Channel ${channel.id} has no account ${requested} (accounts: ${accounts.join(', ')}).`);
       return requested;
     }
     if (accounts.length === 1) return accounts[0]!;
     if (accounts.includes('default')) return 'default';
-    throw new DomainError('invalid', `channel ${channel.id} has several accounts (${accounts.join(', ')}); name one`);
+    throw new DomainError('invalid', `Channel ${channel.id} has several accounts (${accounts.join(', ')}); name one.`);
   }
 
   /** An operator's message: delivered through the channel, then recorded in its session. */
@@ -307,9 +307,9 @@ export class ChannelManager {
     const channel = this.channel(input.channel);
     const account = this.account(channel, input.account);
     const problem = channel.checkPeer(input.to);
-    if (problem) throw new DomainError('invalid', `recipient ${JSON.stringify(input.to)} ${problem}`);
-    if (input.text.trim().length === 0) throw new DomainError('invalid', 'the message is empty');
-    if (input.text.length > MAX_MESSAGE_CHARS) throw new DomainError('invalid', `the message is longer than ${MAX_MESSAGE_CHARS} characters`);
+    if (problem) throw new DomainError('invalid', `Recipient ${JSON.stringify(input.to)} ${problem}.`);
+    if (input.text.trim().length === 0) throw new DomainError('invalid', 'The message is empty.');
+    if (input.text.length > MAX_MESSAGE_CHARS) throw new DomainError('invalid', `The message is longer than ${MAX_MESSAGE_CHARS} characters.`);
     try {
       await channel.send(account, input.to, input.text);
     } catch (error) {
@@ -324,7 +324,7 @@ export class ChannelManager {
     const outcome = await this.deps.pairing.approve(channelId, code, actor);
     if ('failure' in outcome) {
       if (outcome.failure === 'approved') return { approved: true as const, alreadyApproved: true, ...pairRequestView(outcome.request!), notified: false };
-      throw new DomainError('not_found', `pairing code ${code} on channel ${channelId} ${FAILURE_TEXT[outcome.failure]}`);
+      throw new DomainError('not_found', `Pairing code ${code} on channel ${channelId} ${FAILURE_TEXT[outcome.failure]}.`);
     }
     const { request } = outcome;
     this.deps.emit('channel.pair.resolved', { ...pairRequestView(request), decision: 'approved' }, 'operator.pairing');
@@ -344,7 +344,7 @@ export class ChannelManager {
   async reject(channelId: string, code: string, actor: string): Promise<{ rejected: true } & DmPairingRequestView> {
     this.assertKnown(channelId);
     const outcome = await this.deps.pairing.reject(channelId, code, actor);
-    if ('failure' in outcome) throw new DomainError('not_found', `pairing code ${code} on channel ${channelId} ${FAILURE_TEXT[outcome.failure]}`);
+    if ('failure' in outcome) throw new DomainError('not_found', `Pairing code ${code} on channel ${channelId} ${FAILURE_TEXT[outcome.failure]}.`);
     this.deps.emit('channel.pair.resolved', { ...pairRequestView(outcome.request), decision: 'rejected' }, 'operator.pairing');
     return { rejected: true as const, ...pairRequestView(outcome.request) };
   }
@@ -355,8 +355,8 @@ export class ChannelManager {
     if (await this.deps.pairing.revoke(channelId, folded)) return { revoked: true as const, channel: channelId, sender: folded };
     const inConfig = (this.settings(channelId)?.allowFrom ?? []).some((entry) => entry !== '*' && this.normalizePeer(channelId, entry) === folded);
     if (inConfig) {
-      throw new DomainError('invalid', `${sender} is allowed by channels.${channelId}.allowFrom in the config, not by pairing; change it with gateway config set channels.${channelId}.allowFrom`);
+      throw new DomainError('invalid', `${sender} is allowed by channels.${channelId}.allowFrom in the config, not by pairing; change it there: gateway config set channels.${channelId}.allowFrom`);
     }
-    throw new DomainError('not_found', `${sender} is not on the allow-list of channel ${channelId}`);
+    throw new DomainError('not_found', `${sender} is not on the allow-list of channel ${channelId}.`);
   }
 }

@@ -151,7 +151,7 @@ export default defineModule({
       name: 'config.patch',
       handler: async ({ changes, dryRun = false }, client) => {
         const missing = changes.find((one) => !one.unset && one.value === undefined);
-        if (missing) throw new DomainError('invalid', `config.patch: the change of ${missing.key} needs a value, or unset: true`);
+        if (missing) throw new DomainError('invalid', `config.patch: the change of ${missing.key} needs a value, or unset: true.`);
         const changed = await change(changes.map(({ key, value, unset }) => ({ key, value: unset ? undefined : value })), client, dryRun);
         return {
           changes: changed, dryRun,
@@ -166,7 +166,7 @@ export default defineModule({
     ctx.rpc.method({
       name: 'secrets.changed',
       handler: async ({ name }, client) => {
-        if (!isSecretName(name)) throw new DomainError('invalid', 'params.name must be a secret name');
+        if (!isSecretName(name)) throw new DomainError('invalid', 'params.name must be a secret name.');
         ctx.log.info({ secretName: name, client: client.clientId }, 'secret changed');
         audit('secret.changed', client, name);
         await daemon.secretChanged(name);

@@ -37,7 +37,7 @@ export function restartSelf(profile: string): { via: string } {
       const args = [...(found.user ? ['--user'] : []), 'restart', '--no-block', found.unit];
       const done = spawnSync('systemctl', args, { encoding: 'utf8', timeout: 10_000 });
       if (done.status !== 0) {
-        throw new DomainError('unavailable', `systemctl ${args.join(' ')} failed: ${(done.stderr || done.error?.message || 'no output').trim()}`);
+        throw new DomainError('unavailable', `systemctl ${args.join(' ')} failed: ${(done.stderr || done.error?.message || 'no output').trim()}.`);
       }
       return { via: `systemctl ${args.join(' ')}` };
     }

@@ -71,7 +71,7 @@ export function answerProbe(req: IncomingMessage, res: ServerResponse, options: 
     }
     options.detail(req).then(
       (detail) => send(res, state === 'ready' ? 200 : 503, body({ ok: state === 'ready', status: state, ...detail, ...(Object.keys(problems).length ? { problems } : {}) }), head),
-      (error: unknown) => sendError(res, error instanceof DomainError ? error : new DomainError('internal', 'readiness detail failed')),
+      (error: unknown) => sendError(res, error instanceof DomainError ? error : new DomainError('internal', 'Readiness detail failed.')),
     );
   };
   if (queryCarriesCredential(url)) {

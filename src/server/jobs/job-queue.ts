@@ -70,7 +70,7 @@ const encodeCursor = (createdAt: number, id: string) => Buffer.from(`${createdAt
 function decodeCursor(cursor: string): [number, string] {
   const text = Buffer.from(cursor, 'base64url').toString('utf8');
   const match = /^(\d{1,16}):(job_[A-Za-z0-9_-]{1,64})$/.exec(text);
-  if (!match) throw new DomainError('invalid', 'cursor is not one this API returned');
+  if (!match) throw new DomainError('invalid', 'Cursor is not one this API returned.');
   return [Number(match[1]), match[2]!];
 }
 

@@ -40,7 +40,7 @@ export default defineModule({
       name: 'node.invoke.result',
       handler: ({ invocationId, ok, result, error }, client) => {
         if (!nodes.settle(client.connectionId, invocationId, { ok, result, error })) {
-          throw new DomainError('not_found', `no pending invocation ${invocationId} for this node (timed out or unknown)`);
+          throw new DomainError('not_found', `No pending invocation ${invocationId} for this node (timed out or unknown).`);
         }
         return { accepted: true };
       },

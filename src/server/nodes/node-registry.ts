@@ -57,7 +57,7 @@ export class NodeRegistry {
       if (pending.nodeConnection !== connectionId) continue;
       clearTimeout(pending.timer);
       this.pending.delete(id);
-      pending.reject(new DomainError('unavailable', 'the node disconnected before it answered', { retryable: true }));
+      pending.reject(new DomainError('unavailable', 'The node disconnected before it answered.', { retryable: true }));
     }
   }
 
@@ -77,16 +77,16 @@ export class NodeRegistry {
   /** Relays a command to a node and resolves with its result, or fails on refusal, error or timeout. */
   invoke(name: string, command: string, args: unknown, timeoutMs: number): Promise<unknown> {
     const node = this.find(name);
-    if (!node) return Promise.reject(new DomainError('not_found', `no connected node ${JSON.stringify(name)}`));
-    if (!node.declared.includes(command)) return Promise.reject(new DomainError('not_found', `node ${node.clientId} does not offer ${command}`));
+    if (!node) return Promise.reject(new DomainError('not_found', `No connected node ${JSON.stringify(name)}.`));
+    if (!node.declared.includes(command)) return Promise.reject(new DomainError('not_found', `Node ${node.clientId} does not offer ${command}.`));
     if (!node.commands.includes(command)) {
-      return Promise.reject(new DomainError('forbidden', `${command} is not allowed by gateway.nodes.allowCommands / denyCommands`));
+      return Promise.reject(new DomainError('forbidden', `${command} is not allowed by gateway.nodes.allowCommands / denyCommands.`));
     }
     const invocationId = randomUUID();
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(invocationId);
-        reject(new DomainError('unavailable', `node ${node.clientId} did not answer ${command} within ${timeoutMs} ms`, { details: { timeoutMs }, retryable: true }));
+        reject(new DomainError('unavailable', `Node ${node.clientId} did not answer ${command} within ${timeoutMs} ms.`, { details: { timeoutMs }, retryable: true }));
       }, timeoutMs);
       this.pending.set(invocationId, { nodeConnection: node.connectionId, resolve, reject, timer });
       node.push('node.invoke', { invocationId, command, args: args ?? null });
@@ -100,7 +100,7 @@ export class NodeRegistry {
     this.pending.delete(invocationId);
     clearTimeout(pending.timer);
     if (outcome.ok) pending.resolve(outcome.result ?? null);
-    else pending.reject(new DomainError('unavailable', `the node failed: ${String(outcome.error ?? 'no reason given').slice(0, 500)}`));
+    else pending.reject(new DomainError('unavailable', `The node failed: ${String(outcome.error ?? 'no reason given').slice(0, 500)}.`));
     return true;
   }
 }

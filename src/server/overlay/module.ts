@@ -67,7 +67,7 @@ export default defineModule({
     const port = ctx.daemon.port;
     const published = await tailscale([mode, '--bg', '--yes', String(port)]);
     if (published.code !== 0) {
-      throw new GatewayError(`tailscale ${mode} --bg --yes ${port} failed: ${(published.stderr || published.stdout).trim() || `exit ${published.code}`}`, {
+      throw new GatewayError(`tailscale ${mode} --bg --yes ${port} failed: ${(published.stderr || published.stdout).trim() || `exit ${published.code}`}.`, {
         kind: 'invalid_config',
         hints: mode === 'funnel' ? ['funnel needs HTTPS certificates and the funnel attribute in the tailnet policy: https://tailscale.com/kb/1223/funnel'] : ['sudo tailscale set --operator=$USER   # lets this user change serve settings'],
       });

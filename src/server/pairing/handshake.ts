@@ -31,7 +31,7 @@ export async function admit(params: ConnectParams, origin: Origin, deps: Handsha
   const auth = params.auth ?? {};
   const presentsShared = Boolean(auth.token || auth.password);
   if (presentsShared && !deps.credential.verify(auth)) throw unauthorized('the gateway credential is wrong');
-  if (!params.device) throw new DomainError('invalid', 'connect needs a device identity {id, publicKey, signature, signedAt, nonce}');
+  if (!params.device) throw new DomainError('invalid', 'Connect needs a device identity {id, publicKey, signature, signedAt, nonce}.');
   const device = params.device;
 
   if (device.nonce !== origin.nonce) throw unauthorized('the device signature is not for this connection\'s challenge');
@@ -62,7 +62,7 @@ export async function admit(params: ConnectParams, origin: Origin, deps: Handsha
     if (!invite) throw unauthorized('the invite code is invalid, used or expired');
     const scopes = requested.length ? requested : invite.scopes;
     if (invite.role !== params.role || !within(scopes, invite.scopes)) {
-      throw new DomainError('forbidden', `the invite allows role ${invite.role} with scopes ${invite.scopes.join(', ') || '(none)'}`);
+      throw new DomainError('forbidden', `The invite allows role ${invite.role} with scopes ${invite.scopes.join(', ') || '(none)'}.`);
     }
     await deps.devices.pairDirect(claimFor(scopes), 'invite');
     await deps.audit('device.paired', { subject: device.id, address: origin.address, detail: { via: 'invite', role: params.role, scopes } });
@@ -96,7 +96,7 @@ async function requestPairing(claim: Parameters<DeviceRegistry['request']>[0], o
   const request = await deps.devices.request(claim);
   await deps.audit('device.pair.requested', { subject: claim.deviceId, address: origin.address, detail: { requestId: request.id, role: claim.role, scopes: claim.scopes, viaProxy: origin.viaProxy } });
   deps.onPairingRequested(request);
-  throw new DomainError('pairing_required', `this device is not paired; approve it on the gateway host: gateway devices approve ${request.id}`, {
+  throw new DomainError('pairing_required', `This device is not paired; approve it on the gateway host: gateway devices approve ${request.id}.`, {
     details: { requestId: request.id, expiresAt: request.expiresAt, hint: `gateway devices approve ${request.id}` },
   });
 }

@@ -21,7 +21,7 @@ const requestView = (request: PairingRequest): DevicePairingRequestView => ({
   createdAt: iso(request.createdAt), expiresAt: iso(request.expiresAt),
 });
 
-const undecided = (requestId: string) => new DomainError('not_found', `no pending pairing request ${requestId} (unknown, expired or already decided)`);
+const undecided = (requestId: string) => new DomainError('not_found', `No pending pairing request ${requestId} (unknown, expired or already decided).`);
 
 export default defineModule({
   id: 'pairing',
@@ -46,9 +46,9 @@ export default defineModule({
     ctx.rpc.method({
       name: 'devices.approve',
       handler: async (params, client) => {
-        if (params.latest !== true && params.requestId === undefined) throw new DomainError('invalid', 'name the request: params.requestId, or params.latest');
+        if (params.latest !== true && params.requestId === undefined) throw new DomainError('invalid', 'Name the request: params.requestId, or params.latest.');
         const request = params.latest === true ? await devices.latestPending() : await devices.findPending(params.requestId!);
-        if (!request) throw params.latest === true ? new DomainError('not_found', 'no pairing request is pending') : undecided(String(params.requestId));
+        if (!request) throw params.latest === true ? new DomainError('not_found', 'No pairing request is pending.') : undecided(String(params.requestId));
         const device = await devices.approve(request.id, client.deviceId);
         if (!device) throw undecided(request.id);
         await resolved(request, 'approved', client);
@@ -67,7 +67,7 @@ export default defineModule({
     ctx.rpc.method({
       name: 'devices.revoke',
       handler: async ({ deviceId }, client) => {
-        if (!(await devices.revoke(deviceId))) throw new DomainError('not_found', `no paired device ${deviceId}`);
+        if (!(await devices.revoke(deviceId))) throw new DomainError('not_found', `No paired device ${deviceId}.`);
         await store.audit('device.revoked', { actor: client.deviceId, subject: deviceId, address: client.address });
         return { revoked: true, deviceId, closedConnections: connections.closeDevice(deviceId, 'device revoked') };
       },
@@ -76,7 +76,7 @@ export default defineModule({
       name: 'devices.rotate',
       handler: async ({ deviceId }, client) => {
         const token = await devices.rotate(deviceId);
-        if (!token) throw new DomainError('not_found', `no paired device ${deviceId}`);
+        if (!token) throw new DomainError('not_found', `No paired device ${deviceId}.`);
         await store.audit('device.rotated', { actor: client.deviceId, subject: deviceId, address: client.address });
         return { rotated: true, deviceId, deviceToken: token, closedConnections: connections.closeDevice(deviceId, 'device token rotated') };
       },

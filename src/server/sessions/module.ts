@@ -43,7 +43,7 @@ export default defineModule<Sessions>({
       name: 'sessions.history',
       handler: async ({ key, limit, before }) => {
         const session = await store.get(key);
-        if (!session) throw new DomainError('not_found', `no session ${key}`);
+        if (!session) throw new DomainError('not_found', `No session ${key}.`);
         return { session: sessionView(session), messages: (await store.history(key, { limit: limit ?? 200, before })).map(messageView) };
       },
     });

@@ -32,7 +32,7 @@ export async function copySqliteToPostgres(path: string, url: string, password: 
     engine = await PostgresEngine.open({ url, password, applicationName: 'gateway-store-migrate' });
     const found = await engine.statement('get', HOLDS_DATA, []) as { found: number };
     if (Number(found.found) > 0) {
-      throw new GatewayError(`${redactedUrl(url)} already holds a gateway's data: migrate only into an empty database`, {
+      throw new GatewayError(`${redactedUrl(url)} already holds a gateway's data: migrate only into an empty database.`, {
         hints: ['create an empty database for this profile: createdb -O <user> <name>', `or point the profile at it as it is: gateway config set store.url ${redactedUrl(url)}`],
       });
     }

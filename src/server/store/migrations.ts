@@ -112,7 +112,7 @@ export async function applyMigrations(store: Db, modules: readonly ModuleMigrati
       const applied = rows.reduce((max, row) => Math.max(max, Number(row.version)), 0);
       const known = migrations.at(-1)?.version ?? 0;
       if (applied > known) {
-        throw configError(`the store has module ${module} at schema version ${applied}, newer than this gateway understands (${known}): a newer gateway migrated it`, [
+        throw configError(`The store has module ${module} at schema version ${applied}, newer than this gateway understands (${known}): a newer gateway migrated it.`, [
           'upgrade gateway on this host to the version the other daemons run',
         ]);
       }

@@ -48,7 +48,7 @@ export class PostgresError extends Error {
 export function unreachableStore(url: string, error: unknown): GatewayError {
   const found = error as { message?: string; code?: string };
   const message = String(found?.message ?? error);
-  return new GatewayError(`cannot reach the store's PostgreSQL at ${redactedUrl(url)}: ${message}`, {
+  return new GatewayError(`Cannot reach the store's PostgreSQL at ${redactedUrl(url)}: ${message}.`, {
     cause: error,
     hints: found?.code === '28P01' || /password/i.test(message)
       ? ['set its password: gateway secrets set store.password (or PGPASSWORD in the daemon\'s environment)']

@@ -124,7 +124,7 @@ export default defineModule({
       name: 'tokens.revoke',
       handler: async ({ id }, client) => {
         const revoked = await tokens.revoke(GATEWAY_OWNER, id);
-        if (!revoked) throw new DomainError('not_found', `no token ${id}`);
+        if (!revoked) throw new DomainError('not_found', `No token ${id}.`);
         if (!revoked.alreadyRevoked) await audit('token.revoked', { actor: client.deviceId, subject: id, address: client.address });
         await forgetSaved(id);
         return revokedView(revoked);

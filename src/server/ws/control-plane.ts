@@ -191,7 +191,7 @@ export class ControlPlane {
     if (!connection.client) {
       if (!frame || frame.type !== 'req' || frame.method !== 'connect') {
         const id = frame && 'id' in frame ? frame.id : '';
-        this.refuse(connection, id, new DomainError('invalid', `the first frame must be a connect request${frame ? '' : ` (${unreadable(text)})`}`));
+        this.refuse(connection, id, new DomainError('invalid', `The first frame must be a connect request${frame ? '' : ` (${unreadable(text)})`}.`));
         return;
       }
       connection.connecting = this.connect(connection, frame).finally(() => { connection.connecting = undefined; });
@@ -199,7 +199,7 @@ export class ControlPlane {
     }
     if (!frame || frame.type !== 'req') {
       const why = frame ? '' : ` (${unreadable(text)})`;
-      this.fail(connection, frame && 'id' in frame ? frame.id : '', new DomainError('invalid', `expected a request frame {type:"req", id, method, params?}${why}`));
+      this.fail(connection, frame && 'id' in frame ? frame.id : '', new DomainError('invalid', `Expected a request frame {type:"req", id, method, params?}${why}.`));
       return;
     }
     void this.dispatch(connection, frame);
@@ -222,7 +222,7 @@ export class ControlPlane {
     }
     let admission: Admission;
     try {
-      if (!hub.admit) throw new DomainError('unavailable', 'this gateway admits no clients (no module decides who connects)');
+      if (!hub.admit) throw new DomainError('unavailable', 'This gateway admits no clients (no module decides who connects).');
       admission = await hub.admit(connect, connection.origin);
     } catch (thrown) {
       const { error: refusal, unexpected } = toDomainError(thrown);
@@ -268,15 +268,15 @@ export class ControlPlane {
     const client = connection.client!;
     const entry = this.options.table().methods.get(frame.method)?.value;
     if (!entry) {
-      this.fail(connection, frame.id, new DomainError('not_found', `unknown method ${JSON.stringify(frame.method)}`));
+      this.fail(connection, frame.id, new DomainError('not_found', `Unknown method ${JSON.stringify(frame.method)}.`));
       return;
     }
     if (!client.scopes.has(entry.scope) && !client.scopes.has('operator.admin')) {
-      this.fail(connection, frame.id, new DomainError('forbidden', `${frame.method} needs the scope ${entry.scope}`, { details: { missingScope: entry.scope } }));
+      this.fail(connection, frame.id, new DomainError('forbidden', `${frame.method} needs the scope ${entry.scope}.`, { details: { missingScope: entry.scope } }));
       return;
     }
     if (connection.inFlight >= Limits.maxInFlightRequests) {
-      this.fail(connection, frame.id, new DomainError('rate_limited', `more than ${Limits.maxInFlightRequests} requests in flight`, { details: { retryAfterMs: 100 }, retryable: true }));
+      this.fail(connection, frame.id, new DomainError('rate_limited', `More than ${Limits.maxInFlightRequests} requests in flight.`, { details: { retryAfterMs: 100 }, retryable: true }));
       return;
     }
     connection.inFlight++;
@@ -288,7 +288,7 @@ export class ControlPlane {
       const { error, unexpected } = toDomainError(thrown);
       if (unexpected) {
         this.options.logger.error({ err: thrown, method: frame.method }, 'method failed');
-        this.fail(connection, frame.id, new DomainError('internal', `${frame.method} failed unexpectedly; the gateway log has the details`));
+        this.fail(connection, frame.id, new DomainError('internal', `${frame.method} failed unexpectedly; the gateway log has the details.`));
       } else {
         this.fail(connection, frame.id, error);
       }
