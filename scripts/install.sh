@@ -1,13 +1,35 @@
 #!/usr/bin/env bash
-# Sets gateway up on this host from its clone, and starts the default
-# profile's daemon: a Node >= 22.22 (a private Node 24 from the npm registry
-# when the host's is older), the project's packages and build, and the
-# `gateway` command in $GATEWAY_PREFIX/bin (default ~/.local/bin), which runs
-# this clone with that Node. Run it again after pulling changes.
+# Installs gateway on this host from its clone and starts the default
+# profile's daemon.
+#
+# - Node >= 22.22: the host's, else a private Node 24 from the npm registry.
+# - The clone is built in a folder of its own and packed (npm pack); the
+#   package is installed, with its runtime dependencies only, into
+#   $PREFIX/lib/gateway. The installed gateway never runs out of the clone:
+#   `npm ci`, a rebuild or the tests in the clone leave it alone, and the clone
+#   can go.
+# - The `gateway` command goes into $PREFIX/bin. PREFIX is $GATEWAY_PREFIX,
+#   else /usr/local for root (its bin is on root's PATH), else ~/.local.
+#
+# Run it again after pulling changes: the new copy replaces the old one whole,
+# and a daemon that was running restarts on it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
-prefix="${GATEWAY_PREFIX:-$HOME/.local}"
+if [ -n "${GATEWAY_PREFIX:-}" ]; then
+  prefix="$GATEWAY_PREFIX"
+elif [ "$(id -u)" = 0 ]; then
+  prefix=/usr/local
+else
+  prefix="$HOME/.local"
+fi
+dest="$prefix/lib/gateway"
+launcher="$prefix/bin/gateway"
+
+given_path="$PATH"
+export npm_config_update_notifier=false
+work="$(mktemp -d)"
+trap 'rm -rf "$work" "$dest.new"' EXIT
 
 node_ok() {
   "${1:-node}" -e '
@@ -37,34 +59,57 @@ if [ -z "$node" ] || ! node_ok "$node"; then
     esac
     if [ -n "$node" ]; then have="Node $("$node" --version)"; else have="no Node"; fi
     echo "== fetching Node 24 from the npm registry into $private (this host has $have)"
-    work="$(mktemp -d)"
-    (cd "$work" && npm pack --silent "node-linux-$arch@24" >/dev/null && tar xzf node-linux-*.tgz)
+    (cd "$work" && npm pack --silent "node-linux-$arch@24" >/dev/null && tar xzf node-linux-*.tgz && rm node-linux-*.tgz)
     rm -rf "$private"
     mkdir -p "$(dirname "$private")"
     mv "$work/package" "$private"
-    rm -rf "$work"
   fi
   node="$private/bin/node"
-  export PATH="$private/bin:$PATH"
 fi
+# npm, the build and the package's scripts all run on this Node.
+export PATH="$(dirname "$node"):$PATH"
 echo "== node $("$node" --version)"
 
-echo "== npm ci (and the build)"
-npm ci --no-audit --no-fund
+echo "== building a package of $root"
+mkdir "$work/build"
+for entry in package.json package-lock.json .npmrc tsconfig.json bin src scripts README.md; do
+  cp -R "$root/$entry" "$work/build/"
+done
+(cd "$work/build" && npm ci --no-audit --no-fund --loglevel=error && npm pack --ignore-scripts --silent >/dev/null)
+
+echo "== installing it into $dest"
+rm -rf "$dest.new"
+mkdir -p "$dest.new"
+tar xzf "$work"/build/gateway-daemon-*.tgz -C "$dest.new" --strip-components=1
+cp "$root/package-lock.json" "$dest.new/"
+# Runtime dependencies only, at the versions the lock file names; the package's own build scripts are done.
+(cd "$dest.new" && npm ci --omit=dev --ignore-scripts --no-audit --no-fund --loglevel=error)
+
+# A daemon of the default profile running the copy about to be replaced restarts on the new one.
+was_running=0
+if [ -x "$launcher" ] && "$launcher" status --json >/dev/null 2>&1; then was_running=1; fi
 
 mkdir -p "$prefix/bin"
-launcher="$prefix/bin/gateway"
+rm -rf "$dest.old"
+if [ -e "$dest" ]; then mv "$dest" "$dest.old"; fi
+mv "$dest.new" "$dest"
 cat > "$launcher.tmp" <<EOF
 #!/bin/sh
-# The gateway command of $root, run with the Node it was installed with.
-exec "$node" "$root/bin/run.js" "\$@"
+# The gateway command, installed by scripts/install.sh into $dest, run with the Node it was installed with.
+exec "$node" "$dest/bin/run.js" "\$@"
 EOF
 chmod 755 "$launcher.tmp"
 mv "$launcher.tmp" "$launcher"
-echo "== installed $launcher"
+echo "== installed $launcher ($("$launcher" --version))"
 
-"$launcher" start
-case ":$PATH:" in
+if [ "$was_running" = 1 ]; then "$launcher" restart; else "$launcher" start; fi
+rm -rf "$dest.old"
+
+case ":$given_path:" in
   *":$prefix/bin:"*) ;;
-  *) echo "Put gateway on your PATH: export PATH=\"$prefix/bin:\$PATH\"   (add it to ~/.profile to keep it)" ;;
+  *)
+    echo
+    echo "$prefix/bin is not on this shell's PATH. Run this, and add it to ~/.profile to keep it:"
+    echo "  export PATH=\"$prefix/bin:\$PATH\""
+    ;;
 esac

@@ -281,7 +281,7 @@ describe('CLI contract (e2e)', function () {
   });
 
   it('spells a flag one way in every command, takes both its forms, and names the flag meant for a near miss', async () => {
-    await home.run(['start']);
+    await home.run(['start'], { env: { GATEWAY_PORT: String(await freePort()) } });
     try {
       const repeated = await home.run(['tokens', 'create', '--name', 'a', '--scope', 'jobs:read', '--scope', 'tokens:read', '--json']);
       const listed = await home.run(['tokens', 'create', '--name', 'b', '--scopes', 'jobs:read,tokens:read', '--json']);
@@ -311,7 +311,7 @@ describe('CLI contract (e2e)', function () {
   });
 
   it('says how to start a stopped profile, and where its secrets are as --json does', async () => {
-    await home.run(['start']);
+    expect((await home.run(['start'], { env: { GATEWAY_PORT: String(await freePort()) } })).code).to.equal(0);
     await home.run(['stop']);
     const status = await home.run(['status']);
     expect(status.code).to.equal(3);

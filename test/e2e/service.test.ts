@@ -27,6 +27,8 @@ describe('gateway service: the daemon under systemd (e2e, recording fakes of sys
     const port = await freePort();
     home = new Home({ GATEWAY_PORT: String(port), XDG_CONFIG_HOME: config, ...systemd.env() });
     await home.run(['profiles', 'create', 'default', '--secrets', 'file']);
+    // The unit starts the daemon without the test's environment: the port is the profile's own, never the host's default.
+    await home.run(['config', 'set', 'gateway.port', String(port)]);
     await home.run(['secrets', 'set', 'webhooks.github.secret'], { input: 'service-test-webhook-secret' });
   });
   afterEach(async () => {
@@ -153,8 +155,11 @@ describe('gateway service under launchd (e2e, a recording fake of launchctl; the
   beforeEach(async () => {
     systemd = new FakeSystemd();
     userHome = mkdtempSync(join(tmpdir(), 'mac-home-'));
-    home = new Home({ GATEWAY_PORT: String(await freePort()), HOME: userHome, ...systemd.env() });
+    const port = await freePort();
+    home = new Home({ GATEWAY_PORT: String(port), HOME: userHome, ...systemd.env() });
     await home.run(['profiles', 'create', 'default', '--secrets', 'file']);
+    // launchd starts the agent without the test's environment: the port is the profile's own.
+    await home.run(['config', 'set', 'gateway.port', String(port)]);
   });
   afterEach(async () => {
     await home.run(['service', 'uninstall']).catch(() => undefined);
