@@ -5,22 +5,24 @@ import { GatewayError } from '../shared/errors.ts';
 
 export interface DashboardResult {
   url: string;
-  /** A one-time code that lets a new browser in (only with --invite). */
-  invite?: { code: string; expiresAt: string };
+  /** A one-time code that signs a new browser in, and the link that carries it (by default; under --json only with --invite). */
+  invite?: { code: string; expiresAt: string; url: string };
 }
 
 /** How long a dashboard invite lets a new browser in. */
 const INVITE_TTL_MS = 10 * 60_000;
 
 export default class Dashboard extends BaseCommand<DashboardResult> {
-  static override summary = 'Print the URL of the profile\'s Control UI (and open it on a desktop).';
-  static override description = 'A browser is a device like the CLI: the first time, it signs in with the gateway token or a one-time invite code, '
-    + 'which this command prints (--no-invite leaves it out; under --json only --invite adds it). A browser is opened only on a desktop '
-    + 'session; over SSH the command prints the `ssh -L` line that brings the UI to the computer with the browser.';
-  static override examples = ['<%= config.bin %> dashboard', '<%= config.bin %> dashboard --json', '<%= config.bin %> dashboard --no-browser --no-invite'];
+  static override summary = 'Open the profile\'s Control UI signed in (over SSH: print the link and the tunnel to it).';
+  static override description = 'A browser is a device like the CLI. The link this command opens or prints carries a one-time code in its '
+    + 'fragment (#invite=...): a browser new to the gateway signs in with it, once, within 10 minutes; the page takes it out of the address '
+    + 'at once, and a fragment never reaches a server log. --no-invite prints the bare URL (the page then asks for the gateway token or a '
+    + 'code); under --json only --invite adds the code. A browser is opened only on a desktop session; over SSH the command prints the '
+    + '`ssh -L` line that brings the UI to the computer with the browser, then the link to open there.';
+  static override examples = ['<%= config.bin %> dashboard', '<%= config.bin %> dashboard --json --invite', '<%= config.bin %> dashboard --no-browser --no-invite'];
   static override flags = {
-    browser: Flags.boolean({ description: 'open the URL in a browser on a desktop session', default: true, allowNo: true }),
-    invite: Flags.boolean({ description: 'print a one-time code (10 minutes) that signs a new browser in', allowNo: true }),
+    browser: Flags.boolean({ description: 'open the link in a browser on a desktop session', default: true, allowNo: true }),
+    invite: Flags.boolean({ description: 'put a one-time sign-in code (10 minutes) in the link', allowNo: true }),
   };
 
   async run(): Promise<DashboardResult> {
@@ -43,13 +45,16 @@ export default class Dashboard extends BaseCommand<DashboardResult> {
     if (flags.invite ?? !this.jsonEnabled()) {
       const scopes = ['operator.read', 'operator.write', 'operator.pairing', 'operator.admin'] as const;
       const invite = await client.call('devices.invite', { role: 'operator', scopes: [...scopes], ttlMs: INVITE_TTL_MS });
-      result.invite = invite;
+      result.invite = { ...invite, url: `${url}#invite=${encodeURIComponent(invite.code)}` };
     }
-    this.say(url);
-    if (result.invite) this.say(`\nA browser new to this gateway signs in with the one-time code ${result.invite.code} (valid 10 minutes, once).`);
+    const link = result.invite?.url ?? url;
     const forward = sshForward(url);
-    if (forward) this.say(`\nThe UI listens on this host only. From the computer with the browser, forward it first, then open the URL there:\n\n  ${forward}`);
-    if (flags.browser) openBrowser(url);
+    if (forward) {
+      this.say(`The UI listens on this host only. On the computer with the browser, forward it first:\n\n  ${forward}\n\nthen open:\n`);
+    }
+    this.say(link);
+    if (result.invite) this.say(`\nThe link signs a browser new to this gateway in, once, within 10 minutes (one-time code ${result.invite.code}).`);
+    if (flags.browser && openBrowser(link)) this.say('\nOpened it in the browser.');
     return result;
   }
 }

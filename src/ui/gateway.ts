@@ -58,6 +58,18 @@ interface Pending {
 const PROTOCOL = 1;
 const PAIRING_RETRY_MS = 5000;
 
+/**
+ * The one-time code of the link `gateway dashboard` prints (#invite=CODE), taken
+ * out of the address at once: it stays in neither the history nor a bookmark,
+ * and a fragment never reaches a server or a Referer.
+ */
+function takeInviteFromUrl(): string | undefined {
+  const match = /^#invite=([A-Za-z0-9-]{4,64})$/.exec(location.hash);
+  if (!match) return undefined;
+  history.replaceState(null, '', location.pathname + location.search);
+  return match[1];
+}
+
 export class Gateway extends EventTarget {
   state: ConnectionState = { kind: 'starting' };
   settings!: Settings;
@@ -71,6 +83,7 @@ export class Gateway extends EventTarget {
   private readonly listeners = new Map<string, Set<(payload: unknown) => void>>();
 
   async start(): Promise<void> {
+    const invite = takeInviteFromUrl();
     const response = await fetch('settings.json', { cache: 'no-store' });
     if (!response.ok) throw new Error(`the gateway answered ${response.status} for its settings`);
     this.settings = await response.json() as Settings;
@@ -79,6 +92,8 @@ export class Gateway extends EventTarget {
       return;
     }
     this.device = await loadDevice();
+    // A browser signed in already keeps its device; the link's code is left unused, to expire.
+    if (invite && !this.device.deviceToken()) this.credential = { inviteCode: invite };
     this.open();
   }
 

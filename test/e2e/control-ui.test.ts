@@ -82,15 +82,14 @@ describe('the Control UI and WebChat (e2e, in Chromium)', function () {
     await script?.stop();
   });
 
-  /** A new browser (a new device) signed in with the one-time code `gateway dashboard` prints. */
+  /** A new browser (a new device) opened on the link `gateway dashboard` prints, which signs it in. */
   async function signedIn(viewport = DESKTOP, colorScheme: 'light' | 'dark' = 'light') {
     const dashboard = await home.run(['dashboard', '--invite', '--no-browser', '--json']);
     expect(dashboard.code, dashboard.stderr).to.equal(0);
     expect(dashboard.json.url).to.equal(`${base}/`);
+    expect(dashboard.json.invite.url).to.equal(`${base}/#invite=${dashboard.json.invite.code}`);
     const opened = await browser.page(viewport, colorScheme);
-    await opened.page.goto(dashboard.json.url);
-    await opened.page.getByLabel('or a one-time invite code').fill(dashboard.json.invite.code);
-    await opened.page.getByRole('button', { name: 'Sign in' }).click();
+    await opened.page.goto(dashboard.json.invite.url);
     await opened.page.getByRole('status').filter({ hasText: 'Connected' }).waitFor();
     return opened;
   }
@@ -162,9 +161,56 @@ describe('the Control UI and WebChat (e2e, in Chromium)', function () {
     }
   });
 
-  it('signs a browser in with the code from gateway dashboard, with zero console errors and CSP violations; every page at desktop and phone widths', async () => {
+  it('gateway dashboard opens the UI signed in: the link\'s one-time code works once, leaves the address at once and never reaches a log; over SSH the link comes with its tunnel', async () => {
     const text = await home.run(['dashboard', '--no-browser']);
-    expect(text.stdout).to.include(`${base}/`).and.match(/one-time code [A-Z0-9-]+/);
+    expect(text.code, text.stderr).to.equal(0);
+    const link = /^(http:\S+#invite=([A-Z0-9-]+))$/m.exec(text.stdout);
+    expect(link, text.stdout).to.not.equal(null);
+    const [, url, code] = link!;
+    expect(url!.startsWith(`${base}/#invite=`)).to.equal(true);
+    expect(text.stdout).to.include('once, within 10 minutes');
+
+    const first = await browser.page(DESKTOP);
+    await first.page.goto(url!);
+    await first.page.getByRole('status').filter({ hasText: 'Connected' }).waitFor();
+    expect(first.page.url(), 'the code left the address').to.equal(`${base}/`);
+    // Back and reload: the code is in neither the history nor the page; the device token signs in.
+    await first.page.reload();
+    await first.page.getByRole('status').filter({ hasText: 'Connected' }).waitFor();
+    expect(first.problems).to.deep.equal({ console: [], csp: [], page: [] });
+    await first.context.close();
+
+    // The same link in another browser: used already, so it asks to sign in, saying why.
+    const second = await browser.page(DESKTOP);
+    await second.page.goto(url!);
+    await second.page.getByRole('status').filter({ hasText: 'Signed out' }).waitFor();
+    expect(await second.page.getByRole('alert').textContent()).to.match(/invite/i);
+    expect(second.page.url()).to.equal(`${base}/`);
+    await second.context.close();
+
+    // --no-invite: the bare URL; the page then asks for the token or a code.
+    const bare = await home.run(['dashboard', '--no-browser', '--no-invite']);
+    expect(bare.stdout.trim()).to.equal(`${base}/`);
+
+    // Over SSH: the tunnel first, then the link to open on the computer with the browser.
+    const ssh = await home.run(['dashboard', '--no-browser'], { env: { SSH_CONNECTION: '192.0.2.7 50000 192.0.2.1 22', USER: 'ops' } });
+    expect(ssh.stdout).to.include(`ssh -N -L ${port}:127.0.0.1:${port} ops@192.0.2.1`);
+    expect(ssh.stdout.indexOf('ssh -N -L')).to.be.below(ssh.stdout.indexOf('#invite='));
+
+    // No log holds a code: not the daemon's, whose access lines never see a fragment.
+    const log = readFileSync(home.file('gateway.log'), 'utf8');
+    expect(log).to.not.include(code!);
+  });
+
+  it('signs a browser in with a typed code as well, with zero console errors and CSP violations; every page at desktop and phone widths', async () => {
+    const typed = await home.run(['devices', 'invite', '--json']);
+    expect(typed.code, typed.stderr).to.equal(0);
+    const fresh = await browser.page(DESKTOP);
+    await fresh.page.goto(`${base}/`);
+    await fresh.page.getByLabel('or a one-time invite code').fill(typed.json.code);
+    await fresh.page.getByRole('button', { name: 'Sign in' }).click();
+    await fresh.page.getByRole('status').filter({ hasText: 'Connected' }).waitFor();
+    await fresh.context.close();
     const { page, problems, context } = await signedIn();
     await page.getByTestId('readiness').filter({ hasText: 'ready' }).waitFor();
     // The device token is kept: a reload signs in by itself.
