@@ -10,7 +10,7 @@
 import { copyFileSync, rmSync } from 'node:fs';
 import { isBuiltin } from 'node:module';
 import { join } from 'node:path';
-import { build, type Plugin } from 'esbuild';
+import { build, type BuildOptions, type Plugin } from 'esbuild';
 
 const root = new URL('..', import.meta.url).pathname;
 const dist = join(root, 'dist');
@@ -62,7 +62,7 @@ const builtinsByRequire: Plugin = {
   },
 };
 
-const common = {
+const common: BuildOptions = {
   bundle: true,
   splitting: true,
   format: 'esm',
@@ -81,7 +81,7 @@ const common = {
   sourcemap: 'linked',
   legalComments: 'none',
   logLevel: 'warning',
-} as const;
+};
 
 await build({
   ...common,

@@ -97,7 +97,7 @@ export class ChatPage extends Page {
   }
 
   protected override render() {
-    if (this.agents && this.agents.length === 0) return html`${this.alerts()}<p class="card">No agent is configured: set <code>agents.&lt;id&gt;.model</code> (see the README's agents section).</p>`;
+    if (this.agents && this.agents.length === 0) return html`${this.alerts()}<p class="card">No agent is configured: set <code>agents.&lt;id&gt;.model</code> (see docs/agents.md).</p>`;
     return html`${this.alerts()}
       <form class="filters" @submit=${(e: Event) => e.preventDefault()}>
         <label for="chat-agent">Agent</label>
