@@ -152,13 +152,14 @@ export function settings(node: SchemaNode = configSchema, path = ''): SettingRow
     return Object.entries(node.properties).flatMap(([name, child]) => settings(child, path ? `${path}.${name}` : name));
   }
   if (node.type === 'object' && typeof node.additionalProperties === 'object') {
-    // channels: its named entry (irc) takes the same keys as any other.
+    // A map by names of the user's choosing: its named entries (channels.irc, channels.telegram) with their own keys, then any other name.
+    const named = Object.entries(node.properties ?? {}).flatMap(([name, child]) => settings(child, `${path}.${name}`));
     const entry = `${path}.${placeholder(path)}`;
     const inner = node.additionalProperties;
     const rows = inner.type === 'object' && (inner.properties || typeof inner.additionalProperties === 'object')
       ? settings(inner, entry)
       : [row(entry, inner, node.description ?? '')];
-    return [row(path, node), ...rows];
+    return [row(path, node), ...named, ...rows];
   }
   if (node.type === 'array' && node.items?.type === 'object' && node.items.properties) {
     return [row(path, node), ...Object.entries(node.items.properties).flatMap(([name, child]) => settings(child, `${path}[].${name}`))];

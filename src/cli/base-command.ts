@@ -3,7 +3,7 @@ import { asGatewayError, errorJson, errorText, GatewayError } from '../shared/er
 import { ExitCode } from '../shared/exit-codes.ts';
 import { gatewayHome, profilePaths, type ProfilePaths } from '../shared/profile.ts';
 import { requireProfile, selectProfileName } from '../shared/profiles.ts';
-import { suggestions } from './suggest.ts';
+import { suggestions } from '../shared/suggest.ts';
 import type { RpcClient } from './rpc-client.ts';
 
 /** The bounds oclif's own parse() declares. */

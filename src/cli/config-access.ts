@@ -24,8 +24,12 @@ export async function applyConfigChange(paths: ProfilePaths, key: string, value:
       client.close();
     }
   }
-  const { changeConfig } = await import('../shared/config/profile-config.ts');
-  const change = await changeConfig(paths, key, value);
+  const [{ changeConfig, readEffectiveConfig }, { unknownChannelProblems }] = await Promise.all([
+    import('../shared/config/profile-config.ts'), import('../shared/config/channel-kinds.ts'),
+  ]);
+  // A channel id set now that names no kind is refused; one the file held already is left to mend.
+  const before = new Set(value === undefined ? [] : unknownChannelProblems(readEffectiveConfig(paths)));
+  const change = await changeConfig(paths, key, value, { check: (next) => unknownChannelProblems(next).filter((problem) => !before.has(problem)) });
   return { ...change, profile: paths.name, via: 'file', restartRequired: false, reloadRequired: false };
 }
 

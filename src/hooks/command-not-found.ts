@@ -1,5 +1,5 @@
 import type { Hook } from '@oclif/core';
-import { suggestions } from '../cli/suggest.ts';
+import { suggestions } from '../shared/suggest.ts';
 import { errorJson, errorText, usageError } from '../shared/errors.ts';
 
 /**

@@ -53,6 +53,17 @@ describe('CLI contract (e2e)', function () {
     expect(readFileSync(home.file('config.json'), 'utf8')).to.equal(invalid);
   });
 
+  it('refuses a channel id that names no channel kind, with the kind meant', async () => {
+    const typo = await home.run(['config', 'set', 'channels.telgram.enabled', 'true', '--json']);
+    expect(typo.code).to.equal(2);
+    expect(typo.json.error.message).to.include('no channel kind is named telgram').and.to.include('did you mean telegram?');
+    expect(existsSync(home.file('config.json')) ? readFileSync(home.file('config.json'), 'utf8') : '').to.not.include('telgram');
+    expect((await home.run(['config', 'set', 'channels.telegram.enabled', 'true'])).code).to.equal(0);
+    // A plugin may add a channel of its own: with plugins configured, the name waits for the daemon to say.
+    expect((await home.run(['config', 'set', 'plugins.load', '["./plugins/chat-bridge"]'])).code).to.equal(0);
+    expect((await home.run(['config', 'set', 'channels.bridge.enabled', 'true'])).code).to.equal(0);
+  });
+
   it('sets, gets, lists and unsets config keys with types checked and keys named', async () => {
     const set = await home.run(['config', 'set', 'gateway.bind', 'custom', '--json']);
     expect(set.code, set.stderr).to.equal(0);
@@ -83,7 +94,8 @@ describe('CLI contract (e2e)', function () {
     expect(list.json.config.gateway.bind).to.equal('custom');
     expect(list.json.config.gateway.auth.mode).to.equal('token');
     expect(list.json.config.hooks).to.include({ enabled: false, path: '/hooks' });
-    expect(list.json.config.channels.irc).to.include({ enabled: false, dmPolicy: 'pairing' });
+    // Only the channels configured: none here.
+    expect(list.json.config.channels).to.deep.equal({});
     expect(list.json.set).to.not.have.nested.property('hooks');
     const human = await home.run(['config', 'list']);
     expect(human.stdout).to.include('gateway.bind = "custom"').and.to.include('gateway.auth.mode = "token" (default)');

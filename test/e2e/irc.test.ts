@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { freePort, Home, sleep, waitFor } from '../support/cli.ts';
 import { codeIn, IrcServer, IrcUser } from '../support/irc.ts';
 import { startModelServer } from '../support/model-server.ts';
+import { openaiText, ScriptedUpstream } from '../support/scripted-upstream.ts';
 import { RawSocket } from '../support/ws-client.ts';
 
 describe('IRC channel, DM pairing and sessions against ngircd (e2e)', function () {
@@ -413,6 +414,56 @@ describe('IRC channel, DM pairing and sessions against ngircd (e2e)', function (
       expect(stranger.received.length, 'over the limit, the sender is told once').to.equal(quietSeen);
     } finally {
       model.stop();
+    }
+  });
+
+  it('an agent\'s reply outlives a lost connection and a killed daemon: each message is answered once, and the session says it went out', async () => {
+    const upstream = await new ScriptedUpstream().start();
+    try {
+      const set = async (key: string, value: unknown) => expect((await home.run(['config', 'set', key, JSON.stringify(value)])).code).to.equal(0);
+      await set('models.providers.script', { kind: 'openai-compatible', baseUrl: upstream.url, models: ['m'], retries: { max: 0 } });
+      await set('agents.helper', { model: 'script/m' });
+      await set('channels.irc.agent', 'helper');
+      expect((await home.run(['restart'])).code).to.equal(0);
+      await connected();
+      const friend = await person('Pat');
+      expect((await home.run(['pair', 'approve', 'irc', await codeFor(friend)])).code).to.equal(0);
+
+      // The IRC server goes away while the agent thinks: the answer waits in the outbox, and arrives once both are back.
+      upstream.enqueue({ ...openaiText('First answer'), delayMs: 1500 });
+      friend.say(nick, 'question one');
+      await waitFor(async () => upstream.requests.length === 1 || undefined, 10_000, 'the agent to ask its model');
+      await ircd.halt();
+      await sleep(2000);
+      await ircd.resume();
+      const back = await IrcUser.connect(ircd.port, friend.nick);
+      users.push(back);
+      await connected();
+      await back.waitFor(/^First answer$/, { timeoutMs: 30_000 });
+      await sleep(1000);
+      expect(back.received.filter((message) => message.text === 'First answer'), 'delivered once').to.have.length(1);
+
+      // The daemon is killed mid-run: the next one answers the message, once.
+      upstream.enqueue({ hang: true }, openaiText('Second answer'));
+      back.say(nick, 'question two');
+      await waitFor(async () => upstream.requests.length === 2 || undefined, 10_000, 'the second run to ask its model');
+      process.kill(home.lock().pid, 'SIGKILL');
+      const started = await home.run(['start']);
+      expect(started.code, started.stderr).to.equal(0);
+      await connected();
+      await back.waitFor(/^Second answer$/, { timeoutMs: 30_000 });
+      await sleep(1500);
+      expect(back.received.filter((message) => message.text === 'Second answer'), 'answered once after the restart').to.have.length(1);
+
+      // sessions show: each answer with its delivery.
+      const shown = await session(back.nick);
+      const delivered = shown.messages.filter((message: any) => message.role === 'assistant' && message.delivery);
+      expect(delivered.map((message: any) => [message.text, message.delivery.status])).to.deep.equal([['First answer', 'sent'], ['Second answer', 'sent']]);
+      expect(delivered[0].delivery.attempts, 'the first try failed while the server was away').to.be.above(1);
+      const text = await home.run(['sessions', 'show', `irc:default:dm:${back.nick.toLowerCase()}`]);
+      expect(text.stdout).to.match(/First answer.*\n +\(sent to /);
+    } finally {
+      await upstream.stop();
     }
   });
 });

@@ -43,6 +43,8 @@ export class ScriptedUpstream {
   private server?: Server;
   private readonly open = new Set<ServerResponse>();
   port = 0;
+  /** Answers a request when no scripted reply is queued (an answer made from the question, say). */
+  responder?: (request: Received) => Reply | undefined;
 
   get url(): string {
     return `http://127.0.0.1:${this.port}/v1`;
@@ -77,7 +79,8 @@ export class ScriptedUpstream {
     const body = text ? JSON.parse(text) : {};
     const path = (req.url ?? '').split('?')[0]!;
     this.requests.push({ path, headers: req.headers, body });
-    const reply = this.replies.shift() ?? (path.endsWith('/messages') ? anthropicText('Hello from the script.') : openaiText('Hello from the script.'));
+    const reply = this.replies.shift() ?? this.responder?.({ path, headers: req.headers, body })
+      ?? (path.endsWith('/messages') ? anthropicText('Hello from the script.') : openaiText('Hello from the script.'));
     this.open.add(res);
     res.on('close', () => this.open.delete(res));
     if ('hang' in reply) return;

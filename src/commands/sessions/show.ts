@@ -1,8 +1,18 @@
 import { Args, Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.ts';
-import type { MethodResults } from '../../shared/protocol/results.ts';
+import type { MethodResults, OutboxEntryView } from '../../shared/protocol/results.ts';
 
 type History = MethodResults['sessions.history'];
+
+/** How a run's reply to its channel stands: `(sent to alice at ..., ids ...)`, `(waiting: ...)`, `(not delivered: ...)`. */
+function describeDelivery(delivery: OutboxEntryView): string {
+  const tries = `${delivery.attempts} ${delivery.attempts === 1 ? 'try' : 'tries'}`;
+  if (delivery.status === 'sent') {
+    return `(sent to ${delivery.to} at ${delivery.sentAt}${delivery.receipts.length ? `, message ${delivery.receipts.join(', ')}` : ''}${delivery.attempts > 1 ? `, after ${tries}` : ''})`;
+  }
+  if (delivery.status === 'pending') return `(waiting to go to ${delivery.to}: ${tries} so far, next at ${delivery.nextAttemptAt}${delivery.error ? `; last: ${delivery.error}` : ''})`;
+  return `(not delivered to ${delivery.to} after ${tries}: ${delivery.error ?? 'given up'})`;
+}
 
 export default class SessionsShow extends BaseCommand<History> {
   static override summary = 'Show a session and its recent messages (exit 5 when there is no such session).';
@@ -36,6 +46,7 @@ export default class SessionsShow extends BaseCommand<History> {
         const usage = data.usage as { inputTokens?: number; outputTokens?: number } | undefined;
         const facts = message.role === 'assistant' && data.model ? `  (${String(data.model)}${usage?.inputTokens !== undefined ? `, ${usage.inputTokens} in / ${usage.outputTokens ?? '?'} out` : ''}${data.latencyMs !== undefined ? `, ${String(data.latencyMs)} ms` : ''})` : '';
         this.say(`${message.at}  ${who} ${message.text}${facts}`);
+        if (message.delivery) this.say(`    ${describeDelivery(message.delivery)}`);
       }
     }
     return result;

@@ -7,7 +7,7 @@ import type { AgentSettings } from '../../shared/config/types.ts';
 import { matchesPattern } from '../../shared/patterns.ts';
 import type { AgentInfo } from '../../shared/protocol/results.ts';
 import channelsModule, { type ChannelManager, type Inbound } from '../channels/module.ts';
-import jobsModule from '../jobs/module.ts';
+import jobsModule, { type JobQueue } from '../jobs/module.ts';
 import { WindowCounter } from '../auth/throttle.ts';
 import { DomainError, toDomainError } from '../kernel/errors.ts';
 import { defineModule, type ModuleContext } from '../kernel/module.ts';
@@ -225,7 +225,7 @@ export default defineModule<Agents>({
       return { aborted: runtime.abort({ runId, sessionKey }) };
     } });
 
-    answerChannels(ctx, ctx.use(channelsModule).channels, run);
+    answerChannels(ctx, ctx.use(channelsModule).channels, run, ctx.use(jobsModule).queue);
     return { resolve, run, list };
   },
 });
@@ -242,20 +242,43 @@ function publish(ctx: ModuleContext, runId: string, agent: string, sessionKey: s
   }
 }
 
+/** The job that answers a channel message: queued with the message, in the transaction that records it. */
+export const CHANNEL_ANSWER_JOB = 'channel.answer';
+/** A typing indicator lasts about 5 s on the apps that show one. */
+const TYPING_EVERY_MS = 4000;
+
+interface AnswerJob {
+  channel: string;
+  account: string;
+  agentId: string;
+  sessionKey: string;
+  recordedId: number;
+  text: string;
+  to: string;
+  sender: { id: string; name: string };
+}
+
 /**
  * The agent named by channels.<id>.agent answers direct messages from approved
  * senders, and rooms when addressed by its nick ("gw: ..." or "gw, ..."); a
  * sender over runtime.senderLimit is told once and then not answered until
  * the window passes.
+ *
+ * A message to answer is a job, queued in the transaction that records the
+ * message; the answer goes to the channel's outbox. A daemon that stops
+ * mid-run answers on its next start (or another daemon of a shared store
+ * does), and the reply goes out once.
  */
-function answerChannels(ctx: ModuleContext, channels: ChannelManager, run: Agents['run']): void {
+function answerChannels(ctx: ModuleContext, channels: ChannelManager, run: Agents['run'], jobs: JobQueue): void {
   let spent: WindowCounter | undefined;
-  channels.onInbound(({ channel, message, session, recorded }: Inbound) => {
+  channels.onInbound(async ({ channel, message, session, recorded }: Inbound, tx) => {
     const agentId = (ctx.config().channels[channel] as { agent?: string } | undefined)?.agent;
     if (!agentId) return;
     let text = message.text;
-    const to = message.kind === 'group' ? message.room! : message.senderName;
-    if (message.kind === 'group') {
+    const to = message.kind === 'group' ? message.room! : message.replyTo ?? message.senderName;
+    if (message.kind === 'group' && message.addressed) {
+      text = message.addressed.text;
+    } else if (message.kind === 'group') {
       const nick = channels.selfName(channel, message.account);
       const addressed = nick ? new RegExp(`^\\s*${nick.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\s*[:,]\\s*`, 'i').exec(text) : null;
       if (!addressed) return;
@@ -272,25 +295,46 @@ function answerChannels(ctx: ModuleContext, channels: ChannelManager, run: Agent
       // The sender is told once, at the first message over the limit.
       if (budget.count === max + 1) {
         const minutes = Math.ceil((budget.endsAt - now) / 60_000);
-        void channels.deliver({ channel, account: message.account, to, text: `${message.senderName}: you have reached ${max} messages for now; I will answer again in about ${minutes} minutes.` }).catch(() => undefined);
+        await channels.reply({ channel, account: message.account, to, text: `${message.senderName}: you have reached ${max} messages for now; I will answer again in about ${minutes} minutes.` }, tx);
       }
       ctx.log.info({ channel, sender: message.sender }, 'sender over the per-sender limit; not answered');
       return;
     }
-    run({
-      agentId, session: { key: session.key }, text: message.kind === 'group' ? `${message.senderName}: ${text}` : text, recordedId: recorded.id,
-      surface: 'channel', sender: { id: message.sender, name: message.senderName },
-    }).then(
-      (result) => {
-        if (!result.text.trim()) return;
-        return channels.deliver({ channel, account: message.account, to, text: result.text.length > 4000 ? `${result.text.slice(0, 3990)}…` : result.text }).then(() => undefined);
-      },
-      (error: unknown) => {
-        const { error: failure } = toDomainError(error);
-        ctx.log.warn({ channel, agent: agentId, error: failure.message }, 'agent could not answer a channel message');
-        if (failure.code === 'run_aborted' || failure.code === 'run_interrupted') return;
-        return channels.deliver({ channel, account: message.account, to, text: 'Sorry, I could not answer that just now; please try again later.' }).then(() => undefined);
-      },
-    ).catch((error: unknown) => ctx.log.warn({ channel, err: error }, 'could not deliver the agent\'s answer'));
+    const job: AnswerJob = {
+      channel, account: message.account, agentId, sessionKey: session.key, recordedId: recorded.id, to,
+      text: message.kind === 'group' ? `${message.senderName}: ${text}` : text, sender: { id: message.sender, name: message.senderName },
+    };
+    await jobs.enqueue({ kind: CHANNEL_ANSWER_JOB, payload: job, source: `channel:${channel}`, maxAttempts: 5 }, tx);
+  });
+
+  ctx.jobs.handle(CHANNEL_ANSWER_JOB, async (payload, { attempt }) => {
+    const job = payload as AnswerJob;
+    // An earlier attempt that answered and then lost its daemon before it could say so: the answer stands.
+    if (attempt > 1 && await channels.answered(job.sessionKey, job.recordedId)) return { answered: 'by an earlier attempt' };
+    // The recipient sees the reply being written (where the channel can show it), refreshed before it fades.
+    void channels.typing(job.channel, job.account, job.to);
+    const typing = setInterval(() => void channels.typing(job.channel, job.account, job.to), TYPING_EVERY_MS);
+    try {
+      const result = await run({
+        agentId: job.agentId, session: { key: job.sessionKey }, text: job.text, recordedId: job.recordedId, surface: 'channel', sender: job.sender,
+      });
+      clearInterval(typing);
+      if (!result.text.trim()) return { runId: result.runId, status: result.status, replied: false };
+      // Merged turns (the collect queue mode) share one run, and its answer goes out once.
+      await channels.reply({ channel: job.channel, account: job.account, to: job.to, text: result.text, key: `run:${result.runId}`, sessionKey: job.sessionKey, runId: result.runId, turnId: job.recordedId });
+      return { runId: result.runId, status: result.status, replied: true };
+    } catch (error) {
+      clearInterval(typing);
+      const { error: failure } = toDomainError(error);
+      // The daemon is stopping: the next one (or another daemon) answers.
+      if (failure.code === 'run_interrupted' || failure.retryable) throw error;
+      ctx.log.warn({ channel: job.channel, agent: job.agentId, error: failure.message }, 'agent could not answer a channel message');
+      if (failure.code === 'run_aborted') return { aborted: failure.message };
+      await channels.reply({
+        channel: job.channel, account: job.account, to: job.to, text: 'Sorry, I could not answer that just now; please try again later.',
+        key: `unanswered:${job.sessionKey}:${job.recordedId}`, sessionKey: job.sessionKey, turnId: job.recordedId,
+      });
+      return { failed: failure.message };
+    }
   });
 }

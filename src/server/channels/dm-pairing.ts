@@ -109,8 +109,8 @@ export class DmPairing {
    * (a rejected one too, so a refused sender is not answered again), or make a
    * new one unless the account already has its fill of pending codes.
    */
-  request(channel: string, account: string, sender: string, senderName: string): Promise<PairingOutcome> {
-    return this.store.transaction(async (tx): Promise<PairingOutcome> => {
+  request(channel: string, account: string, sender: string, senderName: string, db: Db = this.store): Promise<PairingOutcome> {
+    return db.transaction(async (tx): Promise<PairingOutcome> => {
       const now = this.now();
       const open = await tx.get<Row>(
         "SELECT * FROM channel_pairing_requests WHERE channel = ? AND account = ? AND sender = ? AND status IN ('pending', 'rejected') AND expires_at > ? ORDER BY created_at DESC LIMIT 1",
@@ -175,8 +175,8 @@ export class DmPairing {
     });
   }
 
-  async isAllowed(channel: string, sender: string): Promise<boolean> {
-    return (await this.store.get('SELECT 1 AS allowed FROM channel_allowlist WHERE channel = ? AND sender = ?', channel, sender)) !== undefined;
+  async isAllowed(channel: string, sender: string, db: Db = this.store): Promise<boolean> {
+    return (await db.get('SELECT 1 AS allowed FROM channel_allowlist WHERE channel = ? AND sender = ?', channel, sender)) !== undefined;
   }
 
   async allowed(channel?: string): Promise<AllowedSender[]> {

@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import type { ChannelState } from '../../shared/channels.ts';
-import type { AccountStatus, Channel, ChannelContext, ChannelSettings } from '../kernel/channel.ts';
+import { ChannelSendError, type AccountStatus, type Channel, type ChannelContext, type ChannelSettings } from '../kernel/channel.ts';
 import { checkIrcTarget, ircFold, isIrcRoom } from './irc-names.ts';
 
 /** The account the top-level `channels.<id>` settings describe; others live under `.accounts.<name>`. */
@@ -155,7 +155,8 @@ class IrcAccount {
     client.on('privmsg', (event: { nick?: string; target: string; message: string; from_server: boolean; time?: number }) => {
       if (event.from_server || !event.nick || ircFold(event.nick) === ircFold(client.user.nick)) return;
       const group = isIrcRoom(event.target);
-      this.context.inbound({
+      // IRC acknowledges nothing: a message that could not be stored is logged by the gateway, and gone.
+      void this.context.inbound({
         account: this.name,
         sender: ircFold(event.nick),
         senderName: event.nick,
@@ -163,7 +164,7 @@ class IrcAccount {
         ...(group ? { room: ircFold(event.target) } : {}),
         text: event.message,
         at: event.time ?? Date.now(),
-      });
+      }).catch(() => undefined);
     });
     let socketError: string | undefined;
     client.on('socket close', (error?: Error | false) => {
@@ -239,7 +240,7 @@ class IrcAccount {
       };
       const onError = (event: { error: string; nick?: string; channel?: string; reason?: string }) => {
         if (!UNDELIVERED.has(event.error) || ircFold(event.nick ?? event.channel ?? '') !== target) return;
-        finish(() => reject(new Error(`${to} cannot be reached on ${this.channelId} (${event.reason ?? event.error.replace(/_/g, ' ')}); the message was not delivered`)));
+        finish(() => reject(new ChannelSendError(`${to} cannot be reached on ${this.channelId} (${event.reason ?? event.error.replace(/_/g, ' ')}); the message was not delivered`)));
       };
       const onPong = (event: { message?: string }) => {
         if (event.message === token) finish(resolve);

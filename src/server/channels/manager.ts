@@ -6,6 +6,8 @@ import type { AccountStatus, Channel, ChannelKind, ChannelSettings, InboundMessa
 import { DomainError } from '../kernel/errors.ts';
 import type { DecisionFailure, DmPairing, DmPairingRequest } from './dm-pairing.ts';
 import type { Session, SessionMessage, Sessions } from '../sessions/module.ts';
+import type { Db, Store, Tx } from '../store/database.ts';
+import type { Outbox, OutboxItem } from './outbox.ts';
 
 export interface ChannelManagerDeps {
   /** The channel kinds in the table in force (built in and from plugins), by id. */
@@ -15,6 +17,8 @@ export interface ChannelManagerDeps {
   logger: Logger;
   pairing: DmPairing;
   sessions: Sessions;
+  store: Store;
+  outbox: Outbox;
   /** Pushes an event to operators holding the scope. */
   emit: (event: string, payload: unknown, scope: string) => void;
   /**
@@ -41,6 +45,13 @@ export interface Inbound {
   recorded: SessionMessage;
 }
 
+/**
+ * Told of each message that reaches a session, in the transaction that
+ * records it: what it writes there (an agent's answer queued as a job)
+ * commits with the message, or not at all.
+ */
+export type InboundListener = (inbound: Inbound, tx: Tx) => Promise<void> | void;
+
 const FAILURE_TEXT: Record<DecisionFailure, string> = {
   unknown: 'is unknown',
   expired: 'has expired',
@@ -54,7 +65,7 @@ const FAILURE_TEXT: Record<DecisionFailure, string> = {
  */
 export class ChannelManager {
   private readonly running = new Map<string, Channel>();
-  private readonly listeners: ((inbound: Inbound) => void)[] = [];
+  private readonly listeners: InboundListener[] = [];
   private readonly failed = new Map<string, string>();
   /** Channels another daemon of the gateway runs now (a shared store); this one takes over if it stops. */
   private readonly standby = new Set<string>();
@@ -73,7 +84,7 @@ export class ChannelManager {
   }
 
   /** Tells a listener of every message that reaches a session (agents answer from here). */
-  onInbound(listener: (inbound: Inbound) => void): void {
+  onInbound(listener: InboundListener): void {
     this.listeners.push(listener);
   }
 
@@ -119,6 +130,8 @@ export class ChannelManager {
       });
       this.running.set(id, channel);
       await channel.start();
+      // Replies waiting for this channel go out from the daemon that runs it.
+      this.deps.outbox.attach(channel);
     } catch (error) {
       this.failed.set(id, (error as Error).message);
       this.deps.logger.error({ channel: id, err: error }, 'channel failed to start');
@@ -130,6 +143,7 @@ export class ChannelManager {
     if (!channel) return;
     this.running.delete(id);
     if (this.deps.singleton) this.standby.add(id);
+    await this.deps.outbox.detach(id);
     await channel.stop().catch((error: unknown) => {
       this.deps.logger.warn({ channel: id, err: error }, 'channel did not stop cleanly');
     });
@@ -143,7 +157,7 @@ export class ChannelManager {
 
   /** Resolves once every inbound message that has arrived so far is handled. */
   async settled(): Promise<void> {
-    while (this.inboundQueues.size > 0) await Promise.all(this.inboundQueues.values());
+    while (this.inboundQueues.size > 0) await Promise.allSettled(this.inboundQueues.values());
   }
 
   private statusView(channel: string, status: AccountStatus): ChannelStatus {
@@ -195,76 +209,97 @@ export class ChannelManager {
   }
 
   /** Whether a sender may reach sessions: config allowFrom ("*" only under open), or the approved list. */
-  async isAllowed(channel: string, sender: string): Promise<boolean> {
+  async isAllowed(channel: string, sender: string, db: Db = this.deps.store): Promise<boolean> {
     const settings = this.settings(channel);
     if (!settings) return false;
     const allowFrom = settings.allowFrom.map((entry) => (entry === '*' ? entry : this.normalizePeer(channel, entry)));
     if (settings.dmPolicy === 'open' && allowFrom.includes('*')) return true;
-    return allowFrom.includes(sender) || this.deps.pairing.isAllowed(channel, sender);
+    return allowFrom.includes(sender) || this.deps.pairing.isAllowed(channel, sender, db);
   }
 
-  /** Queues an inbound message behind the channel's earlier ones: each is recorded, and answered, in the order it came. */
-  private enqueueInbound(channel: string, message: InboundMessage): void {
-    const queued = (this.inboundQueues.get(channel) ?? Promise.resolve()).then(() => this.inbound(channel, message));
+  /**
+   * Queues an inbound message behind the channel's earlier ones: each is
+   * recorded, and answered, in the order it came. Resolves once it is stored
+   * (or dropped): the channel may acknowledge it to its platform then.
+   */
+  private enqueueInbound(channel: string, message: InboundMessage): Promise<void> {
+    // One message that could not be stored holds up none after it.
+    const queued = (this.inboundQueues.get(channel) ?? Promise.resolve()).catch(() => undefined).then(() => this.inbound(channel, message));
     this.inboundQueues.set(channel, queued);
-    void queued.then(() => {
+    void queued.catch(() => undefined).then(() => {
       if (this.inboundQueues.get(channel) === queued) this.inboundQueues.delete(channel);
     });
+    return queued;
   }
 
   private async inbound(channel: string, message: InboundMessage): Promise<void> {
+    const log = this.deps.logger.child({ channel, account: message.account, sender: message.sender });
     try {
-      if (message.kind === 'group') {
-        this.arrived(channel, message, await this.record(channel, message.account, 'group', message.room!, message.room!, { direction: 'in', sender: message.sender, senderName: message.senderName, text: message.text, at: message.at }));
-        return;
-      }
-      const settings = this.settings(channel);
-      const policy = settings?.dmPolicy ?? 'disabled';
-      const log = this.deps.logger.child({ channel, account: message.account, sender: message.sender });
-      if (policy === 'disabled') {
-        log.debug('direct message ignored: the DM policy is disabled');
-        return;
-      }
-      if (await this.isAllowed(channel, message.sender)) {
-        this.arrived(channel, message, await this.record(channel, message.account, 'direct', message.sender, message.senderName, { direction: 'in', sender: message.sender, senderName: message.senderName, text: message.text, at: message.at }));
-        return;
-      }
-      if (policy !== 'pairing') {
-        log.debug(`direct message from an unknown sender dropped (DM policy ${policy})`);
-        return;
-      }
-      const outcome = await this.deps.pairing.request(channel, message.account, message.sender, message.senderName);
-      if (outcome.kind === 'full') {
-        log.info('pairing request ignored: this account already has the most pending codes');
-        return;
-      }
-      if (outcome.kind === 'pending') return;
-      const { request } = outcome;
-      log.info({ expiresAt: new Date(request.expiresAt).toISOString() }, 'pairing code issued');
-      this.deps.emit('channel.pair.requested', pairRequestView(request), 'operator.pairing');
-      const minutes = Math.round(PAIRING_CODE_TTL_MS / 60_000);
-      const text = `Hello ${message.senderName}. This gateway only talks to people its operator has approved. `
-        + `Your pairing code is ${request.code} (valid for ${minutes} minutes). Ask the operator to run: gateway pair approve ${channel} ${request.code}`;
-      this.running.get(channel)?.send(message.account, message.senderName, text).catch((error: unknown) => {
-        log.warn({ err: error }, 'could not send the pairing code');
+      await this.deps.store.transaction(async (tx) => {
+        // A message the platform delivers again (it was not acknowledged in time) is stored once.
+        if (message.platformId !== undefined && !(await this.deps.outbox.firstSight(channel, message.account, message.platformId, tx))) {
+          log.debug({ platformId: message.platformId }, 'inbound message seen already; dropped');
+          return;
+        }
+        const entry = { direction: 'in' as const, sender: message.sender, senderName: message.senderName, text: message.text, at: message.at, ...(message.platformId ? { data: { platformId: message.platformId } } : {}) };
+        if (message.kind === 'group') {
+          await this.arrived(channel, message, await this.record(channel, message.account, 'group', message.room!, message.room!, entry, tx), tx);
+          return;
+        }
+        const policy = this.settings(channel)?.dmPolicy ?? 'disabled';
+        if (policy === 'disabled') {
+          log.debug('direct message ignored: the DM policy is disabled');
+          return;
+        }
+        if (await this.isAllowed(channel, message.sender, tx)) {
+          await this.arrived(channel, message, await this.record(channel, message.account, 'direct', message.sender, message.senderName, entry, tx), tx);
+          return;
+        }
+        if (policy !== 'pairing') {
+          log.debug(`direct message from an unknown sender dropped (DM policy ${policy})`);
+          return;
+        }
+        const outcome = await this.deps.pairing.request(channel, message.account, message.sender, message.senderName, tx);
+        if (outcome.kind === 'full') {
+          log.info('pairing request ignored: this account already has the most pending codes');
+          return;
+        }
+        if (outcome.kind === 'pending') return;
+        const { request } = outcome;
+        log.info({ expiresAt: new Date(request.expiresAt).toISOString() }, 'pairing code issued');
+        tx.afterCommit(() => this.deps.emit('channel.pair.requested', pairRequestView(request), 'operator.pairing'));
+        const minutes = Math.round(PAIRING_CODE_TTL_MS / 60_000);
+        const text = `Hello ${message.senderName}. This gateway only talks to people its operator has approved. `
+          + `Your pairing code is ${request.code} (valid for ${minutes} minutes). Ask the operator to run: gateway pair approve ${channel} ${request.code}`;
+        await this.deps.outbox.enqueue({ channel, account: message.account, to: message.replyTo ?? message.senderName, text, key: `pair:${channel}:${request.code}` }, tx);
       });
     } catch (error) {
-      this.deps.logger.error({ channel, err: error }, 'inbound message could not be handled');
+      log.error({ err: error }, 'inbound message could not be handled');
+      throw error;
     }
   }
 
-  private record(channel: string, account: string, kind: 'direct' | 'group', peer: string, peerName: string, message: { direction: 'in' | 'out'; sender: string; senderName?: string; text: string; at: number; via?: string }) {
-    return this.deps.sessions.record({ channel, account, kind, peer, peerName, ...message });
+  private record(channel: string, account: string, kind: 'direct' | 'group', peer: string, peerName: string, message: { direction: 'in' | 'out'; sender: string; senderName?: string; text: string; at: number; via?: string; data?: Record<string, unknown> }, db?: Db) {
+    return this.deps.sessions.record({ channel, account, kind, peer, peerName, ...message }, db);
   }
 
-  private arrived(channel: string, message: InboundMessage, recorded: { session: Session; message: SessionMessage }): void {
-    for (const listener of this.listeners) {
-      try {
-        listener({ channel, message, session: recorded.session, recorded: recorded.message });
-      } catch (error) {
-        this.deps.logger.error({ channel, err: error }, 'an inbound listener failed');
-      }
-    }
+  private async arrived(channel: string, message: InboundMessage, recorded: { session: Session; message: SessionMessage }, tx: Tx): Promise<void> {
+    for (const listener of this.listeners) await listener({ channel, message, session: recorded.session, recorded: recorded.message }, tx);
+  }
+
+  /** Shows a recipient that a reply is being written, where the channel runs here and can show it; never fails. */
+  async typing(channel: string, account: string, to: string): Promise<void> {
+    await this.running.get(channel)?.typing?.(account, to).catch(() => undefined);
+  }
+
+  /** Whether a reply to this message of the session is queued already (a retried answer job's earlier attempt did its work). */
+  answered(sessionKey: string, turnId: number): Promise<boolean> {
+    return this.deps.outbox.answered(sessionKey, turnId);
+  }
+
+  /** Queues a reply in the outbox (in the caller's transaction, when it gives one). */
+  reply(item: OutboxItem, db?: Db): Promise<boolean> {
+    return this.deps.outbox.enqueue(item, db);
   }
 
   /** A channel named in the config or offered by a module or plugin; anything else is not found, whatever else the request says. */
@@ -332,7 +367,8 @@ export class ChannelManager {
     let notifyError: string | undefined;
     if (notify) {
       try {
-        await this.channel(channelId).send(request.account, request.senderName ?? request.sender, 'You are approved: this gateway now accepts your messages.');
+        // The sender's id reaches them on every channel (a folded IRC nick, a Telegram user's chat).
+        await this.channel(channelId).send(request.account, request.sender, 'You are approved: this gateway now accepts your messages.');
         notified = true;
       } catch (error) {
         notifyError = (error as Error).message;

@@ -3,39 +3,73 @@
  * pairing codes for strangers; sessions with their history; operator messages.
  */
 import { normalizePairingCode } from '../../shared/channels.ts';
+import { unknownChannelProblems } from '../../shared/config/channel-kinds.ts';
 import { defineModule, type RpcClient } from '../kernel/module.ts';
 import jobsModule from '../jobs/module.ts';
 import sessionsModule, { messageView } from '../sessions/module.ts';
 import { CHANNEL_MIGRATIONS, DmPairing } from './dm-pairing.ts';
 import { ircFold } from './irc-names.ts';
 import { ChannelManager, pairRequestView } from './manager.ts';
+import { Outbox, OUTBOX_MIGRATIONS } from './outbox.ts';
 
-export type { ChannelManager, Inbound } from './manager.ts';
+export type { ChannelManager, Inbound, InboundListener } from './manager.ts';
+export type { Outbox, OutboxItem } from './outbox.ts';
 
 /** What other modules get from this one. */
 export interface Channels {
   channels: ChannelManager;
+  outbox: Outbox;
 }
+
+/** The event a daemon publishes (sharing a PostgreSQL store) after queuing replies for a channel another daemon may run. */
+const OUTBOX_EVENT = 'channel.outbox';
 
 const CHANNEL_ID = { type: 'string', pattern: '^[a-z0-9][a-z0-9_-]{0,31}$' };
 
 export default defineModule<Channels>({
   id: 'channels',
   needs: [jobsModule, sessionsModule],
-  migrations: CHANNEL_MIGRATIONS,
+  migrations: [...CHANNEL_MIGRATIONS, ...OUTBOX_MIGRATIONS],
   setup(ctx) {
     const { store, events } = ctx;
     const pairing = new DmPairing(store);
     const sessions = ctx.use(sessionsModule);
+    const outbox = new Outbox({
+      store, logger: ctx.log,
+      // Sharing a PostgreSQL store: the daemon running the channel hears of the reply at once (else it looks every few seconds).
+      announce: (channel) => store.coordinator?.publish(OUTBOX_EVENT, { channel }, 'internal'),
+    });
+    store.coordinator?.onEvent((event, payload) => {
+      if (event === OUTBOX_EVENT) outbox.wake(String((payload as { channel?: unknown } | null)?.channel ?? ''));
+    });
     const channels = new ChannelManager({
       kinds: () => ctx.table().channels, config: ctx.config, secret: (name) => ctx.secrets.get(name), logger: ctx.log,
-      pairing, sessions, emit: (event, payload, scope) => events.emit(event, payload, scope),
+      pairing, sessions, store, outbox, emit: (event, payload, scope) => events.emit(event, payload, scope),
       // Sharing a PostgreSQL store, each channel connects from the one daemon holding its singleton.
       singleton: store.coordinator ? (name, handlers) => store.singleton(name, handlers) : undefined,
     });
+    // channels.<id> names a kind the gateway has, built in or from a loaded plugin.
+    ctx.configCheck((next) => {
+      // Plugins configured and not loaded yet may add channels: their names wait for the reload to say.
+      const loaded = new Set(ctx.daemon.plugins().plugins.filter((plugin) => !plugin.builtin && plugin.status === 'loaded').map((plugin) => plugin.source));
+      if (next.plugins.load.some((source) => !loaded.has(source))) return [];
+      return unknownChannelProblems(next, [...ctx.table().channels.keys()]);
+    });
     ctx.use(jobsModule).retention('pairingRequests', (retentionMs) => pairing.prune(retentionMs));
+    ctx.use(jobsModule).retention('channelOutbox', (retentionMs) => outbox.prune(retentionMs));
     ctx.onStart(() => channels.start());
     ctx.onStop(() => channels.stop());
+    // A run's answer in a session's history says how its reply stands: sent (with the platform's ids), waiting, given up.
+    sessions.decorate(async (session, messages) => {
+      if (!messages.some((message) => message.runId)) return;
+      const replies = await outbox.ofSession(session.key);
+      const last = new Map<string, (typeof messages)[number]>();
+      for (const message of messages) if (message.runId && message.role === 'assistant' && message.kind !== 'tool_call') last.set(message.runId, message);
+      for (const [runId, message] of last) {
+        const reply = replies.get(runId);
+        if (reply) message.delivery = reply;
+      }
+    });
 
     // Each channel loads its client library only when it starts.
     ctx.channels.add({
@@ -45,6 +79,15 @@ export default defineModule<Channels>({
       create: async (id, context) => {
         const { IrcChannel } = await import('./irc.ts');
         return new IrcChannel(id, context);
+      },
+    });
+    ctx.channels.add({
+      id: 'telegram',
+      label: 'Telegram',
+      normalizePeer: (peer) => (peer.trim().startsWith('@') ? peer.trim().toLowerCase() : peer.trim()),
+      create: async (id, context) => {
+        const { TelegramChannel } = await import('./telegram.ts');
+        return new TelegramChannel(id, context);
       },
     });
 
@@ -119,6 +162,6 @@ export default defineModule<Channels>({
       },
     });
 
-    return { channels };
+    return { channels, outbox };
   },
 });

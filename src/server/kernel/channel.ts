@@ -14,8 +14,45 @@ export interface InboundMessage {
   kind: SessionKind;
   /** For group messages: the room it was said in (normalized like a peer). */
   room?: string;
+  /** Where a reply to a direct message goes (a chat id), when not the sender's name (IRC's nick). */
+  replyTo?: string;
+  /**
+   * For a group message meant for the account (it names the bot, or replies
+   * to it): the text as an agent reads it, the mention taken out. A channel
+   * that leaves it out is answered when the message starts with the
+   * account's name ("gw: ...").
+   */
+  addressed?: { text: string };
   text: string;
   at: number;
+  /**
+   * The platform's own id of the message (Telegram's update_id, Slack's
+   * event_id, a Discord message id): a message seen already under its id is
+   * a redelivery, and is dropped.
+   */
+  platformId?: string;
+}
+
+/** What a platform answered for a message it took: its ids, kept with the reply. */
+export interface SendReceipt {
+  ids: string[];
+}
+
+/**
+ * A send the platform refused. `retryAfterMs`: it asked the account to wait
+ * that long (a 429 with retry_after); `permanent`: trying again cannot help
+ * (no such recipient, the bot was removed).
+ */
+export class ChannelSendError extends Error {
+  readonly retryAfterMs?: number;
+  readonly permanent: boolean;
+
+  constructor(message: string, options: { retryAfterMs?: number; permanent?: boolean } = {}) {
+    super(message);
+    this.name = 'ChannelSendError';
+    this.retryAfterMs = options.retryAfterMs;
+    this.permanent = options.permanent ?? false;
+  }
 }
 
 export interface AccountStatus {
@@ -33,8 +70,13 @@ export interface ChannelContext {
   /** Reads a secret of this channel, such as `channels.<id>.password`; undefined when unset. */
   secret: (name: string) => Promise<string | undefined>;
   logger: Logger;
-  /** Hands an inbound message to the gateway (policy, pairing, sessions). */
-  inbound: (message: InboundMessage) => void;
+  /**
+   * Hands an inbound message to the gateway (policy, pairing, sessions). It
+   * resolves once the message is stored (or known to be a redelivery): a
+   * channel whose platform redelivers what is not acknowledged acknowledges
+   * only then.
+   */
+  inbound: (message: InboundMessage) => Promise<void>;
   /** Reports a change of an account's connection state. */
   stateChanged: (status: AccountStatus) => void;
 }
@@ -52,8 +94,15 @@ export interface Channel {
   /** Disconnects every account; resolves once they are closed (or the bound passes). */
   stop(): Promise<void>;
   status(): AccountStatus[];
-  /** Delivers text to a peer or room; rejects when the account cannot send now. */
-  send(account: string, to: string, text: string): Promise<void>;
+  /**
+   * Delivers one message to a peer or room; rejects when the account cannot
+   * send now (a ChannelSendError says whether and when to try again).
+   */
+  send(account: string, to: string, text: string): Promise<SendReceipt | void>;
+  /** Shows the recipient that a reply is being written (Telegram's "typing…"), for a few seconds. */
+  typing?(account: string, to: string): Promise<void>;
+  /** Splits a reply into the messages the platform takes (its length limit, code blocks kept whole); one message when absent. */
+  split?(text: string): string[];
   /** The stable id for a peer name as people type it (the same folding as InboundMessage.sender). */
   normalizePeer(peer: string): string;
   /** Whether a peer name is a room (a group session) rather than a person. */

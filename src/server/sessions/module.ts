@@ -2,9 +2,10 @@
  * Sessions: conversations with their history, shared by channels and agents;
  * every message recorded here is also pushed to operators as session.message.
  */
+import type { MessageView } from '../../shared/protocol/results.ts';
 import { DomainError } from '../kernel/errors.ts';
 import { defineModule } from '../kernel/module.ts';
-import type { Db } from '../store/database.ts';
+import { inTransaction, type Db } from '../store/database.ts';
 import { SESSION_MIGRATIONS } from './migrations.ts';
 import { messageView, SessionStore, sessionView, type NewEntry, type NewMessage, type Session, type SessionMessage } from './session-store.ts';
 
@@ -18,7 +19,11 @@ export interface Sessions {
   record(message: NewMessage, db?: Db): Promise<{ session: Session; message: SessionMessage }>;
   /** Records a message in a session that exists and tells operators; undefined when there is no such session. */
   append(key: string, entry: NewEntry, db?: Db): Promise<{ session: Session; message: SessionMessage } | undefined>;
+  /** Adds what another module knows of a session's messages to its history as shown (a reply's delivery). */
+  decorate(decorator: HistoryDecorator): void;
 }
+
+export type HistoryDecorator = (session: Session, messages: MessageView[]) => Promise<void>;
 
 const CHANNEL_ID = { type: 'string', pattern: '^[a-z0-9][a-z0-9_-]{0,31}$' };
 
@@ -27,8 +32,12 @@ export default defineModule<Sessions>({
   migrations: SESSION_MIGRATIONS,
   setup(ctx) {
     const store = new SessionStore(ctx.store);
-    const told = (recorded: { session: Session; message: SessionMessage }) => {
-      ctx.events.emit('session.message', { session: sessionView(recorded.session), message: messageView(recorded.message) }, 'operator.read');
+    const decorators: HistoryDecorator[] = [];
+    // Operators hear of a message once it is in the store: after the commit of the transaction that records it.
+    const told = (recorded: { session: Session; message: SessionMessage }, db?: Db) => {
+      const tell = () => ctx.events.emit('session.message', { session: sessionView(recorded.session), message: messageView(recorded.message) }, 'operator.read');
+      if (db && inTransaction(db)) db.afterCommit(tell);
+      else tell();
       return recorded;
     };
 
@@ -44,7 +53,9 @@ export default defineModule<Sessions>({
       handler: async ({ key, limit, before }) => {
         const session = await store.get(key);
         if (!session) throw new DomainError('not_found', `No session ${key}.`);
-        return { session: sessionView(session), messages: (await store.history(key, { limit: limit ?? 200, before })).map(messageView) };
+        const messages = (await store.history(key, { limit: limit ?? 200, before })).map(messageView);
+        for (const decorator of decorators) await decorator(session, messages);
+        return { session: sessionView(session), messages };
       },
     });
     ctx.tools.add({
@@ -58,10 +69,11 @@ export default defineModule<Sessions>({
 
     return {
       store,
-      record: async (message, db) => told(await store.record(message, db)),
+      decorate: (decorator) => void decorators.push(decorator),
+      record: async (message, db) => told(await store.record(message, db), db),
       append: async (key, entry, db) => {
         const recorded = await store.append(key, entry, db);
-        return recorded && told(recorded);
+        return recorded && told(recorded, db);
       },
     };
   },

@@ -11,6 +11,7 @@ import { DEFAULT_AUTOCHECKPOINT_PAGES, SqliteEngine } from './sqlite-engine.ts';
 import type { WriterTurns } from './writer-turns.ts';
 
 export type { Db, Row, Tx };
+export { inTransaction } from './engine.ts';
 
 /** What an audit event says besides its kind. */
 export interface AuditFields {

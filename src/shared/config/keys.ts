@@ -182,7 +182,11 @@ export function withDefaults(node: SchemaNode, value: unknown): unknown {
   if (value !== undefined && (value === null || typeof value !== 'object' || Array.isArray(value))) return value;
   const source = (value ?? {}) as Record<string, unknown>;
   const result: Record<string, unknown> = {};
+  // A map by names of the user's choosing (channels by id) holds what is configured only: its named entries
+  // (channels.irc) get their defaults when they are there, and are not made up when they are not.
+  const map = typeof node.additionalProperties === 'object';
   for (const [name, child] of Object.entries(node.properties ?? {})) {
+    if (map && source[name] === undefined) continue;
     const filled = withDefaults(child, source[name]);
     if (filled !== undefined) result[name] = filled;
   }

@@ -102,6 +102,35 @@ const channel: SchemaNode = object({
   },
 }, 'a messaging channel');
 
+/** What every channel kind takes: whether it runs, who may write to it, which agent answers. */
+const channelPolicy = {
+  enabled: bool(false, 'connect this channel when the daemon starts'),
+  agent: text('agent that answers direct messages from approved senders (and rooms where it is addressed)', { pattern: ID }),
+  dmPolicy: oneOf(DM_POLICIES, 'pairing', 'what happens to direct messages from unknown senders'),
+  allowFrom: list({ type: 'string', minLength: 1 }, 'senders allowed without pairing ("*" allows everyone under the open policy)'),
+  reconnectMaxDelayMs: int(60_000, 1000, 3_600_000, 'upper bound of the reconnect backoff'),
+};
+
+const API_ROOT = { format: 'uri', maxLength: 2048 } as const;
+
+const telegramAccount: SchemaNode = object({
+  enabled: bool(true, 'connect this bot'),
+  apiRoot: text('Bot API server of this bot (else the channel\'s)', API_ROOT),
+  rooms: { type: 'array', items: { type: 'string', pattern: '^(\\*|-?\\d{1,20})$' }, description: 'group chat ids this bot answers in when addressed ("*": any group it is in)' },
+}, 'another bot of the channel');
+
+const telegramChannel: SchemaNode = object({
+  ...channelPolicy,
+  apiRoot: text('the Bot API server, such as a Telegram Bot API server of your own (default https://api.telegram.org)', API_ROOT),
+  rooms: list({ type: 'string', pattern: '^(\\*|-?\\d{1,20})$' }, 'group chat ids the agent answers in when addressed: mentioned (@bot) or replied to ("*": any group the bot is in)'),
+  accounts: {
+    type: 'object',
+    description: 'further bots by name (each one\'s token is the secret channels.<id>.accounts.<name>.botToken)',
+    propertyNames: { pattern: '^[a-z0-9][a-z0-9_-]{0,31}$' },
+    additionalProperties: telegramAccount,
+  },
+}, 'Telegram: the bot whose token is the secret channels.<id>.botToken');
+
 const hookMapping: SchemaNode = {
   type: 'object',
   additionalProperties: false,
@@ -235,7 +264,7 @@ export const configSchema: SchemaNode = object({
   channels: {
     type: 'object',
     description: 'messaging channels by id',
-    properties: { irc: channel },
+    properties: { irc: channel, telegram: telegramChannel },
     propertyNames: { pattern: '^[a-z0-9][a-z0-9_-]{0,31}$' },
     additionalProperties: channel,
   },

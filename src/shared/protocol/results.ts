@@ -176,6 +176,23 @@ export interface MessageView {
   /** A step's facts: a tool call's id, name and arguments, a result, the model, usage and latency of an assistant turn. */
   data?: Record<string, unknown>;
   runId?: string;
+  /** For a run's answer to a channel: how its reply stands in the outbox (sent with the platform's message ids, pending, failed). */
+  delivery?: OutboxEntryView;
+}
+
+/** A reply in a channel's outbox. */
+export interface OutboxEntryView {
+  id: number; channel: string; account: string; to: string;
+  status: 'pending' | 'sent' | 'failed';
+  attempts: number;
+  runId?: string;
+  createdAt: string; sentAt: string | null;
+  /** When the next try is due, while it is pending. */
+  nextAttemptAt: string | null;
+  /** The platform's ids of the messages it took. */
+  receipts: string[];
+  /** Why the last try failed. */
+  error?: string;
 }
 
 export interface SessionView {

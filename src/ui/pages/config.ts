@@ -86,7 +86,11 @@ export class ConfigPage extends Page {
           problems[key] = `${key}: must be ${kind === 'integer' ? 'a whole number' : 'a number'}`;
           continue;
         }
-      } else if (kind === 'lines') value = element.value.split('\n').map((line) => line.trim()).filter(Boolean);
+      } else if (kind === 'lines') {
+        value = element.value.split('\n').map((line) => line.trim()).filter(Boolean);
+        // An empty list where nothing is set (a channel not configured) is no change.
+        if (current === undefined && (value as string[]).length === 0) continue;
+      }
       else if (kind === 'json') {
         try {
           value = element.value.trim() === '' ? undefined : JSON.parse(element.value);

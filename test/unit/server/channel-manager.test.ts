@@ -5,6 +5,7 @@ import { DomainError } from '../../../src/server/kernel/errors.ts';
 import { DmPairing } from '../../../src/server/channels/dm-pairing.ts';
 import { ircFold } from '../../../src/server/channels/irc-names.ts';
 import { ChannelManager } from '../../../src/server/channels/manager.ts';
+import { Outbox } from '../../../src/server/channels/outbox.ts';
 import { SessionStore } from '../../../src/server/sessions/session-store.ts';
 import { effectiveConfig } from '../../../src/shared/config/keys.ts';
 import type { GatewayConfig } from '../../../src/shared/config/types.ts';
@@ -38,7 +39,7 @@ class MemoryChannel implements Channel {
   isRoom(peer: string) { return peer.startsWith('#'); }
   checkPeer(peer: string) { return /\s/.test(peer) ? 'has spaces' : undefined; }
   dm(nick: string, text: string, at = 0) {
-    this.context.inbound({ account: 'default', sender: ircFold(nick), senderName: nick, kind: 'direct', text, at });
+    void this.context.inbound({ account: 'default', sender: ircFold(nick), senderName: nick, kind: 'direct', text, at });
   }
 }
 
@@ -51,14 +52,16 @@ describe('channel manager: DM policy, pairing codes and sessions', () => {
   let pairing: DmPairing;
   let sessions: SessionStore;
   let events: { event: string; payload: any }[];
+  let outbox: Outbox;
 
   const configure = (irc: Record<string, unknown>) => {
     config = effectiveConfig({ channels: { irc: { enabled: true, host: 'irc.test', nick: 'gw', ...irc } } });
   };
-  /** A direct message, handled. */
+  /** A direct message, handled, and the replies it queued sent. */
   const dm = async (nick: string, text: string, at?: number) => {
     channel.dm(nick, text, at);
     await manager.settled();
+    await outbox.idle();
   };
   const codeIn = (text: string) => /pairing code is ([A-Z2-9]{8})/.exec(text)![1]!;
 
@@ -68,6 +71,7 @@ describe('channel manager: DM policy, pairing codes and sessions', () => {
     events = [];
     pairing = new DmPairing(current(), () => now);
     sessions = new SessionStore(current());
+    outbox = new Outbox({ store: current(), logger: pino({ level: 'silent' }), now: () => now });
     const irc: ChannelKind = {
       label: 'memory', normalizePeer: ircFold,
       create: (id, context) => { channel = new MemoryChannel(id, context); return channel; },
@@ -77,17 +81,20 @@ describe('channel manager: DM policy, pairing codes and sessions', () => {
       // As the sessions module does: what is recorded is told to operators.
       sessions: {
         store: sessions,
-        record: async (message) => {
-          const recorded = await sessions.record(message);
+        record: async (message, db) => {
+          const recorded = await sessions.record(message, db);
           events.push({ event: 'session.message', payload: recorded });
           return recorded;
         },
-        append: (key, entry) => sessions.append(key, entry),
+        append: (key, entry, db) => sessions.append(key, entry, db),
+        decorate: () => undefined,
       },
+      store: current(), outbox,
       emit: (event, payload) => events.push({ event, payload }), now: () => now,
     });
     await manager.start();
   });
+  afterEach(() => manager.stop());
 
   it('answers a stranger once with a code from the alphabet, valid one hour, and keeps the message out of sessions', async () => {
     await dm('Alice', 'hi');

@@ -1,4 +1,4 @@
-/** What a user may have meant by a command or flag that does not exist. */
+/** What a user may have meant by a command, a flag or a name that does not exist. */
 
 /** Edit distance with transpositions: "stauts" is one step from "status". */
 function distance(a: string, b: string): number {

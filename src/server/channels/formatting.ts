@@ -1,0 +1,141 @@
+/**
+ * Replies as chat apps show them: an agent writes Markdown; each app has its
+ * own formatting and its own length limit. Splitting keeps a fenced code block
+ * whole where it fits, and where it does not, closes it at the cut and opens
+ * it again (with its language) in the next message.
+ */
+
+const FENCE = /^(\s*)(`{3,}|~{3,})(.*)$/;
+
+/** Splits text into messages of at most `limit` characters, at a paragraph, a line, a word, in that order of preference. */
+export function splitMessage(text: string, limit: number): string[] {
+  if (text.length <= limit) return [text];
+  const parts: string[] = [];
+  let rest = text;
+  /** The fence open at the start of `rest` (from a cut inside a code block), to reopen. */
+  let reopen = '';
+  while (rest.length > 0) {
+    const body = reopen + rest;
+    if (body.length <= limit) {
+      parts.push(body);
+      break;
+    }
+    const take = (room: number) => {
+      let cut = bestCut(body, room);
+      if (cut <= reopen.length) cut = Math.max(room, reopen.length + 1);
+      const piece = body.slice(0, cut).replace(/\s+$/, '');
+      return { cut, piece, open: openFence(piece) };
+    };
+    let { cut, piece, open } = take(limit);
+    // A cut inside a code block leaves room for the fence that closes it.
+    if (open && piece.length + open.marker.length + 1 > limit) ({ cut, piece, open } = take(limit - open.marker.length - 1));
+    if (open) piece += `\n${open.marker}`;
+    parts.push(piece);
+    rest = body.slice(cut).replace(/^\n+/, '');
+    reopen = open ? `${open.marker}${open.info}\n` : '';
+  }
+  return parts.filter((part) => part.trim().length > 0);
+}
+
+function bestCut(text: string, room: number): number {
+  const window = text.slice(0, room + 1);
+  for (const separator of ['\n\n', '\n', ' ']) {
+    const at = window.lastIndexOf(separator);
+    // A cut too early would make many small messages: take it only past a third of the room.
+    if (at > room / 3) return at + separator.length;
+  }
+  return room;
+}
+
+/** The fence left open at the end of a piece of Markdown, if any. */
+function openFence(text: string): { marker: string; info: string } | undefined {
+  let open: { marker: string; info: string } | undefined;
+  for (const line of text.split('\n')) {
+    const match = FENCE.exec(line);
+    if (!match) continue;
+    const marker = match[2]!;
+    if (!open) open = { marker, info: match[3]!.trim() };
+    else if (marker[0] === open.marker[0] && marker.length >= open.marker.length && !match[3]!.trim()) open = undefined;
+  }
+  return open;
+}
+
+const escapeHtml = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+
+/**
+ * Markdown as Telegram's HTML parse mode takes it: code blocks, inline code,
+ * bold, italic, strikethrough, links, headings (bold), quotes and lists.
+ * Everything else is text, escaped.
+ */
+export function markdownToTelegramHtml(markdown: string): string {
+  const out: string[] = [];
+  const lines = markdown.split('\n');
+  let quote: string[] = [];
+  const flushQuote = () => {
+    if (quote.length) out.push(`<blockquote>${quote.join('\n')}</blockquote>`);
+    quote = [];
+  };
+  for (let index = 0; index < lines.length; index++) {
+    const line = lines[index]!;
+    const fence = FENCE.exec(line);
+    if (fence) {
+      flushQuote();
+      const marker = fence[2]!;
+      const language = fence[3]!.trim().split(/\s+/)[0] ?? '';
+      const body: string[] = [];
+      index++;
+      while (index < lines.length) {
+        const close = FENCE.exec(lines[index]!);
+        if (close && close[2]![0] === marker[0] && close[2]!.length >= marker.length && !close[3]!.trim()) break;
+        body.push(lines[index]!);
+        index++;
+      }
+      const code = escapeHtml(body.join('\n'));
+      out.push(language && /^[\w+#.-]{1,32}$/.test(language) ? `<pre><code class="language-${language}">${code}</code></pre>` : `<pre>${code}</pre>`);
+      continue;
+    }
+    const quoted = /^\s*>\s?(.*)$/.exec(line);
+    if (quoted) {
+      quote.push(inlineHtml(quoted[1]!));
+      continue;
+    }
+    flushQuote();
+    const heading = /^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$/.exec(line);
+    if (heading) {
+      out.push(`<b>${inlineHtml(heading[1]!)}</b>`);
+      continue;
+    }
+    const bullet = /^(\s*)[-*+]\s+(.*)$/.exec(line);
+    if (bullet) {
+      out.push(`${bullet[1]}• ${inlineHtml(bullet[2]!)}`);
+      continue;
+    }
+    out.push(inlineHtml(line));
+  }
+  flushQuote();
+  return out.join('\n');
+}
+
+/** One line's inline Markdown as Telegram HTML: code spans first (nothing inside them is formatting), then links, bold, italic, strikethrough. */
+function inlineHtml(line: string): string {
+  const spans: string[] = [];
+  const hold = (html: string) => `\u0000${spans.push(html) - 1}\u0000`;
+  let text = line.replace(/`([^`]+)`/g, (_, code: string) => hold(`<code>${escapeHtml(code)}</code>`));
+  text = text.replace(/\[([^\]]+)\]\((https?:\/\/[^\s)]+)\)/g, (_, label: string, url: string) => hold(`<a href="${escapeHtml(url).replace(/"/g, '&quot;')}">${escapeHtml(label)}</a>`));
+  text = escapeHtml(text);
+  text = text.replace(/\*\*(?=\S)(.+?)(?<=\S)\*\*|__(?=\S)(.+?)(?<=\S)__/g, (_, a?: string, b?: string) => `<b>${a ?? b}</b>`);
+  text = text.replace(/(^|[^\w*])\*(?=\S)([^*]+?)(?<=\S)\*(?!\w)|(^|[^\w])_(?=\S)([^_]+?)(?<=\S)_(?!\w)/g,
+    (_, before1?: string, a?: string, before2?: string, b?: string) => `${before1 ?? before2 ?? ''}<i>${a ?? b}</i>`);
+  text = text.replace(/~~(?=\S)(.+?)(?<=\S)~~/g, '<s>$1</s>');
+  return text.replace(/\u0000(\d+)\u0000/g, (_, index: string) => spans[Number(index)]!);
+}
+
+/** Markdown without its markup, for an app that would show it raw (a fallback when formatting is refused). */
+export function plainText(markdown: string): string {
+  return markdown
+    .replace(/^(\s*)(`{3,}|~{3,}).*$/gm, '')
+    .replace(/`([^`]+)`/g, '$1')
+    .replace(/\[([^\]]+)\]\((https?:\/\/[^\s)]+)\)/g, '$1 ($2)')
+    .replace(/\*\*(.+?)\*\*|__(.+?)__/g, '$1$2')
+    .replace(/^\s{0,3}#{1,6}\s+/gm, '');
+}

@@ -1,0 +1,377 @@
+/**
+ * Telegram through grammY's Bot API client: long polling, each update stored
+ * before Telegram is told it arrived (the next getUpdates' offset), replies
+ * in Telegram's HTML, split at its 4,096 characters, and a typing indicator
+ * while an agent works. Several bots (accounts) per channel.
+ */
+import type { Update, UserFromGetMe } from 'grammy/types';
+import type { Api as GrammyApi, GrammyError as GrammyErrorType } from 'grammy';
+import type { ChannelState } from '../../shared/channels.ts';
+import { ChannelSendError, type AccountStatus, type Channel, type ChannelContext, type ChannelSettings, type InboundMessage, type SendReceipt } from '../kernel/channel.ts';
+import { markdownToTelegramHtml, plainText, splitMessage } from './formatting.ts';
+
+export const DEFAULT_ACCOUNT = 'default';
+/** Telegram's longest message. */
+export const TELEGRAM_LIMIT = 4096;
+/** Longest text taken from one inbound message; Telegram's own limit, with room for a caption. */
+const MAX_INBOUND_CHARS = 16_384;
+const POLL_SECONDS = 25;
+const FIRST_RETRY_MS = 1000;
+
+interface AccountSettings {
+  enabled: boolean;
+  apiRoot?: string;
+  /** Group chat ids the agent may answer in ("*": any group the bot is in). */
+  rooms: string[];
+}
+
+/** The accounts of a Telegram channel's settings: the top level (the bot whose token is channels.<id>.botToken) and each of `accounts`. */
+export function telegramAccounts(settings: ChannelSettings): Map<string, AccountSettings> {
+  const base = settings as unknown as Partial<AccountSettings> & { accounts?: Record<string, Partial<AccountSettings>> };
+  const accounts = new Map<string, AccountSettings>();
+  const extra = base.accounts ?? {};
+  accounts.set(DEFAULT_ACCOUNT, { enabled: true, apiRoot: base.apiRoot, rooms: base.rooms ?? [] });
+  for (const [name, account] of Object.entries(extra)) {
+    accounts.set(name, { enabled: account.enabled ?? true, apiRoot: account.apiRoot ?? base.apiRoot, rooms: account.rooms ?? [] });
+  }
+  return accounts;
+}
+
+const secretFor = (channelId: string, account: string) =>
+  account === DEFAULT_ACCOUNT ? `channels.${channelId}.botToken` : `channels.${channelId}.accounts.${account}.botToken`;
+
+type Grammy = typeof import('grammy');
+
+/**
+ * grammY, loaded when a Telegram channel starts. Its HTTP client (node-fetch
+ * 2) loads Node's deprecated punycode module, whose warning says nothing to
+ * the user; it is left out. Bundled, the CommonJS package's exports are its
+ * default export.
+ */
+async function loadGrammy(): Promise<Grammy> {
+  const emitWarning = process.emitWarning;
+  process.emitWarning = ((warning: string | Error, ...rest: unknown[]) => {
+    if (rest.includes('DEP0040') || (rest[0] as { code?: string } | undefined)?.code === 'DEP0040') return;
+    return (emitWarning as (...args: unknown[]) => void).call(process, warning, ...rest);
+  }) as typeof process.emitWarning;
+  try {
+    const loaded = await import('grammy') as Grammy & { default?: Grammy };
+    return typeof loaded.Api === 'function' ? loaded : loaded.default!;
+  } finally {
+    process.emitWarning = emitWarning;
+  }
+}
+
+/** A user as people know them: @username, else their name. */
+const displayName = (user: { username?: string; first_name?: string; last_name?: string; id: number }) =>
+  user.username ? `@${user.username}` : [user.first_name, user.last_name].filter(Boolean).join(' ') || String(user.id);
+
+/** One bot: polls for updates until stopped, reconnecting with backoff. */
+class TelegramAccount {
+  private status: AccountStatus;
+  private stopped = false;
+  private polling?: Promise<void>;
+  private abort = new AbortController();
+  private me?: UserFromGetMe;
+  private api?: GrammyApi;
+  private offset?: number;
+  private attempt = 0;
+
+  private readonly channelId: string;
+  readonly name: string;
+  private readonly settings: () => AccountSettings | undefined;
+  private readonly context: ChannelContext;
+  private readonly grammy: Grammy;
+
+  constructor(channelId: string, name: string, settings: () => AccountSettings | undefined, context: ChannelContext, grammy: Grammy) {
+    this.channelId = channelId;
+    this.name = name;
+    this.settings = settings;
+    this.context = context;
+    this.grammy = grammy;
+    this.status = { account: name, state: 'disconnected', since: Date.now() };
+  }
+
+  get current(): AccountStatus {
+    return this.status;
+  }
+
+  /** The account's abort signal, as grammY's Node build types it (its own AbortSignal shim). */
+  private get signal(): never {
+    return this.abort.signal as never;
+  }
+
+  get username(): string | undefined {
+    return this.me?.username;
+  }
+
+  private setState(state: ChannelState, detail?: string): void {
+    if (this.status.state === state && this.status.detail === detail) return;
+    this.status = { account: this.name, state, ...(detail ? { detail } : {}), since: Date.now() };
+    this.context.stateChanged(this.status);
+  }
+
+  private get log() {
+    return this.context.logger.child({ channel: this.channelId, account: this.name });
+  }
+
+  start(): void {
+    // Nothing an account meets may stop the daemon: its loop logs what it did not expect, and goes on.
+    this.polling = this.run().catch((error: unknown) => this.log.error({ err: error }, 'telegram account stopped unexpectedly'));
+  }
+
+  /** Connects (getMe), then polls; any failure waits with backoff and starts again. */
+  private async run(): Promise<void> {
+    while (!this.stopped) {
+      try {
+        await this.connect();
+        this.attempt = 0;
+        await this.poll();
+      } catch (error) {
+        if (this.stopped) return;
+        let outcome: ReturnType<TelegramAccount['classify']>;
+        try {
+          outcome = this.classify(error);
+        } catch {
+          outcome = { state: 'disconnected', detail: (error as Error)?.message ?? String(error), waitMs: FIRST_RETRY_MS * 10 };
+        }
+        this.setState(outcome.state, outcome.detail);
+        this.log.warn({ error: outcome.detail }, 'telegram account not connected; retrying');
+        await this.sleep(outcome.waitMs);
+      }
+    }
+  }
+
+  private async connect(): Promise<void> {
+    this.setState('connecting');
+    const token = await this.context.secret(secretFor(this.channelId, this.name));
+    if (!token) throw new Setup(`no bot token: gateway secrets set ${secretFor(this.channelId, this.name)} (the token BotFather gave, on stdin)`);
+    const settings = this.settings();
+    // Node's own fetch, not the node-fetch 2 grammY brings (deprecated url.parse on every call).
+    this.api = new this.grammy.Api(token, { apiRoot: settings?.apiRoot, timeoutSeconds: POLL_SECONDS + 35, fetch: nativeFetch });
+    this.me = await this.api.getMe(this.signal);
+    // Long polling and a webhook exclude each other: a webhook left set would make every getUpdates fail.
+    await this.api.deleteWebhook({ drop_pending_updates: false }, this.signal);
+    this.setState('connected', `@${this.me.username}`);
+  }
+
+  /**
+   * Polls for updates. Telegram keeps an update until a later getUpdates asks
+   * for an offset past it: the offset moves on only once each update is
+   * stored, so a daemon that stops loses none (it gets them again, and drops
+   * those it had stored already).
+   */
+  private async poll(): Promise<void> {
+    const api = this.api!;
+    while (!this.stopped) {
+      const updates = await api.getUpdates({ offset: this.offset, timeout: POLL_SECONDS, allowed_updates: ['message'] }, this.signal);
+      if (this.status.state !== 'connected') this.setState('connected', `@${this.me!.username}`);
+      for (const update of updates) {
+        if (this.stopped) return;
+        const message = this.inbound(update);
+        // A message that cannot be stored now stops the batch; the next getUpdates brings it (and the rest) again.
+        if (message) await this.context.inbound(message);
+        this.offset = update.update_id + 1;
+      }
+    }
+  }
+
+  /** An update as the gateway takes it: a text (or caption) message in a private chat, or in a group where it may answer. */
+  private inbound(update: Update): InboundMessage | undefined {
+    const message = update.message;
+    if (typeof update.update_id !== 'number') return undefined;
+    if (!message || typeof message !== 'object' || !message.chat || !message.from || message.from.is_bot) {
+      this.log.debug({ update: update.update_id }, 'update without a message from a person; skipped');
+      return undefined;
+    }
+    const raw = message.text ?? message.caption;
+    if (typeof raw !== 'string' || !raw.trim()) {
+      this.log.debug({ update: update.update_id, chat: message.chat.type }, 'message without text; skipped');
+      return undefined;
+    }
+    const text = raw.length > MAX_INBOUND_CHARS ? raw.slice(0, MAX_INBOUND_CHARS) : raw;
+    const base = {
+      account: this.name, sender: String(message.from.id), senderName: displayName(message.from), text,
+      at: typeof message.date === 'number' ? message.date * 1000 : Date.now(), platformId: String(update.update_id),
+    };
+    if (message.chat.type === 'private') return { ...base, kind: 'direct', replyTo: String(message.chat.id) };
+    if (message.chat.type !== 'group' && message.chat.type !== 'supergroup') return undefined;
+    const room = String(message.chat.id);
+    const rooms = this.settings()?.rooms ?? [];
+    if (!rooms.includes('*') && !rooms.includes(room)) {
+      this.log.debug({ chat: room }, 'message in a group the agent may not answer in (channels.<id>.rooms); skipped');
+      return undefined;
+    }
+    return { ...base, kind: 'group', room, ...this.addressing(message, text) };
+  }
+
+  /** Whether a group message is for the bot: it names it (@bot) or replies to it. The prompt is the text without the mention. */
+  private addressing(message: NonNullable<Update['message']>, text: string): Pick<InboundMessage, 'addressed'> {
+    const username = this.me?.username;
+    if (!username) return {};
+    const mention = `@${username}`.toLowerCase();
+    const entities = message.entities ?? message.caption_entities ?? [];
+    const named = entities.some((entity) => entity.type === 'mention' && text.slice(entity.offset, entity.offset + entity.length).toLowerCase() === mention)
+      || entities.some((entity) => entity.type === 'text_mention' && entity.user?.id === this.me?.id);
+    const repliedTo = message.reply_to_message?.from?.id === this.me?.id;
+    if (!named && !repliedTo) return { addressed: undefined };
+    const prompt = text.replace(new RegExp(`@${username}\\b`, 'ig'), '').replace(/\s+/g, ' ').trim();
+    return { addressed: { text: prompt || text } };
+  }
+
+  /** What a failure means for the account: its state, what to tell, how long to wait. */
+  private classify(error: unknown): { state: ChannelState; detail: string; waitMs: number } {
+    const max = this.context.settings().reconnectMaxDelayMs as number | undefined ?? 60_000;
+    const backoff = Math.min(FIRST_RETRY_MS * 2 ** this.attempt++, max);
+    if (error instanceof Setup) return { state: 'error', detail: error.message, waitMs: max };
+    if (error instanceof this.grammy.GrammyError) {
+      const grammyError = error as GrammyErrorType;
+      if (grammyError.error_code === 401 || grammyError.error_code === 404) {
+        return { state: 'error', detail: `Telegram refused the bot token (${grammyError.description}); set a valid one: gateway secrets set ${secretFor(this.channelId, this.name)}`, waitMs: max };
+      }
+      if (grammyError.error_code === 409) return { state: 'error', detail: `Telegram: ${grammyError.description}`, waitMs: backoff };
+      const retryAfter = grammyError.parameters?.retry_after;
+      if (retryAfter !== undefined) return { state: 'disconnected', detail: `Telegram asked to wait ${retryAfter} s`, waitMs: retryAfter * 1000 };
+      return { state: 'disconnected', detail: `Telegram: ${grammyError.description}`, waitMs: backoff };
+    }
+    const reason = error instanceof this.grammy.HttpError ? describeHttp(error) : (error as Error)?.message ?? String(error);
+    return { state: 'disconnected', detail: `cannot reach Telegram: ${reason}`, waitMs: backoff };
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      timer.unref();
+      this.abort.signal.addEventListener('abort', () => { clearTimeout(timer); resolve(); }, { once: true });
+    });
+  }
+
+  async send(to: string, text: string): Promise<SendReceipt> {
+    const api = this.api;
+    if (!api || this.status.state !== 'connected') throw new ChannelSendError(`${this.channelId} account ${this.name} is ${this.status.state}; the message was not sent`);
+    try {
+      const sent = await api.sendMessage(to, markdownToTelegramHtml(text), { parse_mode: 'HTML', link_preview_options: { is_disabled: true } });
+      return { ids: [String(sent.message_id)] };
+    } catch (error) {
+      // Formatting Telegram will not parse: the text goes as it is.
+      if (error instanceof this.grammy.GrammyError && (error as GrammyErrorType).error_code === 400 && /can't parse entities/i.test((error as GrammyErrorType).description)) {
+        try {
+          const sent = await api.sendMessage(to, plainText(text), { link_preview_options: { is_disabled: true } });
+          return { ids: [String(sent.message_id)] };
+        } catch (again) {
+          throw this.sendError(again);
+        }
+      }
+      throw this.sendError(error);
+    }
+  }
+
+  /** A refused send as the outbox reads it: when to try again, or not at all. */
+  private sendError(error: unknown): ChannelSendError {
+    if (error instanceof this.grammy.GrammyError) {
+      const { error_code: code, description, parameters } = error as GrammyErrorType;
+      if (parameters?.retry_after !== undefined) return new ChannelSendError(`Telegram: ${description}`, { retryAfterMs: parameters.retry_after * 1000 });
+      // No such chat, the bot blocked or removed, a message Telegram will never take: trying again cannot help.
+      if (code === 400 || code === 403) return new ChannelSendError(`Telegram: ${description}`, { permanent: true });
+      return new ChannelSendError(`Telegram: ${description}`);
+    }
+    return new ChannelSendError(`cannot reach Telegram: ${error instanceof this.grammy.HttpError ? describeHttp(error) : (error as Error)?.message ?? String(error)}`);
+  }
+
+  async typing(to: string): Promise<void> {
+    await this.api?.sendChatAction(to, 'typing').catch(() => undefined);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.abort.abort();
+    await this.polling?.catch(() => undefined);
+    this.setState('disconnected');
+  }
+}
+
+/** Node's fetch for grammY, whose signals come from its own AbortController shim: each is passed on as a native one. */
+const nativeFetch = ((url: string, init: RequestInit & { signal?: unknown }) => {
+  const given = init.signal as { aborted: boolean; addEventListener(type: 'abort', listener: () => void): void } | null | undefined;
+  if (!given || given instanceof AbortSignal) return globalThis.fetch(url, init as RequestInit);
+  const controller = new AbortController();
+  if (given.aborted) controller.abort();
+  else given.addEventListener('abort', () => controller.abort());
+  return globalThis.fetch(url, { ...(init as RequestInit), signal: controller.signal });
+}) as never;
+
+/** A set-up problem (no token): the account waits for an operator. */
+class Setup extends Error {}
+
+/** grammY's HttpError names the method; what failed underneath is the reason (never the URL, which carries the token). */
+function describeHttp(error: Error & { error?: unknown }): string {
+  const inner = error.error as { code?: string; message?: string } | undefined;
+  return inner?.code ?? inner?.message?.replace(/https?:\/\/\S+/g, '<url>') ?? 'network error';
+}
+
+export class TelegramChannel implements Channel {
+  private readonly live = new Map<string, TelegramAccount>();
+  readonly id: string;
+  private readonly context: ChannelContext;
+
+  constructor(id: string, context: ChannelContext) {
+    this.id = id;
+    this.context = context;
+  }
+
+  accounts(): string[] {
+    return [...telegramAccounts(this.context.settings()).keys()];
+  }
+
+  async start(): Promise<void> {
+    const grammy = await loadGrammy();
+    for (const [name, settings] of telegramAccounts(this.context.settings())) {
+      if (!settings.enabled) continue;
+      const account = new TelegramAccount(this.id, name, () => telegramAccounts(this.context.settings()).get(name), this.context, grammy);
+      this.live.set(name, account);
+      account.start();
+    }
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([...this.live.values()].map((account) => account.stop()));
+  }
+
+  status(): AccountStatus[] {
+    return this.accounts().map((name) => this.live.get(name)?.current ?? { account: name, state: 'disconnected', detail: 'account disabled', since: Date.now() });
+  }
+
+  async send(account: string, to: string, text: string): Promise<SendReceipt> {
+    const live = this.live.get(account);
+    if (!live) throw new ChannelSendError(`${this.id} has no running account ${account}`);
+    return live.send(to, text);
+  }
+
+  split(text: string): string[] {
+    return splitMessage(text, TELEGRAM_LIMIT);
+  }
+
+  async typing(account: string, to: string): Promise<void> {
+    await this.live.get(account)?.typing(to);
+  }
+
+  /** Chat ids are numbers; a public channel or group may go by @name. */
+  normalizePeer(peer: string): string {
+    const trimmed = peer.trim();
+    return trimmed.startsWith('@') ? trimmed.toLowerCase() : trimmed;
+  }
+
+  selfName(account: string): string | undefined {
+    const username = this.live.get(account)?.username;
+    return username ? `@${username}` : undefined;
+  }
+
+  /** Group chats have negative ids. */
+  isRoom(peer: string): boolean {
+    return /^-\d+$/.test(peer.trim());
+  }
+
+  checkPeer(peer: string): string | undefined {
+    return /^-?\d{1,20}$/.test(peer.trim()) || /^@[A-Za-z][A-Za-z0-9_]{3,31}$/.test(peer.trim()) ? undefined : 'is not a Telegram chat id (a number) or @name';
+  }
+}

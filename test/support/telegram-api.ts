@@ -1,0 +1,225 @@
+/**
+ * A stand-in for the Telegram Bot API (https://core.telegram.org/bots/api),
+ * for what cannot run here: the methods a bot uses to poll for updates and to
+ * answer, with the API's own answers for what goes wrong (401 Unauthorized
+ * for a bad token, 429 with retry_after, 400 "chat not found" and "can't
+ * parse entities", 409 when two pollers compete). Tests push users'
+ * messages in as updates and read back every request the bot made; faults
+ * (a 429, a 5xx, a hang, a connection cut mid-answer) are scripted per
+ * method.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+
+export interface TgUser { id: number; is_bot?: boolean; first_name: string; last_name?: string; username?: string }
+export interface TgChat { id: number; type: 'private' | 'group' | 'supergroup' | 'channel'; title?: string; username?: string; first_name?: string }
+export interface TgMessage {
+  message_id: number;
+  date: number;
+  chat: TgChat;
+  from?: TgUser;
+  text?: string;
+  caption?: string;
+  entities?: { type: string; offset: number; length: number; user?: TgUser }[];
+  reply_to_message?: TgMessage;
+}
+export interface TgUpdate { update_id: number; message?: TgMessage; [field: string]: unknown }
+
+export interface TgRequest { token: string; method: string; body: Record<string, any>; at: number }
+
+export type Fault =
+  | { status: number; description: string; retryAfter?: number }
+  | { hang: true }
+  | { cut: true };
+
+interface Bot { user: TgUser; token: string; pending: TgUpdate[]; confirmed: number; poll?: { respond: (status: number, body: unknown) => void } }
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Text as Telegram counts it after parsing HTML: tags gone, entities one character. */
+function visibleLength(html: string): number {
+  return html.replace(/<[^>]*>/g, '').replace(/&(lt|gt|amp|quot|#\d+|#x[0-9a-f]+);/gi, '_').length;
+}
+
+/** The HTML Telegram accepts: its tags only, each closed, nested properly; & < > escaped. */
+function htmlProblem(html: string): string | undefined {
+  const allowed = new Set(['b', 'strong', 'i', 'em', 'u', 'ins', 's', 'strike', 'del', 'span', 'tg-spoiler', 'a', 'code', 'pre', 'blockquote', 'tg-emoji']);
+  const open: string[] = [];
+  for (const match of html.matchAll(/<(\/?)([a-z-]+)([^>]*)>|<|&(?!(lt|gt|amp|quot|#\d+|#x[0-9a-f]+);)/gi)) {
+    if (match[0] === '<') return `Unsupported start tag at byte offset ${match.index}`;
+    if (match[0] === '&') return `Character entity expected at byte offset ${match.index}`;
+    const [, closing, tag] = match;
+    if (!allowed.has(tag!.toLowerCase())) return `Unsupported start tag "${tag}" at byte offset ${match.index}`;
+    if (closing) {
+      if (open.pop() !== tag!.toLowerCase()) return `Unmatched end tag at byte offset ${match.index}, expected "</${open.at(-1) ?? ''}>", found "</${tag}>"`;
+    } else {
+      open.push(tag!.toLowerCase());
+    }
+  }
+  return open.length ? `Can't find end tag corresponding to start tag "${open.at(-1)}"` : undefined;
+}
+
+export class TelegramApi {
+  readonly requests: TgRequest[] = [];
+  private readonly bots = new Map<string, Bot>();
+  private readonly faults = new Map<string, Fault[]>();
+  private readonly chats = new Map<number, TgChat>();
+  private readonly messageIds = new Map<number, number>();
+  private nextUpdateId = 100_000;
+  private server?: Server;
+  private readonly sockets = new Set<import('node:net').Socket>();
+  port = 0;
+
+  get apiRoot(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  async start(): Promise<this> {
+    this.server = createServer((req, res) => void this.answer(req, res));
+    this.server.on('connection', (socket) => {
+      this.sockets.add(socket);
+      socket.on('close', () => this.sockets.delete(socket));
+    });
+    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    this.port = (this.server.address() as { port: number }).port;
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    for (const bot of this.bots.values()) bot.poll?.respond(200, { ok: true, result: [] });
+    for (const socket of this.sockets) socket.destroy();
+    await new Promise<void>((resolve) => this.server?.close(() => resolve()) ?? resolve());
+  }
+
+  /** A bot the API knows, by its token ("<id>:<secret>"). */
+  addBot(token: string, username: string): TgUser {
+    const user = { id: Number(token.split(':')[0]), is_bot: true, first_name: username, username };
+    this.bots.set(token, { user, token, pending: [], confirmed: 0 });
+    return user;
+  }
+
+  /** Revokes a token: every call with it is refused from now on, as after /revoke in BotFather. */
+  revoke(token: string): void {
+    const bot = this.bots.get(token);
+    bot?.poll?.respond(401, { ok: false, error_code: 401, description: 'Unauthorized' });
+    this.bots.delete(token);
+  }
+
+  /** The next calls of a method fail this way, one fault per call. */
+  fail(method: string, ...faults: Fault[]): void {
+    this.faults.set(method, [...(this.faults.get(method) ?? []), ...faults]);
+  }
+
+  /** A message a user sends the bot (or a group it is in); returns its update. */
+  message(token: string, message: Omit<TgMessage, 'message_id' | 'date'> & { date?: number; [field: string]: unknown }): TgUpdate {
+    this.chats.set(message.chat.id, message.chat);
+    const full: TgMessage = { message_id: this.nextMessageId(message.chat.id), date: Math.floor(Date.now() / 1000), ...message };
+    return this.update(token, { message: full });
+  }
+
+  /** Any update, as Telegram would send it (malformed ones included). */
+  update(token: string, fields: Record<string, unknown>): TgUpdate {
+    const bot = this.bots.get(token)!;
+    const update = { update_id: ++this.nextUpdateId, ...fields } as TgUpdate;
+    bot.pending.push(update);
+    this.flush(bot);
+    return update;
+  }
+
+  /** Updates given out but not yet confirmed (by a later getUpdates with a higher offset). */
+  unconfirmed(token: string): TgUpdate[] {
+    return [...(this.bots.get(token)?.pending ?? [])];
+  }
+
+  /** What the bot sent, in order: sendMessage calls (and, with edits, editMessageText). */
+  sent(chatId?: number, methods = ['sendMessage']): TgRequest[] {
+    return this.requests.filter((request) => methods.includes(request.method) && (chatId === undefined || Number(request.body.chat_id) === chatId));
+  }
+
+  private nextMessageId(chatId: number): number {
+    const next = (this.messageIds.get(chatId) ?? 0) + 1;
+    this.messageIds.set(chatId, next);
+    return next;
+  }
+
+  private flush(bot: Bot): void {
+    if (!bot.poll || bot.pending.length === 0) return;
+    const poll = bot.poll;
+    bot.poll = undefined;
+    poll.respond(200, { ok: true, result: bot.pending.slice(0, 100) });
+  }
+
+  private async answer(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    let text = '';
+    for await (const chunk of req) text += chunk;
+    const match = /^\/bot([^/]+)\/([A-Za-z]+)$/.exec((req.url ?? '').split('?')[0]!);
+    const send = (status: number, body: unknown) => {
+      if (res.writableEnded || res.destroyed) return;
+      res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+    };
+    if (!match) return send(404, { ok: false, error_code: 404, description: 'Not Found' });
+    const [, token, method] = match as unknown as [string, string, string];
+    let body: Record<string, any> = {};
+    const type = req.headers['content-type'] ?? '';
+    if (type.includes('json') && text) body = JSON.parse(text);
+    else if (type.includes('urlencoded')) body = Object.fromEntries(new URLSearchParams(text));
+    else if (req.url?.includes('?')) body = Object.fromEntries(new URLSearchParams(req.url.split('?')[1]));
+    this.requests.push({ token, method, body, at: Date.now() });
+
+    const fault = this.faults.get(method)?.shift();
+    if (fault && 'hang' in fault) return;
+    if (fault && 'cut' in fault) {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write('{"ok":true,"result":{"message_');
+      res.socket?.destroy();
+      return;
+    }
+    if (fault) {
+      return send(fault.status, { ok: false, error_code: fault.status, description: fault.description, ...(fault.retryAfter !== undefined ? { parameters: { retry_after: fault.retryAfter } } : {}) });
+    }
+    const bot = this.bots.get(token);
+    if (!bot) return send(401, { ok: false, error_code: 401, description: 'Unauthorized' });
+    const ok = (result: unknown) => send(200, { ok: true, result });
+    const bad = (description: string, status = 400) => send(status, { ok: false, error_code: status, description });
+
+    switch (method) {
+      case 'getMe': return ok(bot.user);
+      case 'deleteWebhook': case 'setMyCommands': return ok(true);
+      case 'getWebhookInfo': return ok({ url: '', has_custom_certificate: false, pending_update_count: bot.pending.length });
+      case 'getUpdates': {
+        const offset = body.offset === undefined ? undefined : Number(body.offset);
+        // Updates below the offset are confirmed: Telegram forgets them.
+        if (offset !== undefined) bot.pending = bot.pending.filter((update) => update.update_id >= offset);
+        // A second poller ends the first with 409, as Telegram does.
+        bot.poll?.respond(409, { ok: false, error_code: 409, description: 'Conflict: terminated by other getUpdates request; make sure that only one bot instance is running' });
+        bot.poll = undefined;
+        if (bot.pending.length > 0) return ok(bot.pending.slice(0, Number(body.limit ?? 100)));
+        const timeout = Number(body.timeout ?? 0);
+        if (timeout <= 0) return ok([]);
+        const poll = { respond: send };
+        bot.poll = poll;
+        req.socket.once('close', () => { if (bot.poll === poll) bot.poll = undefined; });
+        await sleep(timeout * 1000);
+        if (bot.poll === poll) {
+          bot.poll = undefined;
+          ok([]);
+        }
+        return;
+      }
+      case 'sendChatAction': return this.chats.has(Number(body.chat_id)) ? ok(true) : bad('Bad Request: chat not found');
+      case 'sendMessage': case 'editMessageText': {
+        const chat = this.chats.get(Number(body.chat_id));
+        if (!chat) return bad('Bad Request: chat not found');
+        const content = String(body.text ?? '');
+        if (!content.trim()) return bad('Bad Request: message text is empty');
+        if (body.parse_mode === 'HTML') {
+          const problem = htmlProblem(content);
+          if (problem) return bad(`Bad Request: can't parse entities: ${problem}`);
+        }
+        if ((body.parse_mode === 'HTML' ? visibleLength(content) : content.length) > 4096) return bad('Bad Request: message is too long');
+        const messageId = method === 'editMessageText' ? Number(body.message_id) : this.nextMessageId(chat.id);
+        return ok({ message_id: messageId, date: Math.floor(Date.now() / 1000), chat, from: bot.user, text: content, ...(method === 'editMessageText' ? { edit_date: Math.floor(Date.now() / 1000) } : {}) });
+      }
+      default: return bad(`Not Found: method not found`, 404);
+    }
+  }
+}
