@@ -128,6 +128,9 @@ async function runDaemon(options: RunOptions): Promise<number> {
     });
     if (setup.warning) log.logger.warn(setup.warning);
     onLooseSecretFile((message) => log.logger.warn(message));
+    // A promise a library let fail with no one to catch it (a channel SDK's background reconnect, say) is logged,
+    // and costs nothing else: the daemon serves everything else it holds, as before.
+    process.on('unhandledRejection', (reason) => log.logger.error({ err: reason }, 'a failure no one waited for (the daemon goes on)'));
     daemon = new Daemon({ paths, config, bind, port, log, secrets: openSecretStore(paths, setup.backend), overrides: { port: options.port, bind: options.bind } });
     options.onCreated?.(daemon);
     await daemon.start();

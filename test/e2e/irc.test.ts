@@ -145,9 +145,9 @@ describe('IRC channel, DM pairing and sessions against ngircd (e2e)', function (
     expect(approved.json).to.include({ approved: true, notified: false });
     expect(approved.json.notifyError).to.include('cannot be reached');
 
-    const slack = await home.run(['pair', 'approve', 'slack', 'ABCDEFGH', '--json']);
-    expect(slack.code).to.equal(5);
-    expect(slack.json.error.message).to.include('No channel named slack');
+    const unknown = await home.run(['pair', 'approve', 'nosuchchannel', 'ABCDEFGH', '--json']);
+    expect(unknown.code).to.equal(5);
+    expect(unknown.json.error.message).to.include('No channel named nosuchchannel');
 
     const present = await person('Present');
     const sent = await home.run(['message', 'send', '--channel', 'irc', '--to', present.nick, 'you are there', '--json']);

@@ -275,7 +275,8 @@ function answerChannels(ctx: ModuleContext, channels: ChannelManager, run: Agent
     const agentId = (ctx.config().channels[channel] as { agent?: string } | undefined)?.agent;
     if (!agentId) return;
     let text = message.text;
-    const to = message.kind === 'group' ? message.room! : message.replyTo ?? message.senderName;
+    // Where the channel says a reply goes (a Slack thread, a Telegram chat), else the room or the sender's name.
+    const to = message.replyTo ?? (message.kind === 'group' ? message.room! : message.senderName);
     if (message.kind === 'group' && message.addressed) {
       text = message.addressed.text;
     } else if (message.kind === 'group') {

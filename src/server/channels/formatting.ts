@@ -139,3 +139,65 @@ export function plainText(markdown: string): string {
     .replace(/\*\*(.+?)\*\*|__(.+?)__/g, '$1$2')
     .replace(/^\s{0,3}#{1,6}\s+/gm, '');
 }
+
+const escapeSlack = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+
+/**
+ * Markdown as Slack's mrkdwn: *bold*, _italic_, ~strike~, `code`, code
+ * blocks (without their language, which Slack does not show), <url|links>,
+ * headings as bold lines, quotes and lists. &, < and > are escaped, so text
+ * never turns into a mention or a link by accident.
+ */
+export function markdownToSlackMrkdwn(markdown: string): string {
+  const out: string[] = [];
+  const lines = markdown.split('\n');
+  for (let index = 0; index < lines.length; index++) {
+    const line = lines[index]!;
+    const fence = FENCE.exec(line);
+    if (fence) {
+      const marker = fence[2]!;
+      const body: string[] = [];
+      index++;
+      while (index < lines.length) {
+        const close = FENCE.exec(lines[index]!);
+        if (close && close[2]![0] === marker[0] && close[2]!.length >= marker.length && !close[3]!.trim()) break;
+        body.push(lines[index]!);
+        index++;
+      }
+      out.push(`\`\`\`\n${escapeSlack(body.join('\n'))}\n\`\`\``);
+      continue;
+    }
+    const quoted = /^\s*>\s?(.*)$/.exec(line);
+    if (quoted) {
+      out.push(`&gt; ${inlineSlack(quoted[1]!)}`);
+      continue;
+    }
+    const heading = /^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$/.exec(line);
+    if (heading) {
+      out.push(`*${inlineSlack(heading[1]!)}*`);
+      continue;
+    }
+    const bullet = /^(\s*)[-*+]\s+(.*)$/.exec(line);
+    if (bullet) {
+      out.push(`${bullet[1]}• ${inlineSlack(bullet[2]!)}`);
+      continue;
+    }
+    out.push(inlineSlack(line));
+  }
+  return out.join('\n');
+}
+
+function inlineSlack(line: string): string {
+  const spans: string[] = [];
+  const hold = (text: string) => `\u0000${spans.push(text) - 1}\u0000`;
+  let text = line.replace(/`([^`]+)`/g, (_, code: string) => hold(`\`${escapeSlack(code)}\``));
+  text = text.replace(/\[([^\]]+)\]\((https?:\/\/[^\s)|>]+)\)/g, (_, label: string, url: string) => hold(`<${url.replace(/&/g, '&amp;')}|${escapeSlack(label).replace(/\|/g, '¦')}>`));
+  text = escapeSlack(text);
+  // Bold first, held aside, so its stars are not taken for italics.
+  text = text.replace(/\*\*(?=\S)(.+?)(?<=\S)\*\*|__(?=\S)(.+?)(?<=\S)__/g, (_, a?: string, b?: string) => hold(`*${a ?? b}*`));
+  text = text.replace(/(^|[^\w*])\*(?=\S)([^*]+?)(?<=\S)\*(?!\w)/g, (_, before: string, body: string) => `${before}_${body}_`);
+  text = text.replace(/~~(?=\S)(.+?)(?<=\S)~~/g, '~$1~');
+  // Held spans may hold others (a link inside bold): put them back until none is left.
+  while (/\u0000\d+\u0000/.test(text)) text = text.replace(/\u0000(\d+)\u0000/g, (_, index: string) => spans[Number(index)]!);
+  return text;
+}

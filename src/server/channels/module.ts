@@ -90,6 +90,15 @@ export default defineModule<Channels>({
         return new TelegramChannel(id, context);
       },
     });
+    ctx.channels.add({
+      id: 'slack',
+      label: 'Slack',
+      normalizePeer: (peer) => peer.trim().toUpperCase(),
+      create: async (id, context) => {
+        const { SlackChannel } = await import('./slack.ts');
+        return new SlackChannel(id, context);
+      },
+    });
 
     const audit = (kind: string, client: RpcClient, subject: string, detail: Record<string, unknown>) =>
       store.audit(kind, { actor: client.deviceId, subject, address: client.address, detail });

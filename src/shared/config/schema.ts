@@ -131,6 +131,26 @@ const telegramChannel: SchemaNode = object({
   },
 }, 'Telegram: the bot whose token is the secret channels.<id>.botToken');
 
+const SLACK_ROOM = { type: 'string', pattern: '^(\\*|[CG][A-Z0-9]{2,20})$' } as const;
+
+const slackAccount: SchemaNode = object({
+  enabled: bool(true, 'connect this app'),
+  apiRoot: text('Slack API address of this app (else the channel\'s)', API_ROOT),
+  rooms: { type: 'array', items: SLACK_ROOM, description: 'channel ids this app answers in when mentioned ("*": any channel it is in)' },
+}, 'another Slack app of the channel');
+
+const slackChannel: SchemaNode = object({
+  ...channelPolicy,
+  apiRoot: text('the Slack API address (default https://slack.com; GovSlack: https://slack-gov.com)', API_ROOT),
+  rooms: list(SLACK_ROOM, 'channel ids (C..., G...) the agent answers in when mentioned (@app), in a thread under the mention ("*": any channel the app is in)'),
+  accounts: {
+    type: 'object',
+    description: 'further Slack apps by name (their tokens are the secrets channels.<id>.accounts.<name>.botToken and .appToken)',
+    propertyNames: { pattern: '^[a-z0-9][a-z0-9_-]{0,31}$' },
+    additionalProperties: slackAccount,
+  },
+}, 'Slack over Socket Mode: the app whose tokens are the secrets channels.<id>.botToken (xoxb-) and channels.<id>.appToken (xapp-)');
+
 const hookMapping: SchemaNode = {
   type: 'object',
   additionalProperties: false,
@@ -264,7 +284,7 @@ export const configSchema: SchemaNode = object({
   channels: {
     type: 'object',
     description: 'messaging channels by id',
-    properties: { irc: channel, telegram: telegramChannel },
+    properties: { irc: channel, telegram: telegramChannel, slack: slackChannel },
     propertyNames: { pattern: '^[a-z0-9][a-z0-9_-]{0,31}$' },
     additionalProperties: channel,
   },

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { markdownToTelegramHtml, plainText, splitMessage } from '../../../src/server/channels/formatting.ts';
+import { markdownToSlackMrkdwn, markdownToTelegramHtml, plainText, splitMessage } from '../../../src/server/channels/formatting.ts';
 
 describe('replies as chat apps show them', () => {
   describe('splitMessage', () => {
@@ -45,6 +45,17 @@ describe('replies as chat apps show them', () => {
 
     it('falls back to plain text without the markup', () => {
       expect(plainText('**a** `b` [c](https://d.example)\n```\ne\n```')).to.equal('a b c (https://d.example)\n\ne\n');
+    });
+  });
+
+  describe('markdownToSlackMrkdwn', () => {
+    it('turns Markdown into mrkdwn, and never into a mention or a link by accident', () => {
+      expect(markdownToSlackMrkdwn('**bold**, *italic*, ~~gone~~ and `x`')).to.equal('*bold*, _italic_, ~gone~ and `x`');
+      expect(markdownToSlackMrkdwn('# Status\n- **ok** & <@U123> <!channel>')).to.equal('*Status*\n• *ok* &amp; &lt;@U123&gt; &lt;!channel&gt;');
+      expect(markdownToSlackMrkdwn('[the docs](https://example.com/a?b=1&c=2)')).to.equal('<https://example.com/a?b=1&amp;c=2|the docs>');
+      expect(markdownToSlackMrkdwn('**see [this](https://example.com)**')).to.equal('*see <https://example.com|this>*');
+      expect(markdownToSlackMrkdwn('```python\nprint(1 < 2)\n```')).to.equal('```\nprint(1 &lt; 2)\n```');
+      expect(markdownToSlackMrkdwn('> note')).to.equal('&gt; note');
     });
   });
 });

@@ -1,0 +1,336 @@
+/**
+ * Slack through its official SDK: Socket Mode (@slack/socket-mode, what Bolt
+ * runs on) for events, with each event acknowledged only once it is stored,
+ * and the Web API (@slack/web-api) for replies in mrkdwn, in the thread of
+ * the message they answer. No public address is needed. Several apps
+ * (accounts) per channel.
+ */
+import type { SocketModeClient as SocketModeClientType } from '@slack/socket-mode';
+import type { WebClient as WebClientType } from '@slack/web-api';
+import type { Logger as PinoLogger } from 'pino';
+import type { ChannelState } from '../../shared/channels.ts';
+import { ChannelSendError, type AccountStatus, type Channel, type ChannelContext, type ChannelSettings, type InboundMessage, type SendReceipt } from '../kernel/channel.ts';
+import { markdownToSlackMrkdwn, splitMessage } from './formatting.ts';
+
+export const DEFAULT_ACCOUNT = 'default';
+/** Slack cuts a message's text past 40,000 characters. */
+export const SLACK_LIMIT = 40_000;
+const MAX_INBOUND_CHARS = 40_000;
+const FIRST_RETRY_MS = 1000;
+
+interface AccountSettings {
+  enabled: boolean;
+  apiRoot?: string;
+  rooms: string[];
+}
+
+export function slackAccounts(settings: ChannelSettings): Map<string, AccountSettings> {
+  const base = settings as unknown as Partial<AccountSettings> & { accounts?: Record<string, Partial<AccountSettings>> };
+  const accounts = new Map<string, AccountSettings>();
+  accounts.set(DEFAULT_ACCOUNT, { enabled: true, apiRoot: base.apiRoot, rooms: base.rooms ?? [] });
+  for (const [name, account] of Object.entries(base.accounts ?? {})) {
+    accounts.set(name, { enabled: account.enabled ?? true, apiRoot: account.apiRoot ?? base.apiRoot, rooms: account.rooms ?? [] });
+  }
+  return accounts;
+}
+
+const secretFor = (channelId: string, account: string, name: 'botToken' | 'appToken') =>
+  account === DEFAULT_ACCOUNT ? `channels.${channelId}.${name}` : `channels.${channelId}.accounts.${account}.${name}`;
+
+type SocketMode = typeof import('@slack/socket-mode');
+type WebApi = typeof import('@slack/web-api');
+
+/** Slack's SDK loaded when a Slack channel starts (bundled, the CommonJS packages' exports are their default export). */
+async function loadSlack(): Promise<{ socketMode: SocketMode; webApi: WebApi }> {
+  const [socketMode, webApi] = await Promise.all([import('@slack/socket-mode'), import('@slack/web-api')]) as [SocketMode & { default?: SocketMode }, WebApi & { default?: WebApi }];
+  return {
+    socketMode: typeof socketMode.SocketModeClient === 'function' ? socketMode : socketMode.default!,
+    webApi: typeof webApi.WebClient === 'function' ? webApi : webApi.default!,
+  };
+}
+
+/** The SDK's logger interface over the daemon's: warnings and errors only, never the payloads it logs at debug. */
+function sdkLogger(logger: PinoLogger) {
+  let level = 'warn';
+  return {
+    debug: () => undefined,
+    info: () => undefined,
+    warn: (...messages: unknown[]) => logger.warn(messages.map(String).join(' ')),
+    error: (...messages: unknown[]) => logger.warn(messages.map(String).join(' ')),
+    setLevel: (next: string) => { level = next; },
+    getLevel: () => level,
+    setName: () => undefined,
+  } as never;
+}
+
+/** A Slack event as far as the gateway reads it. */
+interface SlackEvent {
+  type?: string;
+  subtype?: string;
+  channel?: string;
+  channel_type?: string;
+  user?: string;
+  bot_id?: string;
+  text?: string;
+  ts?: string;
+  thread_ts?: string;
+}
+
+/** One Slack app: its Socket Mode connection and its Web API client. */
+class SlackAccount {
+  private status: AccountStatus;
+  private stopped = false;
+  private socket?: SocketModeClientType;
+  private web?: WebClientType;
+  private botUserId?: string;
+  private botName?: string;
+  private retry?: NodeJS.Timeout;
+  private attempt = 0;
+  private readonly names = new Map<string, string>();
+
+  private readonly channelId: string;
+  readonly name: string;
+  private readonly settings: () => AccountSettings | undefined;
+  private readonly context: ChannelContext;
+  private readonly sdk: { socketMode: SocketMode; webApi: WebApi };
+
+  constructor(channelId: string, name: string, settings: () => AccountSettings | undefined, context: ChannelContext, sdk: { socketMode: SocketMode; webApi: WebApi }) {
+    this.channelId = channelId;
+    this.name = name;
+    this.settings = settings;
+    this.context = context;
+    this.sdk = sdk;
+    this.status = { account: name, state: 'disconnected', since: Date.now() };
+  }
+
+  get current(): AccountStatus {
+    return this.status;
+  }
+
+  get selfName(): string | undefined {
+    return this.botName ? `@${this.botName}` : undefined;
+  }
+
+  private get log() {
+    return this.context.logger.child({ channel: this.channelId, account: this.name });
+  }
+
+  private setState(state: ChannelState, detail?: string): void {
+    if (this.status.state === state && this.status.detail === detail) return;
+    this.status = { account: this.name, state, ...(detail ? { detail } : {}), since: Date.now() };
+    this.context.stateChanged(this.status);
+  }
+
+  /** Connects; a failure waits with backoff (or, for a refused token, the longest wait) and tries again. */
+  async connect(): Promise<void> {
+    if (this.stopped) return;
+    this.setState('connecting');
+    try {
+      const [botToken, appToken] = await Promise.all([
+        this.context.secret(secretFor(this.channelId, this.name, 'botToken')),
+        this.context.secret(secretFor(this.channelId, this.name, 'appToken')),
+      ]);
+      const missing = [!botToken && secretFor(this.channelId, this.name, 'botToken'), !appToken && secretFor(this.channelId, this.name, 'appToken')].filter(Boolean);
+      if (missing.length) throw new Setup(`no ${missing.length === 2 ? 'tokens' : 'token'}: ${missing.map((name) => `gateway secrets set ${name}`).join('; ')} (the bot token xoxb-..., the app-level token xapp-..., on stdin)`);
+      const slackApiUrl = this.apiUrl();
+      const logger = sdkLogger(this.log);
+      // Rate limits and retries are the outbox's to honour: a refused call comes back at once, with Slack's Retry-After.
+      this.web = new this.sdk.webApi.WebClient(botToken!, { slackApiUrl, logger, rejectRateLimitedCalls: true, retryConfig: { retries: 0 }, timeout: 30_000 });
+      const identity = await this.web.auth.test();
+      this.botUserId = identity.user_id;
+      this.botName = identity.user;
+      // The account reconnects itself (a new connection URL each time, with its own backoff): the SDK's own
+      // reconnect leaves a failure to open the new connection with no one to catch it.
+      const socket = new this.sdk.socketMode.SocketModeClient({
+        appToken: appToken!, logger, autoReconnectEnabled: false, clientPingTimeout: 5000, clientOptions: { slackApiUrl, retryConfig: { retries: 0 } },
+      });
+      socket.on('slack_event', (envelope: { ack: () => Promise<void>; type: string; body?: { event?: SlackEvent; event_id?: string } }) => void this.onEnvelope(envelope));
+      this.socket = socket;
+      await socket.start();
+      this.attempt = 0;
+      this.setState('connected', this.selfName);
+      socket.once('disconnected', () => {
+        if (this.stopped || this.socket !== socket) return;
+        // Slack recycles connections regularly (a disconnect message, then a new URL): connect again at once.
+        this.setState('connecting', 'Slack closed the connection; connecting again');
+        this.retry = setTimeout(() => void this.connect(), Math.min(FIRST_RETRY_MS * this.attempt++, 5000));
+        this.retry.unref();
+      });
+    } catch (error) {
+      if (this.stopped) return;
+      const { state, detail, waitMs } = this.classify(error);
+      this.setState(state, detail);
+      this.log.warn({ error: detail }, 'slack account not connected; retrying');
+      await this.socket?.disconnect().catch(() => undefined);
+      this.socket = undefined;
+      this.retry = setTimeout(() => void this.connect(), waitMs);
+      this.retry.unref();
+    }
+  }
+
+  private apiUrl(): string | undefined {
+    const root = this.settings()?.apiRoot;
+    return root ? `${root.replace(/\/+$/, '')}/api/` : undefined;
+  }
+
+  private classify(error: unknown): { state: ChannelState; detail: string; waitMs: number } {
+    const max = (this.context.settings().reconnectMaxDelayMs as number | undefined) ?? 60_000;
+    const backoff = Math.min(FIRST_RETRY_MS * 2 ** this.attempt++, max);
+    if (error instanceof Setup) return { state: 'error', detail: error.message, waitMs: max };
+    const code = (error as { data?: { error?: string } })?.data?.error;
+    if (code && ['invalid_auth', 'not_authed', 'account_inactive', 'token_revoked', 'token_expired', 'not_allowed_token_type'].includes(code)) {
+      return { state: 'error', detail: `Slack refused a token (${code}); set valid ones: gateway secrets set ${secretFor(this.channelId, this.name, 'botToken')} and ${secretFor(this.channelId, this.name, 'appToken')}`, waitMs: max };
+    }
+    if (error instanceof this.sdk.webApi.WebAPIRateLimitedError) return { state: 'disconnected', detail: `Slack asked to wait ${error.retryAfter} s`, waitMs: error.retryAfter * 1000 };
+    return { state: 'disconnected', detail: `cannot reach Slack: ${code ?? (error as Error)?.message ?? String(error)}`, waitMs: backoff };
+  }
+
+  /**
+   * An event: stored first, acknowledged after. Slack sends an event again
+   * when it was not acknowledged; one stored already is known by its id.
+   */
+  private async onEnvelope(envelope: { ack: () => Promise<void>; type: string; body?: { event?: SlackEvent; event_id?: string } }): Promise<void> {
+    try {
+      const message = envelope.type === 'events_api' ? this.inbound(envelope.body?.event) : undefined;
+      if (message) await this.context.inbound(message);
+      await envelope.ack();
+    } catch (error) {
+      // Not acknowledged: Slack delivers it again.
+      this.log.warn({ err: error }, 'a Slack event could not be stored; left for Slack to send again');
+    }
+  }
+
+  private inbound(event: SlackEvent | undefined): InboundMessage | undefined {
+    if (!event || typeof event !== 'object' || (event.type !== 'message' && event.type !== 'app_mention')) return undefined;
+    // Edits, joins, the bot's own and other bots' messages are not a person speaking.
+    if (event.subtype || event.bot_id || !event.user || event.user === this.botUserId) return undefined;
+    if (typeof event.channel !== 'string' || typeof event.ts !== 'string' || typeof event.text !== 'string' || !event.text.trim()) return undefined;
+    const text = event.text.length > MAX_INBOUND_CHARS ? event.text.slice(0, MAX_INBOUND_CHARS) : event.text;
+    const at = Math.round(Number(event.ts) * 1000) || Date.now();
+    const base = {
+      account: this.name, sender: event.user, senderName: this.names.get(event.user) ?? event.user, text, at,
+      // A mention comes twice (message and app_mention), under one message: its channel and ts.
+      platformId: `${event.channel}:${event.ts}`,
+    };
+    void this.learnName(event.user);
+    if (event.channel_type === 'im' || event.channel.startsWith('D')) return { ...base, kind: 'direct', replyTo: event.channel };
+    const rooms = this.settings()?.rooms ?? [];
+    if (!rooms.includes('*') && !rooms.includes(event.channel)) {
+      this.log.debug({ room: event.channel }, 'message in a Slack channel the agent may not answer in (channels.<id>.rooms); skipped');
+      return undefined;
+    }
+    const mention = this.botUserId ? `<@${this.botUserId}>` : undefined;
+    const addressed = mention !== undefined && text.includes(mention);
+    // The answer goes in the thread of the message it answers.
+    return {
+      ...base, kind: 'group', room: event.channel, replyTo: `${event.channel}/${event.thread_ts ?? event.ts}`,
+      ...(addressed ? { addressed: { text: text.split(mention).join('').replace(/\s+/g, ' ').trim() || text } } : {}),
+    };
+  }
+
+  /** A user's display name, looked up once and kept, for the next messages and for pairing requests. */
+  private async learnName(user: string): Promise<void> {
+    if (this.names.has(user) || !this.web) return;
+    this.names.set(user, user);
+    try {
+      const info = await this.web.users.info({ user });
+      const profile = info.user?.profile;
+      const name = profile?.display_name || profile?.real_name || info.user?.name;
+      if (name) this.names.set(user, name);
+    } catch {
+      this.names.delete(user);
+    }
+  }
+
+  async send(to: string, text: string): Promise<SendReceipt> {
+    const web = this.web;
+    if (!web || this.status.state !== 'connected') throw new ChannelSendError(`${this.channelId} account ${this.name} is ${this.status.state}; the message was not sent`);
+    const [channel, thread] = to.split('/') as [string, string | undefined];
+    try {
+      const sent = await web.chat.postMessage({ channel, text: markdownToSlackMrkdwn(text), mrkdwn: true, unfurl_links: false, ...(thread ? { thread_ts: thread } : {}) });
+      return { ids: sent.ts ? [sent.ts] : [] };
+    } catch (error) {
+      throw this.sendError(error);
+    }
+  }
+
+  private sendError(error: unknown): ChannelSendError {
+    if (error instanceof this.sdk.webApi.WebAPIRateLimitedError) return new ChannelSendError(`Slack: rate limited`, { retryAfterMs: error.retryAfter * 1000 });
+    const code = (error as { data?: { error?: string } })?.data?.error;
+    if (code) {
+      // A channel that does not exist, or the bot not in it, a message Slack will never take: trying again cannot help.
+      const permanent = ['channel_not_found', 'not_in_channel', 'is_archived', 'msg_too_long', 'no_text', 'user_not_found', 'cannot_dm_bot', 'invalid_auth', 'token_revoked', 'account_inactive'].includes(code);
+      return new ChannelSendError(`Slack: ${code}`, { permanent });
+    }
+    return new ChannelSendError(`cannot reach Slack: ${(error as Error)?.message ?? String(error)}`);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.retry);
+    await this.socket?.disconnect().catch(() => undefined);
+    this.setState('disconnected');
+  }
+}
+
+class Setup extends Error {}
+
+export class SlackChannel implements Channel {
+  private readonly live = new Map<string, SlackAccount>();
+  readonly id: string;
+  private readonly context: ChannelContext;
+
+  constructor(id: string, context: ChannelContext) {
+    this.id = id;
+    this.context = context;
+  }
+
+  accounts(): string[] {
+    return [...slackAccounts(this.context.settings()).keys()];
+  }
+
+  async start(): Promise<void> {
+    const sdk = await loadSlack();
+    for (const [name, settings] of slackAccounts(this.context.settings())) {
+      if (!settings.enabled) continue;
+      const account = new SlackAccount(this.id, name, () => slackAccounts(this.context.settings()).get(name), this.context, sdk);
+      this.live.set(name, account);
+      void account.connect();
+    }
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([...this.live.values()].map((account) => account.stop()));
+  }
+
+  status(): AccountStatus[] {
+    return this.accounts().map((name) => this.live.get(name)?.current ?? { account: name, state: 'disconnected', detail: 'account disabled', since: Date.now() });
+  }
+
+  async send(account: string, to: string, text: string): Promise<SendReceipt> {
+    const live = this.live.get(account);
+    if (!live) throw new ChannelSendError(`${this.id} has no running account ${account}`);
+    return live.send(to, text);
+  }
+
+  split(text: string): string[] {
+    return splitMessage(text, SLACK_LIMIT);
+  }
+
+  normalizePeer(peer: string): string {
+    return peer.trim().toUpperCase();
+  }
+
+  selfName(account: string): string | undefined {
+    return this.live.get(account)?.selfName;
+  }
+
+  /** Conversations: C (channels), G (private channels), D (direct messages); a reply may name a thread: C123/1700000000.000100. */
+  isRoom(peer: string): boolean {
+    return /^[CG]/i.test(peer.trim());
+  }
+
+  checkPeer(peer: string): string | undefined {
+    return /^[CDGU][A-Z0-9]{2,20}(\/\d{1,12}\.\d{1,9})?$/i.test(peer.trim()) ? undefined : 'is not a Slack conversation id (C…, G…, D…) or user id (U…)';
+  }
+}

@@ -1,0 +1,169 @@
+/**
+ * A stand-in for Slack (https://api.slack.com), for what cannot run here: the
+ * Web API methods an app uses (auth.test, apps.connections.open,
+ * chat.postMessage, users.info) with Slack's own answers for what goes wrong
+ * (invalid_auth, channel_not_found, a 429 with Retry-After), and the Socket
+ * Mode WebSocket: a hello, events in envelopes, acknowledgements, and events
+ * not acknowledged sent again (retry_attempt + 1) on the next connection, as
+ * Slack does. Every Web API call is kept for the tests to read.
+ */
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { WebSocketServer, type WebSocket } from 'ws';
+
+export interface SlackCall { method: string; token: string; body: Record<string, any>; at: number; /** Answered with an error (a scripted fault, or Slack's refusal). */ refused?: boolean }
+export type SlackFault = { status: number; retryAfter?: number } | { error: string } | { hang: true };
+
+interface Envelope { envelope_id: string; type: 'events_api'; accepts_response_payload: false; payload: Record<string, unknown>; retry_attempt: number; retry_reason: string }
+
+export class SlackApi {
+  readonly calls: SlackCall[] = [];
+  readonly botToken = 'xoxb-1111-2222-stand-in-bot-token';
+  readonly appToken = 'xapp-1-A111-3333-stand-in-app-token';
+  readonly botUserId = 'UB0TUSER1';
+  readonly botName = 'gw-bot';
+  private readonly revoked = new Set<string>();
+  private readonly faults = new Map<string, SlackFault[]>();
+  private readonly unacked = new Map<string, Envelope>();
+  readonly acked: string[] = [];
+  private readonly channels = new Set(['C0GENERAL1']);
+  private readonly users = new Map<string, string>();
+  private server?: Server;
+  private wss?: WebSocketServer;
+  private socket?: WebSocket;
+  private counter = 0;
+  port = 0;
+
+  get apiRoot(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  async start(): Promise<this> {
+    this.server = createServer((req, res) => void this.answer(req, res));
+    this.wss = new WebSocketServer({ noServer: true });
+    this.server.on('upgrade', (req, socket, head) => {
+      if (!req.url?.startsWith('/link/')) return socket.destroy();
+      this.wss!.handleUpgrade(req, socket, head, (ws) => this.connected(ws));
+    });
+    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    this.port = (this.server.address() as { port: number }).port;
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    for (const client of this.wss?.clients ?? []) client.terminate();
+    this.server?.closeAllConnections();
+    await new Promise<void>((resolve) => this.server?.close(() => resolve()) ?? resolve());
+  }
+
+  /** A person with a display name. */
+  user(id: string, name: string): string {
+    this.users.set(id, name);
+    return id;
+  }
+
+  channel(id: string): string {
+    this.channels.add(id);
+    return id;
+  }
+
+  revoke(token: string): void {
+    this.revoked.add(token);
+    this.socket?.close(1000);
+  }
+
+  fail(method: string, ...faults: SlackFault[]): void {
+    this.faults.set(method, [...(this.faults.get(method) ?? []), ...faults]);
+  }
+
+  /** Whether an app is connected over Socket Mode now. */
+  get connectedNow(): boolean {
+    return this.socket?.readyState === 1;
+  }
+
+  /** An event as Slack sends it (message, app_mention, or anything else), in an envelope; kept until acknowledged. */
+  event(event: Record<string, unknown>): Envelope {
+    const envelope: Envelope = {
+      envelope_id: randomUUID(), type: 'events_api', accepts_response_payload: false, retry_attempt: 0, retry_reason: '',
+      payload: { token: 'verification', team_id: 'T0TEAM', api_app_id: 'A111', type: 'event_callback', event_id: `Ev${++this.counter}`, event_time: Math.floor(Date.now() / 1000), event },
+    };
+    this.unacked.set(envelope.envelope_id, envelope);
+    this.socket?.send(JSON.stringify(envelope));
+    return envelope;
+  }
+
+  /** A person's message: in a direct conversation (D...) or a channel. */
+  message(fields: { user: string; channel: string; text: string; thread_ts?: string }): Envelope {
+    const ts = `${Math.floor(Date.now() / 1000)}.${String(++this.counter).padStart(6, '0')}`;
+    return this.event({ type: 'message', channel_type: fields.channel.startsWith('D') ? 'im' : 'channel', event_ts: ts, ts, ...fields });
+  }
+
+  /** Messages the app posted to a conversation (and thread), in order; with all, the calls Slack refused too. */
+  posted(channel?: string, options: { all?: boolean } = {}): SlackCall[] {
+    return this.calls.filter((call) => call.method === 'chat.postMessage' && (channel === undefined || call.body.channel === channel) && (options.all || !call.refused));
+  }
+
+  private connected(ws: WebSocket): void {
+    this.socket?.terminate();
+    this.socket = ws;
+    ws.send(JSON.stringify({ type: 'hello', num_connections: 1, connection_info: { app_id: 'A111' } }));
+    // What the previous connection left unacknowledged comes again, marked as a retry.
+    for (const envelope of this.unacked.values()) {
+      envelope.retry_attempt++;
+      envelope.retry_reason = 'timeout';
+      ws.send(JSON.stringify(envelope));
+    }
+    ws.on('message', (data) => {
+      const message = JSON.parse(String(data)) as { envelope_id?: string };
+      if (message.envelope_id && this.unacked.delete(message.envelope_id)) this.acked.push(message.envelope_id);
+    });
+  }
+
+  private async answer(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    let text = '';
+    for await (const chunk of req) text += chunk;
+    const method = (req.url ?? '').replace(/^\/api\//, '').split('?')[0]!;
+    const type = req.headers['content-type'] ?? '';
+    const body: Record<string, any> = type.includes('json') ? JSON.parse(text || '{}') : Object.fromEntries(new URLSearchParams(text));
+    const token = String(req.headers.authorization ?? '').replace(/^Bearer /, '') || String(body.token ?? '');
+    const call: SlackCall = { method, token, body, at: Date.now() };
+    this.calls.push(call);
+    const send = (status: number, payload: unknown, headers: Record<string, string> = {}) => {
+      if (status !== 200 || !(payload as { ok?: boolean }).ok) call.refused = true;
+      res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(payload));
+    };
+    const ok = (fields: Record<string, unknown>) => send(200, { ok: true, ...fields });
+    const error = (code: string) => send(200, { ok: false, error: code });
+
+    const fault = this.faults.get(method)?.shift();
+    if (fault && 'hang' in fault) return;
+    if (fault && 'status' in fault) return send(fault.status, { ok: false, error: fault.status === 429 ? 'ratelimited' : 'internal_error' }, fault.retryAfter !== undefined ? { 'retry-after': String(fault.retryAfter) } : {});
+    if (fault) return error(fault.error);
+
+    const isBot = token === this.botToken && !this.revoked.has(token);
+    const isApp = token === this.appToken && !this.revoked.has(token);
+    switch (method) {
+      case 'auth.test':
+        return isBot ? ok({ url: 'https://stand-in.slack.com/', team: 'Stand-in', user: this.botName, team_id: 'T0TEAM', user_id: this.botUserId, bot_id: 'B0BOT' }) : error('invalid_auth');
+      case 'apps.connections.open':
+        return isApp ? ok({ url: `ws://127.0.0.1:${this.port}/link/?ticket=${randomUUID()}` }) : error('invalid_auth');
+      case 'users.info': {
+        if (!isBot) return error('invalid_auth');
+        const name = this.users.get(String(body.user));
+        return name ? ok({ user: { id: body.user, name: name.toLowerCase(), real_name: name, profile: { display_name: name, real_name: name } } }) : error('user_not_found');
+      }
+      case 'chat.postMessage': {
+        if (!isBot) return error('invalid_auth');
+        const channel = String(body.channel ?? '');
+        if (!channel.startsWith('D') && !channel.startsWith('U') && !this.channels.has(channel)) return error('channel_not_found');
+        const content = String(body.text ?? '');
+        if (!content.trim()) return error('no_text');
+        if (content.length > 40_000) return error('msg_too_long');
+        const ts = `${Math.floor(Date.now() / 1000)}.${String(++this.counter).padStart(6, '0')}`;
+        return ok({ channel, ts, message: { type: 'message', text: content, user: this.botUserId, ts, ...(body.thread_ts ? { thread_ts: body.thread_ts } : {}) } });
+      }
+      default:
+        return error('unknown_method');
+    }
+  }
+}
