@@ -127,6 +127,7 @@ export class ChannelManager {
         logger: this.deps.logger,
         inbound: (message) => this.enqueueInbound(id, message),
         stateChanged: (status) => this.deps.emit('channel.status', this.statusView(id, status), 'operator.read'),
+        cursor: { get: (account) => this.deps.outbox.cursor(id, account), set: (account, cursor) => this.deps.outbox.setCursor(id, account, cursor) },
       });
       this.running.set(id, channel);
       await channel.start();

@@ -99,6 +99,15 @@ export default defineModule<Channels>({
         return new SlackChannel(id, context);
       },
     });
+    ctx.channels.add({
+      id: 'discord',
+      label: 'Discord',
+      normalizePeer: (peer) => peer.trim().replace(/^<@!?(\d+)>$/, '@$1'),
+      create: async (id, context) => {
+        const { DiscordChannel } = await import('./discord.ts');
+        return new DiscordChannel(id, context);
+      },
+    });
 
     const audit = (kind: string, client: RpcClient, subject: string, detail: Record<string, unknown>) =>
       store.audit(kind, { actor: client.deviceId, subject, address: client.address, detail });

@@ -52,6 +52,18 @@ export const OUTBOX_MIGRATIONS: readonly Migration[] = [{
     );
     CREATE INDEX channel_inbound_seen_at ON channel_inbound_seen (seen_at);
   `,
+}, {
+  version: 3,
+  name: 'where each channel account left off with its platform',
+  sql: `
+    CREATE TABLE channel_cursors (
+      channel TEXT NOT NULL,
+      account TEXT NOT NULL,
+      cursor TEXT NOT NULL,
+      updated_at BIGINT NOT NULL,
+      PRIMARY KEY (channel, account)
+    );
+  `,
 }];
 
 /** A reply to send. */
@@ -194,6 +206,20 @@ export class Outbox {
     return changes === 1;
   }
 
+  /** Where a channel account left off with its platform (see ChannelContext.cursor). */
+  async cursor(channel: string, account: string): Promise<string | undefined> {
+    const row = await this.store.get<Row>('SELECT cursor FROM channel_cursors WHERE channel = ? AND account = ?', channel, account);
+    return row ? String(row.cursor) : undefined;
+  }
+
+  async setCursor(channel: string, account: string, cursor: string | undefined): Promise<void> {
+    if (cursor === undefined) await this.store.run('DELETE FROM channel_cursors WHERE channel = ? AND account = ?', channel, account);
+    else {
+      await this.store.run(`INSERT INTO channel_cursors (channel, account, cursor, updated_at) VALUES (?, ?, ?, ?)
+        ON CONFLICT (channel, account) DO UPDATE SET cursor = excluded.cursor, updated_at = excluded.updated_at`, channel, account, cursor, this.now());
+    }
+  }
+
   async prune(retentionMs: number): Promise<number> {
     const before = this.now() - retentionMs;
     const sent = await this.store.run("DELETE FROM channel_outbox WHERE status <> 'pending' AND created_at < ?", before);
@@ -294,7 +320,7 @@ class Pump {
     const attempts = Number(row.attempts) + 1;
     try {
       for (; sent < parts.length; sent++) {
-        const receipt = await this.channel.send(String(row.account), String(row.recipient), parts[sent]!);
+        const receipt = await this.channel.send(String(row.account), String(row.recipient), parts[sent]!, { idempotencyKey: `gw${id}p${sent}` });
         if (receipt?.ids) receipts.push(...receipt.ids);
         // Each part is written down as it goes: a retry resumes after it.
         if (sent + 1 < parts.length) await this.store.run('UPDATE channel_outbox SET parts_sent = ?, receipts = ? WHERE id = ?', sent + 1, JSON.stringify(receipts), id);

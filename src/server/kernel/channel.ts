@@ -33,6 +33,12 @@ export interface InboundMessage {
   platformId?: string;
 }
 
+/** How a message is sent. */
+export interface SendOptions {
+  /** The same for every try of one message: a platform that dedupes by it (Discord's nonce) posts it once. */
+  idempotencyKey?: string;
+}
+
 /** What a platform answered for a message it took: its ids, kept with the reply. */
 export interface SendReceipt {
   ids: string[];
@@ -79,6 +85,12 @@ export interface ChannelContext {
   inbound: (message: InboundMessage) => Promise<void>;
   /** Reports a change of an account's connection state. */
   stateChanged: (status: AccountStatus) => void;
+  /**
+   * Where an account left off with its platform (a Discord session and its
+   * sequence number), kept in the profile's database across restarts;
+   * undefined clears it.
+   */
+  cursor: { get(account: string): Promise<string | undefined>; set(account: string, cursor: string | undefined): Promise<void> };
 }
 
 /**
@@ -98,7 +110,7 @@ export interface Channel {
    * Delivers one message to a peer or room; rejects when the account cannot
    * send now (a ChannelSendError says whether and when to try again).
    */
-  send(account: string, to: string, text: string): Promise<SendReceipt | void>;
+  send(account: string, to: string, text: string, options?: SendOptions): Promise<SendReceipt | void>;
   /** Shows the recipient that a reply is being written (Telegram's "typing…"), for a few seconds. */
   typing?(account: string, to: string): Promise<void>;
   /** Splits a reply into the messages the platform takes (its length limit, code blocks kept whole); one message when absent. */

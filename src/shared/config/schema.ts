@@ -151,6 +151,26 @@ const slackChannel: SchemaNode = object({
   },
 }, 'Slack over Socket Mode: the app whose tokens are the secrets channels.<id>.botToken (xoxb-) and channels.<id>.appToken (xapp-)');
 
+const DISCORD_ROOM = { type: 'string', pattern: '^(\\*|\\d{17,20})$' } as const;
+
+const discordAccount: SchemaNode = object({
+  enabled: bool(true, 'connect this bot'),
+  apiRoot: text('Discord API address of this bot (else the channel\'s)', API_ROOT),
+  rooms: { type: 'array', items: DISCORD_ROOM, description: 'channel ids this bot answers in when mentioned ("*": any channel it can read)' },
+}, 'another Discord bot of the channel');
+
+const discordChannel: SchemaNode = object({
+  ...channelPolicy,
+  apiRoot: text('the Discord API address (default https://discord.com)', API_ROOT),
+  rooms: list(DISCORD_ROOM, 'channel ids the agent answers in when mentioned (@bot) or replied to, replying to that message ("*": any channel the bot can read)'),
+  accounts: {
+    type: 'object',
+    description: 'further bots by name (each one\'s token is the secret channels.<id>.accounts.<name>.botToken)',
+    propertyNames: { pattern: '^[a-z0-9][a-z0-9_-]{0,31}$' },
+    additionalProperties: discordAccount,
+  },
+}, 'Discord: the bot whose token is the secret channels.<id>.botToken');
+
 const hookMapping: SchemaNode = {
   type: 'object',
   additionalProperties: false,
@@ -284,7 +304,7 @@ export const configSchema: SchemaNode = object({
   channels: {
     type: 'object',
     description: 'messaging channels by id',
-    properties: { irc: channel, telegram: telegramChannel, slack: slackChannel },
+    properties: { irc: channel, telegram: telegramChannel, slack: slackChannel, discord: discordChannel },
     propertyNames: { pattern: '^[a-z0-9][a-z0-9_-]{0,31}$' },
     additionalProperties: channel,
   },

@@ -1,0 +1,467 @@
+/**
+ * Discord over its Gateway (a WebSocket, `ws`) and REST API (fetch), typed by
+ * discord-api-types: lighter than discord.js for what a gateway needs (see
+ * docs/channels.md for the measurement). A message is stored before the
+ * session's sequence number moves past it, and that number is kept in the
+ * profile's database: a dropped connection, or a daemon that restarts within
+ * Discord's resume window, RESUMEs the session and Discord replays what it
+ * missed; what was stored already is known by its message id.
+ */
+import { GatewayCloseCodes, GatewayDispatchEvents, GatewayIntentBits, GatewayOpcodes } from 'discord-api-types/v10';
+import type { APIMessage, APIUser, GatewayReceivePayload, GatewayReadyDispatchData } from 'discord-api-types/v10';
+import type { ChannelState } from '../../shared/channels.ts';
+import { ChannelSendError, type AccountStatus, type Channel, type ChannelContext, type ChannelSettings, type InboundMessage, type SendOptions, type SendReceipt } from '../kernel/channel.ts';
+import { splitMessage } from './formatting.ts';
+
+export const DEFAULT_ACCOUNT = 'default';
+/** Discord's longest message. */
+export const DISCORD_LIMIT = 2000;
+const MAX_INBOUND_CHARS = 16_384;
+const FIRST_RETRY_MS = 1000;
+const INTENTS = GatewayIntentBits.Guilds | GatewayIntentBits.GuildMessages | GatewayIntentBits.DirectMessages | GatewayIntentBits.MessageContent;
+
+interface AccountSettings { enabled: boolean; apiRoot?: string; rooms: string[] }
+
+export function discordAccounts(settings: ChannelSettings): Map<string, AccountSettings> {
+  const base = settings as unknown as Partial<AccountSettings> & { accounts?: Record<string, Partial<AccountSettings>> };
+  const accounts = new Map<string, AccountSettings>();
+  accounts.set(DEFAULT_ACCOUNT, { enabled: true, apiRoot: base.apiRoot, rooms: base.rooms ?? [] });
+  for (const [name, account] of Object.entries(base.accounts ?? {})) {
+    accounts.set(name, { enabled: account.enabled ?? true, apiRoot: account.apiRoot ?? base.apiRoot, rooms: account.rooms ?? [] });
+  }
+  return accounts;
+}
+
+const secretFor = (channelId: string, account: string) =>
+  account === DEFAULT_ACCOUNT ? `channels.${channelId}.botToken` : `channels.${channelId}.accounts.${account}.botToken`;
+
+/** Where a session stands, kept between connections and restarts. */
+interface Cursor { sessionId: string; seq: number; resumeUrl: string }
+
+class Refused extends Error {}
+
+/** One bot: its Gateway connection, heartbeats and resumes, and its REST calls. */
+class DiscordAccount {
+  private status: AccountStatus;
+  private stopped = false;
+  private socket?: import('ws').WebSocket;
+  private heartbeat?: NodeJS.Timeout;
+  private retry?: NodeJS.Timeout;
+  private attempt = 0;
+  private token?: string;
+  private me?: APIUser;
+  private cursor?: Cursor;
+  /** The last sequence received (heartbeats carry it); the cursor's is the last one handled. */
+  private received: number | null = null;
+  private acked = true;
+  /** Dispatches are handled one after another, in the order they came. */
+  private handling: Promise<void> = Promise.resolve();
+  private readonly dmChannels = new Map<string, string>();
+
+  private readonly channelId: string;
+  readonly name: string;
+  private readonly settings: () => AccountSettings | undefined;
+  private readonly context: ChannelContext;
+
+  constructor(channelId: string, name: string, settings: () => AccountSettings | undefined, context: ChannelContext) {
+    this.channelId = channelId;
+    this.name = name;
+    this.settings = settings;
+    this.context = context;
+    this.status = { account: name, state: 'disconnected', since: Date.now() };
+  }
+
+  get current(): AccountStatus {
+    return this.status;
+  }
+
+  get selfName(): string | undefined {
+    return this.me ? `@${this.me.username}` : undefined;
+  }
+
+  private get log() {
+    return this.context.logger.child({ channel: this.channelId, account: this.name });
+  }
+
+  private setState(state: ChannelState, detail?: string): void {
+    if (this.status.state === state && this.status.detail === detail) return;
+    this.status = { account: this.name, state, ...(detail ? { detail } : {}), since: Date.now() };
+    this.context.stateChanged(this.status);
+  }
+
+  private api(path: string): string {
+    return `${(this.settings()?.apiRoot ?? 'https://discord.com').replace(/\/+$/, '')}/api/v10${path}`;
+  }
+
+  /** A REST call; a refusal comes back as an error with Discord's status, message and retry_after. */
+  private async rest<T>(method: string, path: string, body?: unknown): Promise<T> {
+    const response = await fetch(this.api(path), {
+      method,
+      headers: { authorization: `Bot ${this.token}`, 'content-type': 'application/json', 'user-agent': 'DiscordBot (gateway, 1)' },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      signal: AbortSignal.timeout(30_000),
+    });
+    if (response.status === 204) return undefined as T;
+    const payload = await response.json().catch(() => ({})) as { message?: string; code?: number; retry_after?: number };
+    if (!response.ok) throw new RestError(response.status, payload.message ?? response.statusText, payload.code, payload.retry_after);
+    return payload as T;
+  }
+
+  async connect(): Promise<void> {
+    if (this.stopped) return;
+    this.setState('connecting');
+    try {
+      this.token = await this.context.secret(secretFor(this.channelId, this.name));
+      if (!this.token) throw new Refused(`no bot token: gateway secrets set ${secretFor(this.channelId, this.name)} (the token from the Developer Portal's Bot page, on stdin)`);
+      this.cursor ??= await this.loadCursor();
+      const gateway = this.cursor?.resumeUrl ?? (await this.rest<{ url: string }>('GET', '/gateway/bot')).url;
+      await this.open(gateway);
+    } catch (error) {
+      this.failed(error);
+    }
+  }
+
+  private async loadCursor(): Promise<Cursor | undefined> {
+    const stored = await this.context.cursor.get(this.name);
+    if (!stored) return undefined;
+    try {
+      const cursor = JSON.parse(stored) as Cursor;
+      return typeof cursor.sessionId === 'string' && typeof cursor.seq === 'number' && typeof cursor.resumeUrl === 'string' ? cursor : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  private saveCursor(): Promise<void> {
+    return this.context.cursor.set(this.name, this.cursor ? JSON.stringify(this.cursor) : undefined);
+  }
+
+  /** Waits, then connects again: after the platform's own wait, or with backoff, or (a refused token) the longest wait. */
+  private failed(error: unknown, waitMs?: number): void {
+    if (this.stopped) return;
+    this.close();
+    const max = (this.context.settings().reconnectMaxDelayMs as number | undefined) ?? 60_000;
+    let wait = waitMs ?? Math.min(FIRST_RETRY_MS * 2 ** this.attempt++, max);
+    let state: ChannelState = 'disconnected';
+    let detail = error instanceof Error ? error.message : String(error);
+    if (error instanceof Refused) {
+      state = 'error';
+      wait = max;
+    } else if (error instanceof RestError) {
+      if (error.status === 401) {
+        state = 'error';
+        wait = max;
+        detail = `Discord refused the bot token (${error.message}); set a valid one: gateway secrets set ${secretFor(this.channelId, this.name)}`;
+      } else {
+        if (error.retryAfterMs !== undefined) wait = error.retryAfterMs;
+        detail = `Discord: ${error.message}`;
+      }
+    } else if (!(error instanceof Error && /^Discord/.test(error.message))) {
+      detail = `cannot reach Discord: ${detail}`;
+    }
+    this.setState(state, detail);
+    this.log.warn({ error: detail }, 'discord account not connected; retrying');
+    this.retry = setTimeout(() => void this.connect(), wait);
+    this.retry.unref();
+  }
+
+  private close(code = 4000): void {
+    clearInterval(this.heartbeat);
+    const socket = this.socket;
+    this.socket = undefined;
+    if (socket) {
+      socket.removeAllListeners();
+      socket.on('error', () => undefined);
+      if (socket.readyState === 1) socket.close(code);
+      else socket.terminate();
+    }
+  }
+
+  private async open(url: string): Promise<void> {
+    const { WebSocket } = await import('ws');
+    const socket = new WebSocket(`${url.replace(/\/+$/, '')}/?v=10&encoding=json`, { handshakeTimeout: 15_000 });
+    this.socket = socket;
+    socket.on('message', (data) => {
+      let payload: GatewayReceivePayload;
+      try {
+        payload = JSON.parse(String(data)) as GatewayReceivePayload;
+      } catch {
+        this.log.warn('a Gateway frame that is not JSON; ignored');
+        return;
+      }
+      this.onPayload(payload);
+    });
+    socket.on('error', (error) => this.log.debug({ err: error }, 'Gateway socket error'));
+    socket.on('close', (code, reason) => {
+      if (this.socket !== socket) return;
+      this.onClose(code, String(reason));
+    });
+  }
+
+  private send(payload: unknown): void {
+    if (this.socket?.readyState === 1) this.socket.send(JSON.stringify(payload));
+  }
+
+  private onPayload(payload: GatewayReceivePayload): void {
+    switch (payload.op) {
+      case GatewayOpcodes.Hello: {
+        const interval = payload.d.heartbeat_interval;
+        clearInterval(this.heartbeat);
+        this.acked = true;
+        this.heartbeat = setInterval(() => {
+          // No ACK since the last beat: the connection is a zombie; resume on a new one.
+          if (!this.acked) {
+            this.log.info('Discord did not acknowledge a heartbeat; reconnecting');
+            this.failed(new Error('Discord stopped answering heartbeats'), 0);
+            return;
+          }
+          this.acked = false;
+          this.send({ op: GatewayOpcodes.Heartbeat, d: this.received });
+        }, interval);
+        this.heartbeat.unref();
+        if (this.cursor) {
+          this.send({ op: GatewayOpcodes.Resume, d: { token: this.token, session_id: this.cursor.sessionId, seq: this.cursor.seq } });
+        } else {
+          this.send({ op: GatewayOpcodes.Identify, d: { token: this.token, intents: INTENTS, properties: { os: process.platform, browser: 'gateway', device: 'gateway' } } });
+        }
+        return;
+      }
+      case GatewayOpcodes.HeartbeatAck:
+        this.acked = true;
+        return;
+      case GatewayOpcodes.Heartbeat:
+        this.send({ op: GatewayOpcodes.Heartbeat, d: this.received });
+        return;
+      case GatewayOpcodes.Reconnect:
+        this.failed(new Error('Discord asked for a new connection'), 0);
+        return;
+      case GatewayOpcodes.InvalidSession:
+        // Not resumable: the session is forgotten, and a new one identified after a short wait, as Discord asks.
+        if (!payload.d) {
+          this.cursor = undefined;
+          void this.saveCursor();
+        }
+        this.failed(new Error('Discord ended the session'), 1000 + Math.floor(Math.random() * 4000));
+        return;
+      case GatewayOpcodes.Dispatch:
+        this.received = payload.s;
+        this.handling = this.handling.then(() => this.dispatch(payload.t, payload.d, payload.s)).catch((error: unknown) => {
+          // Not handled: the session is resumed from before it, and Discord sends it again.
+          this.log.warn({ err: error }, 'a Discord event could not be stored; resuming to get it again');
+          this.failed(error, FIRST_RETRY_MS);
+        });
+        return;
+      default:
+    }
+  }
+
+  private async dispatch(type: string, data: unknown, seq: number): Promise<void> {
+    if (type === GatewayDispatchEvents.Ready) {
+      const ready = data as GatewayReadyDispatchData;
+      this.me = ready.user;
+      this.cursor = { sessionId: ready.session_id, seq, resumeUrl: ready.resume_gateway_url };
+      await this.saveCursor();
+      this.attempt = 0;
+      this.setState('connected', this.selfName);
+      return;
+    }
+    if (type === GatewayDispatchEvents.Resumed) {
+      this.attempt = 0;
+      this.setState('connected', this.selfName);
+      this.advance(seq, false);
+      return;
+    }
+    if (type === GatewayDispatchEvents.MessageCreate) {
+      const message = this.inbound(data as APIMessage);
+      if (message) await this.context.inbound(message);
+      await this.advance(seq, true);
+      return;
+    }
+    await this.advance(seq, false);
+  }
+
+  /** The session has handled everything up to seq: kept now after a message, in memory (kept with the next) otherwise. */
+  private async advance(seq: number, keep: boolean): Promise<void> {
+    if (!this.cursor || seq <= this.cursor.seq) return;
+    this.cursor.seq = seq;
+    if (keep) await this.saveCursor();
+  }
+
+  private inbound(message: APIMessage): InboundMessage | undefined {
+    if (!message || typeof message !== 'object' || typeof message.id !== 'string' || typeof message.channel_id !== 'string') return undefined;
+    const author = message.author;
+    if (!author || typeof author.id !== 'string' || author.bot || author.id === this.me?.id) return undefined;
+    // Default messages and replies: joins, pins, boosts and the like are not a person speaking.
+    if (message.type !== 0 && message.type !== 19) return undefined;
+    if (typeof message.content !== 'string' || !message.content.trim()) return undefined;
+    const text = message.content.length > MAX_INBOUND_CHARS ? message.content.slice(0, MAX_INBOUND_CHARS) : message.content;
+    const at = Date.parse(message.timestamp) || Date.now();
+    const base = { account: this.name, sender: author.id, senderName: author.global_name ?? author.username ?? author.id, text, at, platformId: message.id };
+    const guild = (message as { guild_id?: string }).guild_id;
+    if (!guild) {
+      this.dmChannels.set(author.id, message.channel_id);
+      return { ...base, kind: 'direct', replyTo: message.channel_id };
+    }
+    const rooms = this.settings()?.rooms ?? [];
+    if (!rooms.includes('*') && !rooms.includes(message.channel_id)) {
+      this.log.debug({ room: message.channel_id }, 'message in a Discord channel the agent may not answer in (channels.<id>.rooms); skipped');
+      return undefined;
+    }
+    const botId = this.me?.id;
+    const mentioned = botId !== undefined && (message.mentions?.some((user) => user.id === botId) || text.includes(`<@${botId}>`) || text.includes(`<@!${botId}>`));
+    const repliedTo = botId !== undefined && message.referenced_message?.author?.id === botId;
+    const prompt = botId ? text.replace(new RegExp(`<@!?${botId}>`, 'g'), '').replace(/\s+/g, ' ').trim() : text;
+    return {
+      ...base, kind: 'group', room: message.channel_id, replyTo: `${message.channel_id}/${message.id}`,
+      ...(mentioned || repliedTo ? { addressed: { text: prompt || text } } : {}),
+    };
+  }
+
+  private onClose(code: number, reason: string): void {
+    if (this.stopped) return;
+    if (code === GatewayCloseCodes.AuthenticationFailed) {
+      this.cursor = undefined;
+      void this.saveCursor();
+      this.failed(new Refused(`Discord refused the bot token (${reason || 'Authentication failed'}); set a valid one: gateway secrets set ${secretFor(this.channelId, this.name)}`));
+      return;
+    }
+    if (code === GatewayCloseCodes.DisallowedIntents || code === GatewayCloseCodes.InvalidIntents) {
+      this.failed(new Refused('Discord refused the intents: turn on the Message Content intent on the Developer Portal\'s Bot page'));
+      return;
+    }
+    if (code === GatewayCloseCodes.InvalidSeq || code === GatewayCloseCodes.SessionTimedOut) {
+      this.cursor = undefined;
+      void this.saveCursor();
+    }
+    this.failed(new Error(`Discord closed the connection (${code}${reason ? `: ${reason}` : ''}); resuming`));
+  }
+
+  /** The channel a reply goes to: a channel id (with the message it answers), or a person's DM (@<user id>). */
+  private async target(to: string): Promise<{ channel: string; reference?: string }> {
+    const [address, reference] = to.split('/') as [string, string | undefined];
+    // A person who wrote to the bot is reached in their DM by their id alone (a pairing approval's notice).
+    const known = this.dmChannels.get(address.replace(/^@/, ''));
+    if (known) return { channel: known };
+    if (!address.startsWith('@')) return { channel: address, ...(reference ? { reference } : {}) };
+    const user = address.slice(1);
+    let channel = this.dmChannels.get(user);
+    if (!channel) {
+      channel = (await this.rest<{ id: string }>('POST', '/users/@me/channels', { recipient_id: user })).id;
+      this.dmChannels.set(user, channel);
+    }
+    return { channel };
+  }
+
+  async sendMessage(to: string, text: string, options: SendOptions = {}): Promise<SendReceipt> {
+    if (!this.token || this.status.state !== 'connected') throw new ChannelSendError(`${this.channelId} account ${this.name} is ${this.status.state}; the message was not sent`);
+    try {
+      const { channel, reference } = await this.target(to);
+      // A nonce Discord enforces: a retry of a message it took already is not posted twice.
+      const nonce = options.idempotencyKey ? options.idempotencyKey.slice(0, 25) : undefined;
+      const sent = await this.rest<{ id: string }>('POST', `/channels/${channel}/messages`, {
+        content: text, allowed_mentions: { parse: [] },
+        ...(reference ? { message_reference: { message_id: reference, fail_if_not_exists: false } } : {}),
+        ...(nonce ? { nonce, enforce_nonce: true } : {}),
+      });
+      return { ids: [sent.id] };
+    } catch (error) {
+      if (error instanceof RestError) {
+        if (error.retryAfterMs !== undefined) throw new ChannelSendError(`Discord: ${error.message}`, { retryAfterMs: error.retryAfterMs });
+        // No such channel, no access, a message Discord will never take: trying again cannot help.
+        throw new ChannelSendError(`Discord: ${error.message}`, { permanent: error.status === 400 || error.status === 403 || error.status === 404 });
+      }
+      throw new ChannelSendError(`cannot reach Discord: ${(error as Error)?.message ?? String(error)}`);
+    }
+  }
+
+  async typing(to: string): Promise<void> {
+    if (!this.token || this.status.state !== 'connected') return;
+    const { channel } = await this.target(to);
+    await this.rest('POST', `/channels/${channel}/typing`);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.retry);
+    // Closed with a code that keeps the session resumable, for the next start.
+    this.close(4000);
+    await this.handling.catch(() => undefined);
+    this.setState('disconnected');
+  }
+}
+
+class RestError extends Error {
+  readonly status: number;
+  readonly code?: number;
+  readonly retryAfterMs?: number;
+
+  constructor(status: number, message: string, code?: number, retryAfterSeconds?: number) {
+    super(message);
+    this.status = status;
+    this.code = code;
+    this.retryAfterMs = status === 429 && retryAfterSeconds !== undefined ? Math.ceil(retryAfterSeconds * 1000) : undefined;
+  }
+}
+
+export class DiscordChannel implements Channel {
+  private readonly live = new Map<string, DiscordAccount>();
+  readonly id: string;
+  private readonly context: ChannelContext;
+
+  constructor(id: string, context: ChannelContext) {
+    this.id = id;
+    this.context = context;
+  }
+
+  accounts(): string[] {
+    return [...discordAccounts(this.context.settings()).keys()];
+  }
+
+  async start(): Promise<void> {
+    for (const [name, settings] of discordAccounts(this.context.settings())) {
+      if (!settings.enabled) continue;
+      const account = new DiscordAccount(this.id, name, () => discordAccounts(this.context.settings()).get(name), this.context);
+      this.live.set(name, account);
+      void account.connect();
+    }
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([...this.live.values()].map((account) => account.stop()));
+  }
+
+  status(): AccountStatus[] {
+    return this.accounts().map((name) => this.live.get(name)?.current ?? { account: name, state: 'disconnected', detail: 'account disabled', since: Date.now() });
+  }
+
+  async send(account: string, to: string, text: string, options?: SendOptions): Promise<SendReceipt> {
+    const live = this.live.get(account);
+    if (!live) throw new ChannelSendError(`${this.id} has no running account ${account}`);
+    return live.sendMessage(to, text, options);
+  }
+
+  split(text: string): string[] {
+    return splitMessage(text, DISCORD_LIMIT);
+  }
+
+  async typing(account: string, to: string): Promise<void> {
+    await this.live.get(account)?.typing(to).catch(() => undefined);
+  }
+
+  normalizePeer(peer: string): string {
+    return peer.trim().replace(/^<@!?(\d+)>$/, '@$1');
+  }
+
+  selfName(account: string): string | undefined {
+    return this.live.get(account)?.selfName;
+  }
+
+  /** A channel id is a room; a person is @<user id> (their DM). */
+  isRoom(peer: string): boolean {
+    return /^\d{17,20}(\/\d{17,20})?$/.test(peer.trim());
+  }
+
+  checkPeer(peer: string): string | undefined {
+    return /^@?\d{17,20}(\/\d{17,20})?$/.test(peer.trim()) ? undefined : 'is not a Discord channel id or @<user id>';
+  }
+}
