@@ -424,6 +424,8 @@ describe('IRC channel, DM pairing and sessions against ngircd (e2e)', function (
       await set('models.providers.script', { kind: 'openai-compatible', baseUrl: upstream.url, models: ['m'], retries: { max: 0 } });
       await set('agents.helper', { model: 'script/m' });
       await set('channels.irc.agent', 'helper');
+      // On a shared store a killed daemon's running job is taken back when its lease runs out (the shortest allowed here).
+      await set('jobs.leaseSeconds', 5);
       expect((await home.run(['restart'])).code).to.equal(0);
       await connected();
       const friend = await person('Pat');
