@@ -13,6 +13,7 @@ import { BENCH_AGENTS, runInferenceBench, startStreamingUpstream } from './infer
 import { runMcpBench } from './mcp.ts';
 import { runControlUiBench } from './control-ui.ts';
 import { runStackFigures } from './stacks.ts';
+import { runChannelBench, runChannelSoak } from './channels.ts';
 
 const BIN = new URL('../bin/run.js', import.meta.url).pathname;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
@@ -25,7 +26,7 @@ const daemonPid = (): number => JSON.parse(readFileSync(join(home, 'profiles/ben
 
 
 const figures: Figure[] = [];
-/** BENCH_ONLY=mcp,control-ui runs only those sections (start, foundation, connect, plugins, mcp, control-ui, webhooks, stacks, agents, postgres). */
+/** BENCH_ONLY=mcp,control-ui runs only those sections (start, foundation, connect, plugins, mcp, control-ui, webhooks, stacks, agents, channels, postgres; channels-soak only when named). */
 const only = new Set((process.env.BENCH_ONLY ?? '').split(',').map((name) => name.trim()).filter(Boolean));
 const wants = (section: string) => only.size === 0 || only.has(section);
 try {
@@ -229,6 +230,16 @@ try {
     } finally {
       upstream.stop();
     }
+  }
+  if (wants('channels')) {
+    step('Telegram, Slack and Discord beside IRC: memory and inbound-to-reply latency');
+    figures.push(...(await runChannelBench(Math.min(ROUNDS, 3))));
+  }
+  // Long: only when asked for (BENCH_ONLY=channels-soak; BENCH_SOAK_MINUTES, 15 by default).
+  if (only.has('channels-soak')) {
+    const minutes = Number(process.env.BENCH_SOAK_MINUTES ?? 15);
+    step(`a ${minutes}-minute soak of Telegram, Slack and Discord traffic: the daemon's RSS slope`);
+    figures.push(...(await runChannelSoak(minutes)));
   }
   if (wants('postgres')) {
     step(`webhook deliveries on SQLite and on PostgreSQL near and a hop away, ${DURATION} s each`);

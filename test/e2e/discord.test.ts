@@ -121,6 +121,47 @@ describe('Discord channel (e2e, the Gateway and REST API of a stand-in of Discor
     expect(parts.filter((part) => part.includes('```sql')).length).to.be.at.least(2);
   });
 
+  it('attachments reach the agent: an image as an image, a CSV as text, one from elsewhere than Discord\'s CDN never fetched, one whose bytes are no image not passed off as one', async () => {
+    const fay = person();
+    await set('channels.discord.allowFrom', [fay.id]);
+    await set('channels.discord.agent', 'helper');
+    await set('models.providers.script.imageModels', ['m']);
+    upstream.responder = () => openaiText('Noted.');
+    const gif = Uint8Array.from({ length: 800 }, (_, index) => [0x47, 0x49, 0x46, 0x38, 0x39, 0x61][index] ?? index % 200);
+    const picture = discord.attachment(gif, 'cat.gif', 'image/gif');
+    const table = discord.attachment(new TextEncoder().encode('name,count\nbolts,4\n'), 'stock.csv', 'text/csv; charset=utf-8');
+    const elsewhere = { ...discord.attachment(gif, 'tracker.gif', 'image/gif'), url: 'http://192.0.2.1/tracker.gif' };
+    const fake = discord.attachment(new TextEncoder().encode('#!/bin/sh\necho not a picture\n'), 'photo.png', 'image/png');
+    discord.message({ author: fay, channel: fay.dm, content: 'count these', attachments: [picture, table, elsewhere, fake] });
+    expect(await replyIn(fay.dm, 0)).to.equal('Noted.');
+    const parts = upstream.requests.at(-1)!.body.messages.at(-1).content as any[];
+    expect(parts.map((part) => part.type)).to.deep.equal(['text', 'image_url']);
+    expect(parts[1].image_url.url).to.equal(`data:image/gif;base64,${Buffer.from(gif).toString('base64')}`);
+    expect(parts[0].text.split('\n')).to.deep.equal([
+      'count these',
+      '[file stock.csv (text/csv, 19 bytes)]', 'Content of stock.csv:', 'name,count', 'bolts,4', '',
+      "[image tracker.gif (image/gif, 800 bytes): not kept: it could not be fetched (files are fetched only from Discord's CDN, not 192.0.2.1)]",
+      '[file photo.png (application/octet-stream, 29 bytes)]',
+    ]);
+    const fetched = discord.calls.filter((call) => call.path.startsWith('/attachments/'));
+    expect(fetched).to.have.length(3);
+    expect(fetched.every((call) => call.token === ''), 'no token goes to the CDN').to.equal(true);
+  });
+
+  it('with streaming on, the reply grows in one message (edited) and ends holding all of it', async () => {
+    const gil = person();
+    await set('channels.discord.allowFrom', [gil.id]);
+    await set('channels.discord.agent', 'helper');
+    await set('channels.discord.streaming', true);
+    const answer = Array.from({ length: 10 }, (_, index) => `Line ${index + 1} of the answer.`).join(' ');
+    upstream.enqueue(openaiText(answer, undefined, { pieces: 10, gapMs: 300 }));
+    dm(gil, 'go on');
+    await waitFor(() => (discord.edited(gil.dm).some((call) => call.body.content === answer) ? true : undefined), 30_000, 'the whole answer in the message');
+    expect(discord.sent(gil.dm), 'one message, edited').to.have.length(1);
+    expect(discord.edited(gil.dm).length).to.be.at.least(2);
+    expect(discord.edited(gil.dm).every((call) => answer.startsWith(String(call.body.content)))).to.equal(true);
+  });
+
   it('waits as long as a 429 says; a dropped connection resumes its session and gets what it missed, once', async () => {
     const cat = person();
     await set('channels.discord.allowFrom', [cat.id]);

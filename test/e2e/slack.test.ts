@@ -13,6 +13,7 @@ describe('Slack channel (e2e, @slack/socket-mode and @slack/web-api against a st
   let home: Home;
   let upstream: ScriptedUpstream;
   let serial = 0;
+  let port = 0;
 
   const json = async (args: string[]) => {
     const result = await home.run([...args, '--json']);
@@ -36,7 +37,8 @@ describe('Slack channel (e2e, @slack/socket-mode and @slack/web-api against a st
   beforeEach(async () => {
     slack = await new SlackApi().start();
     upstream = await new ScriptedUpstream().start();
-    home = new Home({ GATEWAY_PORT: String(await freePort()) });
+    port = await freePort();
+    home = new Home({ GATEWAY_PORT: String(port) });
     await set('channels.slack', { enabled: true, apiRoot: slack.apiRoot, rooms: [ROOM], reconnectMaxDelayMs: 2000 });
     await set('models.providers.script', { kind: 'openai-compatible', baseUrl: upstream.url, models: ['m'], retries: { max: 0 } });
     await set('agents.helper', { model: 'script/m' });
@@ -112,6 +114,89 @@ describe('Slack channel (e2e, @slack/socket-mode and @slack/web-api against a st
     await sleep(1500);
     expect(texts('C0ELSEWHERE')).to.deep.equal([]);
     expect(upstream.requests).to.have.length(1);
+  });
+
+  it('files reach the agent only from whom it answers: a mention\'s image as an image, fetched with the bot token; chatter\'s and strangers\' files never fetched', async () => {
+    await set('channels.slack.agent', 'helper');
+    await set('models.providers.script.imageModels', ['*']);
+    upstream.responder = () => openaiText('Got it.');
+    const png = Uint8Array.from({ length: 3000 }, (_, index) => [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a][index] ?? index % 251);
+    const fetched = () => slack.calls.filter((call) => call.method === 'file').map((call) => call.body.id);
+    const bob = person();
+
+    const chatter = slack.file(png, 'chatter.png', 'image/png');
+    slack.message({ user: bob.user, channel: ROOM, text: 'look at this', files: [chatter] });
+    const stranger = person();
+    const secret = slack.file(png, 'stranger.png', 'image/png');
+    slack.message({ user: stranger.user, channel: stranger.dm, text: '', files: [secret] });
+    expect(await replyIn(stranger.dm, 0), 'a stranger sending only a file still gets a code').to.match(/pairing code is/);
+
+    const shot = slack.file(png, 'screenshot.png', 'image/png');
+    slack.message({ user: bob.user, channel: ROOM, text: `<@${slack.botUserId}> what is wrong here?`, files: [shot] });
+    expect(await replyIn(ROOM, 0)).to.equal('Got it.');
+    const parts = upstream.requests.at(-1)!.body.messages.at(-1).content as any[];
+    expect(parts[0]).to.deep.equal({ type: 'text', text: `${bob.name}: what is wrong here?` });
+    expect(parts[1].image_url.url).to.equal(`data:image/png;base64,${Buffer.from(png).toString('base64')}`);
+    expect(fetched(), 'only the file of the message the agent answers').to.deep.equal([shot.id]);
+    expect(slack.calls.find((call) => call.method === 'file')!.token).to.equal(slack.botToken);
+
+    const room = await json(['sessions', 'show', `slack:default:group:${ROOM}`]);
+    const named = room.messages.filter((message: any) => message.data?.attachments).map((message: any) => message.data.attachments[0]);
+    expect(named.map((file: any) => [file.name, file.kept, file.note ?? null])).to.deep.equal([
+      ['chatter.png', false, 'not kept: the message was not addressed to the agent'], ['screenshot.png', true, null],
+    ]);
+  });
+
+  it('with streaming on, the reply in the thread grows in one message (chat.update) and ends holding all of it', async () => {
+    await set('channels.slack.agent', 'helper');
+    await set('channels.slack.streaming', true);
+    const bob = person();
+    const answer = Array.from({ length: 10 }, (_, index) => `Step ${index + 1} is done.`).join(' ');
+    upstream.enqueue(openaiText(answer, undefined, { pieces: 10, gapMs: 300 }));
+    slack.message({ user: bob.user, channel: ROOM, text: `<@${slack.botUserId}> status?` });
+    await waitFor(() => (slack.updated(ROOM).some((call) => call.body.text === answer) ? true : undefined), 30_000, 'the whole answer in the message');
+    const posted = slack.posted(ROOM);
+    expect(posted, 'one message in the thread, edited').to.have.length(1);
+    const updates = slack.updated(ROOM);
+    expect(updates.length).to.be.at.least(2);
+    const ts = await waitFor(async () => (await json(['sessions', 'show', `slack:default:group:${ROOM}`])).messages.at(-1).delivery?.receipts[0], 10_000, 'the delivery');
+    expect(updates.every((call) => call.body.ts === ts)).to.equal(true);
+    expect([posted[0]!.body.text, ...updates.map((call) => call.body.text)].every((text) => answer.startsWith(String(text)))).to.equal(true);
+  });
+
+  it('over the Events API, answers only requests Slack signed within five minutes, stores an event before the 200, and answers a redelivery once', async () => {
+    await set('channels.slack.agent', 'helper');
+    await set('channels.slack.events', 'http');
+    expect((await home.run(['restart'])).code).to.equal(0);
+    const waiting = await waitFor(async () => ((await account())?.state === 'error' ? account() : undefined), 20_000, 'the account to want its signing secret');
+    expect(waiting.detail).to.include('gateway secrets set channels.slack.signingSecret');
+    expect((await home.run(['secrets', 'set', 'channels.slack.signingSecret'], { input: slack.signingSecret })).code).to.equal(0);
+    expect((await home.run(['restart'])).code).to.equal(0);
+    await connected();
+    expect((await account()).detail).to.match(/\(Events API\)$/);
+    const url = `http://127.0.0.1:${port}/channels/slack/default/webhook`;
+    upstream.responder = (request) => openaiText(`Answer: ${String(request.body.messages.at(-1).content)}`);
+
+    // Slack checks the address once with a challenge.
+    expect(await slack.post(url, { type: 'url_verification', token: 'x', challenge: 'c-123' })).to.deep.equal({ status: 200, body: { challenge: 'c-123' } });
+
+    const cy = person();
+    await set('channels.slack.allowFrom', [cy.user]);
+    const event = slack.eventCallback({ user: cy.user, channel: cy.dm, text: 'over http' });
+    expect((await slack.post(url, event)).status).to.equal(200);
+    expect(await replyIn(cy.dm, 0)).to.equal('Answer: over http');
+    // Slack retries what it thinks timed out: stored once, answered once.
+    expect((await slack.post(url, event, { retry: 1 })).status).to.equal(200);
+
+    const forged = slack.eventCallback({ user: cy.user, channel: cy.dm, text: 'forged' });
+    expect((await slack.post(url, forged, { secret: 'not-the-signing-secret' })).status).to.equal(401);
+    expect((await slack.post(url, forged, { timestamp: Math.floor(Date.now() / 1000) - 600 })).status, 'a replay from ten minutes ago').to.equal(401);
+    const unsigned = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(forged) });
+    expect(unsigned.status).to.equal(401);
+    await sleep(1000);
+    expect(texts(cy.dm)).to.deep.equal(['Answer: over http']);
+    const session = await json(['sessions', 'show', `slack:default:dm:${cy.user}`]);
+    expect(session.messages.filter((m: any) => m.direction === 'in').map((m: any) => m.text)).to.deep.equal(['over http']);
   });
 
   it('waits as long as a 429 says, and splits a reply past 40,000 characters without breaking its code block', async () => {

@@ -15,6 +15,7 @@ describe('Telegram channel (e2e, grammY against a stand-in of the Bot API)', fun
   let home: Home;
   let upstream: ScriptedUpstream;
   let serial = 0;
+  let port = 0;
 
   const json = async (args: string[]) => {
     const result = await home.run([...args, '--json']);
@@ -37,7 +38,8 @@ describe('Telegram channel (e2e, grammY against a stand-in of the Bot API)', fun
     api = await new TelegramApi().start();
     api.addBot(TOKEN, BOT);
     upstream = await new ScriptedUpstream().start();
-    home = new Home({ GATEWAY_PORT: String(await freePort()) });
+    port = await freePort();
+    home = new Home({ GATEWAY_PORT: String(port) });
     await set('channels.telegram', { enabled: true, apiRoot: api.apiRoot, rooms: [String(GROUP)], reconnectMaxDelayMs: 2000 });
     await set('models.providers.script', { kind: 'openai-compatible', baseUrl: upstream.url, models: ['m'], retries: { max: 0 } });
     await set('agents.helper', { model: 'script/m' });
@@ -150,6 +152,146 @@ describe('Telegram channel (e2e, grammY against a stand-in of the Bot API)', fun
     expect(parts.filter((part) => part.includes('<pre><code class="language-ts">')).length, 'the block goes on in the next message').to.be.at.least(2);
     expect(parts.join('\n')).to.include('const line0 = ').and.to.include('const line159 = ');
     expect(calls.every((request) => request.body.parse_mode === 'HTML')).to.equal(true);
+  });
+
+  it('photos and files reach the agent: an image to a model that takes images, named to one that does not, text files as text, an oversized file named and not kept; sessions show lists them', async () => {
+    const eve = person();
+    await set('channels.telegram.allowFrom', [String(eve.id)]);
+    await set('channels.telegram.agent', 'helper');
+    await set('channels.telegram.maxAttachmentBytes', 64 * 1024);
+    await set('models.providers.script.imageModels', ['m']);
+    upstream.responder = () => openaiText('Seen.');
+    const chat = { id: eve.id, type: 'private' as const, first_name: eve.first_name };
+    const content = () => upstream.requests.at(-1)!.body.messages.at(-1).content;
+    const flat = (value: unknown) => (typeof value === 'string' ? value : (value as any[]).map((part) => part.text ?? '').join('\n'));
+
+    // A photo comes in several sizes: the largest that fits the limit is fetched, and the model sees it.
+    const jpeg = (bytes: number) => Uint8Array.from({ length: bytes }, (_, index) => [0xff, 0xd8, 0xff, 0xe0][index] ?? (index * 7) % 256);
+    const small = api.addFile(jpeg(2000), 'photos/small.jpg');
+    const large = api.addFile(jpeg(30_000), 'photos/large.jpg');
+    const huge = api.addFile(jpeg(90_000), 'photos/huge.jpg');
+    api.message(TOKEN, { chat, from: eve, caption: 'what is this?', photo: [{ ...small, width: 90, height: 90 }, { ...large, width: 800, height: 800 }, { ...huge, width: 2000, height: 2000 }] });
+    await replyFor(eve.id, 0, /Seen/);
+    const parts = content() as any[];
+    expect(parts[0]).to.deep.equal({ type: 'text', text: 'what is this?' });
+    expect(parts[1].type).to.equal('image_url');
+    expect(parts[1].image_url.url).to.equal(`data:image/jpeg;base64,${Buffer.from(jpeg(30_000)).toString('base64')}`);
+    expect(api.requests.filter((request) => request.method === 'file').map((request) => request.body.path)).to.deep.equal(['photos/large.jpg']);
+
+    // A text file is read as text; one over the limit is named with why, and never fetched.
+    const notes = api.addFile(new TextEncoder().encode('remember the milk'), 'documents/notes.txt');
+    const big = api.addFile(new Uint8Array(100_000), 'documents/big.pdf');
+    api.message(TOKEN, { chat, from: eve, caption: 'my notes', document: { ...notes, file_name: 'notes.txt', mime_type: 'text/plain' } });
+    await replyFor(eve.id, 1, /Seen/);
+    expect(flat(content())).to.equal('my notes\n[file notes.txt (text/plain, 17 bytes)]\nContent of notes.txt:\nremember the milk');
+    api.message(TOKEN, { chat, from: eve, document: { ...big, file_name: 'big.pdf', mime_type: 'application/pdf' } });
+    await replyFor(eve.id, 2, /Seen/);
+    expect(flat(content())).to.equal("[file big.pdf (application/pdf, 98 KB): not kept: larger than this channel's limit of 64 KB]");
+    expect(api.requests.filter((request) => request.method === 'getFile' && request.body.file_id === big.file_id)).to.have.length(0);
+
+    // A model not listed in imageModels reads the photo by name; the earlier turns name their files.
+    await set('models.providers.script.imageModels', []);
+    const again = api.addFile(jpeg(1500), 'photos/again.jpg');
+    api.message(TOKEN, { chat, from: eve, photo: [{ ...again, width: 50, height: 50 }] });
+    await replyFor(eve.id, 3, /Seen/);
+    expect(content()).to.equal('[image photo.jpg (image/jpeg, 1 KB): this model does not take images]');
+    const history = upstream.requests.at(-1)!.body.messages.filter((message: any) => message.role === 'user').map((message: any) => flat(message.content));
+    expect(history[0]).to.equal('what is this?\n[image photo.jpg (image/jpeg, 29 KB)]');
+
+    const shown = await json(['sessions', 'show', `telegram:default:dm:${eve.id}`]);
+    const files = shown.messages.filter((message: any) => message.direction === 'in').map((message: any) => message.data.attachments.map((file: any) => [file.name, file.kept]));
+    expect(files).to.deep.equal([[['photo.jpg', true]], [['notes.txt', true]], [['big.pdf', false]], [['photo.jpg', true]]]);
+    const text = await home.run(['sessions', 'show', `telegram:default:dm:${eve.id}`]);
+    expect(text.stdout).to.include('    [file notes.txt (text/plain, 17 bytes)]').and.to.include("    [file big.pdf (application/pdf, 98 KB): not kept: larger than this channel's limit of 64 KB]");
+  });
+
+  it('with streaming on, one message grows as the answer is written and ends holding all of it; what does not fit follows as new messages', async () => {
+    const gus = person();
+    await set('channels.telegram.allowFrom', [String(gus.id)]);
+    await set('channels.telegram.agent', 'helper');
+    await set('channels.telegram.streaming', true);
+    const answer = Array.from({ length: 12 }, (_, index) => `Sentence ${index + 1} of the answer.`).join(' ');
+    upstream.enqueue(openaiText(answer, undefined, { pieces: 12, gapMs: 300 }));
+    dm(gus, 'tell me');
+    const edits = () => api.sent(gus.id, ['editMessageText']);
+    await waitFor(() => (edits().some((request) => request.body.text === answer) ? true : undefined), 30_000, 'the whole answer in the message');
+    const posted = api.sent(gus.id);
+    expect(posted, 'one message, edited').to.have.length(1);
+    const id = await waitFor(async () => (await json(['sessions', 'show', `telegram:default:dm:${gus.id}`])).messages.at(-1).delivery?.receipts[0], 10_000, 'the delivery');
+    expect(edits().every((request) => String(request.body.message_id) === id)).to.equal(true);
+    const shown = [String(posted[0]!.body.text), ...edits().map((request) => String(request.body.text))];
+    expect(shown.length, 'it grew in steps').to.be.at.least(3);
+    shown.forEach((text, index) => {
+      expect(answer.startsWith(text), `step ${index} is the answer so far`).to.equal(true);
+      if (index > 0) expect(text.length).to.be.at.least(shown[index - 1]!.length);
+    });
+    const times = [posted[0]!.at, ...edits().map((request) => request.at)];
+    // The previews at most about once a second (the final text follows as soon as the run ends).
+    for (let index = 2; index < times.length - 1; index++) expect(times[index]! - times[index - 1]!, 'edits at most about once a second').to.be.at.least(900);
+
+    // Longer than one message: the stream stops when the first is full; the final text fills it, the rest follows.
+    const long = `${'Word '.repeat(1000)}\n\n${'More '.repeat(200)}`.trim();
+    upstream.enqueue(openaiText(long, undefined, { pieces: 10, gapMs: 200 }));
+    dm(gus, 'and at length?');
+    await waitFor(() => (api.sent(gus.id).length >= 3 ? true : undefined), 30_000, 'the rest of the long answer');
+    await sleep(1500);
+    const second = api.sent(gus.id).slice(1);
+    expect(second, 'the streamed message and one more').to.have.length(2);
+    const lastEdit = api.sent(gus.id, ['editMessageText']).at(-1)!;
+    const receipts = await waitFor(async () => (await json(['sessions', 'show', `telegram:default:dm:${gus.id}`])).messages.at(-1).delivery?.receipts, 10_000, 'the delivery');
+    expect(receipts, 'the streamed message, then the new one').to.have.length(2);
+    expect(receipts[0]).to.equal(String(lastEdit.body.message_id));
+    expect(`${String(lastEdit.body.text)}\n\n${String(second[1]!.body.text)}`.replace(/\s+/g, ' ')).to.equal(long.replace(/\s+/g, ' '));
+  });
+
+  it('in webhook mode, stores what Telegram posts with its secret token before answering 200, refuses anything else, and loses nothing while the daemon is down', async () => {
+    const hal = person();
+    await set('channels.telegram.allowFrom', [String(hal.id)]);
+    await set('channels.telegram.agent', 'helper');
+    upstream.responder = (request) => openaiText(`Answer: ${String(request.body.messages.at(-1).content)}`);
+    const url = `http://127.0.0.1:${port}/channels/telegram/default/webhook`;
+    await set('channels.telegram.webhookUrl', url);
+    expect((await home.run(['restart'])).code).to.equal(0);
+    // No secret yet: the account says how to set one.
+    const waiting = await waitFor(async () => ((await account())?.state === 'error' ? account() : undefined), 20_000, 'the account to want a secret');
+    expect(waiting.detail).to.include('gateway secrets set channels.telegram.webhookSecret');
+    const secret = 'wh_secret-0123456789abcdef';
+    expect((await home.run(['secrets', 'set', 'channels.telegram.webhookSecret'], { input: secret })).code).to.equal(0);
+    expect((await home.run(['restart'])).code).to.equal(0);
+    await connected();
+    expect((await account()).detail).to.equal(`@${BOT} (webhook)`);
+    expect(api.requests.filter((request) => request.method === 'setWebhook').at(-1)!.body).to.include({ url, secret_token: secret });
+
+    dm(hal, 'via webhook');
+    expect(await replyFor(hal.id, 0)).to.equal('Answer: via webhook');
+    expect(api.webhookTries.at(-1)).to.include({ status: 200 });
+
+    // Whoever else posts there is refused, and nothing they sent is stored.
+    const forged = { update_id: 999_999_001, message: { message_id: 5, date: 1, chat: { id: hal.id, type: 'private' }, from: hal, text: 'forged' } };
+    const post = (headers: Record<string, string>, body: string) => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
+    expect((await post({}, JSON.stringify(forged))).status).to.equal(401);
+    expect((await post({ 'x-telegram-bot-api-secret-token': 'wrong' }, JSON.stringify(forged))).status).to.equal(401);
+    expect((await post({ 'x-telegram-bot-api-secret-token': secret }, '{"update_id":')).status).to.equal(400);
+    expect((await fetch(`http://127.0.0.1:${port}/channels/telegram/nobody/webhook`, { method: 'POST', body: '{}' })).status).to.equal(404);
+
+    // The daemon is down: Telegram keeps posting until it answers 2xx, and the message is answered once.
+    expect((await home.run(['stop'])).code).to.equal(0);
+    dm(hal, 'while you were away');
+    await waitFor(() => (api.webhookTries.some((entry) => entry.status === 0) ? true : undefined), 10_000, 'a failed post');
+    expect((await home.run(['start'])).code).to.equal(0);
+    expect(await replyFor(hal.id, 1)).to.equal('Answer: while you were away');
+    await sleep(1000);
+    expect(texts(hal.id)).to.deep.equal(['Answer: via webhook', 'Answer: while you were away']);
+    const session = await json(['sessions', 'show', `telegram:default:dm:${hal.id}`]);
+    expect(session.messages.filter((m: any) => m.direction === 'in').map((m: any) => m.text)).to.deep.equal(['via webhook', 'while you were away']);
+
+    // Back to polling: the webhook is deleted, and updates come by getUpdates again.
+    expect((await home.run(['config', 'unset', 'channels.telegram.webhookUrl'])).code).to.equal(0);
+    expect((await home.run(['restart'])).code).to.equal(0);
+    await connected();
+    dm(hal, 'polled again');
+    expect(await replyFor(hal.id, 2)).to.equal('Answer: polled again');
+    expect(api.requests.some((request) => request.method === 'deleteWebhook')).to.equal(true);
   });
 
   it('kill -9 with messages in flight: after a restart every message is answered exactly once, none lost', async () => {

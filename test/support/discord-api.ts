@@ -21,7 +21,12 @@ interface Session { id: string; token: string; seq: number; events: { s: number;
 let snowflake = 1_100_000_000_000_000_000n;
 export const nextId = () => String(++snowflake);
 
+export interface DiscordAttachment { id: string; filename: string; size: number; url: string; proxy_url: string; content_type?: string }
+
 export class DiscordApi {
+  private readonly files = new Map<string, Uint8Array>();
+  /** The bot's messages, by id: the channel each is in. */
+  private readonly posted = new Map<string, string>();
   readonly calls: DiscordCall[] = [];
   readonly token = 'MTAx.stand-in.bot-token-value';
   readonly bot: DiscordUser = { id: '1099999999999999999', username: 'gw-bot', bot: true };
@@ -100,11 +105,11 @@ export class DiscordApi {
   }
 
   /** A message a person writes: in a DM with the bot (no guild) or in a guild channel. Sent to the bot's session, or kept for it to resume. */
-  message(fields: { author: DiscordUser; channel: string; content: string; guild?: boolean; mentionsBot?: boolean; replyTo?: { id: string; author: DiscordUser } }): { id: string } {
+  message(fields: { author: DiscordUser; channel: string; content: string; guild?: boolean; mentionsBot?: boolean; replyTo?: { id: string; author: DiscordUser }; attachments?: DiscordAttachment[] }): { id: string } {
     const message = {
       id: nextId(), channel_id: fields.channel, ...(fields.guild ? { guild_id: this.guildId } : {}),
       author: fields.author, content: fields.content, timestamp: new Date().toISOString(), type: fields.replyTo ? 19 : 0,
-      mentions: fields.mentionsBot ? [this.bot] : [], mention_roles: [], attachments: [], embeds: [], pinned: false, tts: false, mention_everyone: false,
+      mentions: fields.mentionsBot ? [this.bot] : [], mention_roles: [], attachments: fields.attachments ?? [], embeds: [], pinned: false, tts: false, mention_everyone: false,
       ...(fields.replyTo ? { message_reference: { message_id: fields.replyTo.id, channel_id: fields.channel }, referenced_message: { id: fields.replyTo.id, author: fields.replyTo.author, content: '' } } : {}),
     };
     this.dispatch('MESSAGE_CREATE', message);
@@ -118,6 +123,11 @@ export class DiscordApi {
       session.events.push(event);
       if (session.socket?.readyState === 1 && session.identified) session.socket.send(JSON.stringify({ op: 0, ...event }));
     }
+  }
+
+  /** Edits the bot made to its messages in a channel, in order. */
+  edited(channel?: string): DiscordCall[] {
+    return this.calls.filter((call) => call.method === 'PATCH' && !call.refused && (channel === undefined || call.path.startsWith(`/channels/${channel}/messages/`)));
   }
 
   /** Messages the bot sent to a channel, in order; with all, the calls Discord refused too. */
@@ -176,9 +186,24 @@ export class DiscordApi {
     });
   }
 
+  /** A file a person attaches: served at its CDN address (the stand-in's own), with no token, as Discord's CDN does. */
+  attachment(data: Uint8Array, filename: string, contentType?: string): DiscordAttachment {
+    const id = nextId();
+    this.files.set(id, data);
+    const url = `http://127.0.0.1:${this.port}/attachments/${id}/${filename}`;
+    return { id, filename, size: data.length, url, proxy_url: url, ...(contentType ? { content_type: contentType } : {}) };
+  }
+
   private async answer(req: IncomingMessage, res: ServerResponse): Promise<void> {
     let text = '';
     for await (const chunk of req) text += chunk;
+    const download = /^\/attachments\/(\d+)\//.exec(req.url ?? '');
+    if (download) {
+      this.calls.push({ method: 'GET', path: req.url!.split('?')[0]!, token: String(req.headers.authorization ?? ''), body: {}, at: Date.now() });
+      const data = this.files.get(download[1]!);
+      if (!data) return void res.writeHead(404).end();
+      return void res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(data.length) }).end(data);
+    }
     const path = (req.url ?? '').replace(/^\/api\/v10/, '').split('?')[0]!;
     const body: Record<string, any> = text ? JSON.parse(text) : {};
     const token = String(req.headers.authorization ?? '').replace(/^Bot /, '');
@@ -215,7 +240,17 @@ export class DiscordApi {
       const content = String(body.content ?? '');
       if (!content.trim()) return send(400, { message: 'Cannot send an empty message', code: 50006 });
       if (content.length > 2000) return send(400, { message: 'Invalid Form Body', code: 50035, errors: { content: { _errors: [{ code: 'BASE_TYPE_MAX_LENGTH', message: 'Must be 2000 or fewer in length.' }] } } });
-      return send(200, { id: nextId(), channel_id: channel, author: this.bot, content, timestamp: new Date().toISOString(), nonce: body.nonce, ...(body.message_reference ? { message_reference: body.message_reference } : {}) });
+      const id = nextId();
+      this.posted.set(id, channel!);
+      return send(200, { id, channel_id: channel, author: this.bot, content, timestamp: new Date().toISOString(), nonce: body.nonce, ...(body.message_reference ? { message_reference: body.message_reference } : {}) });
+    }
+    const messageRoute = /^\/channels\/(\d+)\/messages\/(\d+)$/.exec(path);
+    if (messageRoute && call.method === 'PATCH') {
+      const [, channel, id] = messageRoute;
+      if (this.posted.get(id!) !== channel) return send(404, { message: 'Unknown Message', code: 10008 });
+      const content = String(body.content ?? '');
+      if (content.length > 2000) return send(400, { message: 'Invalid Form Body', code: 50035 });
+      return send(200, { id, channel_id: channel, author: this.bot, content, edited_timestamp: new Date().toISOString() });
     }
     return send(404, { message: '404: Not Found', code: 0 });
   }

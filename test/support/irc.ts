@@ -99,6 +99,8 @@ export interface ReceivedMessage {
   from: string;
   target: string;
   text: string;
+  /** When it arrived (ms since the epoch). */
+  at?: number;
   type: 'privmsg' | 'notice';
 }
 
@@ -122,7 +124,7 @@ export class IrcUser {
     this.nick = nick;
     this.client = client;
     const keep = (type: 'privmsg' | 'notice') => (event: { nick?: string; target: string; message: string; from_server?: boolean }) => {
-      if (!event.from_server && event.nick) this.received.push({ from: event.nick, target: event.target, text: event.message, type });
+      if (!event.from_server && event.nick) this.received.push({ from: event.nick, target: event.target, text: event.message, type, at: Date.now() });
     };
     client.on('privmsg', keep('privmsg'));
     client.on('notice', keep('notice'));

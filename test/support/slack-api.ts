@@ -7,7 +7,7 @@
  * not acknowledged sent again (retry_attempt + 1) on the next connection, as
  * Slack does. Every Web API call is kept for the tests to read.
  */
-import { randomUUID } from 'node:crypto';
+import { createHmac, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { WebSocketServer, type WebSocket } from 'ws';
 
@@ -16,9 +16,16 @@ export type SlackFault = { status: number; retryAfter?: number } | { error: stri
 
 interface Envelope { envelope_id: string; type: 'events_api'; accepts_response_payload: false; payload: Record<string, unknown>; retry_attempt: number; retry_reason: string }
 
+export interface SlackFile { id: string; name: string; mimetype: string; size: number; url_private: string; url_private_download: string }
+
 export class SlackApi {
+  private readonly files = new Map<string, Uint8Array>();
+  /** The app's messages: "<channel> <ts>". */
+  private readonly postedTs = new Set<string>();
   readonly calls: SlackCall[] = [];
   readonly botToken = 'xoxb-1111-2222-stand-in-bot-token';
+  /** The app's signing secret (Slack's documentation's example value). */
+  readonly signingSecret = '8f742231b10e8888abcd99yyyzzz85a5';
   readonly appToken = 'xapp-1-A111-3333-stand-in-app-token';
   readonly botUserId = 'UB0TUSER1';
   readonly botName = 'gw-bot';
@@ -92,10 +99,51 @@ export class SlackApi {
     return envelope;
   }
 
-  /** A person's message: in a direct conversation (D...) or a channel. */
-  message(fields: { user: string; channel: string; text: string; thread_ts?: string }): Envelope {
+  /** A person's message: in a direct conversation (D...) or a channel; with files, a file_share message as Slack sends it. */
+  message(fields: { user: string; channel: string; text: string; thread_ts?: string; files?: SlackFile[] }): Envelope {
     const ts = `${Math.floor(Date.now() / 1000)}.${String(++this.counter).padStart(6, '0')}`;
-    return this.event({ type: 'message', channel_type: fields.channel.startsWith('D') ? 'im' : 'channel', event_ts: ts, ts, ...fields });
+    return this.event({ type: 'message', ...(fields.files ? { subtype: 'file_share' } : {}), channel_type: fields.channel.startsWith('D') ? 'im' : 'channel', event_ts: ts, ts, ...fields });
+  }
+
+  /**
+   * The Events API: posts a payload to the app's request URL signed as Slack
+   * signs it (v0=HMAC-SHA256 of "v0:<timestamp>:<body>" with the signing
+   * secret); the status and body the app answered.
+   */
+  async post(url: string, payload: Record<string, unknown>, options: { secret?: string; timestamp?: number; retry?: number } = {}): Promise<{ status: number; body: any }> {
+    const body = JSON.stringify(payload);
+    const timestamp = String(options.timestamp ?? Math.floor(Date.now() / 1000));
+    const signature = `v0=${createHmac('sha256', options.secret ?? this.signingSecret).update(`v0:${timestamp}:${body}`).digest('hex')}`;
+    const response = await fetch(url, {
+      method: 'POST', body,
+      headers: {
+        'content-type': 'application/json', 'x-slack-request-timestamp': timestamp, 'x-slack-signature': signature,
+        ...(options.retry ? { 'x-slack-retry-num': String(options.retry), 'x-slack-retry-reason': 'http_timeout' } : {}),
+      },
+    });
+    const text = await response.text();
+    return { status: response.status, body: text ? JSON.parse(text) : undefined };
+  }
+
+  /** An event_callback as the Events API posts it, for a person's message. */
+  eventCallback(fields: { user: string; channel: string; text: string; thread_ts?: string }): Record<string, unknown> {
+    const ts = `${Math.floor(Date.now() / 1000)}.${String(++this.counter).padStart(6, '0')}`;
+    return {
+      token: 'deprecated-verification-token', team_id: 'T0TEAM', api_app_id: 'A111', type: 'event_callback', event_id: `Ev${String(++this.counter).padStart(8, '0')}`, event_time: Math.floor(Date.now() / 1000),
+      event: { type: 'message', channel_type: fields.channel.startsWith('D') ? 'im' : 'channel', event_ts: ts, ts, ...fields },
+    };
+  }
+
+  /** A file a user shares: its url_private_download answers the bot token only, as Slack's does. */
+  file(data: Uint8Array, name: string, mimetype: string): SlackFile {
+    const id = `F0FILE${this.files.size}`;
+    this.files.set(id, data);
+    return { id, name, mimetype, size: data.length, url_private: `http://127.0.0.1:${this.port}/files-pri/T0TEAM-${id}/${name}`, url_private_download: `http://127.0.0.1:${this.port}/files-pri/T0TEAM-${id}/download/${name}` };
+  }
+
+  /** Edits the app made to its messages in a conversation, in order. */
+  updated(channel?: string): SlackCall[] {
+    return this.calls.filter((call) => call.method === 'chat.update' && !call.refused && (channel === undefined || call.body.channel === channel));
   }
 
   /** Messages the app posted to a conversation (and thread), in order; with all, the calls Slack refused too. */
@@ -122,6 +170,15 @@ export class SlackApi {
   private async answer(req: IncomingMessage, res: ServerResponse): Promise<void> {
     let text = '';
     for await (const chunk of req) text += chunk;
+    const download = /^\/files-pri\/T0TEAM-(F0FILE\d+)\//.exec(req.url ?? '');
+    if (download) {
+      this.calls.push({ method: 'file', token: String(req.headers.authorization ?? '').replace(/^Bearer /, ''), body: { id: download[1] }, at: Date.now() });
+      const data = this.files.get(download[1]!);
+      // Without the bot token Slack answers with its sign-in page, not the file.
+      if (req.headers.authorization !== `Bearer ${this.botToken}`) return void res.writeHead(200, { 'content-type': 'text/html' }).end('<html>Sign in to Slack</html>');
+      if (!data) return void res.writeHead(404).end();
+      return void res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(data.length) }).end(data);
+    }
     const method = (req.url ?? '').replace(/^\/api\//, '').split('?')[0]!;
     const type = req.headers['content-type'] ?? '';
     const body: Record<string, any> = type.includes('json') ? JSON.parse(text || '{}') : Object.fromEntries(new URLSearchParams(text));
@@ -160,7 +217,15 @@ export class SlackApi {
         if (!content.trim()) return error('no_text');
         if (content.length > 40_000) return error('msg_too_long');
         const ts = `${Math.floor(Date.now() / 1000)}.${String(++this.counter).padStart(6, '0')}`;
+        this.postedTs.add(`${channel} ${ts}`);
         return ok({ channel, ts, message: { type: 'message', text: content, user: this.botUserId, ts, ...(body.thread_ts ? { thread_ts: body.thread_ts } : {}) } });
+      }
+      case 'chat.update': {
+        if (!isBot) return error('invalid_auth');
+        if (!this.postedTs.has(`${String(body.channel)} ${String(body.ts)}`)) return error('message_not_found');
+        const content = String(body.text ?? '');
+        if (content.length > 40_000) return error('msg_too_long');
+        return ok({ channel: body.channel, ts: body.ts, text: content });
       }
       default:
         return error('unknown_method');

@@ -31,7 +31,15 @@ export type Fault =
   | { hang: true }
   | { cut: true };
 
-interface Bot { user: TgUser; token: string; pending: TgUpdate[]; confirmed: number; poll?: { respond: (status: number, body: unknown) => void } }
+interface Bot {
+  user: TgUser; token: string; pending: TgUpdate[]; confirmed: number; poll?: { respond: (status: number, body: unknown) => void };
+  /** Webhook mode: where updates are posted, with the secret; deliveries in flight. */
+  webhook?: { url: string; secret?: string };
+  posting?: boolean;
+}
+
+/** What Telegram's webhook posts got back: each try, its status (0: no answer). */
+export interface WebhookTry { updateId: number; status: number; at: number }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -60,11 +68,15 @@ function htmlProblem(html: string): string | undefined {
 
 export class TelegramApi {
   readonly requests: TgRequest[] = [];
+  readonly webhookTries: WebhookTry[] = [];
+  /** The secret sent with webhook posts, when set; tests change it to play an impostor. */
+  webhookSecretOverride?: string;
   private readonly bots = new Map<string, Bot>();
   private readonly faults = new Map<string, Fault[]>();
   private readonly chats = new Map<number, TgChat>();
   private readonly messageIds = new Map<number, number>();
   private nextUpdateId = 100_000;
+  private readonly files = new Map<string, { path: string; data: Uint8Array }>();
   private server?: Server;
   private readonly sockets = new Set<import('node:net').Socket>();
   port = 0;
@@ -121,8 +133,49 @@ export class TelegramApi {
     const bot = this.bots.get(token)!;
     const update = { update_id: ++this.nextUpdateId, ...fields } as TgUpdate;
     bot.pending.push(update);
-    this.flush(bot);
+    if (bot.webhook) void this.post(bot);
+    else this.flush(bot);
     return update;
+  }
+
+  /**
+   * Webhook mode, as Telegram does it: the oldest pending update is posted
+   * with the secret token header until the bot answers 2xx, then the next;
+   * a failure is tried again after a pause.
+   */
+  private async post(bot: Bot): Promise<void> {
+    if (bot.posting) return;
+    bot.posting = true;
+    try {
+      while (bot.webhook && bot.pending.length > 0 && this.server?.listening) {
+        const update = bot.pending[0]!;
+        let status = 0;
+        try {
+          const secret = this.webhookSecretOverride ?? bot.webhook.secret;
+          const response = await fetch(bot.webhook.url, {
+            method: 'POST', body: JSON.stringify(update),
+            headers: { 'content-type': 'application/json', ...(secret ? { 'x-telegram-bot-api-secret-token': secret } : {}) },
+            signal: AbortSignal.timeout(10_000),
+          });
+          status = response.status;
+          await response.arrayBuffer();
+        } catch {
+          status = 0;
+        }
+        this.webhookTries.push({ updateId: update.update_id, status, at: Date.now() });
+        if (status >= 200 && status < 300) bot.pending.shift();
+        else await sleep(300);
+      }
+    } finally {
+      bot.posting = false;
+    }
+  }
+
+  /** A file users can send (its file_id goes in a message's photo or document); fetched with getFile, then its file address. */
+  addFile(data: Uint8Array, path = `documents/file_${this.files.size}`): { file_id: string; file_unique_id: string; file_size: number } {
+    const id = `FILE${this.files.size}x${Math.random().toString(36).slice(2, 10)}`;
+    this.files.set(id, { path, data });
+    return { file_id: id, file_unique_id: `U${id}`, file_size: data.length };
   }
 
   /** Updates given out but not yet confirmed (by a later getUpdates with a higher offset). */
@@ -151,6 +204,13 @@ export class TelegramApi {
   private async answer(req: IncomingMessage, res: ServerResponse): Promise<void> {
     let text = '';
     for await (const chunk of req) text += chunk;
+    const download = /^\/file\/bot([^/]+)\/(.+)$/.exec((req.url ?? '').split('?')[0]!);
+    if (download) {
+      this.requests.push({ token: download[1]!, method: 'file', body: { path: download[2] }, at: Date.now() });
+      const file = this.bots.has(download[1]!) ? [...this.files.values()].find((entry) => entry.path === download[2]) : undefined;
+      if (!file) return void res.writeHead(404).end('Not Found');
+      return void res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(file.data.length) }).end(file.data);
+    }
     const match = /^\/bot([^/]+)\/([A-Za-z]+)$/.exec((req.url ?? '').split('?')[0]!);
     const send = (status: number, body: unknown) => {
       if (res.writableEnded || res.destroyed) return;
@@ -183,9 +243,23 @@ export class TelegramApi {
 
     switch (method) {
       case 'getMe': return ok(bot.user);
-      case 'deleteWebhook': case 'setMyCommands': return ok(true);
-      case 'getWebhookInfo': return ok({ url: '', has_custom_certificate: false, pending_update_count: bot.pending.length });
+      case 'setMyCommands': return ok(true);
+      case 'deleteWebhook':
+        bot.webhook = undefined;
+        if (body.drop_pending_updates === true || body.drop_pending_updates === 'true') bot.pending = [];
+        return ok(true);
+      case 'setWebhook': {
+        const url = String(body.url ?? '');
+        if (!url) return bad('Bad Request: bad webhook: An HTTPS URL must be provided for webhook');
+        bot.webhook = { url, ...(body.secret_token ? { secret: String(body.secret_token) } : {}) };
+        bot.poll?.respond(409, { ok: false, error_code: 409, description: 'Conflict: terminated by setWebhook request' });
+        bot.poll = undefined;
+        void this.post(bot);
+        return ok(true);
+      }
+      case 'getWebhookInfo': return ok({ url: bot.webhook?.url ?? '', has_custom_certificate: false, pending_update_count: bot.pending.length });
       case 'getUpdates': {
+        if (bot.webhook) return send(409, { ok: false, error_code: 409, description: "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first" });
         const offset = body.offset === undefined ? undefined : Number(body.offset);
         // Updates below the offset are confirmed: Telegram forgets them.
         if (offset !== undefined) bot.pending = bot.pending.filter((update) => update.update_id >= offset);
@@ -195,15 +269,29 @@ export class TelegramApi {
         if (bot.pending.length > 0) return ok(bot.pending.slice(0, Number(body.limit ?? 100)));
         const timeout = Number(body.timeout ?? 0);
         if (timeout <= 0) return ok([]);
-        const poll = { respond: send };
+        // The poll ends with the first update, a competing poll, the client going away, or its timeout.
+        let wake!: () => void;
+        const woke = new Promise<void>((resolve) => { wake = resolve; });
+        const poll = { respond: (status: number, answer: unknown) => { send(status, answer); wake(); } };
         bot.poll = poll;
-        req.socket.once('close', () => { if (bot.poll === poll) bot.poll = undefined; });
-        await sleep(timeout * 1000);
+        const closed = () => { if (bot.poll === poll) bot.poll = undefined; wake(); };
+        req.socket.once('close', closed);
+        const timer = setTimeout(wake, timeout * 1000);
+        await woke;
+        clearTimeout(timer);
+        req.socket.off('close', closed);
         if (bot.poll === poll) {
           bot.poll = undefined;
           ok([]);
         }
         return;
+      }
+      case 'getFile': {
+        const file = this.files.get(String(body.file_id));
+        if (!file) return bad('Bad Request: invalid file_id');
+        // The Bot API hands out files up to 20 MB.
+        if (file.data.length > 20 * 1024 * 1024) return bad('Bad Request: file is too big');
+        return ok({ file_id: body.file_id, file_unique_id: `U${String(body.file_id)}`, file_size: file.data.length, file_path: file.path });
       }
       case 'sendChatAction': return this.chats.has(Number(body.chat_id)) ? ok(true) : bad('Bad Request: chat not found');
       case 'sendMessage': case 'editMessageText': {

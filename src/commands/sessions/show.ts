@@ -1,6 +1,7 @@
 import { Args, Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.ts';
-import type { MethodResults, OutboxEntryView } from '../../shared/protocol/results.ts';
+import { describeAttachment } from '../../shared/attachments.ts';
+import type { AttachmentView, MethodResults, OutboxEntryView } from '../../shared/protocol/results.ts';
 
 type History = MethodResults['sessions.history'];
 
@@ -46,6 +47,7 @@ export default class SessionsShow extends BaseCommand<History> {
         const usage = data.usage as { inputTokens?: number; outputTokens?: number } | undefined;
         const facts = message.role === 'assistant' && data.model ? `  (${String(data.model)}${usage?.inputTokens !== undefined ? `, ${usage.inputTokens} in / ${usage.outputTokens ?? '?'} out` : ''}${data.latencyMs !== undefined ? `, ${String(data.latencyMs)} ms` : ''})` : '';
         this.say(`${message.at}  ${who} ${message.text}${facts}`);
+        for (const file of (data.attachments as AttachmentView[] | undefined) ?? []) this.say(`    ${describeAttachment(file)}`);
         if (message.delivery) this.say(`    ${describeDelivery(message.delivery)}`);
       }
     }

@@ -1,6 +1,15 @@
 /** A session's history as the model sees it: people's turns, the assistant's turns with their tool calls, and the tools' results. */
 import type { ChatMessage, ToolCallRecord } from '../models/module.ts';
 import type { SessionMessage } from '../sessions/module.ts';
+import { describeAttachment } from '../channels/module.ts';
+import type { AttachmentView } from '../../shared/protocol/results.ts';
+
+/** A message's text with the files that came with it named after it. */
+export function withAttachmentsNamed(message: SessionMessage): string {
+  const attachments = message.data?.attachments as AttachmentView[] | undefined;
+  if (!attachments?.length) return message.text;
+  return [message.text, ...attachments.map(describeAttachment)].filter((line) => line.trim()).join('\n');
+}
 
 /** Turns stored messages into the conversation a model continues. In rooms, each person's turn names them. */
 export function conversationOf(messages: readonly SessionMessage[], room: boolean): ChatMessage[] {
@@ -33,7 +42,8 @@ export function conversationOf(messages: readonly SessionMessage[], room: boolea
     }
     if (message.role === 'user' || (message.role !== 'assistant' && message.direction === 'in')) {
       assistant = undefined;
-      conversation.push({ role: 'user', content: room ? `${message.senderName ?? message.sender}: ${message.text}` : message.text });
+      const text = withAttachmentsNamed(message);
+      conversation.push({ role: 'user', content: room ? `${message.senderName ?? message.sender}: ${text}` : text });
     } else {
       assistant = { role: 'assistant', content: message.text };
       conversation.push(assistant);

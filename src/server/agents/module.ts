@@ -5,13 +5,13 @@
  */
 import type { AgentSettings } from '../../shared/config/types.ts';
 import { matchesPattern } from '../../shared/patterns.ts';
-import type { AgentInfo } from '../../shared/protocol/results.ts';
-import channelsModule, { type ChannelManager, type Inbound } from '../channels/module.ts';
+import type { AgentInfo, AttachmentView } from '../../shared/protocol/results.ts';
+import channelsModule, { describeAttachment, type Attachments, type ChannelManager, type Inbound } from '../channels/module.ts';
 import jobsModule, { type JobQueue } from '../jobs/module.ts';
 import { WindowCounter } from '../auth/throttle.ts';
 import { DomainError, toDomainError } from '../kernel/errors.ts';
 import { defineModule, type ModuleContext } from '../kernel/module.ts';
-import modelsModule, { type ChatMessage, type ToolSpec } from '../models/module.ts';
+import modelsModule, { type ChatMessage, type ToolSpec, type UserPart } from '../models/module.ts';
 import sessionsModule, { type SessionAddress } from '../sessions/module.ts';
 import toolsModule from '../tools/module.ts';
 import { conversationOf } from './history.ts';
@@ -59,6 +59,32 @@ export interface Agents {
   list(): AgentInfo[];
 }
 
+/** Largest text file given to a model as its text. */
+const MAX_TEXT_FILE_BYTES = 32 * 1024;
+const IMAGE_TYPES = new Set(['image/jpeg', 'image/png', 'image/gif', 'image/webp']);
+const isTextual = (mimeType: string | undefined) => !!mimeType && (mimeType.startsWith('text/') || mimeType === 'application/json');
+
+/** A turn's text with the files that came with it: kept images as image parts, small text files inline, the rest named. */
+async function turnWithFiles(text: string, files: readonly AttachmentView[], sessionKey: string, attachments: Attachments): Promise<UserPart[]> {
+  const kept = await attachments.load(sessionKey, files.filter((file) => file.kept).map((file) => file.id));
+  const lines = [text];
+  const images: UserPart[] = [];
+  for (const file of files) {
+    const stored = kept.get(file.id);
+    if (stored && file.mimeType && IMAGE_TYPES.has(file.mimeType)) {
+      images.push({ type: 'image', name: file.name, mimeType: file.mimeType, data: stored.data });
+      continue;
+    }
+    lines.push(describeAttachment(file));
+    if (stored && isTextual(file.mimeType) && stored.data.length <= MAX_TEXT_FILE_BYTES) {
+      const content = new TextDecoder('utf-8', { fatal: false }).decode(stored.data);
+      lines.push(`Content of ${file.name}:\n${content}`);
+    }
+  }
+  const said = lines.filter((line) => line.trim()).join('\n');
+  return [...(said ? [{ type: 'text' as const, text: said }] : []), ...images];
+}
+
 /** A bare model as an agent of one step with no tools of its own. */
 const directSettings = (model: string): AgentSettings => ({
   model, fallbacks: [], instructions: '', tools: [], maxSteps: 1, toolChoice: 'auto', queue: 'followup', history: 0, clientTools: true, models: [],
@@ -83,6 +109,7 @@ export default defineModule<Agents>({
     const sessions = ctx.use(sessionsModule);
     const { caller } = ctx.use(modelsModule);
     const { runner } = ctx.use(toolsModule);
+    const { attachments } = ctx.use(channelsModule);
     const runtime = new AgentRuntime(ctx.config);
     ctx.onStop((deadline) => runtime.stop(deadline));
 
@@ -123,7 +150,10 @@ export default defineModule<Agents>({
         start: async ({ runId, text, turnIds, signal }) => {
           const started = Date.now();
           // The history the model reads: the session's, up to the turns this run answers (the caller's own conversation when it keeps one).
-          const earlier = request.conversation ? [] : (await sessions.store.history(sessionKey, { limit: settings.history + turnIds.length })).filter((message) => !turnIds.includes(message.id));
+          const past = request.conversation ? [] : await sessions.store.history(sessionKey, { limit: settings.history + turnIds.length });
+          const earlier = past.filter((message) => !turnIds.includes(message.id));
+          // Files that came with the turns this run answers: images as images, text files as text, the rest by name.
+          const files = past.filter((message) => turnIds.includes(message.id)).flatMap((message) => (message.data?.attachments as AttachmentView[] | undefined) ?? []);
           // The run's first records (the session, the turn, the run) are written in one transaction while the
           // daemon waits for the model: right after its first event is passed on, or a few milliseconds after the
           // request left, whichever comes first; and always before any other record of the run. They never stand
@@ -163,7 +193,7 @@ export default defineModule<Agents>({
             }
           };
           try {
-            const messages = request.conversation ?? [...conversationOf(earlier, room), { role: 'user' as const, content: text }];
+            const messages = request.conversation ?? [...conversationOf(earlier, room), { role: 'user' as const, content: files.length ? await turnWithFiles(text, files, sessionKey, attachments) : text }];
             const system = [settings.instructions, request.system].filter((part) => part && part.trim()).join('\n\n') || undefined;
             const agent = { ...settings, ...definedOf(request.overrides ?? {}) } as AgentSettings & { toolChoice: AgentSettings['toolChoice'] | { name: string } };
             const result = await executeRun({
@@ -315,17 +345,25 @@ function answerChannels(ctx: ModuleContext, channels: ChannelManager, run: Agent
     // The recipient sees the reply being written (where the channel can show it), refreshed before it fades.
     void channels.typing(job.channel, job.account, job.to);
     const typing = setInterval(() => void channels.typing(job.channel, job.account, job.to), TYPING_EVERY_MS);
+    // With channels.<id>.streaming, the reply shows as it is written, in one message the final text then replaces.
+    const stream = channels.stream(job.channel, job.account, job.to);
     try {
       const result = await run({
         agentId: job.agentId, session: { key: job.sessionKey }, text: job.text, recordedId: job.recordedId, surface: 'channel', sender: job.sender,
+        ...(stream ? { onEvent: (event: { type: string; text?: string }) => { if (event.type === 'delta') stream.push(event.text!); } } : {}),
       });
       clearInterval(typing);
+      const editOf = await stream?.finish();
       if (!result.text.trim()) return { runId: result.runId, status: result.status, replied: false };
       // Merged turns (the collect queue mode) share one run, and its answer goes out once.
-      await channels.reply({ channel: job.channel, account: job.account, to: job.to, text: result.text, key: `run:${result.runId}`, sessionKey: job.sessionKey, runId: result.runId, turnId: job.recordedId });
+      await channels.reply({
+        channel: job.channel, account: job.account, to: job.to, text: result.text, key: `run:${result.runId}`, sessionKey: job.sessionKey, runId: result.runId, turnId: job.recordedId,
+        ...(editOf ? { editOf } : {}),
+      });
       return { runId: result.runId, status: result.status, replied: true };
     } catch (error) {
       clearInterval(typing);
+      const editOf = await stream?.finish();
       const { error: failure } = toDomainError(error);
       // The daemon is stopping: the next one (or another daemon) answers.
       if (failure.code === 'run_interrupted' || failure.retryable) throw error;
@@ -333,7 +371,7 @@ function answerChannels(ctx: ModuleContext, channels: ChannelManager, run: Agent
       if (failure.code === 'run_aborted') return { aborted: failure.message };
       await channels.reply({
         channel: job.channel, account: job.account, to: job.to, text: 'Sorry, I could not answer that just now; please try again later.',
-        key: `unanswered:${job.sessionKey}:${job.recordedId}`, sessionKey: job.sessionKey, turnId: job.recordedId,
+        key: `unanswered:${job.sessionKey}:${job.recordedId}`, sessionKey: job.sessionKey, turnId: job.recordedId, ...(editOf ? { editOf } : {}),
       });
       return { failed: failure.message };
     }

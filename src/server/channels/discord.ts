@@ -10,8 +10,9 @@
 import { GatewayCloseCodes, GatewayDispatchEvents, GatewayIntentBits, GatewayOpcodes } from 'discord-api-types/v10';
 import type { APIMessage, APIUser, GatewayReceivePayload, GatewayReadyDispatchData } from 'discord-api-types/v10';
 import type { ChannelState } from '../../shared/channels.ts';
-import { ChannelSendError, type AccountStatus, type Channel, type ChannelContext, type ChannelSettings, type InboundMessage, type SendOptions, type SendReceipt } from '../kernel/channel.ts';
+import { ChannelSendError, type AccountStatus, type Channel, type ChannelContext, type ChannelSettings, type InboundAttachment, type InboundMessage, type SendOptions, type SendReceipt } from '../kernel/channel.ts';
 import { splitMessage } from './formatting.ts';
+import { readLimited } from './attachments.ts';
 
 export const DEFAULT_ACCOUNT = 'default';
 /** Discord's longest message. */
@@ -293,10 +294,14 @@ class DiscordAccount {
     if (!author || typeof author.id !== 'string' || author.bot || author.id === this.me?.id) return undefined;
     // Default messages and replies: joins, pins, boosts and the like are not a person speaking.
     if (message.type !== 0 && message.type !== 19) return undefined;
-    if (typeof message.content !== 'string' || !message.content.trim()) return undefined;
+    const attachments = this.attachmentsOf(message);
+    if (typeof message.content !== 'string' || (!message.content.trim() && attachments.length === 0)) return undefined;
     const text = message.content.length > MAX_INBOUND_CHARS ? message.content.slice(0, MAX_INBOUND_CHARS) : message.content;
     const at = Date.parse(message.timestamp) || Date.now();
-    const base = { account: this.name, sender: author.id, senderName: author.global_name ?? author.username ?? author.id, text, at, platformId: message.id };
+    const base = {
+      account: this.name, sender: author.id, senderName: author.global_name ?? author.username ?? author.id, text, at, platformId: message.id,
+      ...(attachments.length ? { attachments } : {}),
+    };
     const guild = (message as { guild_id?: string }).guild_id;
     if (!guild) {
       this.dmChannels.set(author.id, message.channel_id);
@@ -315,6 +320,27 @@ class DiscordAccount {
       ...base, kind: 'group', room: message.channel_id, replyTo: `${message.channel_id}/${message.id}`,
       ...(mentioned || repliedTo ? { addressed: { text: prompt || text } } : {}),
     };
+  }
+
+  /** A message's attachments, fetched from Discord's CDN (or the configured apiRoot's host): no token goes with them. */
+  private attachmentsOf(message: APIMessage): InboundAttachment[] {
+    if (!Array.isArray(message.attachments)) return [];
+    return message.attachments.filter((file) => file && typeof file === 'object' && typeof file.url === 'string').map((file, index) => ({
+      name: typeof file.filename === 'string' ? file.filename : `file-${index + 1}`,
+      mimeType: typeof file.content_type === 'string' ? file.content_type : undefined,
+      size: typeof file.size === 'number' ? file.size : undefined,
+      fetch: async (maxBytes, signal) => {
+        const url = new URL(file.url);
+        if (!this.cdnHost(url)) throw new Error(`files are fetched only from Discord's CDN, not ${url.host}`);
+        return readLimited(await globalThis.fetch(url, { signal }), maxBytes);
+      },
+    }));
+  }
+
+  private cdnHost(url: URL): boolean {
+    const root = this.settings()?.apiRoot;
+    if (root && new URL(root).origin === url.origin) return true;
+    return url.protocol === 'https:' && ['cdn.discordapp.com', 'media.discordapp.net'].includes(url.hostname.toLowerCase());
   }
 
   private onClose(code: number, reason: string): void {
@@ -356,6 +382,15 @@ class DiscordAccount {
     if (!this.token || this.status.state !== 'connected') throw new ChannelSendError(`${this.channelId} account ${this.name} is ${this.status.state}; the message was not sent`);
     try {
       const { channel, reference } = await this.target(to);
+      if (options.editOf !== undefined) {
+        try {
+          const edited = await this.rest<{ id: string }>('PATCH', `/channels/${channel}/messages/${options.editOf}`, { content: text, allowed_mentions: { parse: [] } });
+          return { ids: [edited.id] };
+        } catch (error) {
+          // A message that is gone gets the text as a new one.
+          if (!(error instanceof RestError) || error.status !== 404) throw error;
+        }
+      }
       // A nonce Discord enforces: a retry of a message it took already is not posted twice.
       const nonce = options.idempotencyKey ? options.idempotencyKey.slice(0, 25) : undefined;
       const sent = await this.rest<{ id: string }>('POST', `/channels/${channel}/messages`, {
@@ -433,6 +468,8 @@ export class DiscordChannel implements Channel {
   status(): AccountStatus[] {
     return this.accounts().map((name) => this.live.get(name)?.current ?? { account: name, state: 'disconnected', detail: 'account disabled', since: Date.now() });
   }
+
+  readonly edits = true;
 
   async send(account: string, to: string, text: string, options?: SendOptions): Promise<SendReceipt> {
     const live = this.live.get(account);

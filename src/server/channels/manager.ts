@@ -2,12 +2,16 @@ import type { Logger } from 'pino';
 import { MAX_MESSAGE_CHARS, PAIRING_CODE_TTL_MS } from '../../shared/channels.ts';
 import type { GatewayConfig } from '../../shared/config/types.ts';
 import type { ChannelInfo, ChannelStatus, DmPairingRequestView, PairApproved } from '../../shared/protocol/results.ts';
-import type { AccountStatus, Channel, ChannelKind, ChannelSettings, InboundMessage } from '../kernel/channel.ts';
+import type { AccountStatus, Channel, ChannelKind, ChannelRequest, ChannelResponse, ChannelSettings, InboundMessage } from '../kernel/channel.ts';
 import { DomainError } from '../kernel/errors.ts';
+import { STARTED_LATE } from '../kernel/threads.ts';
+import diagnostics from 'node:diagnostics_channel';
 import type { DecisionFailure, DmPairing, DmPairingRequest } from './dm-pairing.ts';
 import type { Session, SessionMessage, Sessions } from '../sessions/module.ts';
 import type { Db, Store, Tx } from '../store/database.ts';
 import type { Outbox, OutboxItem } from './outbox.ts';
+import type { Attachments, Fetched } from './attachments.ts';
+import { refusal } from './webhook.ts';
 
 export interface ChannelManagerDeps {
   /** The channel kinds in the table in force (built in and from plugins), by id. */
@@ -19,6 +23,7 @@ export interface ChannelManagerDeps {
   sessions: Sessions;
   store: Store;
   outbox: Outbox;
+  attachments: Attachments;
   /** Pushes an event to operators holding the scope. */
   emit: (event: string, payload: unknown, scope: string) => void;
   /**
@@ -65,6 +70,8 @@ const FAILURE_TEXT: Record<DecisionFailure, string> = {
  */
 export class ChannelManager {
   private readonly running = new Map<string, Channel>();
+  /** Channel accounts that have connected since the daemon started ("<channel>\n<account>"). */
+  private readonly connectedOnce = new Set<string>();
   private readonly listeners: InboundListener[] = [];
   private readonly failed = new Map<string, string>();
   /** Channels another daemon of the gateway runs now (a shared store); this one takes over if it stops. */
@@ -126,7 +133,14 @@ export class ChannelManager {
         secret: this.deps.secret,
         logger: this.deps.logger,
         inbound: (message) => this.enqueueInbound(id, message),
-        stateChanged: (status) => this.deps.emit('channel.status', this.statusView(id, status), 'operator.read'),
+        stateChanged: (status) => {
+          this.deps.emit('channel.status', this.statusView(id, status), 'operator.read');
+          // An account's first connection is start-up work done after the daemon was ready: what it left can go back.
+          if (status.state === 'connected' && !this.connectedOnce.has(`${id}\n${status.account}`)) {
+            this.connectedOnce.add(`${id}\n${status.account}`);
+            diagnostics.channel(STARTED_LATE).publish({ channel: id, account: status.account });
+          }
+        },
         cursor: { get: (account) => this.deps.outbox.cursor(id, account), set: (account, cursor) => this.deps.outbox.setCursor(id, account, cursor) },
       });
       this.running.set(id, channel);
@@ -236,15 +250,29 @@ export class ChannelManager {
   private async inbound(channel: string, message: InboundMessage): Promise<void> {
     const log = this.deps.logger.child({ channel, account: message.account, sender: message.sender });
     try {
+      // Files are fetched before the transaction (it never waits on a platform), and only for a message the agent is to read.
+      let files: Fetched[] = [];
+      if (message.attachments?.length) {
+        if (message.platformId !== undefined && await this.deps.outbox.seen(channel, message.account, message.platformId)) return;
+        files = await this.files(channel, message, log);
+      }
       await this.deps.store.transaction(async (tx) => {
         // A message the platform delivers again (it was not acknowledged in time) is stored once.
         if (message.platformId !== undefined && !(await this.deps.outbox.firstSight(channel, message.account, message.platformId, tx))) {
           log.debug({ platformId: message.platformId }, 'inbound message seen already; dropped');
           return;
         }
-        const entry = { direction: 'in' as const, sender: message.sender, senderName: message.senderName, text: message.text, at: message.at, ...(message.platformId ? { data: { platformId: message.platformId } } : {}) };
+        const data = {
+          ...(message.platformId ? { platformId: message.platformId } : {}),
+          ...(files.length ? { attachments: files.map((file) => file.view) } : {}),
+        };
+        const entry = { direction: 'in' as const, sender: message.sender, senderName: message.senderName, text: message.text, at: message.at, ...(Object.keys(data).length ? { data } : {}) };
+        const keep = async (recorded: { session: Session; message: SessionMessage }) => {
+          await this.deps.attachments.save(channel, message.account, recorded.session.key, files, tx);
+          return recorded;
+        };
         if (message.kind === 'group') {
-          await this.arrived(channel, message, await this.record(channel, message.account, 'group', message.room!, message.room!, entry, tx), tx);
+          await this.arrived(channel, message, await keep(await this.record(channel, message.account, 'group', message.room!, message.room!, entry, tx)), tx);
           return;
         }
         const policy = this.settings(channel)?.dmPolicy ?? 'disabled';
@@ -253,7 +281,7 @@ export class ChannelManager {
           return;
         }
         if (await this.isAllowed(channel, message.sender, tx)) {
-          await this.arrived(channel, message, await this.record(channel, message.account, 'direct', message.sender, message.senderName, entry, tx), tx);
+          await this.arrived(channel, message, await keep(await this.record(channel, message.account, 'direct', message.sender, message.senderName, entry, tx)), tx);
           return;
         }
         if (policy !== 'pairing') {
@@ -280,6 +308,22 @@ export class ChannelManager {
     }
   }
 
+  /**
+   * The files of a message, fetched when the agent is to read it: an allowed
+   * sender's direct message, a room's message addressed to the account. A
+   * stranger's files are never fetched; a room's chatter is named, not kept.
+   */
+  private async files(channel: string, message: InboundMessage, log: Logger): Promise<Fetched[]> {
+    const attachments = message.attachments ?? [];
+    const settings = this.settings(channel);
+    const reads = message.kind === 'group' ? message.addressed !== undefined : settings?.dmPolicy !== 'disabled' && await this.isAllowed(channel, message.sender);
+    if (!reads) {
+      if (message.kind !== 'group') return [];
+      return this.deps.attachments.fetch(attachments, 0, log).then((files) => files.map((file) => ({ view: { ...file.view, note: 'not kept: the message was not addressed to the agent' } })));
+    }
+    return this.deps.attachments.fetch(attachments, Number(settings?.maxAttachmentBytes ?? 10 * 1024 * 1024), log);
+  }
+
   private record(channel: string, account: string, kind: 'direct' | 'group', peer: string, peerName: string, message: { direction: 'in' | 'out'; sender: string; senderName?: string; text: string; at: number; via?: string; data?: Record<string, unknown> }, db?: Db) {
     return this.deps.sessions.record({ channel, account, kind, peer, peerName, ...message }, db);
   }
@@ -291,6 +335,28 @@ export class ChannelManager {
   /** Shows a recipient that a reply is being written, where the channel runs here and can show it; never fails. */
   async typing(channel: string, account: string, to: string): Promise<void> {
     await this.running.get(channel)?.typing?.(account, to).catch(() => undefined);
+  }
+
+  /**
+   * A platform's webhook delivery for a channel account, handed to the
+   * channel that runs here. 404 for a channel or account that takes none;
+   * 503 (the platform delivers again) while another daemon runs the channel.
+   */
+  async receive(channelId: string, request: ChannelRequest): Promise<ChannelResponse> {
+    const channel = this.running.get(channelId);
+    if (channel?.receive && channel.accounts().includes(request.account)) return channel.receive(request);
+    if (this.standby.has(channelId)) return refusal(503, 'unavailable', `Channel ${channelId} is connected through another daemon of this gateway; point the platform at that one.`);
+    return refusal(404, 'not_found', 'No channel account here takes webhook deliveries at this address.');
+  }
+
+  /**
+   * A reply shown as it is written, where channels.<id>.streaming is on and
+   * the channel runs on this daemon and edits messages: undefined otherwise.
+   */
+  stream(channel: string, account: string, to: string): ReplyStream | undefined {
+    const running = this.running.get(channel);
+    if (this.settings(channel)?.streaming !== true || !running?.edits) return undefined;
+    return new ReplyStream(running, account, to, this.deps.logger.child({ channel, account }));
   }
 
   /** Whether a reply to this message of the session is queued already (a retried answer job's earlier attempt did its work). */
@@ -395,5 +461,90 @@ export class ChannelManager {
       throw new DomainError('invalid', `${sender} is allowed by channels.${channelId}.allowFrom in the config, not by pairing; change it there: gateway config set channels.${channelId}.allowFrom`);
     }
     throw new DomainError('not_found', `${sender} is not on the allow-list of channel ${channelId}.`);
+  }
+}
+
+/** How often a streamed reply's message is edited, at most (the apps' edit rate limits are about one a second per chat). */
+export const STREAM_EDIT_MS = 1000;
+/** A streamed reply shows once it has this much text, or after STREAM_FIRST_MS. */
+const STREAM_FIRST_CHARS = 40;
+const STREAM_FIRST_MS = 500;
+
+/**
+ * One reply streamed into one message: sent once there is something to show,
+ * then edited as the text grows (never more often than STREAM_EDIT_MS, one
+ * request at a time, always the latest text), up to what fits in one message.
+ * The final text still goes through the outbox, into the same message
+ * (OutboxItem.editOf): a preview that fails only stops the previews.
+ */
+export class ReplyStream {
+  private text = '';
+  private shown = '';
+  private messageId?: string;
+  private startedAt?: number;
+  private lastEditAt = 0;
+  private inFlight?: Promise<void>;
+  private timer?: NodeJS.Timeout;
+  private stopped = false;
+  private readonly channel: Channel;
+  private readonly account: string;
+  private readonly to: string;
+  private readonly log: Logger;
+
+  constructor(channel: Channel, account: string, to: string, log: Logger) {
+    this.channel = channel;
+    this.account = account;
+    this.to = to;
+    this.log = log;
+  }
+
+  /** More text of the reply. */
+  push(delta: string): void {
+    if (this.stopped) return;
+    this.text += delta;
+    this.startedAt ??= Date.now();
+    this.schedule();
+  }
+
+  private schedule(): void {
+    if (this.timer || this.inFlight || this.stopped) return;
+    const now = Date.now();
+    const due = this.messageId === undefined
+      ? (this.text.trim().length >= STREAM_FIRST_CHARS ? now : this.startedAt! + STREAM_FIRST_MS)
+      : this.lastEditAt + STREAM_EDIT_MS;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.flush();
+    }, Math.max(0, due - now));
+  }
+
+  private flush(): void {
+    if (this.stopped || this.inFlight) return;
+    // Only what fits in the first message streams; the rest comes with the final reply.
+    const parts = this.channel.split?.(this.text) ?? [this.text];
+    const text = parts[0] ?? '';
+    if (!text.trim() || text === this.shown) return;
+    const fits = parts.length === 1;
+    this.inFlight = this.channel.send(this.account, this.to, text, this.messageId ? { editOf: this.messageId } : {}).then((receipt) => {
+      this.messageId ??= receipt?.ids[0];
+      this.shown = text;
+      this.lastEditAt = Date.now();
+      if (!fits || this.messageId === undefined) this.stopped = true;
+    }, (error: unknown) => {
+      this.log.info({ error: (error as Error)?.message }, 'a streamed reply could not be shown as it grew; it comes whole');
+      this.stopped = true;
+    }).finally(() => {
+      this.inFlight = undefined;
+      if (this.text !== this.shown) this.schedule();
+    });
+  }
+
+  /** Stops streaming; resolves with the id of the message the reply streamed into (the final text goes there), if any. */
+  async finish(): Promise<string | undefined> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    while (this.inFlight) await this.inFlight;
+    return this.messageId;
   }
 }

@@ -5,31 +5,40 @@
 import { normalizePairingCode } from '../../shared/channels.ts';
 import { unknownChannelProblems } from '../../shared/config/channel-kinds.ts';
 import { defineModule, type RpcClient } from '../kernel/module.ts';
+import { collectBody } from '../kernel/body.ts';
+import { errorResponse } from '../kernel/api-doc.ts';
 import jobsModule from '../jobs/module.ts';
 import sessionsModule, { messageView } from '../sessions/module.ts';
 import { CHANNEL_MIGRATIONS, DmPairing } from './dm-pairing.ts';
 import { ircFold } from './irc-names.ts';
 import { ChannelManager, pairRequestView } from './manager.ts';
 import { Outbox, OUTBOX_MIGRATIONS } from './outbox.ts';
+import { ATTACHMENT_MIGRATIONS, Attachments } from './attachments.ts';
 
-export type { ChannelManager, Inbound, InboundListener } from './manager.ts';
+export type { ChannelManager, Inbound, InboundListener, ReplyStream } from './manager.ts';
 export type { Outbox, OutboxItem } from './outbox.ts';
+export { describeAttachment } from './attachments.ts';
+export type { Attachments } from './attachments.ts';
 
 /** What other modules get from this one. */
 export interface Channels {
   channels: ChannelManager;
+  attachments: Attachments;
   outbox: Outbox;
 }
 
 /** The event a daemon publishes (sharing a PostgreSQL store) after queuing replies for a channel another daemon may run. */
 const OUTBOX_EVENT = 'channel.outbox';
 
+/** Largest webhook delivery a platform may post (Telegram's updates and Slack's events are a few KB). */
+const WEBHOOK_MAX_BYTES = 1024 * 1024;
+
 const CHANNEL_ID = { type: 'string', pattern: '^[a-z0-9][a-z0-9_-]{0,31}$' };
 
 export default defineModule<Channels>({
   id: 'channels',
   needs: [jobsModule, sessionsModule],
-  migrations: [...CHANNEL_MIGRATIONS, ...OUTBOX_MIGRATIONS],
+  migrations: [...CHANNEL_MIGRATIONS, ...OUTBOX_MIGRATIONS, ...ATTACHMENT_MIGRATIONS].sort((a, b) => a.version - b.version),
   setup(ctx) {
     const { store, events } = ctx;
     const pairing = new DmPairing(store);
@@ -42,9 +51,10 @@ export default defineModule<Channels>({
     store.coordinator?.onEvent((event, payload) => {
       if (event === OUTBOX_EVENT) outbox.wake(String((payload as { channel?: unknown } | null)?.channel ?? ''));
     });
+    const attachments = new Attachments(store, ctx.log);
     const channels = new ChannelManager({
       kinds: () => ctx.table().channels, config: ctx.config, secret: (name) => ctx.secrets.get(name), logger: ctx.log,
-      pairing, sessions, store, outbox, emit: (event, payload, scope) => events.emit(event, payload, scope),
+      pairing, sessions, store, outbox, attachments, emit: (event, payload, scope) => events.emit(event, payload, scope),
       // Sharing a PostgreSQL store, each channel connects from the one daemon holding its singleton.
       singleton: store.coordinator ? (name, handlers) => store.singleton(name, handlers) : undefined,
     });
@@ -106,6 +116,41 @@ export default defineModule<Channels>({
       create: async (id, context) => {
         const { DiscordChannel } = await import('./discord.ts');
         return new DiscordChannel(id, context);
+      },
+    });
+
+    // Webhook deliveries of the channels that take them (Telegram's webhook mode, Slack's Events API): each checks its platform's signature or secret.
+    ctx.http.route({
+      method: 'POST', path: '/channels/:channel/:account/webhook', auth: 'plugin',
+      handler: async (http) => {
+        const body = await collectBody(http.req, WEBHOOK_MAX_BYTES, () => http.set('connection', 'close'));
+        const answer = await channels.receive(http.params.channel!, { account: http.params.account!, headers: http.req.headers, body });
+        http.status = answer.status;
+        http.body = answer.body ?? {};
+      },
+    });
+
+    ctx.http.document({
+      paths: {
+        '/channels/{channel}/{account}/webhook': {
+          post: {
+            summary: 'a platform\'s webhook delivery for a channel account (Telegram with channels.<id>.webhookUrl, Slack with channels.<id>.events http); answered 2xx only once stored',
+            security: [],
+            parameters: [
+              { name: 'channel', in: 'path', required: true, schema: { type: 'string' } },
+              { name: 'account', in: 'path', required: true, schema: { type: 'string' } },
+            ],
+            requestBody: { required: true, content: { 'application/json': { schema: { type: 'object' } } } },
+            responses: {
+              200: { description: 'stored (or a redelivery of what was)' },
+              400: errorResponse('not JSON the platform would send'),
+              401: errorResponse('the platform\'s secret token or signature is missing or wrong'),
+              404: errorResponse('no channel account here takes webhook deliveries at this address'),
+              413: errorResponse('over 1 MB'),
+              503: errorResponse('it could not be stored now, another daemon of the gateway runs the channel, or the account is not ready: the platform delivers it again'),
+            },
+          },
+        },
       },
     });
 
@@ -180,6 +225,6 @@ export default defineModule<Channels>({
       },
     });
 
-    return { channels, outbox };
+    return { channels, outbox, attachments };
   },
 });

@@ -64,6 +64,10 @@ export const OUTBOX_MIGRATIONS: readonly Migration[] = [{
       PRIMARY KEY (channel, account)
     );
   `,
+}, {
+  version: 5,
+  name: 'a streamed reply ends in the message it was streamed into',
+  sql: 'ALTER TABLE channel_outbox ADD COLUMN edit_of TEXT;',
 }];
 
 /** A reply to send. */
@@ -79,6 +83,8 @@ export interface OutboxItem {
   runId?: string;
   /** The message of the session this replies to (its id there). */
   turnId?: number;
+  /** The platform's id of a message of the account's showing the reply as it streamed: its first part goes there. */
+  editOf?: string;
 }
 
 export const OUTBOX_LIMITS = {
@@ -125,9 +131,9 @@ export class Outbox {
   /** Queues a reply in the caller's transaction (or on its own); false when its key was queued already. */
   async enqueue(item: OutboxItem, db: Db = this.store): Promise<boolean> {
     const now = this.now();
-    const { changes } = await db.run(`INSERT INTO channel_outbox (channel, account, recipient, text, dedupe_key, session_key, run_id, turn_id, status, next_at, created_at)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT (dedupe_key) DO NOTHING`,
-    item.channel, item.account, item.to, item.text, item.key ?? null, item.sessionKey ?? null, item.runId ?? null, item.turnId ?? null, now, now);
+    const { changes } = await db.run(`INSERT INTO channel_outbox (channel, account, recipient, text, dedupe_key, session_key, run_id, turn_id, edit_of, status, next_at, created_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT (dedupe_key) DO NOTHING`,
+    item.channel, item.account, item.to, item.text, item.key ?? null, item.sessionKey ?? null, item.runId ?? null, item.turnId ?? null, item.editOf ?? null, now, now);
     if (changes === 1) {
       const wake = () => this.wake(item.channel);
       if (inTransaction(db)) db.afterCommit(wake);
@@ -204,6 +210,11 @@ export class Outbox {
     const { changes } = await db.run('INSERT INTO channel_inbound_seen (channel, account, platform_id, seen_at) VALUES (?, ?, ?, ?) ON CONFLICT (channel, account, platform_id) DO NOTHING',
       channel, account, platformId, this.now());
     return changes === 1;
+  }
+
+  /** Whether an inbound message was stored already (without taking note of it). */
+  async seen(channel: string, account: string, platformId: string): Promise<boolean> {
+    return (await this.store.get('SELECT 1 AS found FROM channel_inbound_seen WHERE channel = ? AND account = ? AND platform_id = ?', channel, account, platformId)) !== undefined;
   }
 
   /** Where a channel account left off with its platform (see ChannelContext.cursor). */
@@ -320,7 +331,9 @@ class Pump {
     const attempts = Number(row.attempts) + 1;
     try {
       for (; sent < parts.length; sent++) {
-        const receipt = await this.channel.send(String(row.account), String(row.recipient), parts[sent]!, { idempotencyKey: `gw${id}p${sent}` });
+        // A streamed reply's first part replaces what was streamed into its message.
+        const editOf = sent === 0 && row.edit_of ? String(row.edit_of) : undefined;
+        const receipt = await this.channel.send(String(row.account), String(row.recipient), parts[sent]!, { idempotencyKey: `gw${id}p${sent}`, ...(editOf ? { editOf } : {}) });
         if (receipt?.ids) receipts.push(...receipt.ids);
         // Each part is written down as it goes: a retry resumes after it.
         if (sent + 1 < parts.length) await this.store.run('UPDATE channel_outbox SET parts_sent = ?, receipts = ? WHERE id = ?', sent + 1, JSON.stringify(receipts), id);

@@ -5,11 +5,14 @@
  * the message they answer. No public address is needed. Several apps
  * (accounts) per channel.
  */
+import { createHmac } from 'node:crypto';
 import type { SocketModeClient as SocketModeClientType } from '@slack/socket-mode';
 import type { WebClient as WebClientType } from '@slack/web-api';
 import type { Logger as PinoLogger } from 'pino';
 import type { ChannelState } from '../../shared/channels.ts';
-import { ChannelSendError, type AccountStatus, type Channel, type ChannelContext, type ChannelSettings, type InboundMessage, type SendReceipt } from '../kernel/channel.ts';
+import { ChannelSendError, type AccountStatus, type Channel, type ChannelContext, type ChannelSettings, type ChannelRequest, type ChannelResponse, type InboundAttachment, type InboundMessage, type SendOptions, type SendReceipt } from '../kernel/channel.ts';
+import { readLimited } from './attachments.ts';
+import { refusal, sameSecret, storeThenAcknowledge } from './webhook.ts';
 import { markdownToSlackMrkdwn, splitMessage } from './formatting.ts';
 
 export const DEFAULT_ACCOUNT = 'default';
@@ -21,20 +24,26 @@ const FIRST_RETRY_MS = 1000;
 interface AccountSettings {
   enabled: boolean;
   apiRoot?: string;
+  /** How Slack delivers events: Socket Mode, or the Events API posting to this daemon. */
+  events: 'socket' | 'http';
   rooms: string[];
 }
 
 export function slackAccounts(settings: ChannelSettings): Map<string, AccountSettings> {
   const base = settings as unknown as Partial<AccountSettings> & { accounts?: Record<string, Partial<AccountSettings>> };
   const accounts = new Map<string, AccountSettings>();
-  accounts.set(DEFAULT_ACCOUNT, { enabled: true, apiRoot: base.apiRoot, rooms: base.rooms ?? [] });
+  const events = base.events ?? 'socket';
+  accounts.set(DEFAULT_ACCOUNT, { enabled: true, apiRoot: base.apiRoot, events, rooms: base.rooms ?? [] });
   for (const [name, account] of Object.entries(base.accounts ?? {})) {
-    accounts.set(name, { enabled: account.enabled ?? true, apiRoot: account.apiRoot ?? base.apiRoot, rooms: account.rooms ?? [] });
+    accounts.set(name, { enabled: account.enabled ?? true, apiRoot: account.apiRoot ?? base.apiRoot, events: account.events ?? events, rooms: account.rooms ?? [] });
   }
   return accounts;
 }
 
-const secretFor = (channelId: string, account: string, name: 'botToken' | 'appToken') =>
+/** How old a signed Events API request may be (Slack's advice: five minutes), against replays. */
+const SIGNATURE_MAX_AGE_S = 300;
+
+const secretFor = (channelId: string, account: string, name: 'botToken' | 'appToken' | 'signingSecret') =>
   account === DEFAULT_ACCOUNT ? `channels.${channelId}.${name}` : `channels.${channelId}.accounts.${account}.${name}`;
 
 type SocketMode = typeof import('@slack/socket-mode');
@@ -74,6 +83,7 @@ interface SlackEvent {
   text?: string;
   ts?: string;
   thread_ts?: string;
+  files?: { id?: string; name?: string; mimetype?: string; size?: number; url_private?: string; url_private_download?: string }[];
 }
 
 /** One Slack app: its Socket Mode connection and its Web API client. */
@@ -83,6 +93,10 @@ class SlackAccount {
   private socket?: SocketModeClientType;
   private web?: WebClientType;
   private botUserId?: string;
+  /** With the Events API: the secret Slack signs its requests with. */
+  private signingSecret?: string;
+  /** The bot token, for Slack's private file addresses. */
+  private botToken?: string;
   private botName?: string;
   private retry?: NodeJS.Timeout;
   private attempt = 0;
@@ -126,6 +140,11 @@ class SlackAccount {
     if (this.stopped) return;
     this.setState('connecting');
     try {
+      if (this.settings()?.events === 'http') {
+        await this.connectEventsApi();
+        return;
+      }
+      this.signingSecret = undefined;
       const [botToken, appToken] = await Promise.all([
         this.context.secret(secretFor(this.channelId, this.name, 'botToken')),
         this.context.secret(secretFor(this.channelId, this.name, 'appToken')),
@@ -136,6 +155,7 @@ class SlackAccount {
       const logger = sdkLogger(this.log);
       // Rate limits and retries are the outbox's to honour: a refused call comes back at once, with Slack's Retry-After.
       this.web = new this.sdk.webApi.WebClient(botToken!, { slackApiUrl, logger, rejectRateLimitedCalls: true, retryConfig: { retries: 0 }, timeout: 30_000 });
+      this.botToken = botToken;
       const identity = await this.web.auth.test();
       this.botUserId = identity.user_id;
       this.botName = identity.user;
@@ -166,6 +186,58 @@ class SlackAccount {
       this.retry = setTimeout(() => void this.connect(), waitMs);
       this.retry.unref();
     }
+  }
+
+  /**
+   * The Events API: Slack posts events to this daemon's
+   * /channels/<id>/<account>/webhook, signed with the app's signing secret;
+   * only the Web API client is made here.
+   */
+  private async connectEventsApi(): Promise<void> {
+    const [botToken, signingSecret] = await Promise.all([
+      this.context.secret(secretFor(this.channelId, this.name, 'botToken')),
+      this.context.secret(secretFor(this.channelId, this.name, 'signingSecret')),
+    ]);
+    const missing = [!botToken && secretFor(this.channelId, this.name, 'botToken'), !signingSecret && secretFor(this.channelId, this.name, 'signingSecret')].filter(Boolean);
+    if (missing.length) throw new Setup(`no ${missing.length === 2 ? 'secrets' : 'secret'}: ${missing.map((name) => `gateway secrets set ${name}`).join('; ')} (the bot token xoxb-..., the app's signing secret, on stdin)`);
+    const logger = sdkLogger(this.log);
+    this.web = new this.sdk.webApi.WebClient(botToken!, { slackApiUrl: this.apiUrl(), logger, rejectRateLimitedCalls: true, retryConfig: { retries: 0 }, timeout: 30_000 });
+    this.botToken = botToken;
+    const identity = await this.web.auth.test();
+    this.botUserId = identity.user_id;
+    this.botName = identity.user;
+    this.signingSecret = signingSecret;
+    this.attempt = 0;
+    this.setState('connected', `${this.selfName} (Events API)`);
+  }
+
+  /**
+   * An Events API request: its signature (HMAC-SHA256 of "v0:<timestamp>:<body>"
+   * with the signing secret) and its age checked, the URL check answered, an
+   * event stored before the 200 (Slack posts it again otherwise).
+   */
+  async receive(request: ChannelRequest): Promise<ChannelResponse> {
+    const secret = this.signingSecret;
+    if (secret === undefined || this.status.state !== 'connected') {
+      return refusal(503, 'unavailable', 'This app does not take Events API requests here, or is not connected yet.');
+    }
+    const timestamp = request.headers['x-slack-request-timestamp'];
+    const signature = request.headers['x-slack-signature'];
+    const refused = (message: string) => refusal(401, 'unauthorized', message);
+    if (typeof timestamp !== 'string' || typeof signature !== 'string') return refused('The request is not signed (X-Slack-Signature, X-Slack-Request-Timestamp).');
+    if (!/^\d{1,12}$/.test(timestamp) || Math.abs(Date.now() / 1000 - Number(timestamp)) > SIGNATURE_MAX_AGE_S) return refused('The request\'s timestamp is not within five minutes of now.');
+    const expected = `v0=${createHmac('sha256', secret).update(`v0:${timestamp}:`).update(request.body).digest('hex')}`;
+    if (!sameSecret(signature, expected)) return refused('The request\'s signature does not match the signing secret.');
+    let payload: { type?: string; challenge?: unknown; event?: SlackEvent; event_id?: string };
+    try {
+      payload = JSON.parse(request.body.toString('utf8')) as typeof payload;
+    } catch {
+      return refusal(400, 'bad_request', 'The body is not JSON.');
+    }
+    if (!payload || typeof payload !== 'object') return refusal(400, 'bad_request', 'The body is not a Slack request.');
+    if (payload.type === 'url_verification') return { status: 200, body: { challenge: payload.challenge } };
+    if (payload.type !== 'event_callback') return { status: 200, body: {} };
+    return storeThenAcknowledge(this.context, this.inbound(payload.event), this.log, 'a Slack event');
   }
 
   private apiUrl(): string | undefined {
@@ -203,14 +275,19 @@ class SlackAccount {
   private inbound(event: SlackEvent | undefined): InboundMessage | undefined {
     if (!event || typeof event !== 'object' || (event.type !== 'message' && event.type !== 'app_mention')) return undefined;
     // Edits, joins, the bot's own and other bots' messages are not a person speaking.
-    if (event.subtype || event.bot_id || !event.user || event.user === this.botUserId) return undefined;
-    if (typeof event.channel !== 'string' || typeof event.ts !== 'string' || typeof event.text !== 'string' || !event.text.trim()) return undefined;
-    const text = event.text.length > MAX_INBOUND_CHARS ? event.text.slice(0, MAX_INBOUND_CHARS) : event.text;
+    // A message that shares files (file_share) is a person speaking too.
+    if ((event.subtype && event.subtype !== 'file_share') || event.bot_id || !event.user || event.user === this.botUserId) return undefined;
+    const attachments = this.attachmentsOf(event);
+    if (typeof event.channel !== 'string' || typeof event.ts !== 'string' || typeof (event.text ?? '') !== 'string') return undefined;
+    const raw = event.text ?? '';
+    if (!raw.trim() && attachments.length === 0) return undefined;
+    const text = raw.length > MAX_INBOUND_CHARS ? raw.slice(0, MAX_INBOUND_CHARS) : raw;
     const at = Math.round(Number(event.ts) * 1000) || Date.now();
     const base = {
       account: this.name, sender: event.user, senderName: this.names.get(event.user) ?? event.user, text, at,
       // A mention comes twice (message and app_mention), under one message: its channel and ts.
       platformId: `${event.channel}:${event.ts}`,
+      ...(attachments.length ? { attachments } : {}),
     };
     void this.learnName(event.user);
     if (event.channel_type === 'im' || event.channel.startsWith('D')) return { ...base, kind: 'direct', replyTo: event.channel };
@@ -228,6 +305,41 @@ class SlackAccount {
     };
   }
 
+  /**
+   * The files shared with a message, fetched from their private address with
+   * the bot token (which needs the files:read scope), only from Slack's own
+   * hosts (or the configured apiRoot's): the token goes nowhere else.
+   */
+  private attachmentsOf(event: SlackEvent): InboundAttachment[] {
+    if (!Array.isArray(event.files)) return [];
+    return event.files.filter((file) => file && typeof file === 'object').map((file, index) => ({
+      name: typeof file.name === 'string' ? file.name : `file-${index + 1}`,
+      mimeType: typeof file.mimetype === 'string' ? file.mimetype : undefined,
+      size: typeof file.size === 'number' ? file.size : undefined,
+      fetch: async (maxBytes, signal) => {
+        const address = file.url_private_download ?? file.url_private;
+        if (typeof address !== 'string') throw new Error('Slack gave no address for it');
+        const url = new URL(address);
+        if (!this.slackHost(url)) throw new Error(`files are fetched only from Slack, not ${url.host}`);
+        if (!this.botToken) throw new Error('the app is not connected');
+        const response = await globalThis.fetch(url, { headers: { authorization: `Bearer ${this.botToken}` }, signal });
+        // Without files:read Slack answers with its sign-in page.
+        if ((response.headers.get('content-type') ?? '').startsWith('text/html') && !String(file.mimetype).startsWith('text/html')) {
+          await response.body?.cancel().catch(() => undefined);
+          throw new Error('Slack answered with its sign-in page: give the app the files:read scope');
+        }
+        return readLimited(response, maxBytes);
+      },
+    }));
+  }
+
+  private slackHost(url: URL): boolean {
+    const root = this.settings()?.apiRoot;
+    if (root && new URL(root).origin === url.origin) return true;
+    const host = url.hostname.toLowerCase();
+    return url.protocol === 'https:' && ['slack.com', 'slack-gov.com'].some((domain) => host === domain || host.endsWith(`.${domain}`));
+  }
+
   /** A user's display name, looked up once and kept, for the next messages and for pairing requests. */
   private async learnName(user: string): Promise<void> {
     if (this.names.has(user) || !this.web) return;
@@ -242,11 +354,21 @@ class SlackAccount {
     }
   }
 
-  async send(to: string, text: string): Promise<SendReceipt> {
+  async send(to: string, text: string, editOf?: string): Promise<SendReceipt> {
     const web = this.web;
     if (!web || this.status.state !== 'connected') throw new ChannelSendError(`${this.channelId} account ${this.name} is ${this.status.state}; the message was not sent`);
     const [channel, thread] = to.split('/') as [string, string | undefined];
     try {
+      if (editOf !== undefined) {
+        try {
+          const updated = await web.chat.update({ channel, ts: editOf, text: markdownToSlackMrkdwn(text) });
+          return { ids: [updated.ts ?? editOf] };
+        } catch (error) {
+          // A message that is gone (or can no longer be edited) gets the text as a new one.
+          const code = (error as { data?: { error?: string } })?.data?.error;
+          if (code !== 'message_not_found' && code !== 'cant_update_message' && code !== 'edit_window_closed') throw error;
+        }
+      }
       const sent = await web.chat.postMessage({ channel, text: markdownToSlackMrkdwn(text), mrkdwn: true, unfurl_links: false, ...(thread ? { thread_ts: thread } : {}) });
       return { ids: sent.ts ? [sent.ts] : [] };
     } catch (error) {
@@ -307,10 +429,18 @@ export class SlackChannel implements Channel {
     return this.accounts().map((name) => this.live.get(name)?.current ?? { account: name, state: 'disconnected', detail: 'account disabled', since: Date.now() });
   }
 
-  async send(account: string, to: string, text: string): Promise<SendReceipt> {
+  readonly edits = true;
+
+  async send(account: string, to: string, text: string, options: SendOptions = {}): Promise<SendReceipt> {
     const live = this.live.get(account);
     if (!live) throw new ChannelSendError(`${this.id} has no running account ${account}`);
-    return live.send(to, text);
+    return live.send(to, text, options.editOf);
+  }
+
+  async receive(request: ChannelRequest): Promise<ChannelResponse> {
+    const live = this.live.get(request.account);
+    if (!live) return refusal(404, 'not_found', `Channel ${this.id} has no running account ${request.account}.`);
+    return live.receive(request);
   }
 
   split(text: string): string[] {

@@ -7,7 +7,9 @@
 import type { Update, UserFromGetMe } from 'grammy/types';
 import type { Api as GrammyApi, GrammyError as GrammyErrorType } from 'grammy';
 import type { ChannelState } from '../../shared/channels.ts';
-import { ChannelSendError, type AccountStatus, type Channel, type ChannelContext, type ChannelSettings, type InboundMessage, type SendReceipt } from '../kernel/channel.ts';
+import { ChannelSendError, type AccountStatus, type Channel, type ChannelContext, type ChannelSettings, type ChannelRequest, type ChannelResponse, type InboundAttachment, type InboundMessage, type SendOptions, type SendReceipt } from '../kernel/channel.ts';
+import { readLimited } from './attachments.ts';
+import { refusal, sameSecret, storeThenAcknowledge } from './webhook.ts';
 import { markdownToTelegramHtml, plainText, splitMessage } from './formatting.ts';
 
 export const DEFAULT_ACCOUNT = 'default';
@@ -21,6 +23,8 @@ const FIRST_RETRY_MS = 1000;
 interface AccountSettings {
   enabled: boolean;
   apiRoot?: string;
+  /** Webhook mode: Telegram posts updates to this address (this daemon's /channels/<id>/<account>/webhook). */
+  webhookUrl?: string;
   /** Group chat ids the agent may answer in ("*": any group the bot is in). */
   rooms: string[];
 }
@@ -30,15 +34,15 @@ export function telegramAccounts(settings: ChannelSettings): Map<string, Account
   const base = settings as unknown as Partial<AccountSettings> & { accounts?: Record<string, Partial<AccountSettings>> };
   const accounts = new Map<string, AccountSettings>();
   const extra = base.accounts ?? {};
-  accounts.set(DEFAULT_ACCOUNT, { enabled: true, apiRoot: base.apiRoot, rooms: base.rooms ?? [] });
+  accounts.set(DEFAULT_ACCOUNT, { enabled: true, apiRoot: base.apiRoot, webhookUrl: base.webhookUrl, rooms: base.rooms ?? [] });
   for (const [name, account] of Object.entries(extra)) {
-    accounts.set(name, { enabled: account.enabled ?? true, apiRoot: account.apiRoot ?? base.apiRoot, rooms: account.rooms ?? [] });
+    accounts.set(name, { enabled: account.enabled ?? true, apiRoot: account.apiRoot ?? base.apiRoot, webhookUrl: account.webhookUrl, rooms: account.rooms ?? [] });
   }
   return accounts;
 }
 
-const secretFor = (channelId: string, account: string) =>
-  account === DEFAULT_ACCOUNT ? `channels.${channelId}.botToken` : `channels.${channelId}.accounts.${account}.botToken`;
+const secretFor = (channelId: string, account: string, name: 'botToken' | 'webhookSecret' = 'botToken') =>
+  account === DEFAULT_ACCOUNT ? `channels.${channelId}.${name}` : `channels.${channelId}.accounts.${account}.${name}`;
 
 type Grammy = typeof import('grammy');
 
@@ -74,6 +78,10 @@ class TelegramAccount {
   private abort = new AbortController();
   private me?: UserFromGetMe;
   private api?: GrammyApi;
+  /** The bot's token, for file downloads (never logged: it is in their address). */
+  private token?: string;
+  /** In webhook mode, the secret Telegram sends with each update (X-Telegram-Bot-Api-Secret-Token). */
+  private webhookSecret?: string;
   private offset?: number;
   private attempt = 0;
 
@@ -120,13 +128,14 @@ class TelegramAccount {
     this.polling = this.run().catch((error: unknown) => this.log.error({ err: error }, 'telegram account stopped unexpectedly'));
   }
 
-  /** Connects (getMe), then polls; any failure waits with backoff and starts again. */
+  /** Connects (getMe), then polls (or, in webhook mode, waits for Telegram's posts); any failure waits with backoff and starts again. */
   private async run(): Promise<void> {
     while (!this.stopped) {
       try {
         await this.connect();
         this.attempt = 0;
-        await this.poll();
+        if (this.webhookSecret !== undefined) await this.sleep(2 ** 31 - 1);
+        else await this.poll();
       } catch (error) {
         if (this.stopped) return;
         let outcome: ReturnType<TelegramAccount['classify']>;
@@ -148,8 +157,23 @@ class TelegramAccount {
     if (!token) throw new Setup(`no bot token: gateway secrets set ${secretFor(this.channelId, this.name)} (the token BotFather gave, on stdin)`);
     const settings = this.settings();
     // Node's own fetch, not the node-fetch 2 grammY brings (deprecated url.parse on every call).
+    this.token = token;
     this.api = new this.grammy.Api(token, { apiRoot: settings?.apiRoot, timeoutSeconds: POLL_SECONDS + 35, fetch: nativeFetch });
     this.me = await this.api.getMe(this.signal);
+    const webhookUrl = settings?.webhookUrl;
+    if (webhookUrl) {
+      const secretName = secretFor(this.channelId, this.name, 'webhookSecret');
+      const secret = await this.context.secret(secretName);
+      if (!secret || !/^[A-Za-z0-9_-]{1,256}$/.test(secret)) {
+        throw new Setup(`webhook mode needs a secret Telegram sends with each update (1-256 of A-Z a-z 0-9 _ -): openssl rand -hex 32 | gateway secrets set ${secretName}`);
+      }
+      // Telegram keeps an update and posts it again until this daemon answers 2xx, which it does once the update is stored.
+      await this.api.setWebhook(webhookUrl, { secret_token: secret, allowed_updates: ['message'], drop_pending_updates: false }, this.signal);
+      this.webhookSecret = secret;
+      this.setState('connected', `@${this.me.username} (webhook)`);
+      return;
+    }
+    this.webhookSecret = undefined;
     // Long polling and a webhook exclude each other: a webhook left set would make every getUpdates fail.
     await this.api.deleteWebhook({ drop_pending_updates: false }, this.signal);
     this.setState('connected', `@${this.me.username}`);
@@ -184,15 +208,17 @@ class TelegramAccount {
       this.log.debug({ update: update.update_id }, 'update without a message from a person; skipped');
       return undefined;
     }
-    const raw = message.text ?? message.caption;
-    if (typeof raw !== 'string' || !raw.trim()) {
-      this.log.debug({ update: update.update_id, chat: message.chat.type }, 'message without text; skipped');
+    const raw = message.text ?? message.caption ?? '';
+    const attachments = this.attachmentsOf(message);
+    if (typeof raw !== 'string' || (!raw.trim() && attachments.length === 0)) {
+      this.log.debug({ update: update.update_id, chat: message.chat.type }, 'message without text or files; skipped');
       return undefined;
     }
     const text = raw.length > MAX_INBOUND_CHARS ? raw.slice(0, MAX_INBOUND_CHARS) : raw;
     const base = {
       account: this.name, sender: String(message.from.id), senderName: displayName(message.from), text,
       at: typeof message.date === 'number' ? message.date * 1000 : Date.now(), platformId: String(update.update_id),
+      ...(attachments.length ? { attachments } : {}),
     };
     if (message.chat.type === 'private') return { ...base, kind: 'direct', replyTo: String(message.chat.id) };
     if (message.chat.type !== 'group' && message.chat.type !== 'supergroup') return undefined;
@@ -203,6 +229,39 @@ class TelegramAccount {
       return undefined;
     }
     return { ...base, kind: 'group', room, ...this.addressing(message, text) };
+  }
+
+  /**
+   * The files of a message: its photo (the largest size that fits the
+   * channel's limit), document, audio, voice note or video, fetched through
+   * getFile and the Bot API's file address when the gateway keeps them.
+   */
+  private attachmentsOf(message: NonNullable<Update['message']>): InboundAttachment[] {
+    const found: { fileId: string; name: string; mimeType?: string; size?: number }[] = [];
+    const limit = Number(this.context.settings().maxAttachmentBytes ?? 10 * 1024 * 1024);
+    if (Array.isArray(message.photo) && message.photo.length > 0) {
+      const sizes = message.photo.filter((size) => typeof size?.file_id === 'string');
+      const fitting = sizes.filter((size) => (size.file_size ?? 0) <= limit);
+      const photo = (fitting.length ? fitting : sizes).at(-1);
+      if (photo) found.push({ fileId: photo.file_id, name: 'photo.jpg', mimeType: 'image/jpeg', size: photo.file_size });
+    }
+    for (const [field, fallback] of [['document', 'document'], ['audio', 'audio'], ['voice', 'voice.ogg'], ['video', 'video.mp4'], ['animation', 'animation.mp4']] as const) {
+      const file = (message as unknown as Record<string, unknown>)[field] as { file_id?: unknown; file_name?: string; mime_type?: string; file_size?: number } | undefined;
+      if (file && typeof file.file_id === 'string') found.push({ fileId: file.file_id, name: file.file_name ?? fallback, mimeType: file.mime_type, size: file.file_size });
+    }
+    return found.map((file) => ({
+      name: file.name, mimeType: file.mimeType, size: file.size,
+      fetch: async (maxBytes, signal) => {
+        const api = this.api;
+        if (!api || !this.token) throw new Error('the bot is not connected');
+        const info = await api.getFile(file.fileId, signal as never);
+        if (!info.file_path) throw new Error('Telegram gave no file path');
+        if (info.file_size !== undefined && info.file_size > maxBytes) throw new Error(`it is ${info.file_size} bytes`);
+        const root = (this.settings()?.apiRoot ?? 'https://api.telegram.org').replace(/\/+$/, '');
+        const response = await globalThis.fetch(`${root}/file/bot${this.token}/${info.file_path}`, { signal });
+        return readLimited(response, maxBytes);
+      },
+    }));
   }
 
   /** Whether a group message is for the bot: it names it (@bot) or replies to it. The prompt is the text without the mention. */
@@ -246,18 +305,53 @@ class TelegramAccount {
     });
   }
 
-  async send(to: string, text: string): Promise<SendReceipt> {
+  /** An update Telegram posted (webhook mode): its secret checked, stored, and only then answered 200. */
+  async receive(request: ChannelRequest): Promise<ChannelResponse> {
+    const expected = this.webhookSecret;
+    if (expected === undefined || this.status.state !== 'connected') {
+      return refusal(503, 'unavailable', 'This bot is not in webhook mode, or not connected yet.');
+    }
+    const given = request.headers['x-telegram-bot-api-secret-token'];
+    if (typeof given !== 'string' || !sameSecret(given, expected)) {
+      return refusal(401, 'unauthorized', 'The X-Telegram-Bot-Api-Secret-Token header is missing or wrong.');
+    }
+    let update: Update;
+    try {
+      update = JSON.parse(request.body.toString('utf8')) as Update;
+    } catch {
+      return refusal(400, 'bad_request', 'The body is not JSON.');
+    }
+    if (!update || typeof update !== 'object' || typeof update.update_id !== 'number') return refusal(400, 'bad_request', 'The body is not a Telegram update.');
+    return storeThenAcknowledge(this.context, this.inbound(update), this.log, 'a Telegram update');
+  }
+
+  async send(to: string, text: string, editOf?: string): Promise<SendReceipt> {
     const api = this.api;
     if (!api || this.status.state !== 'connected') throw new ChannelSendError(`${this.channelId} account ${this.name} is ${this.status.state}; the message was not sent`);
-    try {
-      const sent = await api.sendMessage(to, markdownToTelegramHtml(text), { parse_mode: 'HTML', link_preview_options: { is_disabled: true } });
+    const post = async (body: string, html: boolean): Promise<SendReceipt> => {
+      const options = { ...(html ? { parse_mode: 'HTML' as const } : {}), link_preview_options: { is_disabled: true } };
+      if (editOf !== undefined) {
+        try {
+          await api.editMessageText(to, Number(editOf), body, options);
+          return { ids: [editOf] };
+        } catch (error) {
+          if (!(error instanceof this.grammy.GrammyError)) throw error;
+          const { description } = error as GrammyErrorType;
+          // The same text again is no change; a message that is gone gets the text as a new one.
+          if (/message is not modified/i.test(description)) return { ids: [editOf] };
+          if (!/message to edit not found|message can't be edited/i.test(description)) throw error;
+        }
+      }
+      const sent = await api.sendMessage(to, body, options);
       return { ids: [String(sent.message_id)] };
+    };
+    try {
+      return await post(markdownToTelegramHtml(text), true);
     } catch (error) {
       // Formatting Telegram will not parse: the text goes as it is.
       if (error instanceof this.grammy.GrammyError && (error as GrammyErrorType).error_code === 400 && /can't parse entities/i.test((error as GrammyErrorType).description)) {
         try {
-          const sent = await api.sendMessage(to, plainText(text), { link_preview_options: { is_disabled: true } });
-          return { ids: [String(sent.message_id)] };
+          return await post(plainText(text), false);
         } catch (again) {
           throw this.sendError(again);
         }
@@ -341,10 +435,18 @@ export class TelegramChannel implements Channel {
     return this.accounts().map((name) => this.live.get(name)?.current ?? { account: name, state: 'disconnected', detail: 'account disabled', since: Date.now() });
   }
 
-  async send(account: string, to: string, text: string): Promise<SendReceipt> {
+  readonly edits = true;
+
+  async send(account: string, to: string, text: string, options: SendOptions = {}): Promise<SendReceipt> {
     const live = this.live.get(account);
     if (!live) throw new ChannelSendError(`${this.id} has no running account ${account}`);
-    return live.send(to, text);
+    return live.send(to, text, options.editOf);
+  }
+
+  async receive(request: ChannelRequest): Promise<ChannelResponse> {
+    const live = this.live.get(request.account);
+    if (!live) return refusal(404, 'not_found', `Channel ${this.id} has no running account ${request.account}.`);
+    return live.receive(request);
   }
 
   split(text: string): string[] {

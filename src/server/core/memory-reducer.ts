@@ -10,6 +10,8 @@
  * milliseconds, so it runs only when the event loop has been idle for two
  * checks in a row after RSS grew well past what it was, or after a thread of
  * the daemon was let go (THREAD_RELEASED: the webhook thread, idle for 30 s;
+ * or STARTED_LATE: a channel account connected, its library's loading and
+ * first requests left a young generation grown by 20-25 MB, under the mark;
  * with an 8 MB young generation the daemon's own RSS may not grow past the
  * mark in a last round, and 60 s after the load RSS stood 60 MB above ready
  * instead of 34-38 MB): never under load;
@@ -29,7 +31,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
-import { THREAD_RELEASED } from '../kernel/threads.ts';
+import { STARTED_LATE, THREAD_RELEASED } from '../kernel/threads.ts';
 
 type Collect = (options: { type: 'major'; execution: 'sync'; flavor: 'last-resort' }) => void;
 
@@ -81,6 +83,7 @@ export function startMemoryReducer(logger: Logger, options: MemoryReducerOptions
   const onAccepted = () => { served = true; };
   channels.subscribe(ACCEPTED, onAccepted);
   channels.subscribe(THREAD_RELEASED, onReleased);
+  channels.subscribe(STARTED_LATE, onReleased);
   const settle = setTimeout(() => {
     channels.unsubscribe(ACCEPTED, onAccepted);
     if (served) return;
@@ -112,6 +115,7 @@ export function startMemoryReducer(logger: Logger, options: MemoryReducerOptions
   return () => {
     channels.unsubscribe(ACCEPTED, onAccepted);
     channels.unsubscribe(THREAD_RELEASED, onReleased);
+    channels.unsubscribe(STARTED_LATE, onReleased);
     clearTimeout(settle);
     clearInterval(timer);
   };

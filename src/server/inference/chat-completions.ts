@@ -135,7 +135,7 @@ export function parseChatRequest(body: unknown): ChatRequest {
     model: body.model,
     conversation,
     system: system.length ? system.join('\n\n') : undefined,
-    turn: last.role === 'user' ? last.content : undefined,
+    turn: last.role === 'user' && typeof last.content === 'string' ? last.content : undefined,
     stream: body.stream === true,
     includeUsage: isJsonObject(body.stream_options) && body.stream_options.include_usage === true,
     temperature: body.temperature as number | undefined,

@@ -31,12 +31,47 @@ export interface InboundMessage {
    * a redelivery, and is dropped.
    */
   platformId?: string;
+  /** Images and files that came with the message (its text may then be empty). */
+  attachments?: InboundAttachment[];
+}
+
+/** An image or file sent with a message: what the platform said of it, and how to fetch its bytes. */
+export interface InboundAttachment {
+  /** The file's name as sent, or one made from its kind ("photo.jpg"). */
+  name: string;
+  /** Its media type when the platform said (or the name tells). */
+  mimeType?: string;
+  /** Its size in bytes when the platform said. */
+  size?: number;
+  /** Fetches the bytes; rejects when they are more than `maxBytes` (or cannot be had). */
+  fetch(maxBytes: number, signal: AbortSignal): Promise<Uint8Array>;
+}
+
+/** A request a platform made to the gateway's HTTP surface for one account of a channel (webhook delivery). */
+export interface ChannelRequest {
+  account: string;
+  /** Header names in lower case. */
+  headers: Record<string, string | string[] | undefined>;
+  /** The raw bytes: signatures are checked over them. */
+  body: Buffer;
+}
+
+/** What the gateway answers the platform: a status (2xx only once what came is stored), and a JSON body. */
+export interface ChannelResponse {
+  status: number;
+  body?: unknown;
 }
 
 /** How a message is sent. */
 export interface SendOptions {
   /** The same for every try of one message: a platform that dedupes by it (Discord's nonce) posts it once. */
   idempotencyKey?: string;
+  /**
+   * Puts the text in this message of the account's instead of sending a new
+   * one (a streamed reply's message, edited as the text grows). A channel
+   * that cannot edit it now (it was deleted) sends the text as a new message.
+   */
+  editOf?: string;
 }
 
 /** What a platform answered for a message it took: its ids, kept with the reply. */
@@ -111,6 +146,15 @@ export interface Channel {
    * send now (a ChannelSendError says whether and when to try again).
    */
   send(account: string, to: string, text: string, options?: SendOptions): Promise<SendReceipt | void>;
+  /**
+   * Takes a platform's webhook delivery for an account (POST
+   * /channels/<id>/<account>/webhook): checks it came from the platform,
+   * stores what it carries, and only then answers 2xx. Channels that poll or
+   * hold a connection leave it out.
+   */
+  receive?(request: ChannelRequest): Promise<ChannelResponse>;
+  /** Whether send() takes SendOptions.editOf (the platform edits messages): replies may then stream (channels.<id>.streaming). */
+  readonly edits?: boolean;
   /** Shows the recipient that a reply is being written (Telegram's "typing…"), for a few seconds. */
   typing?(account: string, to: string): Promise<void>;
   /** Splits a reply into the messages the platform takes (its length limit, code blocks kept whole); one message when absent. */

@@ -14,10 +14,15 @@ export interface ToolCallRecord {
   args: unknown;
 }
 
+/** Part of what a person said: text, or an image they sent (given to models that take images, else named). */
+export type UserPart =
+  | { type: 'text'; text: string }
+  | { type: 'image'; name: string; mimeType: string; data: Uint8Array };
+
 /** A conversation as the gateway keeps it. */
 export type ChatMessage =
   | { role: 'system'; content: string }
-  | { role: 'user'; content: string }
+  | { role: 'user'; content: string | UserPart[] }
   | { role: 'assistant'; content: string; toolCalls?: ToolCallRecord[] }
   | { role: 'tool'; toolCallId: string; toolName: string; content: unknown; isError?: boolean };
 
@@ -119,7 +124,14 @@ function toPrompt(system: string | undefined, messages: readonly ChatMessage[], 
         prompt.push({ role: 'system', content: message.content });
         break;
       case 'user':
-        prompt.push({ role: 'user', content: [{ type: 'text', text: message.content }] });
+        prompt.push({
+          role: 'user',
+          content: typeof message.content === 'string'
+            ? [{ type: 'text', text: message.content }]
+            : message.content.map((part) => (part.type === 'text'
+              ? { type: 'text' as const, text: part.text }
+              : { type: 'file' as const, filename: part.name, mediaType: part.mimeType, data: { type: 'data' as const, data: part.data } })),
+        });
         break;
       case 'assistant':
         prompt.push({

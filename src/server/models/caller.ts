@@ -8,7 +8,7 @@
 import type { Logger } from 'pino';
 import type { GatewayConfig, ProviderSettings } from '../../shared/config/types.ts';
 import { DomainError } from '../kernel/errors.ts';
-import type { StepEvent, StepRequest, Usage } from './adapter.ts';
+import type { ChatMessage, StepEvent, StepRequest, Usage } from './adapter.ts';
 import { resolveModel, type ModelTarget } from './catalog.ts';
 import { upstreamFetch, type FetchWatch } from '../kernel/upstream-fetch.ts';
 import type { UsageLog } from './usage-log.ts';
@@ -110,7 +110,9 @@ export class ModelCaller {
           const connection = {
             kind: provider.kind, baseUrl: provider.baseUrl, apiKey, headers: provider.headers, model: target.model, fetch: watchedFetch,
           };
-          for await (const event of adapter.streamStep(connection, { ...request, signal: controller.signal })) {
+          // A model not known to take images reads them by name.
+          const messages = takesImages(target) ? request.messages : namingImages(request.messages);
+          for await (const event of adapter.streamStep(connection, { ...request, messages, signal: controller.signal })) {
             if (!emitted && event.type !== 'finish') {
               emitted = true;
               firstTokenAt = Date.now();
@@ -178,4 +180,20 @@ export class ModelCaller {
 function upstreamError(target: ModelTarget, status: number | undefined, message: string): DomainError {
   const what = `Provider ${target.providerId} (${target.ref}) ${status === undefined ? 'failed' : `answered ${status}`}: ${message}`;
   return new DomainError(status === 400 || status === 422 ? 'invalid' : 'upstream', what, { code: 'upstream_error', details: { provider: target.providerId, ...(status ? { status } : {}) } });
+}
+
+/** Whether the configuration says a model takes images (models.providers.<id>.imageModels). */
+export function takesImages(target: ModelTarget): boolean {
+  const listed = target.provider.imageModels ?? [];
+  return listed.includes('*') || listed.includes(target.model);
+}
+
+/** The conversation with every image part replaced by a line naming it. */
+export function namingImages(messages: readonly ChatMessage[]): ChatMessage[] {
+  if (!messages.some((message) => message.role === 'user' && typeof message.content !== 'string')) return messages as ChatMessage[];
+  return messages.map((message) => {
+    if (message.role !== 'user' || typeof message.content === 'string') return message;
+    const text = message.content.map((part) => (part.type === 'text' ? part.text : `[image ${part.name} (${part.mimeType}, ${Math.max(1, Math.round(part.data.length / 1024))} KB): this model does not take images]`));
+    return { role: 'user', content: text.filter((line) => line.trim()).join('\n') };
+  });
 }

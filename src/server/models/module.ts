@@ -12,7 +12,7 @@ import { offeredModels, resolveModel, type ModelTarget } from './catalog.ts';
 import { USAGE_MIGRATIONS, UsageLog } from './usage-log.ts';
 
 export type { CallEvent, CallMeta, ModelCaller } from './caller.ts';
-export type { ChatMessage, StepRequest, ToolCallRecord, ToolChoice, ToolSpec, Usage } from './adapter.ts';
+export type { ChatMessage, StepRequest, ToolCallRecord, ToolChoice, ToolSpec, Usage, UserPart } from './adapter.ts';
 export type { ModelTarget } from './catalog.ts';
 export { modelNotFound } from './catalog.ts';
 

@@ -109,6 +109,8 @@ const channelPolicy = {
   dmPolicy: oneOf(DM_POLICIES, 'pairing', 'what happens to direct messages from unknown senders'),
   allowFrom: list({ type: 'string', minLength: 1 }, 'senders allowed without pairing ("*" allows everyone under the open policy)'),
   reconnectMaxDelayMs: int(60_000, 1000, 3_600_000, 'upper bound of the reconnect backoff'),
+  maxAttachmentBytes: int(10 * 1024 * 1024, 0, 100 * 1024 * 1024, 'largest image or file kept from a message for the agent (0: none kept); a larger one is only named to it'),
+  streaming: bool(false, 'show a reply as it is written: one message edited as the text grows, then the rest as usual'),
 };
 
 const API_ROOT = { format: 'uri', maxLength: 2048 } as const;
@@ -116,12 +118,14 @@ const API_ROOT = { format: 'uri', maxLength: 2048 } as const;
 const telegramAccount: SchemaNode = object({
   enabled: bool(true, 'connect this bot'),
   apiRoot: text('Bot API server of this bot (else the channel\'s)', API_ROOT),
+  webhookUrl: text('public https address of this daemon\'s /channels/<id>/<account>/webhook: Telegram posts this bot\'s updates there (with the secret channels.<id>.accounts.<account>.webhookSecret) instead of being polled', API_ROOT),
   rooms: { type: 'array', items: { type: 'string', pattern: '^(\\*|-?\\d{1,20})$' }, description: 'group chat ids this bot answers in when addressed ("*": any group it is in)' },
 }, 'another bot of the channel');
 
 const telegramChannel: SchemaNode = object({
   ...channelPolicy,
   apiRoot: text('the Bot API server, such as a Telegram Bot API server of your own (default https://api.telegram.org)', API_ROOT),
+  webhookUrl: text('public https address of this daemon\'s /channels/<id>/default/webhook: Telegram posts updates there (with the secret channels.<id>.webhookSecret) instead of being polled', API_ROOT),
   rooms: list({ type: 'string', pattern: '^(\\*|-?\\d{1,20})$' }, 'group chat ids the agent answers in when addressed: mentioned (@bot) or replied to ("*": any group the bot is in)'),
   accounts: {
     type: 'object',
@@ -136,12 +140,14 @@ const SLACK_ROOM = { type: 'string', pattern: '^(\\*|[CG][A-Z0-9]{2,20})$' } as 
 const slackAccount: SchemaNode = object({
   enabled: bool(true, 'connect this app'),
   apiRoot: text('Slack API address of this app (else the channel\'s)', API_ROOT),
+  events: { type: 'string', enum: ['socket', 'http'], description: 'how Slack delivers this app\'s events (else as the channel\'s)' },
   rooms: { type: 'array', items: SLACK_ROOM, description: 'channel ids this app answers in when mentioned ("*": any channel it is in)' },
 }, 'another Slack app of the channel');
 
 const slackChannel: SchemaNode = object({
   ...channelPolicy,
   apiRoot: text('the Slack API address (default https://slack.com; GovSlack: https://slack-gov.com)', API_ROOT),
+  events: oneOf(['socket', 'http'], 'socket', 'how Slack delivers events: socket (Socket Mode, with the app token) or http (the Events API posting to this daemon\'s /channels/<id>/<account>/webhook, signed with the secret channels.<id>.signingSecret)'),
   rooms: list(SLACK_ROOM, 'channel ids (C..., G...) the agent answers in when mentioned (@app), in a thread under the mention ("*": any channel the app is in)'),
   accounts: {
     type: 'object',
@@ -196,6 +202,7 @@ const provider: SchemaNode = object({
   headers: { type: 'object', description: 'extra request headers (not secrets: the key is the secret models.providers.<id>.apiKey)', additionalProperties: { type: 'string' } },
   models: list({ type: 'string', minLength: 1, maxLength: 200 }, 'models of this provider offered on GET /v1/models and to model overrides'),
   embeddingModels: list({ type: 'string', minLength: 1, maxLength: 200 }, 'embedding models of this provider offered on POST /v1/embeddings'),
+  imageModels: list({ type: 'string', minLength: 1, maxLength: 200 }, 'models of this provider that take images: pictures sent on a channel reach them as images, not only by name ("*": every model)'),
   timeouts: object({
     totalMs: int(300_000, 1000, 3_600_000, 'longest a model call may take'),
     firstTokenMs: int(60_000, 100, 3_600_000, 'longest wait for the first token'),

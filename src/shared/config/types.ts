@@ -6,6 +6,7 @@ export interface ProviderSettings {
   headers?: Record<string, string>;
   models: string[];
   embeddingModels: string[];
+  imageModels: string[];
   timeouts: { totalMs: number; firstTokenMs: number; stallMs: number };
   retries: { max: number; baseDelayMs: number; maxDelayMs: number };
   fallbackOn: number[];

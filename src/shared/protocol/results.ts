@@ -180,6 +180,17 @@ export interface MessageView {
   delivery?: OutboxEntryView;
 }
 
+/** An image or file that came with a channel message (in the message's data.attachments). */
+export interface AttachmentView {
+  id: string;
+  name: string;
+  mimeType?: string;
+  size?: number;
+  /** Whether its bytes are kept for the agent; when not, note says why. */
+  kept: boolean;
+  note?: string;
+}
+
 /** A reply in a channel's outbox. */
 export interface OutboxEntryView {
   id: number; channel: string; account: string; to: string;

@@ -1,0 +1,250 @@
+/**
+ * The chat channels beside IRC, in one run, against the stand-ins the tests
+ * use (Telegram's Bot API, Slack's Web API and Socket Mode, Discord's Gateway
+ * and REST API) and a real ngircd, with a model upstream that answers at once:
+ *
+ * - what each channel adds to an idle daemon's resident memory, connected
+ *   (daemons with none, with each alone, and with all three, alternating
+ *   rounds; target: each <= 8 MB);
+ * - the gateway's own latency from an inbound message arriving to its reply
+ *   leaving (stored, run as a job, answered by the model at once, queued in the
+ *   outbox, sent), p50 and p99, at 1 message a second and at 100 a second,
+ *   each channel beside IRC.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DiscordApi, nextId } from '../test/support/discord-api.ts';
+import { IrcServer, IrcUser } from '../test/support/irc.ts';
+import { openaiText, ScriptedUpstream } from '../test/support/scripted-upstream.ts';
+import { SlackApi } from '../test/support/slack-api.ts';
+import { TelegramApi } from '../test/support/telegram-api.ts';
+import { freePort, median, ms, rssKiB, sleep, step, type Figure } from './support.ts';
+
+const BIN = new URL('../bin/run.js', import.meta.url).pathname;
+const TG_TOKEN = '7001234567:AAH-bench-token';
+
+type Kind = 'telegram' | 'slack' | 'discord' | 'irc';
+
+interface Parts { telegram: TelegramApi; slack: SlackApi; discord: DiscordApi; ircd: IrcServer; upstream: ScriptedUpstream }
+
+/** A daemon of its own home with the channels asked for, connected. */
+async function startDaemon(parts: Parts, kinds: Kind[], senders: Record<Kind, string[]>): Promise<{ pid: number; stop: () => void; home: string }> {
+  const home = mkdtempSync(join(tmpdir(), 'gateway-bench-channels-'));
+  const port = await freePort();
+  const env = { ...process.env, GATEWAY_HOME: home, GATEWAY_PORT: String(port), CI: 'true' };
+  const gateway = (args: string[], input?: string) => {
+    const result = spawnSync(process.execPath, [BIN, ...args], { env, encoding: 'utf8', input });
+    if (result.status !== 0) throw new Error(`gateway ${args.join(' ')}: ${result.stderr}`);
+    return result.stdout;
+  };
+  const set = (key: string, value: unknown) => gateway(['config', 'set', key, JSON.stringify(value)]);
+  set('models.providers.script', { kind: 'openai-compatible', baseUrl: parts.upstream.url, models: ['m'], retries: { max: 0 } });
+  set('agents.helper', { model: 'script/m' });
+  // The load is many senders at once: nothing waits for a run slot or a per-sender budget.
+  set('runtime', { concurrency: 64, senderLimit: { max: 100_000, windowMs: 60_000 } });
+  const policy = (kind: Kind) => ({ enabled: true, agent: 'helper', allowFrom: senders[kind] });
+  if (kinds.includes('telegram')) {
+    set('channels.telegram', { ...policy('telegram'), apiRoot: parts.telegram.apiRoot });
+    gateway(['secrets', 'set', 'channels.telegram.botToken'], TG_TOKEN);
+  }
+  if (kinds.includes('slack')) {
+    set('channels.slack', { ...policy('slack'), apiRoot: parts.slack.apiRoot });
+    gateway(['secrets', 'set', 'channels.slack.botToken'], parts.slack.botToken);
+    gateway(['secrets', 'set', 'channels.slack.appToken'], parts.slack.appToken);
+  }
+  if (kinds.includes('discord')) {
+    set('channels.discord', { ...policy('discord'), apiRoot: parts.discord.apiRoot });
+    gateway(['secrets', 'set', 'channels.discord.botToken'], parts.discord.token);
+  }
+  if (kinds.includes('irc')) set('channels.irc', { ...policy('irc'), host: '127.0.0.1', port: parts.ircd.port, nick: `gwbench${process.pid % 1000}` });
+  gateway(['start']);
+  const pid = JSON.parse(readFileSync(join(home, 'profiles/default/daemon.json'), 'utf8')).pid as number;
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const status = JSON.parse(gateway(['channels', 'status', '--json'])).channels as { channel: string; state: string }[];
+    if (kinds.every((kind) => status.some((entry) => entry.channel === kind && entry.state === 'connected'))) break;
+    if (Date.now() > deadline) throw new Error(`channels did not connect: ${JSON.stringify(status)}`);
+    await sleep(200);
+  }
+  return {
+    pid, home,
+    stop: () => {
+      spawnSync(process.execPath, [BIN, 'stop'], { env });
+      rmSync(home, { recursive: true, force: true });
+    },
+  };
+}
+
+const percentile = (values: number[], p: number) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+};
+
+/** The platforms' stand-ins, an ngircd, and a model that answers each message at once with "Answer: <message>". */
+async function startParts(pieces: number): Promise<Parts> {
+  const parts: Parts = {
+    telegram: await new TelegramApi().start(), slack: await new SlackApi().start(), discord: await new DiscordApi().start(),
+    ircd: await IrcServer.start(), upstream: await new ScriptedUpstream().start(),
+  };
+  parts.telegram.addBot(TG_TOKEN, 'gw_bench_bot');
+  parts.upstream.responder = (request) => openaiText(`Answer: ${String(request.body.messages.at(-1).content)}`, undefined, { pieces });
+  return parts;
+}
+
+export async function runChannelBench(rounds: number): Promise<Figure[]> {
+  const parts = await startParts(1);
+  const figures: Figure[] = [];
+  const senders: Record<Kind, string[]> = { telegram: [], slack: [], discord: [], irc: [] };
+  const SENDERS = 20;
+  const tgUsers = Array.from({ length: SENDERS }, (_, index) => ({ id: 6_000_000 + index, first_name: `T${index}` }));
+  const slackUsers = Array.from({ length: SENDERS }, (_, index) => ({ user: parts.slack.user(`U0BENCH${index}`, `S${index}`), dm: `D0BENCH${index}` }));
+  const discordUsers = Array.from({ length: SENDERS }, (_, index) => {
+    const user = { id: nextId(), username: `d${index}` };
+    return { ...user, dm: parts.discord.dmOf(user) };
+  });
+  senders.telegram = tgUsers.map((user) => String(user.id));
+  senders.slack = slackUsers.map((user) => user.user);
+  senders.discord = discordUsers.map((user) => user.id);
+  const ircUsers = await Promise.all(Array.from({ length: 4 }, (_, index) => IrcUser.connect(parts.ircd.port, `bench${process.pid % 1000}u${index}`)));
+  senders.irc = ircUsers.map((user) => user.nick.toLowerCase());
+
+  try {
+    step('channels: resident memory of an idle daemon, by channel');
+    const rss: Record<string, number[]> = { none: [], telegram: [], slack: [], discord: [], all: [] };
+    for (let round = 0; round < rounds; round++) {
+      for (const [name, kinds] of [['none', []], ['telegram', ['telegram']], ['slack', ['slack']], ['discord', ['discord']], ['all', ['telegram', 'slack', 'discord']]] as [string, Kind[]][]) {
+        const daemon = await startDaemon(parts, kinds, senders);
+        // Long enough for the daemon's memory reducer to give back what connecting left (two idle checks 5 s apart).
+        await sleep(16_000);
+        rss[name]!.push(rssKiB(daemon.pid) / 1024);
+        daemon.stop();
+      }
+    }
+    const none = median(rss.none!);
+    for (const kind of ['telegram', 'slack', 'discord'] as const) {
+      const added = median(rss[kind]!) - none;
+      figures.push({ name: `idle daemon with ${kind} connected`, value: `${median(rss[kind]!).toFixed(1)} MB RSS`, baseline: `${none.toFixed(1)} MB with no channel`, comparison: `+${added.toFixed(1)} MB`, target: '<= +8 MB', ok: added <= 8 });
+    }
+    const all = median(rss.all!) - none;
+    figures.push({ name: 'idle daemon with all three connected', value: `${median(rss.all!).toFixed(1)} MB RSS`, baseline: `${none.toFixed(1)} MB with no channel`, comparison: `+${all.toFixed(1)} MB`, target: '<= +24 MB', ok: all <= 24 });
+
+    step('channels: inbound to reply, at 1 and 100 messages a second');
+    const daemon = await startDaemon(parts, ['telegram', 'slack', 'discord', 'irc'], senders);
+    let serial = 0;
+    /** Sends one message on a channel; resolves with the ms from its arrival at the gateway's door to its reply leaving. */
+    const probe = (kind: Kind, sender: number): Promise<number> => {
+      const text = `m${++serial}`;
+      const answer = `Answer: ${text}`;
+      const sent = Date.now();
+      let arrived: () => number | undefined;
+      if (kind === 'telegram') {
+        const user = tgUsers[sender % SENDERS]!;
+        parts.telegram.message(TG_TOKEN, { chat: { id: user.id, type: 'private' }, from: user, text });
+        arrived = () => parts.telegram.sent(user.id).find((request) => request.body.text === answer)?.at;
+      } else if (kind === 'slack') {
+        const user = slackUsers[sender % SENDERS]!;
+        parts.slack.message({ user: user.user, channel: user.dm, text });
+        arrived = () => parts.slack.posted(user.dm).find((call) => call.body.text === answer)?.at;
+      } else if (kind === 'discord') {
+        const user = discordUsers[sender % SENDERS]!;
+        parts.discord.message({ author: user, channel: user.dm, content: text });
+        arrived = () => parts.discord.sent(user.dm).find((call) => call.body.content === answer)?.at;
+      } else {
+        const user = ircUsers[sender % ircUsers.length]!;
+        user.say(`gwbench${process.pid % 1000}`, text);
+        arrived = () => user.received.find((message) => message.text === answer)?.at;
+      }
+      return new Promise((resolve, reject) => {
+        const deadline = Date.now() + 60_000;
+        const look = () => {
+          const at = arrived();
+          if (at !== undefined) resolve(at - sent);
+          else if (Date.now() > deadline) reject(new Error(`${kind}: no reply to ${text}`));
+          else setTimeout(look, 2);
+        };
+        look();
+      });
+    };
+    for (const rate of [1, 100]) {
+      const latencies: Record<Kind, number[]> = { telegram: [], slack: [], discord: [], irc: [] };
+      for (const kind of ['irc', 'telegram', 'slack', 'discord'] as Kind[]) {
+        // IRC servers pace a client's lines (about one a second after a short burst): at 100/s, fewer IRC messages keep the run short.
+        const count = rate === 1 ? 15 : kind === 'irc' ? 40 : 300;
+        const pending: Promise<void>[] = [];
+        const started = Date.now();
+        for (let index = 0; index < count; index++) {
+          const due = started + (index * 1000) / rate;
+          const wait = due - Date.now();
+          if (wait > 0) await sleep(wait);
+          pending.push(probe(kind, index).then((latency) => { latencies[kind].push(latency); }));
+        }
+        await Promise.all(pending);
+      }
+      for (const kind of ['telegram', 'slack', 'discord'] as const) {
+        const p50 = percentile(latencies[kind], 50);
+        const p99 = percentile(latencies[kind], 99);
+        figures.push({
+          name: `${kind}: inbound to reply at ${rate}/s, p50 / p99`, value: `${ms(p50)} / ${ms(p99)} ms`,
+          baseline: `IRC ${ms(percentile(latencies.irc, 50))} / ${ms(percentile(latencies.irc, 99))} ms`, comparison: `${(p50 / Math.max(1, percentile(latencies.irc, 50))).toFixed(2)}x p50`, target: '', ok: true,
+        });
+      }
+    }
+    daemon.stop();
+  } finally {
+    ircUsers.forEach((user) => user.quit());
+    await Promise.all([parts.telegram.stop(), parts.slack.stop(), parts.discord.stop(), parts.ircd.stop(), parts.upstream.stop()]);
+  }
+  return figures;
+}
+
+/**
+ * A soak: one daemon with Telegram, Slack and Discord connected and steady
+ * traffic on all three (each channel a message a second, each answered),
+ * RSS sampled every 20 s. The slope is fitted over the samples after the
+ * first fifth (warm-up), as a share of their mean per hour; target: flat
+ * within 5 %/h.
+ */
+export async function runChannelSoak(minutes: number): Promise<Figure[]> {
+  const parts = await startParts(3);
+  const tg = { id: 6_100_001, first_name: 'Soak' };
+  const slackUser = { user: parts.slack.user('U0SOAK1', 'Soak'), dm: 'D0SOAK1' };
+  const discordUser = { id: nextId(), username: 'soak' };
+  const discordDm = parts.discord.dmOf(discordUser);
+  const senders: Record<Kind, string[]> = { telegram: [String(tg.id)], slack: [slackUser.user], discord: [discordUser.id], irc: [] };
+  const daemon = await startDaemon(parts, ['telegram', 'slack', 'discord'], senders);
+  const samples: { at: number; mb: number }[] = [];
+  let sent = 0;
+  try {
+    const started = Date.now();
+    const end = started + minutes * 60_000;
+    let nextSample = started;
+    while (Date.now() < end) {
+      const text = `soak ${++sent}`;
+      parts.telegram.message(TG_TOKEN, { chat: { id: tg.id, type: 'private' }, from: tg, text });
+      parts.slack.message({ user: slackUser.user, channel: slackUser.dm, text });
+      parts.discord.message({ author: discordUser, channel: discordDm, content: text });
+      if (Date.now() >= nextSample) {
+        samples.push({ at: (Date.now() - started) / 3_600_000, mb: rssKiB(daemon.pid) / 1024 });
+        nextSample += 20_000;
+      }
+      await sleep(1000);
+    }
+    await sleep(3000);
+    const answered = parts.telegram.sent(tg.id).length + parts.slack.posted(slackUser.dm).length + parts.discord.sent(discordDm).length;
+    const steady = samples.slice(Math.floor(samples.length / 5));
+    const meanX = steady.reduce((sum, point) => sum + point.at, 0) / steady.length;
+    const meanY = steady.reduce((sum, point) => sum + point.mb, 0) / steady.length;
+    const slope = steady.reduce((sum, point) => sum + (point.at - meanX) * (point.mb - meanY), 0) / steady.reduce((sum, point) => sum + (point.at - meanX) ** 2, 0);
+    const perHour = (slope / meanY) * 100;
+    return [{
+      name: `RSS slope over a ${minutes}-minute soak, all three at 1 message/s each`, value: `${perHour >= 0 ? '+' : ''}${perHour.toFixed(1)} %/h`,
+      baseline: `${meanY.toFixed(1)} MB mean, ${Math.min(...steady.map((p) => p.mb)).toFixed(1)}-${Math.max(...steady.map((p) => p.mb)).toFixed(1)} MB; ${answered}/${sent * 3} answered`,
+      comparison: '', target: 'within 5 %/h', ok: Math.abs(perHour) <= 5,
+    }];
+  } finally {
+    daemon.stop();
+    await Promise.all([parts.telegram.stop(), parts.slack.stop(), parts.discord.stop(), parts.ircd.stop(), parts.upstream.stop()]);
+  }
+}

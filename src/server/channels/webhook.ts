@@ -1,0 +1,29 @@
+/** What the channels that take webhook deliveries (Telegram's webhook mode, Slack's Events API) share. */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { ERROR_CATEGORIES } from '../../shared/api/schemas.ts';
+import type { ChannelContext, ChannelResponse, InboundMessage } from '../kernel/channel.ts';
+
+/** Compares a secret or signature in constant time, whatever the lengths. */
+export function sameSecret(given: string, expected: string): boolean {
+  return timingSafeEqual(createHash('sha256').update(given).digest(), createHash('sha256').update(expected).digest());
+}
+
+/** An answer refusing a delivery, in the gateway's error shape ({error, message, statusCode}). */
+export const refusal = (status: number, error: (typeof ERROR_CATEGORIES)[number], message: string): ChannelResponse => ({ status, body: { error, message, statusCode: status } });
+
+/**
+ * Stores what a delivery carries (when anything), and only then answers
+ * 200; a failure answers 503, so that the platform delivers it again.
+ */
+export async function storeThenAcknowledge(context: ChannelContext, message: InboundMessage | undefined, log: Logger, what: string): Promise<ChannelResponse> {
+  if (message) {
+    try {
+      await context.inbound(message);
+    } catch (error) {
+      log.warn({ err: error }, `${what} could not be stored; left for the platform to deliver again`);
+      return refusal(503, 'unavailable', `The ${what.replace(/^an? /, '')} could not be stored now.`);
+    }
+  }
+  return { status: 200, body: {} };
+}
