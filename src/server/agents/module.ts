@@ -147,6 +147,7 @@ export default defineModule<Agents>({
 
       return runtime.submit({
         runId: request.runId, agentId, sessionKey, text: request.text, signal: request.signal, turnIds: request.recordedId === undefined ? [] : [request.recordedId],
+        tools: settings.tools.length > 0,
         start: async ({ runId, text, turnIds, signal }) => {
           const started = Date.now();
           // The history the model reads: the session's, up to the turns this run answers (the caller's own conversation when it keeps one).

@@ -24,6 +24,8 @@ export interface RunRequest {
   start: (run: { runId: string; text: string; turnIds: number[]; signal: AbortSignal }) => Promise<RunOutcome>;
   /** The caller's own abort (a client that went away). */
   signal?: AbortSignal;
+  /** The agent has tools: the run also takes one of runtime.toolRunConcurrency's slots. */
+  tools?: boolean;
 }
 
 export type RunOutcome = RunResult & { pendingClientCalls?: ToolCallRecord[]; finishReason?: string };
@@ -53,7 +55,9 @@ export class RunStopped extends Error {
 export class AgentRuntime {
   private readonly lanes = new Map<string, Lane>();
   private active = 0;
-  private readonly waiting: (() => void)[] = [];
+  private activeWithTools = 0;
+  /** Runs waiting for slots, in the order they came. */
+  private readonly waiting: { tools: boolean; go: () => void }[] = [];
   private readonly runs = new Map<string, AbortController>();
   /** Run ids callers chose, from submission until the run ends. */
   private readonly chosen = new Set<string>();
@@ -117,7 +121,8 @@ export class AgentRuntime {
       else outer.addEventListener('abort', () => controller.abort(new RunStopped('aborted', 'the caller went away')), { once: true });
     }
     const done = (async () => {
-      await this.acquire();
+      const tools = next.request.tools === true;
+      await this.acquire(tools);
       this.runs.set(runId, controller);
       try {
         if (this.stopping) throw new RunStopped('interrupted', 'the gateway stopped before the run began');
@@ -127,7 +132,7 @@ export class AgentRuntime {
         for (const waiter of next.waiters) waiter.reject(error);
       } finally {
         this.runs.delete(runId);
-        this.release();
+        this.release(tools);
       }
     })();
     lane.running = { runId, controller, done };
@@ -137,21 +142,43 @@ export class AgentRuntime {
     });
   }
 
-  /** Waits for a slot under runtime.concurrency (read live). */
-  private acquire(): Promise<void> {
-    if (this.active < this.config().runtime.concurrency) {
-      this.active++;
+  /**
+   * Waits for a slot under runtime.concurrency and, for a run of an agent
+   * with tools, one under runtime.toolRunConcurrency (both read live). A run
+   * without tools is not held up behind tool runs waiting for theirs.
+   */
+  private acquire(tools: boolean): Promise<void> {
+    // Never ahead of a run that came first and fits as well (only tool runs waiting for their own slots are passed).
+    if (this.fits(tools) && !this.waiting.some((waiter) => this.fits(waiter.tools))) {
+      this.take(tools);
       return Promise.resolve();
     }
-    return new Promise((resolve) => this.waiting.push(() => {
-      this.active++;
-      resolve();
-    }));
+    return new Promise((resolve) => this.waiting.push({ tools, go: () => { this.take(tools); resolve(); } }));
   }
 
-  private release(): void {
+  private fits(tools: boolean): boolean {
+    const { concurrency, toolRunConcurrency } = this.config().runtime;
+    return this.active < concurrency && (!tools || this.activeWithTools < toolRunConcurrency);
+  }
+
+  private take(tools: boolean): void {
+    this.active++;
+    if (tools) this.activeWithTools++;
+  }
+
+  private release(tools: boolean): void {
     this.active--;
-    while (this.waiting.length > 0 && this.active < this.config().runtime.concurrency) this.waiting.shift()!();
+    if (tools) this.activeWithTools--;
+    // The first waiting run that fits goes, in the order they came: a tool run waiting for its own slot holds up no other run.
+    for (let index = 0; index < this.waiting.length && this.active < this.config().runtime.concurrency;) {
+      const waiter = this.waiting[index]!;
+      if (this.fits(waiter.tools)) {
+        this.waiting.splice(index, 1);
+        waiter.go();
+      } else {
+        index++;
+      }
+    }
   }
 
   /** Aborts a run by id, or every run and waiting message of a session; returns how many were stopped. */

@@ -343,7 +343,8 @@ export const configSchema: SchemaNode = object({
   agents: ids(agent, 'agents by id'),
   runtime: object({
     defaultAgent: text('agent used when none is named (else the agent "default", else the first)', { pattern: ID }),
-    concurrency: int(4, 1, 256, 'agent runs at once, across all sessions'),
+    concurrency: int(64, 1, 1024, 'runs at once across all sessions (inference requests, agents): the ones past it wait their turn'),
+    toolRunConcurrency: int(4, 1, 256, 'of those, runs of agents that have tools (they run commands and call services) at once'),
     senderLimit: object({
       max: int(20, 1, 100_000, 'messages one channel sender may have answered per window'),
       windowMs: int(3_600_000, 1000, 86_400_000, 'window of the per-sender limit'),

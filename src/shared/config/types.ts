@@ -75,7 +75,7 @@ export interface GatewayConfig {
   api: { jwt: { issuer?: string; audience?: string; jwksUrl?: string }; tokens: { defaultExpiryDays: number } };
   models: { providers: Record<string, ProviderSettings>; aliases: Record<string, string> };
   agents: Record<string, AgentSettings>;
-  runtime: { defaultAgent?: string; concurrency: number; senderLimit: { max: number; windowMs: number } };
+  runtime: { defaultAgent?: string; concurrency: number; toolRunConcurrency: number; senderLimit: { max: number; windowMs: number } };
   inference: {
     limits: { requestsPerMinute: number; tokensPerMinute: number; monthlyTokens?: number };
     keepaliveMs: number;
