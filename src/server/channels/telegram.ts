@@ -47,23 +47,13 @@ const secretFor = (channelId: string, account: string, name: 'botToken' | 'webho
 type Grammy = typeof import('grammy');
 
 /**
- * grammY, loaded when a Telegram channel starts. Its HTTP client (node-fetch
- * 2) loads Node's deprecated punycode module, whose warning says nothing to
- * the user; it is left out. Bundled, the CommonJS package's exports are its
- * default export.
+ * grammY, loaded when a Telegram channel starts: its web build, one module
+ * on the runtime's own fetch, rather than its Node build, which brings
+ * node-fetch 2, its URL and punycode modules and an AbortController shim
+ * (and Node's deprecation warning for punycode).
  */
 async function loadGrammy(): Promise<Grammy> {
-  const emitWarning = process.emitWarning;
-  process.emitWarning = ((warning: string | Error, ...rest: unknown[]) => {
-    if (rest.includes('DEP0040') || (rest[0] as { code?: string } | undefined)?.code === 'DEP0040') return;
-    return (emitWarning as (...args: unknown[]) => void).call(process, warning, ...rest);
-  }) as typeof process.emitWarning;
-  try {
-    const loaded = await import('grammy') as Grammy & { default?: Grammy };
-    return typeof loaded.Api === 'function' ? loaded : loaded.default!;
-  } finally {
-    process.emitWarning = emitWarning;
-  }
+  return await import('grammy/web') as unknown as Grammy;
 }
 
 /** A user as people know them: @username, else their name. */
@@ -156,9 +146,8 @@ class TelegramAccount {
     const token = await this.context.secret(secretFor(this.channelId, this.name));
     if (!token) throw new Setup(`no bot token: gateway secrets set ${secretFor(this.channelId, this.name)} (the token BotFather gave, on stdin)`);
     const settings = this.settings();
-    // Node's own fetch, not the node-fetch 2 grammY brings (deprecated url.parse on every call).
     this.token = token;
-    this.api = new this.grammy.Api(token, { apiRoot: settings?.apiRoot, timeoutSeconds: POLL_SECONDS + 35, fetch: nativeFetch });
+    this.api = new this.grammy.Api(token, { apiRoot: settings?.apiRoot, timeoutSeconds: POLL_SECONDS + 35 });
     this.me = await this.api.getMe(this.signal);
     const webhookUrl = settings?.webhookUrl;
     if (webhookUrl) {
@@ -383,16 +372,6 @@ class TelegramAccount {
     this.setState('disconnected');
   }
 }
-
-/** Node's fetch for grammY, whose signals come from its own AbortController shim: each is passed on as a native one. */
-const nativeFetch = ((url: string, init: RequestInit & { signal?: unknown }) => {
-  const given = init.signal as { aborted: boolean; addEventListener(type: 'abort', listener: () => void): void } | null | undefined;
-  if (!given || given instanceof AbortSignal) return globalThis.fetch(url, init as RequestInit);
-  const controller = new AbortController();
-  if (given.aborted) controller.abort();
-  else given.addEventListener('abort', () => controller.abort());
-  return globalThis.fetch(url, { ...(init as RequestInit), signal: controller.signal });
-}) as never;
 
 /** A set-up problem (no token): the account waits for an operator. */
 class Setup extends Error {}
