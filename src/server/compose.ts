@@ -24,3 +24,4 @@ export { default as mcp } from './mcp/module.ts';
 export { default as controlUi } from './control-ui/module.ts';
 export { default as logs } from './logs/module.ts';
 export { default as cluster } from './cluster/module.ts';
+export { default as metrics } from './metrics/module.ts';

@@ -5,6 +5,7 @@ import type { ChannelInfo, ChannelStatus, DmPairingRequestView, PairApproved } f
 import type { AccountStatus, Channel, ChannelKind, ChannelRequest, ChannelResponse, ChannelSettings, InboundMessage } from '../kernel/channel.ts';
 import { DomainError } from '../kernel/errors.ts';
 import { STARTED_LATE } from '../kernel/threads.ts';
+import { observe, observed, type ChannelMessageObserved } from '../kernel/observe.ts';
 import diagnostics from 'node:diagnostics_channel';
 import type { DecisionFailure, DmPairing, DmPairingRequest } from './dm-pairing.ts';
 import type { Session, SessionMessage, Sessions } from '../sessions/module.ts';
@@ -329,6 +330,7 @@ export class ChannelManager {
   }
 
   private async arrived(channel: string, message: InboundMessage, recorded: { session: Session; message: SessionMessage }, tx: Tx): Promise<void> {
+    tx.afterCommit(() => observe(observed.channelMessage, (): ChannelMessageObserved => ({ channel, direction: 'in' })));
     for (const listener of this.listeners) await listener({ channel, message, session: recorded.session, recorded: recorded.message }, tx);
   }
 

@@ -16,6 +16,7 @@ import type { OutboxEntryView } from '../../shared/protocol/results.ts';
 import { ChannelSendError, type Channel } from '../kernel/channel.ts';
 import { inTransaction, type Db, type Store } from '../store/database.ts';
 import type { Migration } from '../store/migrations.ts';
+import { observe, observed, type ChannelMessageObserved } from '../kernel/observe.ts';
 
 export const OUTBOX_MIGRATIONS: readonly Migration[] = [{
   version: 2,
@@ -340,6 +341,7 @@ class Pump {
       }
       await this.store.run("UPDATE channel_outbox SET status = 'sent', parts_sent = ?, receipts = ?, attempts = ?, sent_at = ?, error = NULL WHERE id = ?",
         parts.length, JSON.stringify(receipts), attempts, this.now(), id);
+      observe(observed.channelMessage, (): ChannelMessageObserved => ({ channel: this.channel.id, direction: 'out' }));
       return true;
     } catch (thrown) {
       const error = thrown instanceof ChannelSendError ? thrown : undefined;

@@ -8,6 +8,7 @@ import { answerOf, DomainError, toDomainError } from '../kernel/errors.ts';
 import type { RouteContext } from '../kernel/module.ts';
 import type { RegistryTable, RouteMatch } from '../kernel/registry.ts';
 import { methodNotAllowed, refuseQueryCredential, spendBudget } from './layers.ts';
+import type { Routed } from '../kernel/observe.ts';
 
 export interface HttpAppOptions {
   logger: Logger;
@@ -101,6 +102,7 @@ function matchLayer(table: () => RegistryTable) {
       }
     }
     ctx.state.match = match;
+    if (match) (ctx.res as Routed).gatewayRoute = match.entry.value.path;
     await next();
   };
 }

@@ -14,6 +14,8 @@ import type { FastRoute } from '../kernel/module.ts';
 import type { RegistryTable } from '../kernel/registry.ts';
 import type { GatewayConfig } from '../../shared/config/types.ts';
 import { admitFast } from './layers.ts';
+import { observed, type HttpObserved, type Routed } from '../kernel/observe.ts';
+import { performance } from 'node:perf_hooks';
 import { answerProbe, type ProbeOptions, type Readiness } from './probes.ts';
 
 /**
@@ -69,6 +71,7 @@ export function createHttpServer(options: HttpServerOptions): Server {
     return loaded;
   };
   const server = createServer({ keepAliveTimeout: 5000, requestTimeout: 30_000, headersTimeout: 10_000 }, (req, res) => {
+    if (observed.http.hasSubscribers) watchRequest(req, res);
     if (answerProbe(req, res, probes)) return;
     const url = req.url ?? '/';
     const query = url.indexOf('?');
@@ -79,6 +82,7 @@ export function createHttpServer(options: HttpServerOptions): Server {
       } catch (error) {
         return sendError(res, error, (unexpected) => options.logger.error({ err: unexpected }, 'request failed'));
       }
+      (res as Routed).gatewayRoute = fast.path;
       return fast.handler(req, res);
     }
     if (loaded) return void loaded(req, res);
@@ -90,6 +94,18 @@ export function createHttpServer(options: HttpServerOptions): Server {
   });
   server.on('clientError', answerMalformed);
   return server;
+}
+
+const PROBE_PATHS = new Set(['/healthz', '/readyz']);
+
+/** Tells observers of each request once it is answered: the route's template, never the path itself (it may hold ids). */
+function watchRequest(req: IncomingMessage, res: ServerResponse): void {
+  const started = performance.now();
+  res.once('finish', () => {
+    const path = (req.url ?? '/').split('?')[0]!;
+    const route = (res as Routed).gatewayRoute ?? (PROBE_PATHS.has(path) ? path : 'unmatched');
+    observed.http.publish({ method: req.method ?? 'GET', route, status: res.statusCode, seconds: (performance.now() - started) / 1000 } satisfies HttpObserved);
+  });
 }
 
 /** What a message that is not HTTP, or not HTTP the server takes, gets: the common error body, then the connection closes. */

@@ -372,6 +372,14 @@ export class JobQueue {
     return changes;
   }
 
+  /** Jobs by kind and state, and for the queued ones the age of the oldest (for metrics). */
+  async stats(): Promise<{ kind: string; status: string; count: number; oldestAt?: number }[]> {
+    const rows = await this.store.all<{ kind: string; status: string; n: number | string; oldest: number | string | null }>(
+      "SELECT kind, status, COUNT(*) AS n, MIN(CASE WHEN status = 'queued' THEN created_at END) AS oldest FROM jobs GROUP BY kind, status",
+    );
+    return rows.map((row) => ({ kind: String(row.kind), status: String(row.status), count: Number(row.n), ...(row.oldest === null ? {} : { oldestAt: Number(row.oldest) }) }));
+  }
+
   /** Renews this daemon's claims on the jobs it runs. */
   async renewLeases(): Promise<number> {
     const now = this.now();

@@ -12,6 +12,7 @@ import type { ChatMessage, StepEvent, StepRequest, Usage } from './adapter.ts';
 import { resolveModel, type ModelTarget } from './catalog.ts';
 import { upstreamFetch, type FetchWatch } from '../kernel/upstream-fetch.ts';
 import type { UsageLog } from './usage-log.ts';
+import { observe, observed, type ModelCallObserved } from '../kernel/observe.ts';
 
 /** Who a call is for, for the usage log. */
 export interface CallMeta {
@@ -173,6 +174,13 @@ export class ModelCaller {
       surface: meta.surface, inputTokens: call.usage.inputTokens, outputTokens: call.usage.outputTokens, latencyMs: Date.now() - call.started,
       firstTokenMs: call.firstTokenAt === undefined ? undefined : call.firstTokenAt - call.started, outcome: call.outcome, status: call.status, error: call.error,
     }, (error) => this.deps.logger.error({ err: error }, 'could not record a model call'));
+    observe(observed.modelCall, (): ModelCallObserved => ({
+      provider: target.providerId, model: target.model, agent: meta.agent ?? 'none', surface: meta.surface, outcome: call.outcome,
+      seconds: (Date.now() - call.started) / 1000,
+      ...(call.firstTokenAt === undefined ? {} : { firstTokenSeconds: (call.firstTokenAt - call.started) / 1000 }),
+      ...(call.usage.inputTokens === undefined ? {} : { inputTokens: call.usage.inputTokens }),
+      ...(call.usage.outputTokens === undefined ? {} : { outputTokens: call.usage.outputTokens }),
+    }));
   }
 }
 

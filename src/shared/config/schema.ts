@@ -350,6 +350,10 @@ export const configSchema: SchemaNode = object({
       windowMs: int(3_600_000, 1000, 86_400_000, 'window of the per-sender limit'),
     }),
   }),
+  metrics: object({
+    enabled: bool(false, 'serve GET /metrics in the Prometheus text format (to the gateway credential, or a token with the scope metrics)'),
+    loopbackOpen: bool(false, 'serve GET /metrics without a credential to clients on this host (not through a proxy)'),
+  }),
   inference: object({
     limits: object({
       requestsPerMinute: int(120, 1, 1_000_000, 'inference requests per minute per credential'),

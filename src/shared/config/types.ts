@@ -76,6 +76,7 @@ export interface GatewayConfig {
   models: { providers: Record<string, ProviderSettings>; aliases: Record<string, string> };
   agents: Record<string, AgentSettings>;
   runtime: { defaultAgent?: string; concurrency: number; toolRunConcurrency: number; senderLimit: { max: number; windowMs: number } };
+  metrics: { enabled: boolean; loopbackOpen: boolean };
   inference: {
     limits: { requestsPerMinute: number; tokensPerMinute: number; monthlyTokens?: number };
     keepaliveMs: number;

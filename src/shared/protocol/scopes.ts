@@ -3,7 +3,7 @@ export const OPERATOR_SCOPES = ['operator.read', 'operator.write', 'operator.pai
 export type OperatorScope = (typeof OPERATOR_SCOPES)[number];
 
 /** Scopes of product access tokens on the HTTP API. */
-export const TOKEN_SCOPES = ['tokens:read', 'tokens:write', 'jobs:read', 'jobs:write', 'tools:invoke', 'inference', 'admin'] as const;
+export const TOKEN_SCOPES = ['tokens:read', 'tokens:write', 'jobs:read', 'jobs:write', 'tools:invoke', 'inference', 'metrics', 'admin'] as const;
 export type TokenScope = (typeof TOKEN_SCOPES)[number];
 
 export const ROLES = ['operator', 'node'] as const;

@@ -3,7 +3,7 @@ import { html, nothing } from 'lit';
 import { copyText, Page, when } from '../page.ts';
 import type { AccessTokenView, TokenCreated } from '../../shared/protocol/results.ts';
 
-const SCOPES = ['tokens:read', 'tokens:write', 'jobs:read', 'jobs:write', 'tools:invoke', 'inference', 'admin'];
+const SCOPES = ['tokens:read', 'tokens:write', 'jobs:read', 'jobs:write', 'tools:invoke', 'inference', 'metrics', 'admin'];
 
 export class TokensPage extends Page {
   static override properties = { tokens: { state: true }, created: { state: true }, copied: { state: true } };

@@ -1,0 +1,34 @@
+/**
+ * What the daemon tells whoever observes it (the metrics module, when
+ * metrics are on), through node:diagnostics_channel: published only while
+ * someone subscribes, so a daemon without metrics pays a property read.
+ * Labels are bounded by construction: route templates, never paths with ids;
+ * configured names (channels, providers, models, agents), never senders or
+ * session keys.
+ */
+import diagnostics from 'node:diagnostics_channel';
+import type { ServerResponse } from 'node:http';
+
+/** A response that knows the template of the route that answered it (set by the router), for its observation. */
+export type Routed = ServerResponse & { gatewayRoute?: string };
+
+/** An HTTP request answered: its method, its route's template (or "unmatched"), its status, how long it took. */
+export interface HttpObserved { method: string; route: string; status: number; seconds: number }
+/** One call of a model (an agent run's step, an inference request): its outcome, duration, first token and tokens. */
+export interface ModelCallObserved {
+  provider: string; model: string; agent: string; surface: string;
+  outcome: 'ok' | 'error' | 'aborted' | 'timeout';
+  seconds: number; firstTokenSeconds?: number; inputTokens?: number; outputTokens?: number;
+}
+/** A channel message stored (in) or taken by its platform (out). */
+export interface ChannelMessageObserved { channel: string; direction: 'in' | 'out' }
+
+export const observed = {
+  http: diagnostics.channel('gateway.http.request'),
+  modelCall: diagnostics.channel('gateway.model.call'),
+  channelMessage: diagnostics.channel('gateway.channel.message'),
+};
+
+export function observe<T>(channel: diagnostics.Channel, message: () => T): void {
+  if (channel.hasSubscribers) channel.publish(message());
+}

@@ -1,0 +1,163 @@
+/**
+ * GET /metrics in the Prometheus text format, when metrics.enabled is on: to
+ * the gateway credential or a token with the scope `metrics` (and, with
+ * metrics.loopbackOpen, to clients on this host without one). prom-client
+ * is loaded when metrics are first enabled; until then nothing subscribes to
+ * what the daemon publishes (kernel/observe.ts), and that costs nothing.
+ *
+ * Series: HTTP requests by method, route template and status, with their
+ * durations; model calls with the OpenTelemetry GenAI names (operation
+ * duration, time to first token, tokens by type) by provider, model, agent
+ * and outcome; jobs by kind and state, the queue's depth and the age of its
+ * oldest job; channel accounts by state, messages in and out; the process's
+ * memory, CPU and event-loop delay.
+ */
+import type { IncomingMessage } from 'node:http';
+import { isLoopbackAddress } from '../../shared/config/exposure.ts';
+import { DomainError } from '../kernel/errors.ts';
+import { defineModule } from '../kernel/module.ts';
+import { observed, type ChannelMessageObserved, type HttpObserved, type ModelCallObserved } from '../kernel/observe.ts';
+import channelsModule from '../channels/module.ts';
+import jobsModule from '../jobs/module.ts';
+
+const FORWARDING = ['forwarded', 'x-forwarded-for', 'x-real-ip', 'x-forwarded-host', 'x-forwarded-proto'];
+/** A client on this host that came straight, not through a proxy on it. */
+const directLoopback = (req: IncomingMessage) =>
+  isLoopbackAddress(req.socket.remoteAddress ?? '') && FORWARDING.every((header) => req.headers[header] === undefined);
+
+const holdsMetrics = (scopes: ReadonlySet<string> | 'all') => scopes === 'all' || scopes.has('metrics') || scopes.has('admin');
+
+export default defineModule({
+  id: 'metrics',
+  needs: [jobsModule, channelsModule],
+  setup(ctx) {
+    const jobs = ctx.use(jobsModule).queue;
+    const { channels } = ctx.use(channelsModule);
+    let registry: Promise<{ registry: import('prom-client').Registry; jobCollect: () => Promise<void>; count: (on: boolean) => void }> | undefined;
+
+    /** The registry and its series, made once, when metrics are first on. */
+    const load = () => (registry ??= (async () => {
+      // Bundled, the CommonJS package's exports are its default export.
+      const loaded = await import('prom-client') as typeof import('prom-client') & { default?: typeof import('prom-client') };
+      const client = typeof loaded.Registry === 'function' ? loaded : loaded.default!;
+      const registry = new client.Registry();
+      client.collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 20 });
+      const seconds = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+      const requests = new client.Counter({ name: 'http_server_requests_total', help: 'HTTP requests answered, by method, route template and status', labelNames: ['method', 'route', 'status'], registers: [registry] });
+      const requestSeconds = new client.Histogram({ name: 'http_server_request_duration_seconds', help: 'Time to answer an HTTP request (to the end of its body)', labelNames: ['method', 'route', 'status'], buckets: seconds, registers: [registry] });
+      const genAiLabels = ['gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_request_model', 'gateway_agent', 'gateway_surface', 'outcome'];
+      const operation = new client.Histogram({ name: 'gen_ai_client_operation_duration_seconds', help: 'Duration of a model call (gen_ai.client.operation.duration)', labelNames: genAiLabels, buckets: seconds, registers: [registry] });
+      const firstToken = new client.Histogram({ name: 'gen_ai_client_time_to_first_token_seconds', help: 'Time from a model call to its first token', labelNames: genAiLabels, buckets: seconds, registers: [registry] });
+      const tokens = new client.Histogram({
+        name: 'gen_ai_client_token_usage', help: 'Tokens of a model call by type, as the provider counted them (gen_ai.client.token.usage)',
+        labelNames: [...genAiLabels.filter((label) => label !== 'outcome'), 'gen_ai_token_type'], buckets: [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576], registers: [registry],
+      });
+      const messages = new client.Counter({ name: 'gateway_channel_messages_total', help: 'Channel messages stored (in) and taken by their platform (out)', labelNames: ['channel', 'direction'], registers: [registry] });
+      new client.Gauge({
+        name: 'gateway_channel_accounts', help: 'Channel accounts by state', labelNames: ['channel', 'state'], registers: [registry],
+        collect() {
+          this.reset();
+          for (const account of channels.status()) this.inc({ channel: account.channel, state: account.state });
+        },
+      });
+      const jobsByState = new client.Gauge({ name: 'gateway_jobs', help: 'Jobs in the store by kind and state', labelNames: ['kind', 'state'], registers: [registry] });
+      const queueAge = new client.Gauge({ name: 'gateway_jobs_oldest_queued_age_seconds', help: 'Age of the oldest queued job, by kind (0 when none waits)', labelNames: ['kind'], registers: [registry] });
+      const jobCollect = async () => {
+        const stats = await jobs.stats();
+        jobsByState.reset();
+        queueAge.reset();
+        const now = Date.now();
+        for (const row of stats) {
+          jobsByState.set({ kind: row.kind, state: row.status }, row.count);
+          if (row.status === 'queued') queueAge.set({ kind: row.kind }, row.oldestAt === undefined ? 0 : Math.max(0, (now - row.oldestAt) / 1000));
+        }
+      };
+      // Each label set's series, found once: the hot path then counts without hashing its labels.
+      const httpSeries = new Map<string, { count: { inc(): void }; time: { observe(value: number): void } }>();
+      const onHttp = (message: unknown) => {
+        const { method, route, status, seconds: took } = message as HttpObserved;
+        const key = `${method} ${status} ${route}`;
+        let series = httpSeries.get(key);
+        if (!series) {
+          const labels = { method, route, status: String(status) };
+          series = { count: requests.labels(labels), time: requestSeconds.labels(labels) };
+          httpSeries.set(key, series);
+        }
+        series.count.inc();
+        series.time.observe(took);
+      };
+      const onModelCall = (message: unknown) => {
+        const call = message as ModelCallObserved;
+        const base = { gen_ai_operation_name: 'chat', gen_ai_provider_name: call.provider, gen_ai_request_model: call.model, gateway_agent: call.agent, gateway_surface: call.surface };
+        operation.observe({ ...base, outcome: call.outcome }, call.seconds);
+        if (call.firstTokenSeconds !== undefined) firstToken.observe({ ...base, outcome: call.outcome }, call.firstTokenSeconds);
+        if (call.inputTokens !== undefined) tokens.observe({ ...base, gen_ai_token_type: 'input' }, call.inputTokens);
+        if (call.outputTokens !== undefined) tokens.observe({ ...base, gen_ai_token_type: 'output' }, call.outputTokens);
+      };
+      const onMessage = (message: unknown) => {
+        const { channel, direction } = message as ChannelMessageObserved;
+        messages.inc({ channel, direction });
+      };
+      let counting = false;
+      /** Subscribes while metrics are on; turned off, the daemon publishes nothing again. */
+      const count = (on: boolean) => {
+        if (on === counting) return;
+        counting = on;
+        const verb = on ? 'subscribe' : 'unsubscribe';
+        observed.http[verb](onHttp);
+        observed.modelCall[verb](onModelCall);
+        observed.channelMessage[verb](onMessage);
+      };
+      count(true);
+      return { registry, jobCollect, count };
+    })().catch((error: unknown) => {
+      registry = undefined;
+      throw error;
+    }));
+
+    // Counting starts when metrics are on: at start, or when the setting is turned on while the daemon runs.
+    ctx.onStart(async () => {
+      if (ctx.config().metrics.enabled) await load();
+    });
+    // Turned on while the daemon runs: counting starts as the setting is written (the check sees every new configuration).
+    ctx.configCheck((next) => {
+      if (next.metrics.enabled) void load().then((loaded) => loaded.count(true), (error: unknown) => ctx.log.error({ err: error }, 'metrics could not be loaded'));
+      else void registry?.then((loaded) => loaded.count(false), () => undefined);
+      return [];
+    });
+    ctx.onStop(() => registry?.then((loaded) => loaded.count(false), () => undefined));
+
+    ctx.http.route({
+      method: 'GET', path: '/metrics', auth: 'plugin',
+      handler: async (http) => {
+        const { metrics } = ctx.config();
+        if (!metrics.enabled) throw new DomainError('not_found', 'Metrics are off: gateway config set metrics.enabled true');
+        if (!(metrics.loopbackOpen && directLoopback(http.req))) {
+          const principal = await ctx.http.authenticate(http.req);
+          if (!holdsMetrics(principal.scopes)) throw new DomainError('forbidden', 'This route needs the scope metrics.');
+        }
+        const loaded = await load();
+        loaded.count(true);
+        await loaded.jobCollect();
+        http.type = loaded.registry.contentType;
+        http.body = await loaded.registry.metrics();
+      },
+    });
+    ctx.http.document({
+      paths: {
+        '/metrics': {
+          get: {
+            summary: 'the daemon\'s metrics in the Prometheus text format (metrics.enabled); the gateway credential or a token with the scope metrics',
+            responses: {
+              200: { description: 'Prometheus text format 0.0.4' },
+              401: { description: 'no credential, or one that is not valid', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
+              403: { description: 'a token without the scope metrics', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
+              404: { description: 'metrics are off', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
+              429: { description: 'too many requests or failed attempts; see Retry-After', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
+            },
+          },
+        },
+      },
+    });
+  },
+});
