@@ -19,6 +19,7 @@ import { defineModule } from '../kernel/module.ts';
 import { observed, type ChannelMessageObserved, type HttpObserved, type ModelCallObserved } from '../kernel/observe.ts';
 import channelsModule from '../channels/module.ts';
 import jobsModule from '../jobs/module.ts';
+import { Tally } from './tally.ts';
 
 const FORWARDING = ['forwarded', 'x-forwarded-for', 'x-real-ip', 'x-forwarded-host', 'x-forwarded-proto'];
 /** A client on this host that came straight, not through a proxy on it. */
@@ -43,8 +44,10 @@ export default defineModule({
       const registry = new client.Registry();
       client.collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 20 });
       const seconds = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
-      const requests = new client.Counter({ name: 'http_server_requests_total', help: 'HTTP requests answered, by method, route template and status', labelNames: ['method', 'route', 'status'], registers: [registry] });
-      const requestSeconds = new client.Histogram({ name: 'http_server_request_duration_seconds', help: 'Time to answer an HTTP request (to the end of its body)', labelNames: ['method', 'route', 'status'], buckets: seconds, registers: [registry] });
+      // Every request counts: the tallies of its route, method and status (tally.ts), read at scrape time.
+      const http = new Tally(seconds);
+      registry.registerMetric(http.counter('http_server_requests_total', 'HTTP requests answered, by method, route template and status') as never);
+      registry.registerMetric(http.histogram('http_server_request_duration_seconds', 'Time to answer an HTTP request (to the end of its body)') as never);
       const genAiLabels = ['gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_request_model', 'gateway_agent', 'gateway_surface', 'outcome'];
       const operation = new client.Histogram({ name: 'gen_ai_client_operation_duration_seconds', help: 'Duration of a model call (gen_ai.client.operation.duration)', labelNames: genAiLabels, buckets: seconds, registers: [registry] });
       const firstToken = new client.Histogram({ name: 'gen_ai_client_time_to_first_token_seconds', help: 'Time from a model call to its first token', labelNames: genAiLabels, buckets: seconds, registers: [registry] });
@@ -72,19 +75,9 @@ export default defineModule({
           if (row.status === 'queued') queueAge.set({ kind: row.kind }, row.oldestAt === undefined ? 0 : Math.max(0, (now - row.oldestAt) / 1000));
         }
       };
-      // Each label set's series, found once: the hot path then counts without hashing its labels.
-      const httpSeries = new Map<string, { count: { inc(): void }; time: { observe(value: number): void } }>();
       const onHttp = (message: unknown) => {
         const { method, route, status, seconds: took } = message as HttpObserved;
-        const key = `${method} ${status} ${route}`;
-        let series = httpSeries.get(key);
-        if (!series) {
-          const labels = { method, route, status: String(status) };
-          series = { count: requests.labels(labels), time: requestSeconds.labels(labels) };
-          httpSeries.set(key, series);
-        }
-        series.count.inc();
-        series.time.observe(took);
+        http.add(`${method} ${status} ${route}`, () => ({ method, route, status: String(status) }), took);
       };
       const onModelCall = (message: unknown) => {
         const call = message as ModelCallObserved;
