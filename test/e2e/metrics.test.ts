@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { execFileSync } from 'node:child_process';
 import { freePort, Home, waitFor } from '../support/cli.ts';
 import { openaiText, ScriptedUpstream } from '../support/scripted-upstream.ts';
+import { deliver, pushPayload, TEST_WEBHOOK_SECRET } from '../support/webhooks.ts';
 
 interface Sample { name: string; labels: Record<string, string>; value: number }
 interface Family { name: string; type: string; samples: Sample[] }
@@ -47,6 +48,7 @@ describe('GET /metrics (e2e, Prometheus text format)', function () {
     await set('models.providers.script', { kind: 'openai-compatible', baseUrl: upstream.url, models: ['m'], retries: { max: 0 } });
     await set('agents.main', { model: 'script/m' });
     await set('gateway.http.endpoints.chatCompletions.enabled', true);
+    expect((await home.run(['secrets', 'set', 'webhooks.github.secret'], { input: TEST_WEBHOOK_SECRET })).code).to.equal(0);
     expect((await home.run(['start'])).code).to.equal(0);
     gateway = home.token();
   });
@@ -96,6 +98,10 @@ describe('GET /metrics (e2e, Prometheus text format)', function () {
     });
     expect(completion.status).to.equal(200);
     await fetch(`${base}/healthz`);
+    const body = JSON.stringify(pushPayload(512));
+    expect((await deliver(base, 'push', body, { deliveryId: 'metrics-1' })).status).to.equal(200);
+    expect((await deliver(base, 'push', body, { deliveryId: 'metrics-1' })).body).to.include({ duplicate: true });
+    expect((await deliver(base, 'made-up-event-name', body, { signature: 'sha256=00' })).status).to.equal(400);
 
     const after = await waitFor(async () => {
       const now = await families();
@@ -108,6 +114,9 @@ describe('GET /metrics (e2e, Prometheus text format)', function () {
     expect(sample(after.get('gen_ai_client_token_usage'), { gen_ai_token_type: 'input' }, '_sum')).to.equal(11);
     expect(sample(after.get('gen_ai_client_token_usage'), { gen_ai_token_type: 'output' }, '_sum')).to.equal(7);
     expect(sample(after.get('gen_ai_client_time_to_first_token_seconds'), { outcome: 'ok' }, '_count')).to.be.at.least(1);
+    const deliveries = after.get('gateway_webhook_deliveries_total');
+    expect([['push', 'accepted'], ['push', 'duplicate'], ['unverified', 'refused']].map(([event, outcome]) => sample(deliveries, { event: event!, outcome: outcome! }, '_total'))).to.deep.equal([1, 1, 1]);
+    expect(JSON.stringify(deliveries), 'an unsigned delivery\'s event name is no label').to.not.include('made-up-event-name');
 
     // No secret, no unbounded label value: no ids, session keys or raw paths.
     const text = (await scrape(gateway)).text;

@@ -22,11 +22,14 @@ export interface ModelCallObserved {
 }
 /** A channel message stored (in) or taken by its platform (out). */
 export interface ChannelMessageObserved { channel: string; direction: 'in' | 'out' }
+/** A webhook delivery answered: its event once its signature held (else "unverified"), and what became of it. */
+export interface WebhookDeliveryObserved { event: string; outcome: 'accepted' | 'duplicate' | 'refused' }
 
 export const observed = {
   http: diagnostics.channel('gateway.http.request'),
   modelCall: diagnostics.channel('gateway.model.call'),
   channelMessage: diagnostics.channel('gateway.channel.message'),
+  webhookDelivery: diagnostics.channel('gateway.webhook.delivery'),
 };
 
 export function observe<T>(channel: diagnostics.Channel, message: () => T): void {

@@ -9,14 +9,15 @@
  * durations; model calls with the OpenTelemetry GenAI names (operation
  * duration, time to first token, tokens by type) by provider, model, agent
  * and outcome; jobs by kind and state, the queue's depth and the age of its
- * oldest job; channel accounts by state, messages in and out; the process's
+ * oldest job; webhook deliveries by event and outcome; channel accounts by
+ * state, messages in and out; the process's
  * memory, CPU and event-loop delay.
  */
 import type { IncomingMessage } from 'node:http';
 import { isLoopbackAddress } from '../../shared/config/exposure.ts';
 import { DomainError } from '../kernel/errors.ts';
 import { defineModule } from '../kernel/module.ts';
-import { observed, type ChannelMessageObserved, type HttpObserved, type ModelCallObserved } from '../kernel/observe.ts';
+import { observed, type ChannelMessageObserved, type HttpObserved, type ModelCallObserved, type WebhookDeliveryObserved } from '../kernel/observe.ts';
 import channelsModule from '../channels/module.ts';
 import jobsModule from '../jobs/module.ts';
 import { Tally } from './tally.ts';
@@ -87,6 +88,12 @@ export default defineModule({
         if (call.inputTokens !== undefined) tokens.observe({ ...base, gen_ai_token_type: 'input' }, call.inputTokens);
         if (call.outputTokens !== undefined) tokens.observe({ ...base, gen_ai_token_type: 'output' }, call.outputTokens);
       };
+      const deliveries = new Tally();
+      registry.registerMetric(deliveries.counter('gateway_webhook_deliveries_total', 'GitHub webhook deliveries answered, by event (once the signature held) and outcome: accepted, duplicate, refused') as never);
+      const onDelivery = (message: unknown) => {
+        const { event, outcome } = message as WebhookDeliveryObserved;
+        deliveries.add(`${event} ${outcome}`, () => ({ event, outcome }));
+      };
       const onMessage = (message: unknown) => {
         const { channel, direction } = message as ChannelMessageObserved;
         messages.inc({ channel, direction });
@@ -100,6 +107,7 @@ export default defineModule({
         observed.http[verb](onHttp);
         observed.modelCall[verb](onModelCall);
         observed.channelMessage[verb](onMessage);
+        observed.webhookDelivery[verb](onDelivery);
       };
       count(true);
       return { registry, jobCollect, count };

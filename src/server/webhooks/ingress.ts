@@ -2,6 +2,7 @@ import { NO_WEBHOOK_SECRET_LOG } from '../../shared/log-line.ts';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { sendError, sendJson } from '../kernel/answer.ts';
+import { observe, observed, type WebhookDeliveryObserved } from '../kernel/observe.ts';
 import { collectBody, requireMediaType } from '../kernel/body.ts';
 import { DomainError } from '../kernel/errors.ts';
 import { type AcceptGroup, DeliveryIntake } from './deliveries.ts';
@@ -49,14 +50,22 @@ export class WebhookIngress {
   }
 
   handle(req: IncomingMessage, res: ServerResponse): void {
-    this.process(req, res).then(
-      (body) => sendJson(res, 200, body),
-      (error: unknown) => sendError(res, error, (unexpected) => this.deps.logger.error({ err: unexpected }, 'webhook delivery failed'),
-        'An unexpected error occurred; nothing of this delivery was recorded. Redeliver it.'),
+    const seen: { event?: string } = {};
+    this.process(req, res, seen).then(
+      (body) => {
+        observe(observed.webhookDelivery, (): WebhookDeliveryObserved => ({ event: seen.event ?? 'unverified', outcome: (body as { duplicate?: boolean }).duplicate ? 'duplicate' : 'accepted' }));
+        sendJson(res, 200, body);
+      },
+      (error: unknown) => {
+        observe(observed.webhookDelivery, (): WebhookDeliveryObserved => ({ event: seen.event ?? 'unverified', outcome: 'refused' }));
+        sendError(res, error, (unexpected) => this.deps.logger.error({ err: unexpected }, 'webhook delivery failed'),
+          'An unexpected error occurred; nothing of this delivery was recorded. Redeliver it.');
+      },
     );
   }
 
-  private async process(req: IncomingMessage, res: ServerResponse): Promise<unknown> {
+  /** Checks and records one delivery; `seen.event` is its event once its signature held (only GitHub names it then). */
+  private async process(req: IncomingMessage, res: ServerResponse, seen: { event?: string }): Promise<unknown> {
     const secrets = this.deps.secrets();
     if (secrets.length === 0) {
       // Said in the log (once a minute at most): deliveries arrive and every one is refused; gateway doctor reads this line.
@@ -79,6 +88,7 @@ export class WebhookIngress {
     if (!signatureMatches(raw, header(req, 'x-hub-signature-256'), secrets)) {
       throw new DomainError('invalid', 'The X-Hub-Signature-256 signature does not match the body.');
     }
+    seen.event = event;
     // The payload is parsed and checked (400) with the rest of its group, where it is recorded.
     return { ok: true, ...(await this.intake.accept({ event, deliveryId, hookId, text: raw.toString('utf8'), form: type === 'application/x-www-form-urlencoded' })) };
   }
