@@ -13,6 +13,7 @@ import type { ChannelState } from '../../shared/channels.ts';
 import { ChannelSendError, type AccountStatus, type Channel, type ChannelContext, type ChannelSettings, type InboundAttachment, type InboundMessage, type SendOptions, type SendReceipt } from '../kernel/channel.ts';
 import { splitMessage } from './formatting.ts';
 import { readLimited } from './attachments.ts';
+import { AccountChannel } from './account-channel.ts';
 
 export const DEFAULT_ACCOUNT = 'default';
 /** Discord's longest message. */
@@ -438,43 +439,21 @@ class RestError extends Error {
   }
 }
 
-export class DiscordChannel implements Channel {
-  private readonly live = new Map<string, DiscordAccount>();
-  readonly id: string;
-  private readonly context: ChannelContext;
-
-  constructor(id: string, context: ChannelContext) {
-    this.id = id;
-    this.context = context;
+export class DiscordChannel extends AccountChannel<DiscordAccount, AccountSettings> implements Channel {
+  protected accountsOf(settings: ChannelSettings): Map<string, AccountSettings> {
+    return discordAccounts(settings);
   }
 
-  accounts(): string[] {
-    return [...discordAccounts(this.context.settings()).keys()];
-  }
-
-  async start(): Promise<void> {
-    for (const [name, settings] of discordAccounts(this.context.settings())) {
-      if (!settings.enabled) continue;
-      const account = new DiscordAccount(this.id, name, () => discordAccounts(this.context.settings()).get(name), this.context);
-      this.live.set(name, account);
-      void account.connect();
-    }
-  }
-
-  async stop(): Promise<void> {
-    await Promise.all([...this.live.values()].map((account) => account.stop()));
-  }
-
-  status(): AccountStatus[] {
-    return this.accounts().map((name) => this.live.get(name)?.current ?? { account: name, state: 'disconnected', detail: 'account disabled', since: Date.now() });
+  protected open(name: string, settings: () => AccountSettings | undefined): DiscordAccount {
+    const account = new DiscordAccount(this.id, name, settings, this.context);
+    void account.connect();
+    return account;
   }
 
   readonly edits = true;
 
   async send(account: string, to: string, text: string, options?: SendOptions): Promise<SendReceipt> {
-    const live = this.live.get(account);
-    if (!live) throw new ChannelSendError(`${this.id} has no running account ${account}`);
-    return live.sendMessage(to, text, options);
+    return this.running(account).sendMessage(to, text, options);
   }
 
   split(text: string): string[] {

@@ -12,6 +12,7 @@ import type { Logger as PinoLogger } from 'pino';
 import type { ChannelState } from '../../shared/channels.ts';
 import { ChannelSendError, type AccountStatus, type Channel, type ChannelContext, type ChannelSettings, type ChannelRequest, type ChannelResponse, type InboundAttachment, type InboundMessage, type SendOptions, type SendReceipt } from '../kernel/channel.ts';
 import { readLimited } from './attachments.ts';
+import { AccountChannel } from './account-channel.ts';
 import { refusal, sameSecret, storeThenAcknowledge } from './webhook.ts';
 import { markdownToSlackMrkdwn, splitMessage } from './formatting.ts';
 
@@ -397,50 +398,32 @@ class SlackAccount {
 
 class Setup extends Error {}
 
-export class SlackChannel implements Channel {
-  private readonly live = new Map<string, SlackAccount>();
-  readonly id: string;
-  private readonly context: ChannelContext;
+export class SlackChannel extends AccountChannel<SlackAccount, AccountSettings> implements Channel {
+  private sdk?: { socketMode: SocketMode; webApi: WebApi };
 
-  constructor(id: string, context: ChannelContext) {
-    this.id = id;
-    this.context = context;
+  protected accountsOf(settings: ChannelSettings): Map<string, AccountSettings> {
+    return slackAccounts(settings);
   }
 
-  accounts(): string[] {
-    return [...slackAccounts(this.context.settings()).keys()];
+  protected open(name: string, settings: () => AccountSettings | undefined): SlackAccount {
+    const account = new SlackAccount(this.id, name, settings, this.context, this.sdk!);
+    void account.connect();
+    return account;
   }
 
-  async start(): Promise<void> {
-    const sdk = await loadSlack();
-    for (const [name, settings] of slackAccounts(this.context.settings())) {
-      if (!settings.enabled) continue;
-      const account = new SlackAccount(this.id, name, () => slackAccounts(this.context.settings()).get(name), this.context, sdk);
-      this.live.set(name, account);
-      void account.connect();
-    }
-  }
-
-  async stop(): Promise<void> {
-    await Promise.all([...this.live.values()].map((account) => account.stop()));
-  }
-
-  status(): AccountStatus[] {
-    return this.accounts().map((name) => this.live.get(name)?.current ?? { account: name, state: 'disconnected', detail: 'account disabled', since: Date.now() });
+  override async start(): Promise<void> {
+    this.sdk = await loadSlack();
+    await super.start();
   }
 
   readonly edits = true;
 
   async send(account: string, to: string, text: string, options: SendOptions = {}): Promise<SendReceipt> {
-    const live = this.live.get(account);
-    if (!live) throw new ChannelSendError(`${this.id} has no running account ${account}`);
-    return live.send(to, text, options.editOf);
+    return this.running(account).send(to, text, options.editOf);
   }
 
-  async receive(request: ChannelRequest): Promise<ChannelResponse> {
-    const live = this.live.get(request.account);
-    if (!live) return refusal(404, 'not_found', `Channel ${this.id} has no running account ${request.account}.`);
-    return live.receive(request);
+  receive(request: ChannelRequest): Promise<ChannelResponse> {
+    return this.handOver(request);
   }
 
   split(text: string): string[] {

@@ -9,6 +9,7 @@ import type { Api as GrammyApi, GrammyError as GrammyErrorType } from 'grammy';
 import type { ChannelState } from '../../shared/channels.ts';
 import { ChannelSendError, type AccountStatus, type Channel, type ChannelContext, type ChannelSettings, type ChannelRequest, type ChannelResponse, type InboundAttachment, type InboundMessage, type SendOptions, type SendReceipt } from '../kernel/channel.ts';
 import { readLimited } from './attachments.ts';
+import { AccountChannel } from './account-channel.ts';
 import { refusal, sameSecret, storeThenAcknowledge } from './webhook.ts';
 import { markdownToTelegramHtml, plainText, splitMessage } from './formatting.ts';
 
@@ -382,50 +383,32 @@ function describeHttp(error: Error & { error?: unknown }): string {
   return inner?.code ?? inner?.message?.replace(/https?:\/\/\S+/g, '<url>') ?? 'network error';
 }
 
-export class TelegramChannel implements Channel {
-  private readonly live = new Map<string, TelegramAccount>();
-  readonly id: string;
-  private readonly context: ChannelContext;
+export class TelegramChannel extends AccountChannel<TelegramAccount, AccountSettings> implements Channel {
+  private grammy?: Grammy;
 
-  constructor(id: string, context: ChannelContext) {
-    this.id = id;
-    this.context = context;
+  protected accountsOf(settings: ChannelSettings): Map<string, AccountSettings> {
+    return telegramAccounts(settings);
   }
 
-  accounts(): string[] {
-    return [...telegramAccounts(this.context.settings()).keys()];
+  protected open(name: string, settings: () => AccountSettings | undefined): TelegramAccount {
+    const account = new TelegramAccount(this.id, name, settings, this.context, this.grammy!);
+    account.start();
+    return account;
   }
 
-  async start(): Promise<void> {
-    const grammy = await loadGrammy();
-    for (const [name, settings] of telegramAccounts(this.context.settings())) {
-      if (!settings.enabled) continue;
-      const account = new TelegramAccount(this.id, name, () => telegramAccounts(this.context.settings()).get(name), this.context, grammy);
-      this.live.set(name, account);
-      account.start();
-    }
-  }
-
-  async stop(): Promise<void> {
-    await Promise.all([...this.live.values()].map((account) => account.stop()));
-  }
-
-  status(): AccountStatus[] {
-    return this.accounts().map((name) => this.live.get(name)?.current ?? { account: name, state: 'disconnected', detail: 'account disabled', since: Date.now() });
+  override async start(): Promise<void> {
+    this.grammy = await loadGrammy();
+    await super.start();
   }
 
   readonly edits = true;
 
   async send(account: string, to: string, text: string, options: SendOptions = {}): Promise<SendReceipt> {
-    const live = this.live.get(account);
-    if (!live) throw new ChannelSendError(`${this.id} has no running account ${account}`);
-    return live.send(to, text, options.editOf);
+    return this.running(account).send(to, text, options.editOf);
   }
 
-  async receive(request: ChannelRequest): Promise<ChannelResponse> {
-    const live = this.live.get(request.account);
-    if (!live) return refusal(404, 'not_found', `Channel ${this.id} has no running account ${request.account}.`);
-    return live.receive(request);
+  receive(request: ChannelRequest): Promise<ChannelResponse> {
+    return this.handOver(request);
   }
 
   split(text: string): string[] {

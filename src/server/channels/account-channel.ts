@@ -1,0 +1,64 @@
+/**
+ * What the chat-app channels share: one live connection per enabled account
+ * of the channel's settings, started and stopped together, their states
+ * reported (a disabled account as such), and a send or a webhook delivery
+ * handed to the account it names.
+ */
+import { ChannelSendError, type AccountStatus, type ChannelContext, type ChannelRequest, type ChannelResponse, type ChannelSettings } from '../kernel/channel.ts';
+import { refusal } from './webhook.ts';
+
+/** One account's connection, as the channel holds it. */
+export interface LiveAccount {
+  readonly current: AccountStatus;
+  stop(): Promise<void>;
+  receive?(request: ChannelRequest): Promise<ChannelResponse>;
+}
+
+export abstract class AccountChannel<A extends LiveAccount, S extends { enabled: boolean }> {
+  protected readonly live = new Map<string, A>();
+  readonly id: string;
+  protected readonly context: ChannelContext;
+
+  constructor(id: string, context: ChannelContext) {
+    this.id = id;
+    this.context = context;
+  }
+
+  /** The accounts the channel's settings describe, by name. */
+  protected abstract accountsOf(settings: ChannelSettings): Map<string, S>;
+  /** Makes one account's connection and sets it going; `settings` reads the account's settings live. */
+  protected abstract open(name: string, settings: () => S | undefined): A;
+
+  accounts(): string[] {
+    return [...this.accountsOf(this.context.settings()).keys()];
+  }
+
+  async start(): Promise<void> {
+    for (const [name, settings] of this.accountsOf(this.context.settings())) {
+      if (!settings.enabled) continue;
+      this.live.set(name, this.open(name, () => this.accountsOf(this.context.settings()).get(name)));
+    }
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([...this.live.values()].map((account) => account.stop()));
+  }
+
+  status(): AccountStatus[] {
+    return this.accounts().map((name) => this.live.get(name)?.current ?? { account: name, state: 'disconnected', detail: 'account disabled', since: Date.now() });
+  }
+
+  /** The running account a send names; a ChannelSendError when there is none. */
+  protected running(account: string): A {
+    const live = this.live.get(account);
+    if (!live) throw new ChannelSendError(`${this.id} has no running account ${account}`);
+    return live;
+  }
+
+  /** Hands a webhook delivery to the account it names (the channels that take deliveries answer receive() with it). */
+  protected handOver(request: ChannelRequest): Promise<ChannelResponse> {
+    const live = this.live.get(request.account);
+    if (!live?.receive) return Promise.resolve(refusal(404, 'not_found', `Channel ${this.id} has no running account ${request.account} that takes webhook deliveries.`));
+    return live.receive(request);
+  }
+}
