@@ -1,4 +1,5 @@
 import type { ConfigChange } from '../shared/config/profile-config.ts';
+import type { GatewayConfig } from '../shared/config/types.ts';
 import { keyOfProblem } from '../shared/config/keys.ts';
 import { inspectDaemon } from '../shared/daemon-lock.ts';
 import type { ProfilePaths } from '../shared/profile.ts';
@@ -24,12 +25,14 @@ export async function applyConfigChange(paths: ProfilePaths, key: string, value:
       client.close();
     }
   }
-  const [{ changeConfig, readEffectiveConfig }, { unknownChannelProblems }] = await Promise.all([
+  const [{ changeConfig, readEffectiveConfig }, { unknownChannelProblems }, automations] = await Promise.all([
     import('../shared/config/profile-config.ts'), import('../shared/config/channel-kinds.ts'),
+    key === 'automations' || key.startsWith('automations.') || key === 'agents' || key.startsWith('agents.') || key.startsWith('channels') ? import('../shared/automations.ts') : undefined,
   ]);
-  // A channel id set now that names no kind is refused; one the file held already is left to mend.
-  const before = new Set(value === undefined ? [] : unknownChannelProblems(readEffectiveConfig(paths)));
-  const change = await changeConfig(paths, key, value, { check: (next) => unknownChannelProblems(next).filter((problem) => !before.has(problem)) });
+  // A channel id set now that names no kind, or an automation it leaves unable to fire, is refused; what the file held already is left to mend.
+  const problems = (config: GatewayConfig) => [...unknownChannelProblems(config), ...(automations?.automationProblems(config) ?? [])];
+  const before = new Set(problems(readEffectiveConfig(paths)));
+  const change = await changeConfig(paths, key, value, { check: (next) => problems(next).filter((problem) => !before.has(problem)) });
   return { ...change, profile: paths.name, via: 'file', restartRequired: false, reloadRequired: false };
 }
 

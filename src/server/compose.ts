@@ -25,3 +25,4 @@ export { default as controlUi } from './control-ui/module.ts';
 export { default as logs } from './logs/module.ts';
 export { default as cluster } from './cluster/module.ts';
 export { default as metrics } from './metrics/module.ts';
+export { default as automations } from './automations/module.ts';

@@ -45,7 +45,7 @@ export interface AgentRunRequest {
   direct?: string;
   /** The caller's own sampling settings, over the agent's. */
   overrides?: { temperature?: number; maxOutputTokens?: number; toolChoice?: AgentSettings['toolChoice'] | { name: string } };
-  surface: 'channel' | 'chat' | 'api' | 'webchat';
+  surface: 'channel' | 'chat' | 'api' | 'webchat' | 'automation';
   subject?: string;
   runId?: string;
   signal?: AbortSignal;

@@ -28,6 +28,16 @@ export interface HooksIngressDeps {
   store: Store;
   logger: Logger;
   emit: (event: string, payload: unknown, scope: string) => void;
+  /** Other modules' interest in hooks (automations with a hook trigger). */
+  followers: () => readonly HookFollower[];
+}
+
+/** Another module that acts on a hook's requests (an automation with a hook trigger). */
+export interface HookFollower {
+  /** Whether a request to this hook interests it now. */
+  wants(name: string): boolean;
+  /** Acts on a request (its Idempotency-Key, when it has one, keeps a repeat from acting twice); says what it did. */
+  fire(name: string, payload: Record<string, unknown>, key: string | undefined): Promise<Record<string, unknown>[]>;
 }
 
 const header = (req: IncomingMessage, name: string): string | undefined => {
@@ -92,7 +102,8 @@ export class HooksIngress {
     const raw = await collectBody(req, hooks.maxBodyBytes, () => res.setHeader('connection', 'close'));
     const name = decodeName(hookPathRest(this.base, req.url) ?? '');
     const mappings = HOOK_NAME.test(name) ? this.mappings().filter((mapping) => mapping.name === name) : [];
-    if (mappings.length === 0) throw new DomainError('not_found', `No hook named ${JSON.stringify(name)}.`);
+    const followers = HOOK_NAME.test(name) ? this.deps.followers().filter((follower) => follower.wants(name)) : [];
+    if (mappings.length === 0 && followers.length === 0) throw new DomainError('not_found', `No hook named ${JSON.stringify(name)}.`);
 
     if (mediaType(header(req, 'content-type')) !== 'application/json') throw new DomainError('unsupported_media_type', 'Send the hook payload as application/json.');
     const payload = raw.length === 0 ? {} : parseJson(raw.toString('utf8'));
@@ -106,7 +117,7 @@ export class HooksIngress {
         return { status: Number(earlier.status), body: earlier.body === null ? undefined : JSON.parse(earlier.body), headers: { 'idempotent-replayed': 'true' } };
       }
     }
-    const answer = await this.run(name, mappings, payload as Record<string, unknown>);
+    const answer = await this.run(name, mappings, payload as Record<string, unknown>, followers, key);
     if (key !== undefined) {
       await this.deps.store.run('INSERT INTO hook_requests (hook, key, status, body, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (hook, key) DO NOTHING',
         name, key, answer.status, answer.body === undefined ? null : JSON.stringify(answer.body), Date.now());
@@ -150,7 +161,7 @@ export class HooksIngress {
     return mapping.sessionKey ?? hooks.defaultSessionKey;
   }
 
-  private async run(name: string, mappings: HookMapping[], original: Record<string, unknown>): Promise<Answer> {
+  private async run(name: string, mappings: HookMapping[], original: Record<string, unknown>, followers: readonly HookFollower[] = [], key?: string): Promise<Answer> {
     // A job nothing would run is never queued: the hook answers that it cannot act, and does nothing.
     const orphan = mappings.find((mapping) => mapping.action === 'job' && !this.deps.handles(mapping.kind ?? `hooks.${name}`));
     if (orphan) {
@@ -176,6 +187,7 @@ export class HooksIngress {
         results.push({ action: 'wake', sessionKey: key });
       }
     }
+    for (const follower of followers) results.push(...(await follower.fire(name, original, key)));
     if (results.length === 0) return { status: 204 };
     this.deps.logger.info({ hook: name, actions: results.map((r) => r.action) }, 'hook handled');
     return { status: 200, body: { ok: true, hook: name, results } };

@@ -10,10 +10,19 @@ import { secretFromEnv } from '../../shared/secrets/secret-store.ts';
 import channelsModule from '../channels/module.ts';
 import jobsModule from '../jobs/module.ts';
 import sessionsModule from '../sessions/module.ts';
-import type { HooksIngress } from './hooks-ingress.ts';
+import type { HookFollower, HooksIngress } from './hooks-ingress.ts';
 import { hooksBase } from './hooks-path.ts';
 
-export default defineModule({
+export type { HookFollower };
+export { renderTemplate } from './template.ts';
+
+/** What other modules get from this one. */
+export interface Hooks {
+  /** Adds a module's interest in hook requests (see HookFollower). */
+  follow(follower: HookFollower): void;
+}
+
+export default defineModule<Hooks>({
   id: 'hooks',
   needs: [jobsModule, channelsModule, sessionsModule],
   migrations: [{
@@ -55,10 +64,11 @@ export default defineModule({
     await loadToken();
     ctx.watch.secrets(['hooks.token', 'gateway.token'], loadToken);
 
+    const followers: HookFollower[] = [];
     let ingress: Promise<HooksIngress> | undefined;
     const load = () => import('./hooks-ingress.ts').then(({ HooksIngress: Ingress }) => new Ingress({
       config: ctx.config, token: () => token, lockout: ctx.lockout, queue, handles, channels, sessions, store: ctx.store, logger: ctx.log,
-      emit: (event, payload, scope) => ctx.events.emit(event, payload, scope),
+      emit: (event, payload, scope) => ctx.events.emit(event, payload, scope), followers: () => followers,
     }));
     // hooks.path applies at a restart: the route is fixed when the daemon starts.
     ctx.http.fast({
@@ -82,7 +92,7 @@ export default defineModule({
               items: {
                 type: 'object', required: ['action'],
                 properties: {
-                  action: { enum: ['job', 'message', 'wake'] }, kind: { type: 'string' }, jobId: { type: 'string' },
+                  action: { enum: ['job', 'message', 'wake', 'automation'] }, kind: { type: 'string' }, jobId: { type: 'string' }, automation: { type: 'string' },
                   sessionKey: { type: 'string' }, messageId: { type: 'string' },
                 },
               },
@@ -117,5 +127,6 @@ export default defineModule({
     });
     // A mail push names the mailbox and the point to sync from; the job's result records it.
     ctx.jobs.handle('gmail.push', (payload) => payload);
+    return { follow: (follower) => void followers.push(follower) };
   },
 });

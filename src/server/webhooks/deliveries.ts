@@ -139,7 +139,19 @@ async function claimKeys(tx: Tx, deliveries: DeliveryInput[], ids: string[]): Pr
  * handlers only touch the store make their first attempt in the same
  * transaction, and commit with their deliveries: no claim, no second commit.
  */
-export async function recordDeliveries(store: Store, queue: JobQueue, deliveries: DeliveryInput[], runAtOnce?: RunAtOnce): Promise<Accepted[]> {
+/**
+ * Another module's interest in deliveries (automations with a webhook
+ * trigger): told of each new delivery in the transaction that records it, so
+ * what it queues commits with the delivery or not at all.
+ */
+export interface DeliveryFollower {
+  /** Whether deliveries of an event may interest it now. */
+  wants(event: string): boolean;
+  /** Called with the group's new deliveries (never a redelivery), in their transaction. */
+  follow(deliveries: { event: string; deliveryId: string; hookId: string | null; body: Record<string, unknown> }[], tx: Tx): Promise<void>;
+}
+
+export async function recordDeliveries(store: Store, queue: JobQueue, deliveries: DeliveryInput[], runAtOnce?: RunAtOnce, followers: readonly DeliveryFollower[] = []): Promise<Accepted[]> {
   const record = (atOnce: RunAtOnce | undefined) => store.transaction(async (tx) => {
     const ids = deliveries.map(() => queue.newId());
     const jobIds = await claimKeys(tx, deliveries, ids);
@@ -147,6 +159,10 @@ export async function recordDeliveries(store: Store, queue: JobQueue, deliveries
       ? [{ id: ids[index]!, kind: `github.${delivery.event}`, source: delivery.deliveryId, ...jobPayload(delivery) }] : []));
     const ran = atOnce ? await atOnce(fresh.flatMap((job) => (job.parsed ? [{ id: job.id, kind: job.kind, payload: job.parsed }] : [])), tx) : undefined;
     queue.queueMany(fresh.map((job) => ({ ...job, ran: ran?.get(job.id) })), tx);
+    for (const follower of followers) {
+      const wanted = deliveries.filter((delivery, index) => jobIds[index] === ids[index] && delivery.body && follower.wants(delivery.event));
+      if (wanted.length) await follower.follow(wanted.map((delivery) => ({ event: delivery.event, deliveryId: delivery.deliveryId, hookId: delivery.hookId ?? null, body: delivery.body! })), tx);
+    }
     return deliveries.map((delivery, index) => ({ deliveryId: delivery.deliveryId, jobId: jobIds[index]!, duplicate: jobIds[index] !== ids[index] }));
   });
   if (!runAtOnce) return record(undefined);
@@ -166,7 +182,7 @@ export async function recordDeliveries(store: Store, queue: JobQueue, deliveries
  * others. Each parsed payload is kept for the job worker of the same thread,
  * which then need not parse it again.
  */
-export async function acceptDeliveries(store: Store, queue: JobQueue, raws: RawDelivery[], runAtOnce?: RunAtOnce): Promise<Outcome[]> {
+export async function acceptDeliveries(store: Store, queue: JobQueue, raws: RawDelivery[], runAtOnce?: RunAtOnce, followers?: readonly DeliveryFollower[]): Promise<Outcome[]> {
   const outcomes: Outcome[] = new Array(raws.length);
   const good: DeliveryInput[] = [];
   const places: number[] = [];
@@ -181,7 +197,7 @@ export async function acceptDeliveries(store: Store, queue: JobQueue, raws: RawD
       outcomes[index] = { refused: error.message };
     }
   });
-  if (good.length > 0) (await recordDeliveries(store, queue, good, runAtOnce)).forEach((accepted, index) => { outcomes[places[index]!] = accepted; });
+  if (good.length > 0) (await recordDeliveries(store, queue, good, runAtOnce, followers)).forEach((accepted, index) => { outcomes[places[index]!] = accepted; });
   return outcomes;
 }
 

@@ -8,7 +8,7 @@ import { errorResponse, jsonResponse } from '../kernel/api-doc.ts';
 import { defineModule } from '../kernel/module.ts';
 import { secretFromEnv } from '../../shared/secrets/secret-store.ts';
 import jobsModule from '../jobs/module.ts';
-import { type AcceptGroup, acceptDeliveries, pruneDeliveries } from './deliveries.ts';
+import { type AcceptGroup, acceptDeliveries, type DeliveryFollower, pruneDeliveries } from './deliveries.ts';
 import { registerGithubHandlers } from './github-handlers.ts';
 import { WEBHOOK_MIGRATIONS } from './migrations.ts';
 import { WebhookIngress } from './ingress.ts';
@@ -17,7 +17,15 @@ import { THREAD_GROUP, WebhookThread } from './thread-client.ts';
 /** Groups of deliveries being written to PostgreSQL at once (see DeliveryIntake). */
 const POSTGRES_GROUPS_IN_FLIGHT = 4;
 
-export default defineModule({
+export type { DeliveryFollower };
+
+/** What other modules get from this one. */
+export interface Webhooks {
+  /** Adds a module's interest in new deliveries (see DeliveryFollower). */
+  follow(follower: DeliveryFollower): void;
+}
+
+export default defineModule<Webhooks>({
   id: 'webhooks',
   needs: [jobsModule],
   migrations: WEBHOOK_MIGRATIONS,
@@ -46,8 +54,11 @@ export default defineModule({
       })
       : undefined;
     // Recorded on this thread, a delivery's job makes its first attempt in the delivery's own transaction when it can.
-    const here = (deliveries: Parameters<AcceptGroup>[0]) => acceptDeliveries(store, queue, deliveries, runAtOnce);
-    const accept: AcceptGroup = (deliveries) => (thread ? thread.route(deliveries, here) : here(deliveries));
+    const followers: DeliveryFollower[] = [];
+    const here = (deliveries: Parameters<AcceptGroup>[0]) => acceptDeliveries(store, queue, deliveries, runAtOnce, followers);
+    // A delivery another module follows (an automation's trigger) is recorded here, where the follower is, with what it queues.
+    const followed = (deliveries: Parameters<AcceptGroup>[0]) => followers.length > 0 && deliveries.some((delivery) => followers.some((follower) => follower.wants(delivery.event)));
+    const accept: AcceptGroup = (deliveries) => (thread && !followed(deliveries) ? thread.route(deliveries, here) : here(deliveries));
     ctx.onStop((deadline) => thread?.stop(deadline));
 
     const { rateLimit } = ctx.config().gateway;
@@ -86,5 +97,6 @@ export default defineModule({
       },
     });
     registerGithubHandlers(ctx.jobs);
+    return { follow: (follower) => void followers.push(follower) };
   },
 });

@@ -179,6 +179,8 @@ export function deletePath(target: Record<string, unknown>, key: string): boolea
 export function withDefaults(node: SchemaNode, value: unknown): unknown {
   if (value === undefined && node.default !== undefined) return structuredClone(node.default);
   if (node.type !== 'object') return value;
+  // An object that requires fields (an automation's webhook trigger) is there when set, never made up.
+  if (value === undefined && node.required?.length) return undefined;
   if (value !== undefined && (value === null || typeof value !== 'object' || Array.isArray(value))) return value;
   const source = (value ?? {}) as Record<string, unknown>;
   const result: Record<string, unknown> = {};

@@ -231,6 +231,58 @@ const agent: SchemaNode = object({
   models: list(modelRef, 'backend models an inference API client may choose with the x-gateway-model header'),
 }, 'an agent');
 
+/** A duration of `every`: a whole number of seconds, minutes, hours or days. */
+export const DURATION = '^[1-9][0-9]{0,6}(s|m|h|d)$';
+const HOOK_NAME = '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$';
+const deliverTo: SchemaNode = {
+  ...object({
+    channel: text('channel the answer goes to', { pattern: ID }),
+    account: text('account of the channel (default: its only one, else default)', { pattern: ID }),
+    to: text('recipient as the channel takes it: a nick or #room (IRC), a chat id (Telegram), a channel id (Slack, Discord)', { maxLength: 256 }),
+  }),
+  required: ['channel', 'to'],
+};
+
+const automation: SchemaNode = {
+  ...object({
+    description: { type: 'string', maxLength: 500, description: 'what it is for' },
+    enabled: bool(true, 'fire when the trigger says so'),
+    trigger: object({
+      cron: text('cron expression: 5 fields (minute hour day month weekday) or 6 with seconds first, such as "0 9 * * 1-5"', { maxLength: 200 }),
+      tz: text('IANA time zone the cron expression is read in, such as Europe/Berlin (default UTC)', { maxLength: 64 }),
+      every: text('interval: 30s, 15m, 2h, 1d; firings fall on its multiples counted from 1970-01-01 UTC', { pattern: DURATION }),
+      at: text('one moment, in ISO 8601 with an offset (2026-12-24T18:00:00+01:00): fires once', { format: 'date-time' }),
+      webhook: {
+        ...object({
+          event: text('GitHub event, such as push or pull_request', { pattern: '^[a-z_]{1,64}$' }),
+          action: text('the payload\'s action, such as opened', { pattern: '^[a-z_]{1,64}$' }),
+          repository: text('owner/name of the repository', { pattern: '^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$' }),
+          ref: text('the pushed ref, such as refs/heads/main', { maxLength: 256 }),
+        }),
+        required: ['event'],
+      },
+      hook: text('name of a hook: fires on each POST <hooks.path>/<name>', { pattern: HOOK_NAME }),
+    }, 'when it fires: one of cron (with tz), every, at, webhook, hook'),
+    action: object({
+      agent: text('agent that runs', { pattern: ID }),
+      prompt: { type: 'string', minLength: 1, maxLength: 20_000, description: 'what the agent is asked; {{path}} is filled from the trigger\'s payload, nothing evaluated' },
+      session: text('"isolated" (a new session each firing, the default) or the key of a session the run continues', { maxLength: 512 }),
+      deliver: { anyOf: [{ type: 'string', enum: ['session'] }, deliverTo], description: 'where the answer goes: {channel, to}, or "session" (the channel and peer of action.session)' },
+      message: {
+        ...object({
+          channel: text('channel the message goes to', { pattern: ID }),
+          account: text('account of the channel (default: its only one, else default)', { pattern: ID }),
+          to: text('recipient as the channel takes it', { maxLength: 256 }),
+          text: { type: 'string', minLength: 1, maxLength: 4000, description: 'the message; {{path}} is filled from the trigger\'s payload' },
+        }),
+        required: ['channel', 'to', 'text'],
+      },
+    }, 'what it does: an agent run (agent, prompt, session, deliver) or a message'),
+    catchUp: oneOf(['skip', 'last', 'all'] as const, 'last', 'firings missed while no daemon ran: none, the latest, or all of them (at most 100)'),
+  }, 'an automation'),
+  required: ['trigger', 'action'],
+};
+
 /** A header name: what `gateway mcp add --header` accepts. */
 export const HEADER_NAME = '^[A-Za-z0-9!#$%&\'*+.^_`|~-]{1,64}$';
 
@@ -341,6 +393,7 @@ export const configSchema: SchemaNode = object({
     aliases: { type: 'object', description: 'short names for models', propertyNames: { pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$' }, additionalProperties: modelRef },
   }),
   agents: ids(agent, 'agents by id'),
+  automations: ids(automation, 'automations by id: a trigger (a schedule, a webhook, a hook) and an action (an agent run, a message)'),
   runtime: object({
     defaultAgent: text('agent used when none is named (else the agent "default", else the first)', { pattern: ID }),
     concurrency: int(64, 1, 1024, 'runs at once across all sessions (inference requests, agents): the ones past it wait their turn'),
@@ -382,7 +435,7 @@ export const configSchema: SchemaNode = object({
 /** Keys the daemon applies as soon as they change; every other change needs a restart. */
 export const LIVE_KEYS: readonly string[] = [
   'log.level', 'api.jwt', 'api.tokens', 'gateway.tools', 'hooks.enabled', 'hooks.maxBodyBytes', 'hooks.defaultSessionKey',
-  'hooks.allowedSessionKeyPrefixes', 'hooks.presets', 'hooks.mappings', 'models', 'agents', 'runtime', 'inference', 'gateway.http.endpoints', 'mcp', 'gateway.controlUi.allowedOrigins',
+  'hooks.allowedSessionKeyPrefixes', 'hooks.presets', 'hooks.mappings', 'models', 'agents', 'automations', 'runtime', 'inference', 'gateway.http.endpoints', 'mcp', 'gateway.controlUi.allowedOrigins',
 ];
 
 /** Keys that apply at the next `gateway reload` (or SIGHUP), without a restart. */

@@ -27,6 +27,37 @@ export interface AgentSettings {
   models: string[];
 }
 
+export interface AutomationTrigger {
+  cron?: string;
+  tz?: string;
+  every?: string;
+  at?: string;
+  webhook?: { event: string; action?: string; repository?: string; ref?: string };
+  hook?: string;
+}
+
+export interface AutomationDelivery {
+  channel: string;
+  account?: string;
+  to: string;
+}
+
+export interface AutomationAction {
+  agent?: string;
+  prompt?: string;
+  session?: string;
+  deliver?: 'session' | AutomationDelivery;
+  message?: AutomationDelivery & { text: string };
+}
+
+export interface AutomationSettings {
+  description?: string;
+  enabled: boolean;
+  trigger: AutomationTrigger;
+  action: AutomationAction;
+  catchUp: 'skip' | 'last' | 'all';
+}
+
 export interface McpServerSettings {
   url: string;
   enabled: boolean;
@@ -75,6 +106,7 @@ export interface GatewayConfig {
   api: { jwt: { issuer?: string; audience?: string; jwksUrl?: string }; tokens: { defaultExpiryDays: number } };
   models: { providers: Record<string, ProviderSettings>; aliases: Record<string, string> };
   agents: Record<string, AgentSettings>;
+  automations: Record<string, AutomationSettings>;
   runtime: { defaultAgent?: string; concurrency: number; toolRunConcurrency: number; senderLimit: { max: number; windowMs: number } };
   metrics: { enabled: boolean; loopbackOpen: boolean };
   inference: {

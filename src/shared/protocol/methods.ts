@@ -63,6 +63,10 @@ export const METHODS = {
   },
   'jobs.get': { scope: 'operator.read', params: object({ id }, ['id'] as const) },
   'jobs.retry': { scope: 'operator.write', params: object({ id }, ['id'] as const) },
+  'automations.list': { scope: 'operator.read', params: none },
+  'automations.get': { scope: 'operator.read', params: object({ id: channelId }, ['id'] as const) },
+  'automations.runs': { scope: 'operator.read', params: object({ id: channelId, limit: { type: 'integer', minimum: 1, maximum: 200 } }, ['id'] as const) },
+  'automations.run': { scope: 'operator.write', params: object({ id: channelId }, ['id'] as const) },
   'nodes.list': { scope: 'operator.read', params: none },
   'nodes.invoke': {
     scope: 'operator.write',
@@ -159,5 +163,5 @@ export const METHOD_SCOPES = Object.fromEntries(Object.entries(METHODS).map(([na
 export const EVENTS = [
   'connect.challenge', 'tick', 'shutdown', 'device.pair.requested', 'device.pair.resolved', 'device.revoked', 'node.invoke',
   'channel.status', 'channel.pair.requested', 'channel.pair.resolved', 'session.message', 'session.wake',
-  'agent.delta', 'agent.tool', 'agent.done', 'agent.error', 'mcp.status', 'log.entries', 'jobs.changed',
+  'agent.delta', 'agent.tool', 'agent.done', 'agent.error', 'mcp.status', 'log.entries', 'jobs.changed', 'automations.fired',
 ] as const;

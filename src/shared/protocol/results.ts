@@ -134,6 +134,38 @@ export interface Job {
 
 export interface JobList { jobs: Job[]; nextCursor: string | null }
 
+/** One firing of an automation: its job's state, and what its run answered and where that went. */
+export interface AutomationRun {
+  /** The firing's key: the scheduled time, the delivery or the hook request that fired it, or a manual run. */
+  key: string;
+  jobId: string;
+  state: JobStatus;
+  attempts: number;
+  scheduledFor: string;
+  firedAt: string | null;
+  runId: string | null;
+  text: string | null;
+  usage: Record<string, number> | null;
+  deliveredTo: string | null;
+  error: string | null;
+  /** Why it ran without acting (the automation was disabled or removed after it fired). */
+  skipped: string | null;
+}
+
+export interface AutomationView {
+  id: string;
+  description: string | null;
+  enabled: boolean;
+  trigger: Record<string, unknown>;
+  /** The trigger in a few words. */
+  when: string;
+  action: Record<string, unknown>;
+  catchUp: 'skip' | 'last' | 'all';
+  /** The next scheduled firing; null for event triggers, a disabled automation or a past `at`. */
+  nextAt: string | null;
+  last: AutomationRun | null;
+}
+
 export interface NodeView {
   deviceId: string; clientId: string; platform: string; address: string; caps: string[]; commands: string[];
   deniedCommands: string[]; permissions: Record<string, unknown>; connectedAt: string;
@@ -353,6 +385,10 @@ export interface MethodResults {
   'jobs.list': JobList;
   'jobs.get': Job;
   'jobs.retry': Job;
+  'automations.list': { automations: AutomationView[] };
+  'automations.get': AutomationView;
+  'automations.runs': { automation: string; runs: AutomationRun[] };
+  'automations.run': { automation: string; key: string; jobId: string };
   'nodes.list': { nodes: NodeView[] };
   'nodes.invoke': { node: string; command: string; result: unknown };
   'node.invoke.result': { accepted: true };

@@ -1,0 +1,21 @@
+import { Args } from '@oclif/core';
+import { BaseCommand } from '../../cli/base-command.ts';
+import { GatewayError } from '../../shared/errors.ts';
+
+export default class AutomationsEnable extends BaseCommand<{ profile: string; id: string; enabled: boolean }> {
+  static override summary = 'Enable an automation: it fires from now on (firings missed while it was off are not made up).';
+  static override examples = ['<%= config.bin %> automations enable standup'];
+  static override args = { id: Args.string({ description: 'automation id', required: true }) };
+
+  async run(): Promise<{ profile: string; id: string; enabled: boolean }> {
+    const { args, flags } = await this.parse(AutomationsEnable);
+    const profile = this.existingProfile(flags.profile);
+    const [{ loadConfig }, { applyConfigChange }] = await Promise.all([import('../../shared/config/profile-config.ts'), import('../../cli/config-access.ts')]);
+    if (!loadConfig(profile.paths).effective.automations[args.id]) {
+      throw new GatewayError(`No automation ${JSON.stringify(args.id)} in profile "${profile.name}".`, { kind: 'not_found', hints: ['gateway automations list'] });
+    }
+    await applyConfigChange(profile.paths, `automations.${args.id}.enabled`, true);
+    this.say(`Enabled automation ${args.id}.`);
+    return { profile: profile.name, id: args.id, enabled: true };
+  }
+}
