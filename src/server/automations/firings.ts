@@ -23,6 +23,7 @@ export const AUTOMATION_MIGRATIONS: readonly Migration[] = [{
       usage TEXT,
       delivered_to TEXT,
       skipped TEXT,
+      fired_by TEXT NOT NULL,
       PRIMARY KEY (automation, firing_key)
     );
     CREATE INDEX automation_firings_recent ON automation_firings (automation, created_at);
@@ -47,9 +48,10 @@ export interface FiringRow {
   usage: string | null;
   delivered_to: string | null;
   skipped: string | null;
+  fired_by: string;
 }
 
-const INSERT_FIRING = `INSERT INTO automation_firings (automation, firing_key, scheduled_for, job_id, created_at) VALUES (?, ?, ?, ?, ?)
+const INSERT_FIRING = `INSERT INTO automation_firings (automation, firing_key, scheduled_for, job_id, created_at, fired_by) VALUES (?, ?, ?, ?, ?, ?)
   ON CONFLICT (automation, firing_key) DO NOTHING`;
 
 export class Firings {
@@ -60,8 +62,8 @@ export class Firings {
   }
 
   /** Claims a firing's key; true when this caller made it (and must queue its job in the same transaction). */
-  async claim(db: Db, firing: { automation: string; key: string; scheduledFor: number; jobId: string }): Promise<boolean> {
-    return (await db.run(INSERT_FIRING, firing.automation, firing.key, firing.scheduledFor, firing.jobId, Date.now())).changes === 1;
+  async claim(db: Db, firing: { automation: string; key: string; scheduledFor: number; jobId: string; firedBy: string }): Promise<boolean> {
+    return (await db.run(INSERT_FIRING, firing.automation, firing.key, firing.scheduledFor, firing.jobId, Date.now(), firing.firedBy)).changes === 1;
   }
 
   /** Where each scheduled automation's firings stand: its spec and the time up to which they were made. */

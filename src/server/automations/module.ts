@@ -66,7 +66,7 @@ export default defineModule({
       const made: { automation: string; key: string; jobId: string; fresh: boolean }[] = [];
       for (const firing of list) {
         const jobId = queue.newId();
-        const fresh = await firings.claim(tx, { automation: firing.automation, key: firing.key, scheduledFor: firing.scheduledFor, jobId });
+        const fresh = await firings.claim(tx, { automation: firing.automation, key: firing.key, scheduledFor: firing.scheduledFor, jobId, firedBy: firing.firedBy });
         if (fresh) {
           const payload: FiringPayload = {
             automation: firing.automation, key: firing.key, scheduledFor: firing.scheduledFor,
@@ -261,7 +261,7 @@ export default defineModule({
     const runView = async (row: FiringRow): Promise<AutomationRun> => {
       const job = await queue.get(row.job_id);
       return {
-        key: row.firing_key, jobId: row.job_id, state: (job?.status ?? 'succeeded') as JobStatus, attempts: job?.attempts ?? 0,
+        key: row.firing_key, firedBy: row.fired_by as AutomationRun['firedBy'], jobId: row.job_id, state: (job?.status ?? 'succeeded') as JobStatus, attempts: job?.attempts ?? 0,
         scheduledFor: iso(row.scheduled_for)!, firedAt: iso(row.fired_at), runId: row.run_id, text: row.answer,
         usage: row.usage ? JSON.parse(row.usage) : null, deliveredTo: row.delivered_to, error: job?.status === 'succeeded' ? null : (job?.error ?? null), skipped: row.skipped,
       };

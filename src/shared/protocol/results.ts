@@ -138,6 +138,8 @@ export interface JobList { jobs: Job[]; nextCursor: string | null }
 export interface AutomationRun {
   /** The firing's key: the scheduled time, the delivery or the hook request that fired it, or a manual run. */
   key: string;
+  /** What made it: its schedule, a catch-up after a stop, a webhook delivery, a hook request, or a manual run. */
+  firedBy: 'schedule' | 'catch-up' | 'webhook' | 'hook' | 'manual';
   jobId: string;
   state: JobStatus;
   attempts: number;
