@@ -17,6 +17,7 @@ export const SECTIONS: Section[] = [
   { id: 'pairing', label: 'Pairing', tag: 'gw-pairing', scope: 'operator.pairing' },
   { id: 'tokens', label: 'Tokens', tag: 'gw-tokens' },
   { id: 'jobs', label: 'Jobs', tag: 'gw-jobs' },
+  { id: 'automations', label: 'Automations', tag: 'gw-automations' },
   { id: 'logs', label: 'Logs', tag: 'gw-logs', scope: 'operator.admin' },
   { id: 'config', label: 'Config', tag: 'gw-config' },
   { id: 'tools', label: 'Plugins & tools', tag: 'gw-tools' },

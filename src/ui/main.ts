@@ -6,6 +6,7 @@ import './pages/sessions.ts';
 import './pages/pairing.ts';
 import './pages/tokens.ts';
 import './pages/jobs.ts';
+import './pages/automations.ts';
 import './pages/logs.ts';
 import './pages/config.ts';
 import './pages/tools.ts';

@@ -15,7 +15,7 @@ import { openaiText, openaiToolCalls, ScriptedUpstream } from '../support/script
 import { deliver, pushPayload, TEST_WEBHOOK_SECRET } from '../support/webhooks.ts';
 import { RawSocket } from '../support/ws-client.ts';
 
-const PAGES = ['overview', 'chat', 'sessions', 'pairing', 'tokens', 'jobs', 'logs', 'config', 'tools'];
+const PAGES = ['overview', 'chat', 'sessions', 'pairing', 'tokens', 'jobs', 'automations', 'logs', 'config', 'tools'];
 
 /** The status and headers of a raw WebSocket upgrade (what a browser's page sends, Origin included). */
 function upgrade(port: number, headers: Record<string, string>): Promise<{ status: number; body: string }> {
@@ -278,6 +278,31 @@ describe('the Control UI and WebChat (e2e, in Chromium)', function () {
     await page.getByRole('button', { name: accepted.body.jobId }).click();
     await page.getByRole('heading', { name: `Job ${accepted.body.jobId}` }).waitFor();
     await page.getByText(deliveryId).waitFor();
+    await context.close();
+  });
+
+  it('the Automations page lists each with its next firing and last result, and runs one now', async () => {
+    const added = await home.run(['automations', 'add', 'digest', '--every', '1d', '--description', 'daily digest', '--agent', 'ops', '--prompt', 'Summarise the day']);
+    expect(added.code, added.stderr).to.equal(0);
+    const { page, context, problems } = await signedIn();
+    await go(page, 'automations');
+    const row = page.getByTestId('automations').locator('tr', { hasText: 'digest' });
+    await row.getByText('every 1d').waitFor();
+    await row.getByText('agent ops').waitFor();
+    await row.getByText('daily digest').waitFor();
+    await page.getByRole('button', { name: 'Run digest now' }).click();
+    await page.getByText(/Automation digest fired \(job job_/).waitFor();
+    const runs = page.getByTestId('automation-runs');
+    await runs.locator('tr', { hasText: 'manual' }).locator('.badge', { hasText: 'succeeded' }).waitFor({ timeout: 20_000 });
+    await runs.getByText(/\S/).first().waitFor();
+    const listed = (await home.run(['automations', 'runs', 'digest', '--json'])).json.runs;
+    expect(listed).to.have.length(1);
+    await runs.getByText(listed[0].text).waitFor();
+    // The list's last result follows.
+    await row.locator('.badge', { hasText: 'succeeded' }).waitFor({ timeout: 10_000 });
+    await screenshot(page, 'automations-runs-desktop');
+    expect(problems.console).to.deep.equal([]);
+    expect((await home.run(['automations', 'remove', 'digest'])).code).to.equal(0);
     await context.close();
   });
 
