@@ -128,6 +128,10 @@ describe('automations: schedules, deliveries and hooks that run agents (e2e)', f
     expect((await run(['automations', 'add', 'once', '--every', '1h', '--agent', 'helper', '--prompt', 'x'])).code, 'an id taken').to.equal(1);
     await waitFor(async () => ((await runs('once')).some((r) => r.state === 'succeeded') ? true : undefined), 15_000, 'the one-shot to fire');
     await set('agents.other', { model: 'script/m' });
+    // The agent an automation runs cannot be removed from under it.
+    const unset = await run(['config', 'unset', 'agents.helper']);
+    expect(unset.code).to.equal(2);
+    expect(unset.stderr).to.include('automations.once.action.agent: no agent helper');
     expect((await json(['automations', 'show', 'once'])).nextAt).to.equal(null);
     await sleep(1500);
     expect(await runs('once'), 'a one-shot fires once').to.have.length(1);
