@@ -14,6 +14,7 @@ import { runMcpBench } from './mcp.ts';
 import { runControlUiBench } from './control-ui.ts';
 import { runStackFigures } from './stacks.ts';
 import { runChannelBench, runChannelSoak } from './channels.ts';
+import { runAutomationBench } from './automations.ts';
 
 const BIN = new URL('../bin/run.js', import.meta.url).pathname;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
@@ -26,7 +27,7 @@ const daemonPid = (): number => JSON.parse(readFileSync(join(home, 'profiles/ben
 
 
 const figures: Figure[] = [];
-/** BENCH_ONLY=mcp,control-ui runs only those sections (start, foundation, connect, plugins, mcp, control-ui, webhooks, stacks, agents, channels, postgres; channels-soak only when named). */
+/** BENCH_ONLY=mcp,control-ui runs only those sections (start, foundation, connect, plugins, mcp, control-ui, webhooks, stacks, agents, channels, automations, postgres; channels-soak only when named). */
 const only = new Set((process.env.BENCH_ONLY ?? '').split(',').map((name) => name.trim()).filter(Boolean));
 const wants = (section: string) => only.size === 0 || only.has(section);
 try {
@@ -234,6 +235,10 @@ try {
   if (wants('channels')) {
     step('Telegram, Slack and Discord beside IRC: memory and inbound-to-reply latency');
     figures.push(...(await runChannelBench(Math.min(ROUNDS, 3))));
+  }
+  if (wants('automations')) {
+    step('automations: 10,000 defined, and lateness at 1,000 firings a minute');
+    figures.push(...(await runAutomationBench(Math.min(ROUNDS, 3))));
   }
   // Long: only when asked for (BENCH_ONLY=channels-soak; BENCH_SOAK_MINUTES, 15 by default).
   if (only.has('channels-soak')) {

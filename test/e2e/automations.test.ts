@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { randomUUID } from 'node:crypto';
 import { freePort, Home, sleep, waitFor } from '../support/cli.ts';
@@ -182,6 +183,25 @@ describe('automations: schedules, deliveries and hooks that run agents (e2e)', f
       model.stop();
       await ircd.stop();
     }
+  });
+
+  it('lists 1,200 automations page by page, each scheduled, long prompts cut in the list and whole in show', async function () {
+    this.timeout(60_000);
+    const file = home.file('config.json');
+    const config = JSON.parse(readFileSync(file, 'utf8'));
+    config.automations = Object.fromEntries(Array.from({ length: 1200 }, (_, i) => [`n${String(i).padStart(4, '0')}`, {
+      trigger: { cron: `${i % 60} ${i % 24} * * *`, tz: 'Asia/Tokyo' }, action: { agent: 'helper', prompt: `${'long prompt '.repeat(100)}${i}` },
+    }]));
+    writeFileSync(file, JSON.stringify(config));
+    expect((await run(['start'])).code).to.equal(0);
+    const listed = (await json(['automations', 'list'])).automations as any[];
+    expect(listed).to.have.length(1200);
+    expect(listed.map((a) => a.id)).to.deep.equal(Object.keys(config.automations));
+    for (const automation of listed) {
+      expect(automation.nextAt, automation.id).to.be.a('string');
+      expect(automation.action.prompt.length).to.be.at.most(200);
+    }
+    expect((await json(['automations', 'show', 'n0042'])).action.prompt).to.equal(`${'long prompt '.repeat(100)}42`);
   });
 
   it('a hook fires its automation once per Idempotency-Key, the payload filling the prompt', async () => {

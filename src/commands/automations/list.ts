@@ -10,7 +10,14 @@ export default class AutomationsList extends BaseCommand<{ automations: Automati
   async run(): Promise<{ automations: AutomationView[] }> {
     const { flags } = await this.parse(AutomationsList);
     const client = await this.rpc(this.selectProfile(flags.profile), flags.url);
-    const result = await client.call('automations.list');
+    // Every page: a long list comes in pages of 500.
+    const result = { automations: [] as AutomationView[] };
+    for (let cursor: string | undefined; ;) {
+      const page = await client.call('automations.list', { limit: 500, ...(cursor ? { cursor } : {}) });
+      result.automations.push(...page.automations);
+      if (!page.nextCursor) break;
+      cursor = page.nextCursor;
+    }
     this.say(result.automations.length ? table(['AUTOMATION', 'ENABLED', 'TRIGGER', 'ACTION', 'NEXT', 'LAST'], result.automations.map((automation) => [
       automation.id, automation.enabled ? 'yes' : 'no', automation.when,
       typeof automation.action.agent === 'string' ? `agent ${automation.action.agent}` : 'message',

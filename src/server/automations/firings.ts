@@ -116,10 +116,13 @@ export class Firings {
     return this.store.all<FiringRow>('SELECT * FROM automation_firings WHERE automation = ? ORDER BY created_at DESC, scheduled_for DESC LIMIT ?', automation, limit);
   }
 
-  /** The latest firing of each automation. */
-  async latest(): Promise<Map<string, FiringRow>> {
+  /** The latest firing of each of these automations. */
+  async latest(automations: readonly string[]): Promise<Map<string, FiringRow>> {
+    if (!automations.length) return new Map();
+    const list = automations.map(() => '?').join(', ');
     const rows = await this.store.all<FiringRow>(`SELECT f.* FROM automation_firings f
-      JOIN (SELECT automation, MAX(created_at) AS created_at FROM automation_firings GROUP BY automation) l ON l.automation = f.automation AND l.created_at = f.created_at`);
+      JOIN (SELECT automation, MAX(created_at) AS created_at FROM automation_firings WHERE automation IN (${list}) GROUP BY automation) l
+        ON l.automation = f.automation AND l.created_at = f.created_at`, ...automations);
     const latest = new Map<string, FiringRow>();
     for (const row of rows) {
       const seen = latest.get(row.automation);

@@ -266,6 +266,12 @@ export default defineModule({
         usage: row.usage ? JSON.parse(row.usage) : null, deliveredTo: row.delivered_to, error: job?.status === 'succeeded' ? null : (job?.error ?? null), skipped: row.skipped,
       };
     };
+    /** A view for a list: a long prompt or message cut, so a page of them stays one frame. */
+    const brief = (automation: AutomationView): AutomationView => {
+      const cut = (text: unknown) => (typeof text === 'string' && text.length > 200 ? `${text.slice(0, 199)}…` : text);
+      const { prompt, message } = automation.action as { prompt?: string; message?: { text: string } };
+      return { ...automation, action: { ...automation.action, ...(prompt ? { prompt: cut(prompt) } : {}), ...(message ? { message: { ...message, text: cut(message.text) } } : {}) } };
+    };
     const view = async (id: string, settings: AutomationSettings, last: FiringRow | undefined): Promise<AutomationView> => ({
       id, description: settings.description ?? null, enabled: settings.enabled, trigger: { ...settings.trigger }, when: describeTrigger(settings.trigger),
       action: { ...settings.action }, catchUp: settings.catchUp, nextAt: iso(scheduled(settings) ? scheduler.nextOf(id) : undefined),
@@ -274,9 +280,12 @@ export default defineModule({
 
     ctx.rpc.method({
       name: 'automations.list',
-      handler: async () => {
-        const latest = await firings.latest();
-        return { automations: await Promise.all(Object.entries(automations()).map(([id, settings]) => view(id, settings, latest.get(id)))) };
+      handler: async ({ limit = 200, cursor }) => {
+        const ids = Object.keys(automations()).sort().filter((id) => cursor === undefined || id > cursor);
+        const page = ids.slice(0, limit);
+        const latest = await firings.latest(page);
+        const views = await Promise.all(page.map((id) => view(id, automations()[id]!, latest.get(id))));
+        return { automations: views.map(brief), nextCursor: ids.length > limit ? page.at(-1)! : null };
       },
     });
     ctx.rpc.method({ name: 'automations.get', handler: async ({ id }) => view(id, existing(id), (await firings.recent(id, 1))[0]) });

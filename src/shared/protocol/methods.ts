@@ -63,7 +63,7 @@ export const METHODS = {
   },
   'jobs.get': { scope: 'operator.read', params: object({ id }, ['id'] as const) },
   'jobs.retry': { scope: 'operator.write', params: object({ id }, ['id'] as const) },
-  'automations.list': { scope: 'operator.read', params: none },
+  'automations.list': { scope: 'operator.read', params: object({ limit: { type: 'integer', minimum: 1, maximum: 500 }, cursor: { type: 'string', minLength: 1, maxLength: 64 } }) },
   'automations.get': { scope: 'operator.read', params: object({ id: channelId }, ['id'] as const) },
   'automations.runs': { scope: 'operator.read', params: object({ id: channelId, limit: { type: 'integer', minimum: 1, maximum: 200 } }, ['id'] as const) },
   'automations.run': { scope: 'operator.write', params: object({ id: channelId }, ['id'] as const) },

@@ -387,7 +387,8 @@ export interface MethodResults {
   'jobs.list': JobList;
   'jobs.get': Job;
   'jobs.retry': Job;
-  'automations.list': { automations: AutomationView[] };
+  /** A page of automations by id; nextCursor continues after the last one, null at the end. Long prompts are cut (automations.get has them whole). */
+  'automations.list': { automations: AutomationView[]; nextCursor: string | null };
   'automations.get': AutomationView;
   'automations.runs': { automation: string; runs: AutomationRun[] };
   'automations.run': { automation: string; key: string; jobId: string };

@@ -8,8 +8,9 @@ const actionOf = (automation: AutomationView) => (typeof automation.action.agent
   ? `agent ${automation.action.agent}` : `message to ${(automation.action.message as { channel: string; to: string }).channel}:${(automation.action.message as { to: string }).to}`);
 
 export class AutomationsPage extends Page {
-  static override properties = { automations: { state: true }, selected: { state: true }, runs: { state: true } };
+  static override properties = { automations: { state: true }, selected: { state: true }, runs: { state: true }, cursor: { state: true } };
   declare automations: AutomationView[] | undefined;
+  declare cursor: string | null;
   declare selected: string | undefined;
   declare runs: AutomationRun[] | undefined;
 
@@ -20,8 +21,17 @@ export class AutomationsPage extends Page {
   }
 
   private async refresh(): Promise<void> {
-    this.automations = (await this.call<{ automations: AutomationView[] }>('automations.list')).automations;
+    const page = await this.call<{ automations: AutomationView[]; nextCursor: string | null }>('automations.list', { limit: Math.min(500, Math.max(100, this.automations?.length ?? 0)) });
+    this.automations = page.automations;
+    this.cursor = page.nextCursor;
     if (this.selected) await this.open(this.selected);
+  }
+
+  private async more(): Promise<void> {
+    if (!this.cursor) return;
+    const page = await this.call<{ automations: AutomationView[]; nextCursor: string | null }>('automations.list', { limit: 100, cursor: this.cursor });
+    this.automations = [...(this.automations ?? []), ...page.automations];
+    this.cursor = page.nextCursor;
   }
 
   private async open(id: string): Promise<void> {
@@ -54,7 +64,8 @@ export class AutomationsPage extends Page {
             <td>${automation.nextAt ? when(automation.nextAt) : '—'}</td>
             <td>${automation.last ? html`${badge(automation.last.state)} <span class="muted">${when(automation.last.scheduledFor)}</span>` : '—'}</td>
             <td>${writable && automation.enabled ? html`<button class="secondary" aria-label=${`Run ${automation.id} now`} @click=${() => void this.fire(automation)}>Run now</button>` : nothing}</td>
-          </tr>`)}</tbody></table></div>`}
+          </tr>`)}</tbody></table></div>
+        ${this.cursor ? html`<button class="secondary" @click=${() => void this.guard(() => this.more())}>More</button>` : nothing}`}
       </section>
       ${this.selected && this.runs ? this.detail(this.selected, this.runs) : nothing}`;
   }
