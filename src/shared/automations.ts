@@ -33,19 +33,42 @@ export function triggerKinds(trigger: AutomationTrigger): TriggerKind[] {
 export const isScheduled = (trigger: AutomationTrigger): boolean => trigger.cron !== undefined || trigger.every !== undefined || trigger.at !== undefined;
 
 /**
+ * Parsed cron expressions, the most recently used few. A parsed expression
+ * holds about 80 KB (croner keeps a table of every year it could fire in), so
+ * ten thousand automations keep their expressions as text and parse them
+ * again when their next firing is worked out, which takes well under a
+ * millisecond.
+ */
+const parsed = new Map<string, Cron>();
+const PARSED_KEPT = 128;
+function cronOf(expression: string, zone: string): Cron {
+  const key = `${zone}\u0000${expression}`;
+  let cron = parsed.get(key);
+  if (cron) parsed.delete(key);
+  else cron = new Cron(expression, { timezone: zone, paused: true });
+  parsed.set(key, cron);
+  if (parsed.size > PARSED_KEPT) parsed.delete(parsed.keys().next().value!);
+  return cron;
+}
+
+/**
  * The clock of a scheduled trigger: its firings after a moment and the latest
  * ones up to a moment. Cron expressions are read by croner in the trigger's
  * time zone (UTC when none): a time that a DST change skips fires at the
  * first moment after the gap, one it repeats fires once.
  */
 export class Schedule {
-  private readonly cron?: Cron;
+  private readonly expression?: string;
+  private readonly zone: string;
   private readonly intervalMs?: number;
   private readonly atMs?: number;
 
   constructor(trigger: AutomationTrigger) {
-    if (trigger.cron !== undefined) this.cron = new Cron(trigger.cron, { timezone: trigger.tz ?? 'UTC', paused: true });
-    else if (trigger.every !== undefined) {
+    this.zone = trigger.tz ?? 'UTC';
+    if (trigger.cron !== undefined) {
+      this.expression = trigger.cron;
+      cronOf(this.expression, this.zone);
+    } else if (trigger.every !== undefined) {
       this.intervalMs = everyMs(trigger.every);
       if (this.intervalMs === undefined) throw new Error(`not an interval: ${trigger.every}`);
     } else if (trigger.at !== undefined) {
@@ -58,7 +81,7 @@ export class Schedule {
   next(after: number): number | undefined {
     if (this.intervalMs !== undefined) return (Math.floor(after / this.intervalMs) + 1) * this.intervalMs;
     if (this.atMs !== undefined) return this.atMs > after ? this.atMs : undefined;
-    return this.cron!.nextRun(new Date(after))?.getTime();
+    return cronOf(this.expression!, this.zone).nextRun(new Date(after))?.getTime();
   }
 
   /** The latest `count` firings in (since, until], oldest first. */
@@ -71,7 +94,7 @@ export class Schedule {
       return found.reverse();
     }
     // croner's previousRuns looks back from a moment, excluding it: start a millisecond after `until`.
-    return this.cron!.previousRuns(count, new Date(until + 1)).map((date) => date.getTime()).filter((at) => at > since && at <= until).sort((a, b) => a - b);
+    return cronOf(this.expression!, this.zone).previousRuns(count, new Date(until + 1)).map((date) => date.getTime()).filter((at) => at > since && at <= until).sort((a, b) => a - b);
   }
 }
 
@@ -137,11 +160,8 @@ function problemsOf(key: string, automation: AutomationSettings, config: Gateway
   if (trigger.tz !== undefined && trigger.cron === undefined) problems.push(`${key}.trigger.tz: a time zone goes with a cron expression`);
   if (trigger.tz !== undefined && !validZone(trigger.tz)) problems.push(`${key}.trigger.tz: ${trigger.tz} is not an IANA time zone (such as Europe/Berlin)`);
   else if (trigger.cron !== undefined) {
-    try {
-      if (new Schedule(trigger).next(now) === undefined) problems.push(`${key}.trigger.cron: "${trigger.cron}" never fires`);
-    } catch (error) {
-      problems.push(`${key}.trigger.cron: "${trigger.cron}" is not a cron expression (${String((error as Error).message).replace(/^CronPattern: /, '')})`);
-    }
+    const why = cronProblem(trigger.cron, trigger.tz ?? 'UTC', now);
+    if (why) problems.push(`${key}.trigger.cron: "${trigger.cron}" ${why}`);
   }
   if (trigger.every !== undefined && everyMs(trigger.every) === undefined) problems.push(`${key}.trigger.every: ${trigger.every} is longer than a year`);
   if (trigger.at !== undefined) {
@@ -179,9 +199,29 @@ function problemsOf(key: string, automation: AutomationSettings, config: Gateway
   return problems;
 }
 
+/** What is wrong with a cron expression, remembered: a configuration of thousands is checked at each change. */
+const cronProblems = new Map<string, string>();
+function cronProblem(expression: string, zone: string, now: number): string {
+  const key = `${zone}\u0000${expression}`;
+  let why = cronProblems.get(key);
+  if (why === undefined) {
+    try {
+      why = new Schedule({ cron: expression, tz: zone }).next(now) === undefined ? 'never fires' : '';
+    } catch (error) {
+      why = `is not a cron expression (${String((error as Error).message).replace(/^CronPattern: /, '')})`;
+    }
+    if (cronProblems.size >= 50_000) cronProblems.clear();
+    cronProblems.set(key, why);
+  }
+  return why;
+}
+
+const zones = new Set<string>();
 function validZone(zone: string): boolean {
+  if (zones.has(zone)) return true;
   try {
     new Intl.DateTimeFormat('en-US', { timeZone: zone });
+    zones.add(zone);
     return true;
   } catch {
     return false;

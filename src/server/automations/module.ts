@@ -122,7 +122,9 @@ export default defineModule({
         });
       }
       const missed: { automation: string; key: string; scheduledFor: number; firedBy: FiredBy; spec: string }[] = [];
-      for (const [id, settings] of changed) {
+      for (const [index, [id, settings]] of changed.entries()) {
+        // Working out thousands of next firings, the daemon still answers in between.
+        if (index % 500 === 499) await new Promise((resolve) => setImmediate(resolve));
         let schedule: Schedule;
         try {
           schedule = new Schedule(settings.trigger);
@@ -151,9 +153,10 @@ export default defineModule({
       });
     };
     ctx.watch.config((next) => void sync(next));
-    ctx.onStart(async () => {
-      await sync(ctx.config());
+    // Scheduled once the daemon is ready, not before: ten thousand automations take a moment to place on the clock.
+    ctx.onStart(() => {
       scheduler.start();
+      void sync(ctx.config());
     });
     ctx.onStop(() => scheduler.stop());
 

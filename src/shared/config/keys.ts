@@ -177,7 +177,7 @@ export function deletePath(target: Record<string, unknown>, key: string): boolea
 
 /** Fills every schema default into a copy of a value. */
 export function withDefaults(node: SchemaNode, value: unknown): unknown {
-  if (value === undefined && node.default !== undefined) return structuredClone(node.default);
+  if (value === undefined && node.default !== undefined) return typeof node.default === 'object' && node.default !== null ? structuredClone(node.default) : node.default;
   if (node.type !== 'object') return value;
   // An object that requires fields (an automation's webhook trigger) is there when set, never made up.
   if (value === undefined && node.required?.length) return undefined;
