@@ -26,3 +26,4 @@ export { default as logs } from './logs/module.ts';
 export { default as cluster } from './cluster/module.ts';
 export { default as metrics } from './metrics/module.ts';
 export { default as automations } from './automations/module.ts';
+export { default as toolbox } from './toolbox/module.ts';

@@ -85,6 +85,17 @@ async function turnWithFiles(text: string, files: readonly AttachmentView[], ses
   return [...(said ? [{ type: 'text' as const, text: said }] : []), ...images];
 }
 
+/** What each tool profile adds to an agent's tools. */
+export const TOOL_PROFILE_TOOLS: Record<NonNullable<AgentSettings['toolProfile']>, readonly string[]> = {
+  minimal: ['memory.search', 'memory.get', 'memory.note'],
+  messaging: ['memory.search', 'memory.get', 'memory.note', 'message.send', 'sessions.list', 'automations.add'],
+  coding: ['memory.search', 'memory.get', 'memory.note', 'files.*', 'web.fetch', 'exec'],
+  full: ['*'],
+};
+
+/** The tool names and patterns an agent may call: its list and its profile's. */
+const toolPatterns = (settings: AgentSettings): readonly string[] => (settings.toolProfile ? [...settings.tools, ...TOOL_PROFILE_TOOLS[settings.toolProfile]] : settings.tools);
+
 /** A bare model as an agent of one step with no tools of its own. */
 const directSettings = (model: string): AgentSettings => ({
   model, fallbacks: [], instructions: '', tools: [], maxSteps: 1, toolChoice: 'auto', queue: 'followup', history: 0, clientTools: true, models: [],
@@ -126,8 +137,8 @@ export default defineModule<Agents>({
       return { id, settings };
     };
     // An agent without tools (the common case on the inference API) skips building and sorting the catalog.
-    const toolsFor = (settings: AgentSettings): ToolSpec[] => settings.tools.length === 0 ? [] : runner.catalog('agent')
-      .filter((tool) => settings.tools.some((pattern) => matchesPattern(pattern, tool.name)))
+    const toolsFor = (settings: AgentSettings): ToolSpec[] => toolPatterns(settings).length === 0 ? [] : runner.catalog('agent')
+      .filter((tool) => toolPatterns(settings).some((pattern) => matchesPattern(pattern, tool.name)))
       .map((tool) => ({ name: tool.name, description: tool.description, inputSchema: tool.inputSchema }));
 
     const run = async (request: AgentRunRequest): Promise<RunOutcome> => {
@@ -147,7 +158,7 @@ export default defineModule<Agents>({
 
       return runtime.submit({
         runId: request.runId, agentId, sessionKey, text: request.text, signal: request.signal, turnIds: request.recordedId === undefined ? [] : [request.recordedId],
-        tools: settings.tools.length > 0,
+        tools: toolPatterns(settings).length > 0,
         start: async ({ runId, text, turnIds, signal }) => {
           const started = Date.now();
           // The history the model reads: the session's, up to the turns this run answers (the caller's own conversation when it keeps one).

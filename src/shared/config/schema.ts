@@ -50,6 +50,8 @@ export const DM_POLICIES = ['pairing', 'allowlist', 'open', 'disabled'] as const
 export const PROVIDER_KINDS = ['openai-compatible', 'anthropic'] as const;
 export type ProviderKind = (typeof PROVIDER_KINDS)[number];
 export const QUEUE_MODES = ['followup', 'collect', 'interrupt'] as const;
+export const TOOL_PROFILES = ['minimal', 'messaging', 'coding', 'full'] as const;
+export type ToolProfile = (typeof TOOL_PROFILES)[number];
 export type QueueMode = (typeof QUEUE_MODES)[number];
 /** A model reference: <provider>/<model>, or an alias (models.aliases). */
 export const MODEL_REF = '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}(/[^\\s]{1,200})?$';
@@ -229,6 +231,8 @@ const agent: SchemaNode = object({
   history: int(50, 0, 1000, 'earlier messages of the session the model sees'),
   clientTools: bool(false, 'let inference API clients pass tools of their own, which the client runs'),
   models: list(modelRef, 'backend models an inference API client may choose with the x-gateway-model header'),
+  toolProfile: oneOf(TOOL_PROFILES, undefined, 'a shorthand added to tools: minimal (memory), messaging (memory, messages, reminders), coding (memory, files, web.fetch, exec) or full (every tool); gateway.tools.allow and deny still apply'),
+  workspace: text('folder the agent\'s files.* and exec work in (default: workspaces/<agent> in the profile\'s folder)', { maxLength: 4096 }),
 }, 'an agent');
 
 /** A duration of `every`: a whole number of seconds, minutes, hours or days. */
@@ -393,6 +397,14 @@ export const configSchema: SchemaNode = object({
     aliases: { type: 'object', description: 'short names for models', propertyNames: { pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$' }, additionalProperties: modelRef },
   }),
   agents: ids(agent, 'agents by id'),
+  tools: object({
+    web: object({
+      allowPrivate: list({ type: 'string', pattern: '^(\\[[0-9A-Fa-f:.]+\\]|[^\\s:/\\[\\]]+):[0-9]{1,5}$' }, 'host:port pairs web.fetch may reach although they are loopback, private or link-local (such as an intranet wiki: wiki.internal:443)'),
+      maxBytes: int(2 * 1024 * 1024, 1024, 50 * 1024 * 1024, 'most bytes of a page web.fetch reads (once decompressed)'),
+      timeoutMs: int(15_000, 1000, 120_000, 'longest a web.fetch may take, redirects included'),
+      maxRedirects: int(5, 0, 20, 'redirects web.fetch follows'),
+    }),
+  }, 'the built-in tools: web.fetch, files.*'),
   automations: ids(automation, 'automations by id: a trigger (a schedule, a webhook, a hook) and an action (an agent run, a message)'),
   runtime: object({
     defaultAgent: text('agent used when none is named (else the agent "default", else the first)', { pattern: ID }),
@@ -435,7 +447,7 @@ export const configSchema: SchemaNode = object({
 /** Keys the daemon applies as soon as they change; every other change needs a restart. */
 export const LIVE_KEYS: readonly string[] = [
   'log.level', 'api.jwt', 'api.tokens', 'gateway.tools', 'hooks.enabled', 'hooks.maxBodyBytes', 'hooks.defaultSessionKey',
-  'hooks.allowedSessionKeyPrefixes', 'hooks.presets', 'hooks.mappings', 'models', 'agents', 'automations', 'runtime', 'inference', 'gateway.http.endpoints', 'mcp', 'gateway.controlUi.allowedOrigins',
+  'hooks.allowedSessionKeyPrefixes', 'hooks.presets', 'hooks.mappings', 'models', 'agents', 'automations', 'tools', 'runtime', 'inference', 'gateway.http.endpoints', 'mcp', 'gateway.controlUi.allowedOrigins',
 ];
 
 /** Keys that apply at the next `gateway reload` (or SIGHUP), without a restart. */

@@ -1,4 +1,4 @@
-import type { AuthMode, BindMode, LogLevel, ProviderKind, QueueMode, SecretBackendName } from './schema.ts';
+import type { AuthMode, BindMode, LogLevel, ProviderKind, QueueMode, SecretBackendName, ToolProfile } from './schema.ts';
 
 export interface ProviderSettings {
   kind?: ProviderKind;
@@ -25,6 +25,8 @@ export interface AgentSettings {
   history: number;
   clientTools: boolean;
   models: string[];
+  toolProfile?: ToolProfile;
+  workspace?: string;
 }
 
 export interface AutomationTrigger {
@@ -106,6 +108,7 @@ export interface GatewayConfig {
   api: { jwt: { issuer?: string; audience?: string; jwksUrl?: string }; tokens: { defaultExpiryDays: number } };
   models: { providers: Record<string, ProviderSettings>; aliases: Record<string, string> };
   agents: Record<string, AgentSettings>;
+  tools: { web: { allowPrivate: string[]; maxBytes: number; timeoutMs: number; maxRedirects: number } };
   automations: Record<string, AutomationSettings>;
   runtime: { defaultAgent?: string; concurrency: number; toolRunConcurrency: number; senderLimit: { max: number; windowMs: number } };
   metrics: { enabled: boolean; loopbackOpen: boolean };

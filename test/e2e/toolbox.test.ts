@@ -1,0 +1,195 @@
+import { expect } from 'chai';
+import { mkdirSync, readFileSync, symlinkSync, writeFileSync, existsSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { freePort, Home } from '../support/cli.ts';
+import { openaiText, openaiToolCalls, ScriptedUpstream } from '../support/scripted-upstream.ts';
+
+const TOKEN = 'toolbox-gateway-token-for-tests';
+
+const PAGE = `<!doctype html><html><head><title>The &amp; Page</title><script>document.write("tracking")</script><style>p{}</style></head>
+<body><nav>Home | About</nav><h1>Release notes</h1><p>Version <b>2.1</b> fixes the <a href="/bugs/42">login bug</a>.</p>
+<ul><li>faster</li><li>smaller</li></ul><pre><code>npm install gateway</code></pre><footer>© someone</footer></body></html>`;
+
+describe('built-in tools, contained: web.fetch and files.* (e2e)', function () {
+  this.timeout(60_000);
+  let home: Home;
+  let base: string;
+  let pages: Server;
+  let pagesPort: number;
+  let elsewherePort: number;
+  let elsewhere: Server;
+  let elsewhereHits = 0;
+  const set = async (key: string, value: unknown) => {
+    const result = await home.run(['config', 'set', key, JSON.stringify(value)]);
+    expect(result.code, `${key}: ${result.stderr}`).to.equal(0);
+  };
+  const invoke = async (tool: string, args: Record<string, unknown>) => {
+    const response = await fetch(`${base}/tools/invoke`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify({ tool, args }) });
+    return { status: response.status, body: await response.json() as any };
+  };
+
+  before(async () => {
+    pagesPort = await freePort();
+    elsewherePort = await freePort();
+    pages = createServer((req, res) => {
+      if (req.url === '/page') return void res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(PAGE);
+      if (req.url === '/moved') return void res.writeHead(301, { location: '/page' }).end();
+      if (req.url === '/to-loopback') return void res.writeHead(302, { location: `http://127.0.0.1:${elsewherePort}/secret` }).end();
+      if (req.url === '/to-localhost') return void res.writeHead(302, { location: `http://localhost:${elsewherePort}/secret` }).end();
+      if (req.url === '/loop') return void res.writeHead(302, { location: '/loop' }).end();
+      if (req.url === '/json') return void res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
+      if (req.url === '/image') return void res.writeHead(200, { 'content-type': 'image/png' }).end(Buffer.alloc(100));
+      if (req.url === '/bomb') return void res.writeHead(200, { 'content-type': 'text/plain', 'content-encoding': 'gzip' }).end(gzipSync(Buffer.alloc(50 * 1024 * 1024, 'a')));
+      if (req.url === '/slow') return; // never answers
+      res.writeHead(404).end();
+    });
+    elsewhere = createServer((_req, res) => {
+      elsewhereHits++;
+      res.writeHead(200, { 'content-type': 'text/plain' }).end('internal secret');
+    });
+    await Promise.all([new Promise<void>((resolve) => pages.listen(pagesPort, '127.0.0.1', resolve)), new Promise<void>((resolve) => elsewhere.listen(elsewherePort, '::', resolve))]);
+  });
+  after(() => {
+    pages.closeAllConnections();
+    pages.close();
+    elsewhere.close();
+  });
+
+  beforeEach(async () => {
+    const port = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    home = new Home({ GATEWAY_PORT: String(port), GATEWAY_TOKEN: TOKEN });
+    await set('tools.web', { allowPrivate: [`127.0.0.1:${pagesPort}`], timeoutMs: 2000, maxBytes: 1024 * 1024 });
+    expect((await home.run(['start'])).code).to.equal(0);
+    elsewhereHits = 0;
+  });
+  afterEach(() => home.cleanup());
+
+  it('web.fetch reads a page as Markdown, follows redirects, reads JSON as it is, and bounds what it reads', async () => {
+    const page = await invoke('web.fetch', { url: `http://127.0.0.1:${pagesPort}/moved` });
+    expect(page.status, JSON.stringify(page.body)).to.equal(200);
+    const result = page.body.result;
+    expect(result).to.include({ url: `http://127.0.0.1:${pagesPort}/page`, status: 200, title: 'The & Page', truncated: false });
+    expect(result.redirects).to.deep.equal([`http://127.0.0.1:${pagesPort}/page`]);
+    expect(result.content).to.include('# Release notes');
+    expect(result.content).to.include(`[login bug](http://127.0.0.1:${pagesPort}/bugs/42)`);
+    expect(result.content).to.include('**2.1**').and.to.include('- faster').and.to.include('```\nnpm install gateway\n```');
+    for (const gone of ['tracking', 'Home | About', '© someone', 'p{}', 'The & Page']) expect(result.content).to.not.include(gone);
+
+    expect((await invoke('web.fetch', { url: `http://127.0.0.1:${pagesPort}/json` })).body.result.content).to.equal('{"ok":true}');
+    const bomb = await invoke('web.fetch', { url: `http://127.0.0.1:${pagesPort}/bomb`, maxBytes: 4096 });
+    expect(bomb.body.result).to.include({ bytes: 4096, truncated: true });
+    const image = await invoke('web.fetch', { url: `http://127.0.0.1:${pagesPort}/image` });
+    expect(image.status).to.equal(400);
+    expect(image.body.message).to.match(/image\/png, not a page or text/);
+    const loop = await invoke('web.fetch', { url: `http://127.0.0.1:${pagesPort}/loop` });
+    expect(loop.body.message).to.match(/More than 5 redirects/);
+    const slow = await invoke('web.fetch', { url: `http://127.0.0.1:${pagesPort}/slow` });
+    expect(slow.status).to.equal(503);
+    expect(slow.body.message).to.match(/did not answer within 2000 ms/);
+    for (const url of ['file:///etc/passwd', 'ftp://example.com/', `http://user:pw@127.0.0.1:${pagesPort}/page`, 'not a url']) {
+      expect((await invoke('web.fetch', { url })).status, url).to.equal(400);
+    }
+  });
+
+  it('web.fetch refuses loopback addresses, by address, by name and behind a redirect, before connecting', async () => {
+    const refusals: [string, RegExp][] = [
+      [`http://127.0.0.1:${elsewherePort}/secret`, /127\.0\.0\.1 is a loopback address/],
+      [`http://[::1]:${elsewherePort}/secret`, /::1 is a loopback address/],
+      [`http://localhost:${elsewherePort}/secret`, /localhost resolves to (127\.0\.0\.1|::1), which is a loopback address/],
+      [`http://127.1.2.3:${elsewherePort}/secret`, /127\.1\.2\.3 is a loopback address/],
+      [`http://0.0.0.0:${elsewherePort}/secret`, /is an unspecified address/],
+      [`http://[::ffff:127.0.0.1]:${elsewherePort}/secret`, /is a loopback address/],
+      // Allowed is one host and port: the same host on another port is not.
+      [`http://127.0.0.1:${elsewherePort}/`, /tools\.web\.allowPrivate \["127\.0\.0\.1:\d+"\]/],
+      [`http://127.0.0.1:${pagesPort}/to-loopback`, /127\.0\.0\.1 is a loopback address/],
+      [`http://127.0.0.1:${pagesPort}/to-localhost`, /localhost resolves to/],
+    ];
+    for (const [url, why] of refusals) {
+      const refused = await invoke('web.fetch', { url });
+      expect(refused.status, url).to.equal(400);
+      expect(refused.body.message, url).to.match(why);
+    }
+    expect(elsewhereHits, 'nothing reached the loopback server').to.equal(0);
+  });
+
+  it('files.* act in the workspace only: reads, atomic writes, edits and lists; .., absolute paths, symlinks and other profiles refused', async () => {
+    const workspace = join(home.file('config.json'), '..', 'workspace');
+    // Writing changes files: over HTTP only once gateway.tools.allow names it.
+    const unlisted = await invoke('files.write', { path: 'notes/todo.md', content: 'first' });
+    expect(unlisted.status).to.equal(404);
+    expect(unlisted.body.message).to.match(/gateway\.tools\.allow/);
+    await set('gateway.tools.allow', ['files.write', 'files.edit']);
+
+    const written = await invoke('files.write', { path: 'notes/todo.md', content: '- buy milk\n- call Sam\n' });
+    expect(written.body.result).to.deep.equal({ path: 'notes/todo.md', bytes: 22, created: true });
+    expect(readFileSync(join(workspace, 'notes/todo.md'), 'utf8')).to.equal('- buy milk\n- call Sam\n');
+    expect((await invoke('files.read', { path: 'notes/todo.md' })).body.result).to.include({ content: '- buy milk\n- call Sam\n', truncated: false });
+    expect((await invoke('files.edit', { path: 'notes/todo.md', oldText: 'call Sam', newText: 'call Alex' })).body.result).to.include({ replacements: 1 });
+    expect(readFileSync(join(workspace, 'notes/todo.md'), 'utf8')).to.include('call Alex');
+    const ambiguous = await invoke('files.edit', { path: 'notes/todo.md', oldText: '- ', newText: '* ' });
+    expect(ambiguous.body.message).to.match(/2 times/);
+    expect((await invoke('files.edit', { path: 'notes/todo.md', oldText: '- ', newText: '* ', all: true })).body.result.replacements).to.equal(2);
+    const listed = (await invoke('files.list', { depth: 2 })).body.result;
+    expect(listed.entries).to.deep.include({ path: 'notes', type: 'folder', bytes: null });
+    expect(listed.entries.map((entry: any) => entry.path)).to.include('notes/todo.md');
+    expect(listed.entries.some((entry: any) => entry.path.endsWith('.tmp')), 'no temporary file left').to.equal(false);
+
+    // Escapes.
+    const outside = join(workspace, '..', 'secrets.json');
+    const other = new Home({});
+    mkdirSync(join(other.file('config.json'), '..'), { recursive: true });
+    writeFileSync(other.file('config.json'), '{}');
+    symlinkSync('/etc', join(workspace, 'etc-link'));
+    symlinkSync(join(workspace, '..', 'config.json'), join(workspace, 'config-link'));
+    symlinkSync('/nonexistent/target', join(workspace, 'dangling'));
+    const attempts: [string, Record<string, unknown>][] = [
+      ['files.read', { path: '/etc/shadow' }], ['files.read', { path: '../config.json' }], ['files.read', { path: 'notes/../../config.json' }],
+      ['files.read', { path: outside }], ['files.read', { path: other.file('config.json') }], ['files.read', { path: 'etc-link/shadow' }],
+      ['files.read', { path: 'config-link' }], ['files.list', { path: 'etc-link' }], ['files.list', { path: '..' }],
+      ['files.write', { path: '../escaped.txt', content: 'x' }], ['files.write', { path: 'etc-link/evil', content: 'x' }],
+      ['files.write', { path: 'config-link', content: '{}' }], ['files.write', { path: 'dangling', content: 'x' }],
+      ['files.write', { path: '/tmp/escaped.txt', content: 'x' }], ['files.edit', { path: 'config-link', oldText: '{', newText: '[' }],
+    ];
+    for (const [tool, args] of attempts) {
+      const refused = await invoke(tool, args);
+      expect(refused.status, `${tool} ${JSON.stringify(args)}`).to.equal(403);
+      expect(refused.body.message).to.match(/outside the workspace/);
+    }
+    expect(existsSync(join(workspace, '..', 'escaped.txt'))).to.equal(false);
+    expect(existsSync('/tmp/escaped.txt')).to.equal(false);
+    expect(existsSync('/nonexistent/target')).to.equal(false);
+    expect(JSON.parse(readFileSync(join(workspace, '..', 'config.json'), 'utf8'))).to.have.property('tools');
+    other.cleanup();
+    expect((await invoke('files.read', { path: 'missing.txt' })).status).to.equal(404);
+    expect((await invoke('files.write', { path: 'big.txt', content: 'x'.repeat(1024 * 1024 + 1) })).status).to.equal(413);
+  });
+
+  it('an agent with the coding profile fetches and writes in its own workspace, each call in its session', async () => {
+    const upstream = await new ScriptedUpstream().start();
+    try {
+      await set('models.providers.script', { kind: 'openai-compatible', baseUrl: upstream.url, models: ['m'], retries: { max: 0 } });
+      await set('agents.coder', { model: 'script/m', toolProfile: 'coding' });
+      await set('gateway.tools.allow', ['files.write']);
+      upstream.enqueue(
+        openaiToolCalls([{ name: 'web_fetch', args: { url: `http://127.0.0.1:${pagesPort}/page` } }]),
+        openaiToolCalls([{ name: 'files_write', args: { path: 'release.md', content: 'Version 2.1 fixes the login bug.' } }]),
+        openaiText('Saved the summary to release.md.'),
+      );
+      const chat = await home.run(['chat', '--agent', 'coder', 'Summarise the release notes into release.md', '--json']);
+      expect(chat.code, chat.stderr).to.equal(0);
+      expect(chat.json.text).to.equal('Saved the summary to release.md.');
+      const written = join(home.file('config.json'), '..', 'workspaces', 'coder', 'release.md');
+      expect(readFileSync(written, 'utf8')).to.equal('Version 2.1 fixes the login bug.');
+      // The model saw the page as Markdown.
+      expect(JSON.stringify(upstream.requests[1]!.body.messages)).to.include('# Release notes');
+      const names = upstream.requests[0]!.body.tools.map((tool: any) => tool.function.name).sort();
+      expect(names).to.include.members(['files_list', 'files_read', 'files_write', 'web_fetch']);
+      expect(names, 'dangerous tools stay out until allowed').to.not.include('files_edit');
+    } finally {
+      await upstream.stop();
+    }
+  });
+});
