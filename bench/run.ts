@@ -15,6 +15,7 @@ import { runControlUiBench } from './control-ui.ts';
 import { runStackFigures } from './stacks.ts';
 import { runChannelBench, runChannelSoak } from './channels.ts';
 import { runAutomationBench } from './automations.ts';
+import { runToolboxBench } from './toolbox.ts';
 
 const BIN = new URL('../bin/run.js', import.meta.url).pathname;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
@@ -27,7 +28,7 @@ const daemonPid = (): number => JSON.parse(readFileSync(join(home, 'profiles/ben
 
 
 const figures: Figure[] = [];
-/** BENCH_ONLY=mcp,control-ui runs only those sections (start, foundation, connect, plugins, mcp, control-ui, webhooks, stacks, agents, channels, automations, postgres; channels-soak only when named). */
+/** BENCH_ONLY=mcp,control-ui runs only those sections (start, foundation, connect, plugins, mcp, control-ui, webhooks, stacks, agents, channels, automations, tools, postgres; channels-soak only when named). */
 const only = new Set((process.env.BENCH_ONLY ?? '').split(',').map((name) => name.trim()).filter(Boolean));
 const wants = (section: string) => only.size === 0 || only.has(section);
 try {
@@ -239,6 +240,10 @@ try {
   if (wants('automations')) {
     step('automations: 10,000 defined, and lateness at 1,000 firings a minute');
     figures.push(...(await runAutomationBench(Math.min(ROUNDS, 3))));
+  }
+  if (wants('tools')) {
+    step('exec of true through the sandbox beside a bare spawn');
+    figures.push(...(await runToolboxBench()));
   }
   // Long: only when asked for (BENCH_ONLY=channels-soak; BENCH_SOAK_MINUTES, 15 by default).
   if (only.has('channels-soak')) {

@@ -194,7 +194,11 @@ describe('automations: schedules, deliveries and hooks that run agents (e2e)', f
     }]));
     writeFileSync(file, JSON.stringify(config));
     expect((await run(['start'])).code).to.equal(0);
-    const listed = (await json(['automations', 'list'])).automations as any[];
+    // They are placed on the clock once the daemon is ready, in slices: a moment after the start, each has its next firing.
+    const listed = await waitFor(async () => {
+      const all = (await json(['automations', 'list'])).automations as any[];
+      return all.every((automation) => automation.nextAt) ? all : undefined;
+    }, 20_000, 'every automation to be scheduled');
     expect(listed).to.have.length(1200);
     expect(listed.map((a) => a.id)).to.deep.equal(Object.keys(config.automations));
     for (const automation of listed) {

@@ -306,6 +306,28 @@ describe('the Control UI and WebChat (e2e, in Chromium)', function () {
     await context.close();
   });
 
+  it('a command exec waits to run shows on the Overview, and Approve there runs it', async () => {
+    expect((await home.run(['config', 'set', 'tools.exec.approval', 'ask'])).code).to.equal(0);
+    const { page, context, problems } = await signedIn();
+    await go(page, 'overview');
+    await page.getByTestId('readiness').waitFor();
+    const invoked = home.run(['tools', 'invoke', 'exec', '--args', JSON.stringify({ command: 'echo approved in the browser' }), '--json']);
+    const card = page.getByTestId('approvals');
+    await card.getByText('echo approved in the browser').waitFor({ timeout: 10_000 });
+    await screenshot(page, 'overview-approval-desktop');
+    const pending = (await home.run(['approvals', 'list', '--json'])).json.approvals;
+    expect(pending).to.have.length(1);
+    await page.getByRole('button', { name: `Approve ${pending[0].id}` }).click();
+    const result = await invoked;
+    expect(result.code, result.stderr).to.equal(0);
+    expect(result.json.result.stdout).to.equal('approved in the browser\n');
+    await page.getByText('Approved: echo approved in the browser').waitFor();
+    expect(await card.count(), 'the card leaves once nothing waits').to.equal(0);
+    expect(problems.console).to.deep.equal([]);
+    expect((await home.run(['config', 'unset', 'tools.exec.approval'])).code).to.equal(0);
+    await context.close();
+  });
+
   it('an invalid config value is refused beside its field and config.json is unchanged; a valid one applies', async () => {
     const file = home.file('config.json');
     const before = readFileSync(file);

@@ -117,6 +117,12 @@ describe('GET /metrics (e2e, Prometheus text format)', function () {
     const deliveries = after.get('gateway_webhook_deliveries_total');
     expect([['push', 'accepted'], ['push', 'duplicate'], ['unverified', 'refused']].map(([event, outcome]) => sample(deliveries, { event: event!, outcome: outcome! }, '_total'))).to.deep.equal([1, 1, 1]);
     expect(JSON.stringify(deliveries), 'an unsigned delivery\'s event name is no label').to.not.include('made-up-event-name');
+    // The store's statements and transactions, timed: the deliveries and the run wrote, the jobs page read.
+    const statements = after.get('gateway_store_statement_duration_seconds');
+    const engine = process.env.GATEWAY_STORE_URL ? 'postgres' : 'sqlite';
+    for (const operation of ['read', 'transaction']) expect(sample(statements, { engine, operation, outcome: 'ok' }, '_count'), operation).to.be.at.least(1);
+    const transactionsBefore = sample(before.get('gateway_store_statement_duration_seconds'), { engine, operation: 'transaction', outcome: 'ok' }, '_count') ?? 0;
+    expect(sample(statements, { engine, operation: 'transaction', outcome: 'ok' }, '_count')).to.be.above(transactionsBefore);
 
     // No secret, no unbounded label value: no ids, session keys or raw paths.
     const text = (await scrape(gateway)).text;

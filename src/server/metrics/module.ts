@@ -10,8 +10,9 @@
  * duration, time to first token, tokens by type) by provider, model, agent
  * and outcome; jobs by kind and state, the queue's depth and the age of its
  * oldest job; webhook deliveries by event and outcome; channel accounts by
- * state, messages in and out; the process's
- * memory, CPU and event-loop delay.
+ * state, messages in and out; store statements and transactions by engine,
+ * operation and outcome, with their durations; the process's memory, CPU and
+ * event-loop delay.
  */
 import type { IncomingMessage } from 'node:http';
 import { isLoopbackAddress } from '../../shared/config/exposure.ts';
@@ -20,6 +21,7 @@ import { defineModule } from '../kernel/module.ts';
 import { observed, type ChannelMessageObserved, type HttpObserved, type ModelCallObserved, type WebhookDeliveryObserved } from '../kernel/observe.ts';
 import channelsModule from '../channels/module.ts';
 import jobsModule from '../jobs/module.ts';
+import { type StatementObserved, statementsObserved } from '../store/database.ts';
 import { Tally } from './tally.ts';
 
 const FORWARDING = ['forwarded', 'x-forwarded-for', 'x-real-ip', 'x-forwarded-host', 'x-forwarded-proto'];
@@ -94,6 +96,13 @@ export default defineModule({
         const { event, outcome } = message as WebhookDeliveryObserved;
         deliveries.add(`${event} ${outcome}`, () => ({ event, outcome }));
       };
+      // Every statement counts, as every request does: tallies read at scrape time.
+      const statements = new Tally([0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]);
+      registry.registerMetric(statements.histogram('gateway_store_statement_duration_seconds', 'Time of a store statement on its own (read, write) or of a whole transaction, by engine and outcome') as never);
+      const onStatement = (message: unknown) => {
+        const { engine, operation, outcome, seconds } = message as StatementObserved;
+        statements.add(`${engine} ${operation} ${outcome}`, () => ({ engine, operation, outcome }), seconds);
+      };
       const onMessage = (message: unknown) => {
         const { channel, direction } = message as ChannelMessageObserved;
         messages.inc({ channel, direction });
@@ -108,6 +117,7 @@ export default defineModule({
         observed.modelCall[verb](onModelCall);
         observed.channelMessage[verb](onMessage);
         observed.webhookDelivery[verb](onDelivery);
+        statementsObserved[verb](onStatement);
       };
       count(true);
       return { registry, jobCollect, count };

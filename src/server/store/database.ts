@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import diagnostics from 'node:diagnostics_channel';
 import { statSync } from 'node:fs';
 import { daemonOfApplicationName } from '../../shared/store-url.ts';
 import { ATTACHED_DAEMONS, DATABASE_SIZE, type EngineKind, SINGLETON_HOLDER } from './dialect.ts';
@@ -11,6 +12,10 @@ import { DEFAULT_AUTOCHECKPOINT_PAGES, SqliteEngine } from './sqlite-engine.ts';
 import type { WriterTurns } from './writer-turns.ts';
 
 export type { Db, Row, Tx };
+
+/** A statement or a transaction of the store, finished: what it was, on which engine, how long it took. Published only while someone (the metrics module) listens. */
+export interface StatementObserved { engine: EngineKind; operation: 'read' | 'write' | 'transaction'; outcome: 'ok' | 'error'; seconds: number }
+export const statementsObserved = diagnostics.channel('gateway.store.statement');
 export { inTransaction } from './engine.ts';
 
 /** What an audit event says besides its kind. */
@@ -126,8 +131,25 @@ export class Store implements Db {
 
   private statement(mode: 'run' | 'get' | 'all', sql: string, params: Parameter[]): Promise<unknown> {
     if (checks) outsideTransaction();
-    return this.engine.statement(mode, sql, params).catch((error: unknown) => {
+    const pending = this.engine.statement(mode, sql, params).catch((error: unknown) => {
       this.health.failed(error);
+      throw error;
+    });
+    return statementsObserved.hasSubscribers ? this.observed(pending, mode === 'run' ? 'write' : 'read') : pending;
+  }
+
+  /** Publishes how long a statement or a transaction took, once it settles. */
+  private observed<T>(pending: Promise<T>, operation: StatementObserved['operation']): Promise<T> {
+    const started = performance.now();
+    const tell = (outcome: StatementObserved['outcome']) => {
+      const message: StatementObserved = { engine: this.kind, operation, outcome, seconds: (performance.now() - started) / 1000 };
+      statementsObserved.publish(message);
+    };
+    return pending.then((value) => {
+      tell('ok');
+      return value;
+    }, (error: unknown) => {
+      tell('error');
       throw error;
     });
   }
@@ -139,7 +161,8 @@ export class Store implements Db {
   async transaction<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
     if (checks) outsideTransaction();
     try {
-      const result = await this.engine.transaction(checks ? (tx) => marked(work, tx) : work);
+      const running = this.engine.transaction(checks ? (tx) => marked(work, tx) : work);
+      const result = await (statementsObserved.hasSubscribers ? this.observed(running, 'transaction') : running);
       this.health.succeeded();
       return result;
     } catch (error) {

@@ -1,6 +1,8 @@
 /**
  * The built-in tools that make an agent useful, contained: web.fetch (public
- * addresses only, bounded) and files.* (one workspace folder per agent).
+ * addresses only, bounded), files.* (one workspace folder per agent) and
+ * exec (a command in a bubblewrap sandbox over that folder, run only as the
+ * approval setting says).
  * Called by an agent, they act in its workspace; over POST /tools/invoke or
  * the WebSocket, in the default agent's (or, with no agent, the profile's own
  * `workspace` folder).
@@ -11,6 +13,8 @@ import agentsModule from '../agents/module.ts';
 import { DomainError } from '../kernel/errors.ts';
 import { defineModule, type ToolContext } from '../kernel/module.ts';
 import { systemResolver, type Resolver } from './address-guard.ts';
+import { allowedCommand, Approvals } from './approvals.ts';
+import { runSandboxed, SANDBOX_USER, sandboxTools } from './sandbox.ts';
 import { fetchPage } from './web-fetch.ts';
 import { FILE_LIMITS, Workspace } from './workspace.ts';
 
@@ -42,8 +46,11 @@ export default defineModule<Toolbox>({
         return join(profileDir, 'workspace');
       }
     };
+    const callingAgent = (context: ToolContext) => (context.surface === 'agent' && context.caller.startsWith('agent:') ? context.caller.slice('agent:'.length) : undefined);
+    // A root daemon's sandbox runs commands as an unprivileged user, who owns what is made in the workspaces.
+    const owner = process.getuid?.() === 0 ? SANDBOX_USER : undefined;
     /** The workspace a call acts in: the calling agent's, else the default agent's. */
-    const workspace = (context: ToolContext) => new Workspace(workspaceOf(context.surface === 'agent' && context.caller.startsWith('agent:') ? context.caller.slice('agent:'.length) : undefined));
+    const workspace = (context: ToolContext) => new Workspace(workspaceOf(callingAgent(context)), owner);
 
     ctx.tools.add({
       name: 'web.fetch',
@@ -91,6 +98,61 @@ export default defineModule<Toolbox>({
       handler: (args, context) => {
         if (typeof args.oldText !== 'string' || typeof args.newText !== 'string') throw new DomainError('invalid', 'oldText and newText are text.');
         return workspace(context).edit(String(args.path), args.oldText, args.newText, args.all === true);
+      },
+    });
+    const approvals = new Approvals((event, view) => ctx.events.emit('exec.approval', { event, approval: view }, 'operator.read'));
+    ctx.onStop(() => approvals.close());
+    ctx.rpc.method({ name: 'approvals.list', handler: () => ({ approvals: approvals.list() }) });
+    ctx.rpc.method({
+      name: 'approvals.decide',
+      handler: ({ id, approve }, client) => {
+        const decided = approvals.decide(id, approve, `device:${client.deviceId}`);
+        void ctx.store.audit(approve ? 'exec.approved' : 'exec.rejected', { actor: client.deviceId, subject: id, address: client.address, detail: { command: decided.command } });
+        return decided;
+      },
+    });
+
+    ctx.tools.add({
+      name: 'exec',
+      description: 'Run a shell command in a sandbox over the workspace (/workspace): the system\'s programs read-only, a private /tmp, no network unless allowed, with CPU, memory, process, time and output limits. Returns exit code, stdout and stderr.',
+      dangerous: true, external: 'it runs commands (in a sandbox over the agent\'s workspace)',
+      inputSchema: {
+        type: 'object', additionalProperties: false, required: ['command'],
+        properties: { command: { type: 'string', minLength: 1, maxLength: 16_384 }, timeout: { type: 'integer', minimum: 1, maximum: 3600, description: 'seconds of wall time' } },
+      },
+      handler: async (args, context) => {
+        const command = String(args.command);
+        const settings = ctx.config().tools.exec;
+        const agentId = callingAgent(context);
+        const agent = agentId ? ctx.config().agents[agentId] : undefined;
+        const approval = agent?.exec.approval ?? settings.approval;
+        if (approval === 'off') {
+          throw new DomainError('forbidden', `exec is off${agentId ? ` for agent ${agentId}` : ''}: gateway config set ${agentId ? `agents.${agentId}.exec.approval` : 'tools.exec.approval'} ask (or allowlist, or full); commands always run in the sandbox.`, { code: 'exec_off' });
+        }
+        const tools = sandboxTools();
+        if ('missing' in tools) throw new DomainError('unavailable', `exec is unavailable: ${tools.missing}.`, { code: 'sandbox_missing' });
+        const timeoutSeconds = Number(args.timeout ?? settings.timeoutSeconds);
+        if (timeoutSeconds > settings.maxTimeoutSeconds) throw new DomainError('invalid', `timeout ${timeoutSeconds} s is more than tools.exec.maxTimeoutSeconds (${settings.maxTimeoutSeconds}).`);
+        const asks = approval === 'ask' || (approval === 'allowlist' && !allowedCommand(command, settings.allow));
+        if (asks) {
+          const why = approval === 'ask' ? 'every command asks (approval ask)' : 'the command matches no tools.exec.allow pattern';
+          const { decision, id } = await approvals.ask({
+            command, caller: context.caller, agent: agentId ?? null, sessionKey: context.sessionKey ?? null, why, timeoutMs: settings.approvalTimeoutSeconds * 1000,
+          });
+          if (decision === 'rejected') throw new DomainError('forbidden', `An operator rejected the command (${id}).`, { code: 'exec_rejected' });
+          if (decision === 'expired') throw new DomainError('forbidden', `Nobody approved the command within ${settings.approvalTimeoutSeconds} s (${id}); it did not run.`, { code: 'exec_expired' });
+        }
+        const place = workspace(context);
+        const root = await place.realRoot();
+        const result = await runSandboxed(command, root, {
+          timeoutMs: timeoutSeconds * 1000, cpuSeconds: settings.cpuSeconds, memoryBytes: settings.memoryMB * 1024 * 1024, processes: settings.processes,
+          fileBytes: settings.fileMB * 1024 * 1024, tmpBytes: settings.tmpMB * 1024 * 1024, outputBytes: settings.outputBytes, network: settings.network,
+        });
+        context.logger.info({ caller: context.caller, exitCode: result.exitCode, signal: result.signal, timedOut: result.timedOut, ms: result.durationMs }, 'exec ran a command in the sandbox');
+        return {
+          ...result,
+          ...(result.timedOut ? { note: `stopped after ${timeoutSeconds} s of wall time` } : result.truncated ? { note: `stopped after ${settings.outputBytes} bytes of output` } : {}),
+        };
       },
     });
     return { workspaceOf };

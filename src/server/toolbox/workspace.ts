@@ -6,7 +6,7 @@
  * so a file is never seen half-written.
  */
 import { randomBytes } from 'node:crypto';
-import { lstat, mkdir, open, readdir, realpath, rename, rm, stat } from 'node:fs/promises';
+import { chown, lstat, mkdir, open, readdir, realpath, rename, rm, stat } from 'node:fs/promises';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { DomainError } from '../kernel/errors.ts';
 
@@ -23,14 +23,28 @@ const missing = (path: string) => new DomainError('not_found', `No file ${path} 
 
 export class Workspace {
   readonly root: string;
+  /** Who owns what is made here (a root daemon's sandbox runs commands as an unprivileged user, who must reach the files). */
+  private readonly owner?: { uid: number; gid: number };
 
-  constructor(root: string) {
+  constructor(root: string, owner?: { uid: number; gid: number }) {
     this.root = resolve(root);
+    this.owner = owner;
   }
 
-  private async realRoot(): Promise<string> {
+  /** The workspace's real path, made (and owned as it should be) if it is not there. */
+  async realRoot(): Promise<string> {
     await mkdir(this.root, { recursive: true, mode: 0o700 });
+    if (this.owner) await chown(this.root, this.owner.uid, this.owner.gid);
     return realpath(this.root);
+  }
+
+  /** Gives the folders just made (from the first made down to the last) to the owner. */
+  private async own(first: string | undefined, last: string): Promise<void> {
+    if (!first || !this.owner) return;
+    for (let folder = last; ; folder = dirname(folder)) {
+      await chown(folder, this.owner.uid, this.owner.gid);
+      if (folder === first || folder === dirname(folder)) break;
+    }
   }
 
   /** A path as the workspace shows it: relative to its root, with forward slashes. */
@@ -98,12 +112,13 @@ export class Workspace {
     if (bytes > maxBytes) throw new DomainError('too_large', `${bytes} bytes is more than a file may hold here (${maxBytes}).`);
     const { root, real, exists } = await this.locate(path);
     if (exists && (await stat(real)).isDirectory()) throw new DomainError('invalid', `${path} is a folder.`);
-    await mkdir(dirname(real), { recursive: true, mode: 0o700 });
+    await this.own(await mkdir(dirname(real), { recursive: true, mode: 0o700 }), dirname(real));
     // The folders just made are still inside (nothing could have linked them out in between that locate would not see again).
     if (!within(root, await realpath(dirname(real)))) throw outside(path);
     const temporary = join(dirname(real), `.${randomBytes(6).toString('hex')}.tmp`);
     const handle = await open(temporary, 'wx', 0o600);
     try {
+      if (this.owner) await handle.chown(this.owner.uid, this.owner.gid);
       await handle.writeFile(content, 'utf8');
       await handle.sync();
     } finally {

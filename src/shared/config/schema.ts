@@ -51,6 +51,8 @@ export const PROVIDER_KINDS = ['openai-compatible', 'anthropic'] as const;
 export type ProviderKind = (typeof PROVIDER_KINDS)[number];
 export const QUEUE_MODES = ['followup', 'collect', 'interrupt'] as const;
 export const TOOL_PROFILES = ['minimal', 'messaging', 'coding', 'full'] as const;
+export const EXEC_APPROVALS = ['off', 'ask', 'allowlist', 'full'] as const;
+export type ExecApproval = (typeof EXEC_APPROVALS)[number];
 export type ToolProfile = (typeof TOOL_PROFILES)[number];
 export type QueueMode = (typeof QUEUE_MODES)[number];
 /** A model reference: <provider>/<model>, or an alias (models.aliases). */
@@ -233,6 +235,7 @@ const agent: SchemaNode = object({
   models: list(modelRef, 'backend models an inference API client may choose with the x-gateway-model header'),
   toolProfile: oneOf(TOOL_PROFILES, undefined, 'a shorthand added to tools: minimal (memory), messaging (memory, messages, reminders), coding (memory, files, web.fetch, exec) or full (every tool); gateway.tools.allow and deny still apply'),
   workspace: text('folder the agent\'s files.* and exec work in (default: workspaces/<agent> in the profile\'s folder)', { maxLength: 4096 }),
+  exec: object({ approval: oneOf(EXEC_APPROVALS, undefined, 'this agent\'s exec approval, over tools.exec.approval') }),
 }, 'an agent');
 
 /** A duration of `every`: a whole number of seconds, minutes, hours or days. */
@@ -404,7 +407,21 @@ export const configSchema: SchemaNode = object({
       timeoutMs: int(15_000, 1000, 120_000, 'longest a web.fetch may take, redirects included'),
       maxRedirects: int(5, 0, 20, 'redirects web.fetch follows'),
     }),
-  }, 'the built-in tools: web.fetch, files.*'),
+    exec: object({
+      approval: oneOf(EXEC_APPROVALS, 'off', 'whether exec runs commands: off (refused), ask (an operator approves each: gateway approvals approve <id>), allowlist (commands matching tools.exec.allow run, others ask) or full (every command runs); always in the sandbox'),
+      allow: list({ type: 'string', minLength: 1, maxLength: 512 }, 'commands that run without asking under the allowlist approval: exact, or with * for any text (git status, ls *, npm test); a command with ; | & $ ` < > or a line break always asks'),
+      network: bool(false, 'let sandboxed commands reach the network'),
+      timeoutSeconds: int(30, 1, 3600, 'wall time a command gets when the call names none'),
+      maxTimeoutSeconds: int(300, 1, 3600, 'most wall time a call may ask for'),
+      cpuSeconds: int(60, 1, 3600, 'CPU time a command may use'),
+      memoryMB: int(1024, 16, 65_536, 'address space a command\'s processes may each use'),
+      processes: int(64, 1, 4096, 'processes a command may run at once'),
+      outputBytes: int(64 * 1024, 1024, 16 * 1024 * 1024, 'output kept (stdout and stderr together); past it the command is stopped'),
+      fileMB: int(100, 1, 65_536, 'largest file a command may write'),
+      tmpMB: int(64, 1, 65_536, 'size of the sandbox\'s private /tmp'),
+      approvalTimeoutSeconds: int(300, 5, 86_400, 'how long an asked command waits for an operator before it is refused'),
+    }),
+  }, 'the built-in tools: web.fetch, files.*, exec'),
   automations: ids(automation, 'automations by id: a trigger (a schedule, a webhook, a hook) and an action (an agent run, a message)'),
   runtime: object({
     defaultAgent: text('agent used when none is named (else the agent "default", else the first)', { pattern: ID }),

@@ -1,4 +1,4 @@
-import type { AuthMode, BindMode, LogLevel, ProviderKind, QueueMode, SecretBackendName, ToolProfile } from './schema.ts';
+import type { AuthMode, BindMode, ExecApproval, LogLevel, ProviderKind, QueueMode, SecretBackendName, ToolProfile } from './schema.ts';
 
 export interface ProviderSettings {
   kind?: ProviderKind;
@@ -27,6 +27,7 @@ export interface AgentSettings {
   models: string[];
   toolProfile?: ToolProfile;
   workspace?: string;
+  exec: { approval?: ExecApproval };
 }
 
 export interface AutomationTrigger {
@@ -108,7 +109,13 @@ export interface GatewayConfig {
   api: { jwt: { issuer?: string; audience?: string; jwksUrl?: string }; tokens: { defaultExpiryDays: number } };
   models: { providers: Record<string, ProviderSettings>; aliases: Record<string, string> };
   agents: Record<string, AgentSettings>;
-  tools: { web: { allowPrivate: string[]; maxBytes: number; timeoutMs: number; maxRedirects: number } };
+  tools: {
+    web: { allowPrivate: string[]; maxBytes: number; timeoutMs: number; maxRedirects: number };
+    exec: {
+      approval: ExecApproval; allow: string[]; network: boolean; timeoutSeconds: number; maxTimeoutSeconds: number; cpuSeconds: number; memoryMB: number;
+      processes: number; outputBytes: number; fileMB: number; tmpMB: number; approvalTimeoutSeconds: number;
+    };
+  };
   automations: Record<string, AutomationSettings>;
   runtime: { defaultAgent?: string; concurrency: number; toolRunConcurrency: number; senderLimit: { max: number; windowMs: number } };
   metrics: { enabled: boolean; loopbackOpen: boolean };

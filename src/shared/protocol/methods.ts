@@ -63,6 +63,8 @@ export const METHODS = {
   },
   'jobs.get': { scope: 'operator.read', params: object({ id }, ['id'] as const) },
   'jobs.retry': { scope: 'operator.write', params: object({ id }, ['id'] as const) },
+  'approvals.list': { scope: 'operator.read', params: none },
+  'approvals.decide': { scope: 'operator.admin', params: object({ id, approve: { type: 'boolean' } }, ['id', 'approve'] as const) },
   'automations.list': { scope: 'operator.read', params: object({ limit: { type: 'integer', minimum: 1, maximum: 500 }, cursor: { type: 'string', minLength: 1, maxLength: 64 } }) },
   'automations.get': { scope: 'operator.read', params: object({ id: channelId }, ['id'] as const) },
   'automations.runs': { scope: 'operator.read', params: object({ id: channelId, limit: { type: 'integer', minimum: 1, maximum: 200 } }, ['id'] as const) },
@@ -163,5 +165,5 @@ export const METHOD_SCOPES = Object.fromEntries(Object.entries(METHODS).map(([na
 export const EVENTS = [
   'connect.challenge', 'tick', 'shutdown', 'device.pair.requested', 'device.pair.resolved', 'device.revoked', 'node.invoke',
   'channel.status', 'channel.pair.requested', 'channel.pair.resolved', 'session.message', 'session.wake',
-  'agent.delta', 'agent.tool', 'agent.done', 'agent.error', 'mcp.status', 'log.entries', 'jobs.changed', 'automations.fired',
+  'agent.delta', 'agent.tool', 'agent.done', 'agent.error', 'mcp.status', 'log.entries', 'jobs.changed', 'automations.fired', 'exec.approval',
 ] as const;

@@ -134,6 +134,22 @@ export interface Job {
 
 export interface JobList { jobs: Job[]; nextCursor: string | null }
 
+/** A command exec waits to run until an operator decides. */
+export interface ExecApprovalView {
+  id: string;
+  command: string;
+  /** Who asked: agent:<id>, or the HTTP or WebSocket caller. */
+  caller: string;
+  agent: string | null;
+  sessionKey: string | null;
+  /** Why it asks: the ask approval, or a command the allowlist does not cover. */
+  why: string;
+  requestedAt: string;
+  expiresAt: string;
+  status: 'pending' | 'approved' | 'rejected' | 'expired';
+  decidedBy: string | null;
+}
+
 /** One firing of an automation: its job's state, and what its run answered and where that went. */
 export interface AutomationRun {
   /** The firing's key: the scheduled time, the delivery or the hook request that fired it, or a manual run. */
@@ -388,6 +404,8 @@ export interface MethodResults {
   'jobs.get': Job;
   'jobs.retry': Job;
   /** A page of automations by id; nextCursor continues after the last one, null at the end. Long prompts are cut (automations.get has them whole). */
+  'approvals.list': { approvals: ExecApprovalView[] };
+  'approvals.decide': ExecApprovalView;
   'automations.list': { automations: AutomationView[]; nextCursor: string | null };
   'automations.get': AutomationView;
   'automations.runs': { automation: string; runs: AutomationRun[] };

@@ -1,10 +1,15 @@
-/** Overview: the daemon's state, exposure and readiness, its channels, and recent errors from its log; live over events. */
+/**
+ * Overview: the daemon's state, exposure and readiness, its channels, commands
+ * waiting for approval before exec runs them, and recent errors from its log;
+ * live over events.
+ */
 import { html, nothing } from 'lit';
 import { duration, LEVEL_NAMES, Page, when } from '../page.ts';
-import type { ChannelStatus, LogEntry, StatusPayload } from '../../shared/protocol/results.ts';
+import type { ChannelStatus, ExecApprovalView, LogEntry, StatusPayload } from '../../shared/protocol/results.ts';
 
 export class OverviewPage extends Page {
-  static override properties = { status: { state: true }, channels: { state: true }, errors: { state: true }, now: { state: true } };
+  static override properties = { status: { state: true }, channels: { state: true }, errors: { state: true }, now: { state: true }, approvals: { state: true } };
+  declare approvals: ExecApprovalView[];
   declare status: StatusPayload | undefined;
   declare channels: ChannelStatus[];
   declare errors: LogEntry[] | undefined;
@@ -14,6 +19,7 @@ export class OverviewPage extends Page {
   constructor() {
     super();
     this.channels = [];
+    this.approvals = [];
     this.now = Date.now();
   }
 
@@ -28,13 +34,19 @@ export class OverviewPage extends Page {
       const entries = (payload as { entries: LogEntry[] }).entries.filter((entry) => entry.level >= 50);
       if (entries.length) this.errors = [...(this.errors ?? []), ...entries].slice(-10);
     });
+    this.listen('exec.approval', (payload) => {
+      const { event, approval } = payload as { event: 'requested' | 'resolved'; approval: ExecApprovalView };
+      this.approvals = event === 'requested' ? [...this.approvals.filter((a) => a.id !== approval.id), approval] : this.approvals.filter((a) => a.id !== approval.id);
+    });
     this.clock = window.setInterval(() => { this.now = Date.now(); }, 1000);
-    const [status, channels] = await Promise.all([
+    const [status, channels, approvals] = await Promise.all([
       this.call<StatusPayload>('status'),
       this.call<{ channels: ChannelStatus[] }>('channels.status'),
+      this.call<{ approvals: ExecApprovalView[] }>('approvals.list'),
     ]);
     this.status = status;
     this.channels = channels.channels;
+    this.approvals = approvals.approvals;
     if (this.gateway.has('operator.admin')) {
       const tail = await this.call<{ entries: LogEntry[] }>('logs.tail', { level: 'error', lines: 10 });
       this.errors = tail.entries;
@@ -47,6 +59,30 @@ export class OverviewPage extends Page {
     if (this.gateway.has('operator.admin')) this.gateway.request('logs.unfollow').catch(() => undefined);
   }
 
+  private async decide(approval: ExecApprovalView, approve: boolean): Promise<void> {
+    await this.guard(async () => {
+      await this.call('approvals.decide', { id: approval.id, approve });
+      this.approvals = this.approvals.filter((a) => a.id !== approval.id);
+      this.notice = `${approve ? 'Approved' : 'Rejected'}: ${approval.command}`;
+    });
+  }
+
+  private approvalsCard() {
+    if (this.approvals.length === 0) return nothing;
+    const admin = this.gateway.has('operator.admin');
+    return html`<section class="card" aria-labelledby="approvals-title">
+      <h2 id="approvals-title">Waiting for approval</h2>
+      <ul class="plain" data-testid="approvals">${this.approvals.map((approval) => html`<li>
+        <code class="wrap">${approval.command}</code>
+        <div class="muted">${approval.caller}${approval.sessionKey ? html` in ${approval.sessionKey}` : nothing} · ${approval.why} · until ${when(approval.expiresAt)}</div>
+        ${admin ? html`<div class="row">
+          <button aria-label=${`Approve ${approval.id}`} @click=${() => void this.decide(approval, true)}>Approve</button>
+          <button class="secondary" aria-label=${`Reject ${approval.id}`} @click=${() => void this.decide(approval, false)}>Reject</button></div>`
+          : html`<p class="muted">Approving needs the admin scope.</p>`}
+      </li>`)}</ul>
+    </section>`;
+  }
+
   private async refreshStatus(): Promise<void> {
     this.status = await this.call<StatusPayload>('status').catch(() => this.status);
   }
@@ -55,7 +91,7 @@ export class OverviewPage extends Page {
     const s = this.status;
     if (!s) return html`${this.alerts()}<p class="muted">Loading…</p>`;
     const problems = Object.entries(s.problems ?? {});
-    return html`${this.alerts()}
+    return html`${this.alerts()}${this.approvalsCard()}
       <div class="grid">
         <section class="card" aria-labelledby="daemon-title">
           <h2 id="daemon-title">Daemon</h2>

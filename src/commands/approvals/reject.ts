@@ -1,0 +1,18 @@
+import { Args } from '@oclif/core';
+import { BaseCommand } from '../../cli/base-command.ts';
+import type { ExecApprovalView } from '../../shared/protocol/results.ts';
+
+export default class ApprovalsReject extends BaseCommand<ExecApprovalView> {
+  static override summary = 'Reject a waiting command: it does not run, and the caller is told.';
+  static override examples = ['<%= config.bin %> approvals reject ap_3xYz0Q'];
+  static override args = { id: Args.string({ description: 'the approval id (gateway approvals list)', required: true }) };
+  static override flags = { url: BaseCommand.urlFlag };
+
+  async run(): Promise<ExecApprovalView> {
+    const { args, flags } = await this.parse(ApprovalsReject);
+    const client = await this.rpc(this.selectProfile(flags.profile), flags.url);
+    const decided = await client.call('approvals.decide', { id: args.id, approve: false });
+    this.say(`Rejected ${decided.id}: ${decided.command}`);
+    return decided;
+  }
+}
