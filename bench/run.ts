@@ -15,7 +15,7 @@ import { runControlUiBench } from './control-ui.ts';
 import { runStackFigures } from './stacks.ts';
 import { runChannelBench, runChannelSoak } from './channels.ts';
 import { runAutomationBench } from './automations.ts';
-import { runToolboxBench } from './toolbox.ts';
+import { runMemoryBench, runToolboxBench } from './toolbox.ts';
 
 const BIN = new URL('../bin/run.js', import.meta.url).pathname;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
@@ -244,6 +244,8 @@ try {
   if (wants('tools')) {
     step('exec of true through the sandbox beside a bare spawn');
     figures.push(...(await runToolboxBench()));
+    step('memory.search over 100,000 stored messages');
+    figures.push(...(await runMemoryBench()));
   }
   // Long: only when asked for (BENCH_ONLY=channels-soak; BENCH_SOAK_MINUTES, 15 by default).
   if (only.has('channels-soak')) {

@@ -27,3 +27,4 @@ export { default as cluster } from './cluster/module.ts';
 export { default as metrics } from './metrics/module.ts';
 export { default as automations } from './automations/module.ts';
 export { default as toolbox } from './toolbox/module.ts';
+export { default as memory } from './memory/module.ts';

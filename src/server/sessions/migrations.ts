@@ -49,4 +49,29 @@ export const SESSION_MIGRATIONS: readonly Migration[] = [
       ALTER TABLE session_messages ADD COLUMN run_id TEXT;
     `,
   },
+  {
+    version: 4,
+    name: 'full-text search of messages',
+    // SQLite: an FTS5 index over the messages' text, kept by triggers (messages are written once and pruned with their
+    // session). PostgreSQL: a GIN index on the text's search vector, which its own full-text search uses.
+    sql: `
+      CREATE VIRTUAL TABLE session_messages_fts USING fts5(text, content='session_messages', content_rowid='id', tokenize='unicode61 remove_diacritics 2');
+      INSERT INTO session_messages_fts (rowid, text) SELECT id, text FROM session_messages;
+      CREATE TRIGGER session_messages_fts_insert AFTER INSERT ON session_messages BEGIN
+        INSERT INTO session_messages_fts (rowid, text) VALUES (new.id, new.text);
+      END;
+      CREATE TRIGGER session_messages_fts_delete AFTER DELETE ON session_messages BEGIN
+        INSERT INTO session_messages_fts (session_messages_fts, rowid, text) VALUES ('delete', old.id, old.text);
+      END;
+      CREATE TRIGGER session_messages_fts_update AFTER UPDATE OF text ON session_messages BEGIN
+        INSERT INTO session_messages_fts (session_messages_fts, rowid, text) VALUES ('delete', old.id, old.text);
+        INSERT INTO session_messages_fts (rowid, text) VALUES (new.id, new.text);
+      END;
+      CREATE INDEX session_messages_via ON session_messages (via, session_key);
+    `,
+    postgres: `
+      CREATE INDEX session_messages_fts_search ON session_messages USING GIN (to_tsvector('simple', text));
+      CREATE INDEX session_messages_via ON session_messages (via, session_key);
+    `,
+  },
 ];

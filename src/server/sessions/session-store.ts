@@ -177,4 +177,51 @@ export class SessionStore {
   async lastMessage(key: string): Promise<SessionMessage | undefined> {
     return (await this.history(key, { limit: 1 }))[0];
   }
+
+  /**
+   * Messages of the sessions someone took part in (`via`, such as
+   * agent:<id>) whose text holds every word of a query, best first (FTS5's
+   * bm25 on SQLite, ts_rank on PostgreSQL), each with an excerpt around what
+   * matched. The query's words are words, never operators of either engine's
+   * syntax.
+   */
+  async search(query: string, via: string, limit: number): Promise<(SessionMessage & { excerpt: string })[]> {
+    const words = searchWords(query);
+    if (words.length === 0) return [];
+    const theirs = 'SELECT DISTINCT session_key FROM session_messages WHERE via = ?';
+    if (this.store.kind === 'postgres') {
+      const rows = await this.store.all<Row & { excerpt: string }>(`SELECT m.*, ts_headline('simple', m.text, q, 'StartSel=[, StopSel=], MaxWords=24, MinWords=8') AS excerpt
+        FROM session_messages m, plainto_tsquery('simple', ?) q
+        WHERE to_tsvector('simple', m.text) @@ q AND m.session_key IN (${theirs})
+        ORDER BY ts_rank(to_tsvector('simple', m.text), q) DESC, m.id DESC LIMIT ?`, words.join(' '), via, limit);
+      return rows.map((row) => ({ ...toMessage(row), excerpt: String(row.excerpt) }));
+    }
+    const match = words.map((word) => `"${word}"`).join(' ');
+    const rows = await this.store.all<Row & { excerpt: string }>(`SELECT m.*, snippet(session_messages_fts, 0, '[', ']', '…', 16) AS excerpt
+      FROM session_messages_fts JOIN session_messages m ON m.id = session_messages_fts.rowid
+      WHERE session_messages_fts MATCH ? AND m.session_key IN (${theirs})
+      ORDER BY session_messages_fts.rank LIMIT ?`, match, via, limit);
+    return rows.map((row) => ({ ...toMessage(row), excerpt: String(row.excerpt) }));
+  }
+
+  /** The messages of a session after one, oldest first. */
+  async after(key: string, id: number, limit: number): Promise<SessionMessage[]> {
+    return (await this.store.all<Row>('SELECT * FROM session_messages WHERE session_key = ? AND id > ? ORDER BY id LIMIT ?', key, id, limit)).map(toMessage);
+  }
+
+  /** Whether someone took part in a session (a message of theirs is in it). */
+  async tookPart(key: string, via: string): Promise<boolean> {
+    return (await this.store.get('SELECT 1 AS found FROM session_messages WHERE via = ? AND session_key = ? LIMIT 1', via, key)) !== undefined;
+  }
+
+  /** One message by id, with the session it is in. */
+  async message(id: number): Promise<SessionMessage | undefined> {
+    const row = await this.store.get<Row>('SELECT * FROM session_messages WHERE id = ?', id);
+    return row ? toMessage(row) : undefined;
+  }
+}
+
+/** The words of a search query: letters and digits, at most 16 of them, each at most 64 long. */
+export function searchWords(query: string): string[] {
+  return (query.normalize('NFKC').match(/[\p{L}\p{N}_]+/gu) ?? []).filter((word) => word.length <= 64).slice(0, 16);
 }

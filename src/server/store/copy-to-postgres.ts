@@ -38,7 +38,10 @@ export async function copySqliteToPostgres(path: string, url: string, password: 
     }
     // One consistent view of the source, one transaction on the target.
     source.exec('BEGIN');
-    const tables = source.prepare("SELECT name, sql FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").all() as { name: string; sql: string }[];
+    const everyTable = source.prepare("SELECT name, sql FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").all() as { name: string; sql: string }[];
+    // A full-text index (an FTS5 table over another, with its shadow tables and triggers) is not copied: PostgreSQL gets its own kind.
+    const searches = everyTable.filter((table) => /^CREATE VIRTUAL TABLE/i.test(table.sql)).map((table) => ({ name: table.name, ...fullTextOf(table.sql) }));
+    const tables = everyTable.filter((table) => !searches.some((search) => table.name === search.name || table.name.startsWith(`${search.name}_`)));
     const indexes = source.prepare("SELECT sql FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL").all() as { sql: string }[];
     const recorded = tables.some((table) => table.name === 'module_migrations')
       ? Number((source.prepare('SELECT COUNT(*) AS count FROM module_migrations').get() as { count: number }).count) : 0;
@@ -73,6 +76,9 @@ export async function copySqliteToPostgres(path: string, url: string, password: 
         progress(`${table.name}: ${count} rows`);
       }
       for (const index of indexes) await tx.exec(index.sql);
+      for (const search of searches) {
+        if (search.table && search.column) await tx.exec(`CREATE INDEX "${search.name}_search" ON "${search.table}" USING GIN (to_tsvector('simple', "${search.column}"))`);
+      }
     });
     source.exec('COMMIT');
     return { schemaVersion: recorded, tables: tables.length, rows };
@@ -80,4 +86,12 @@ export async function copySqliteToPostgres(path: string, url: string, password: 
     await engine?.close();
     if (source.isOpen) source.close();
   }
+}
+
+/** The table and column an FTS5 table indexes (its external content), from its definition. */
+function fullTextOf(sql: string): { table?: string; column?: string } {
+  const columns = /USING\s+fts5\s*\(([^)]*)\)/i.exec(sql)?.[1] ?? '';
+  const table = /content\s*=\s*'([A-Za-z0-9_]+)'/i.exec(columns)?.[1];
+  const column = columns.split(',').map((part) => part.trim()).find((part) => part && !part.includes('='));
+  return { table, column };
 }

@@ -20,6 +20,12 @@ export interface Migration {
   version: number;
   name: string;
   sql: string;
+  /**
+   * What PostgreSQL runs instead of `sql`, where the engines differ (a
+   * full-text index: an FTS5 table kept by triggers on SQLite, a GIN index on
+   * PostgreSQL). Without it, PostgreSQL runs `sql` with its types mapped.
+   */
+  postgres?: string;
   /** What made this change in a database from before the feature owned its tables: the shared schema's version, or a module's own. */
   was?: { schema: number } | { module: string; version: number };
 }
@@ -121,7 +127,7 @@ export async function applyMigrations(store: Db, modules: readonly ModuleMigrati
         if (migration.version <= applied) continue;
         // What an older gateway made already is recorded, not made again; the first change it did not make ends that.
         adopting &&= madeBefore(migration, legacy!);
-        if (!adopting) await tx.exec(tx.kind === 'postgres' ? postgresDdl(migration.sql) : migration.sql);
+        if (!adopting) await tx.exec(tx.kind === 'postgres' ? postgresDdl(migration.postgres ?? migration.sql) : migration.sql);
         await record(tx, module, migration);
       }
     }
