@@ -40,6 +40,9 @@ export default class SessionsShow extends BaseCommand<History> {
         this.say(`${message.at}  [${message.sender} calls ${String(data.name)}] ${brief(data.args)}`);
       } else if (message.kind === 'tool_result') {
         this.say(`${message.at}  [${String(data.name)} ${data.error === undefined ? `answers] ${brief(data.result)}` : `fails] ${String(data.error)}`}`);
+      } else if (message.kind === 'summary') {
+        const covers = data.summarises as { fromId: number; toId: number; count: number; unread?: number } | undefined;
+        this.say(`${message.at}  [summary of ${covers?.count ?? '?'} earlier messages, #${covers?.fromId ?? '?'} to #${covers?.toId ?? '?'}, kept in the session${covers?.unread ? `; ${covers.unread} older ones were too many to read` : ''}] ${message.text}`);
       } else if (message.kind === 'error') {
         this.say(`${message.at}  [${message.sender} run ${String(data.status ?? 'failed')}] ${message.text}`);
       } else {

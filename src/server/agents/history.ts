@@ -20,7 +20,8 @@ export function conversationOf(messages: readonly SessionMessage[], room: boolea
     if (message.kind === 'tool_result') answered.add(String(message.data?.id));
   }
   for (const message of messages) {
-    if (message.kind === 'error') continue;
+    // Errors are not turns; a summary is given apart (with the system text), not as a turn.
+    if (message.kind === 'error' || message.kind === 'summary') continue;
     if (message.kind === 'tool_call') {
       const id = String(message.data?.id ?? '');
       // A call whose result was never recorded (the daemon stopped) is left out: providers refuse unanswered calls.

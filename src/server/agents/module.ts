@@ -17,6 +17,7 @@ import toolsModule from '../tools/module.ts';
 import { conversationOf } from './history.ts';
 import { executeRun, type RunEvent } from './run.ts';
 import { RUN_MIGRATIONS, RunStore } from './run-store.ts';
+import { summarise, type Summarised, window as summaryWindow } from './summary.ts';
 import { AgentRuntime, RunStopped, type RunOutcome } from './runtime.ts';
 
 export type { RunEvent } from './run.ts';
@@ -141,6 +142,40 @@ export default defineModule<Agents>({
       .filter((tool) => toolPatterns(settings).some((pattern) => matchesPattern(pattern, tool.name)))
       .map((tool) => ({ name: tool.name, description: tool.description, inputSchema: tool.inputSchema }));
 
+    /**
+     * What a run reads of its session: the latest summary and the messages
+     * after it, bounded by the agent's window; what falls out of the window
+     * is summarised into a new summary message first (a failed summary
+     * leaves the window as it is and says so in the log).
+     */
+    const SESSION_READ_MAX = 5000;
+    const readSession = async (sessionKey: string, settings: AgentSettings, agentId: string, turnIds: number[], surface: string, signal: AbortSignal) => {
+      const latest = await sessions.store.latestSummary(sessionKey);
+      const since = (latest?.data?.summarises as Summarised | undefined)?.toId ?? 0;
+      // Usually a few dozen; the first run on a long session from before summaries reads at most SESSION_READ_MAX of its newest.
+      const count = await sessions.store.countAfter(sessionKey, since);
+      const unsummarised = count === 0 ? [] : await sessions.store.history(sessionKey, { limit: Math.min(count, SESSION_READ_MAX) });
+      const after = unsummarised.filter((message) => message.id > since && message.kind !== 'summary');
+      const { older, kept } = summaryWindow(after, settings, turnIds);
+      if (older.length === 0 || !settings.model) return { past: kept, summary: latest?.text };
+      try {
+        const made = await summarise(caller, [settings.model, ...settings.fallbacks], latest?.text, older, { agent: agentId, sessionKey, surface }, signal, settings.contextTokens);
+        if (!made.text) throw new Error('the model answered an empty summary');
+        const before = latest?.data?.summarises as Summarised | undefined;
+        const summarises: Summarised = { fromId: before?.fromId ?? older[0]!.id, toId: older.at(-1)!.id, count: older.length + (before?.count ?? 0), ...(count > SESSION_READ_MAX ? { unread: count - SESSION_READ_MAX } : {}) };
+        await sessions.append(sessionKey, {
+          direction: 'out', sender: agentId, text: made.text, at: Date.now(), role: 'system', messageKind: 'summary', via: `agent:${agentId}`,
+          data: { summarises, model: made.model, usage: made.usage },
+        });
+        ctx.log.info({ agent: agentId, sessionKey, messages: older.length }, 'summarised the earlier messages of a long session');
+        return { past: kept, summary: made.text };
+      } catch (error) {
+        if (signal.aborted) throw error;
+        ctx.log.warn({ agent: agentId, sessionKey, err: error }, 'the earlier messages of a long session could not be summarised; the model reads the latest ones only');
+        return { past: kept, summary: latest?.text };
+      }
+    };
+
     const run = async (request: AgentRunRequest): Promise<RunOutcome> => {
       const { id: agentId, settings } = request.direct ? { id: 'direct', settings: directSettings(request.direct) } : resolve(request.agentId);
       if (!settings.model) throw new DomainError('invalid_config', `Agent ${agentId} has no model: gateway config set agents.${agentId}.model <provider>/<model>`);
@@ -162,7 +197,9 @@ export default defineModule<Agents>({
         start: async ({ runId, text, turnIds, signal }) => {
           const started = Date.now();
           // The history the model reads: the session's, up to the turns this run answers (the caller's own conversation when it keeps one).
-          const past = request.conversation ? [] : await sessions.store.history(sessionKey, { limit: settings.history + turnIds.length });
+          // The model reads the latest summary and the messages after it, within the agent's window; those that fall out of it are summarised first.
+          const read = request.conversation ? { past: [], summary: undefined } : await readSession(sessionKey, settings, agentId, turnIds, request.surface, signal);
+          const past = read.past;
           const earlier = past.filter((message) => !turnIds.includes(message.id));
           // Files that came with the turns this run answers: images as images, text files as text, the rest by name.
           const files = past.filter((message) => turnIds.includes(message.id)).flatMap((message) => (message.data?.attachments as AttachmentView[] | undefined) ?? []);
@@ -206,7 +243,8 @@ export default defineModule<Agents>({
           };
           try {
             const messages = request.conversation ?? [...conversationOf(earlier, room), { role: 'user' as const, content: files.length ? await turnWithFiles(text, files, sessionKey, attachments) : text }];
-            const system = [settings.instructions, request.system].filter((part) => part && part.trim()).join('\n\n') || undefined;
+            const summarised = read.summary ? `Summary of the conversation before the messages below:\n${read.summary}` : undefined;
+            const system = [settings.instructions, request.system, summarised].filter((part) => part && part.trim()).join('\n\n') || undefined;
             const agent = { ...settings, ...definedOf(request.overrides ?? {}) } as AgentSettings & { toolChoice: AgentSettings['toolChoice'] | { name: string } };
             const result = await executeRun({
               runId, agentId, agent, sessionKey, messages, system,

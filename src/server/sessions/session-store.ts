@@ -21,7 +21,7 @@ export interface Session {
 }
 
 export type MessageRole = 'user' | 'assistant' | 'tool' | 'system';
-export type MessageKind = 'message' | 'tool_call' | 'tool_result' | 'error';
+export type MessageKind = 'message' | 'tool_call' | 'tool_result' | 'error' | 'summary';
 
 export interface SessionMessage {
   id: number;
@@ -202,6 +202,17 @@ export class SessionStore {
       WHERE session_messages_fts MATCH ? AND m.session_key IN (${theirs})
       ORDER BY session_messages_fts.rank LIMIT ?`, match, via, limit);
     return rows.map((row) => ({ ...toMessage(row), excerpt: String(row.excerpt) }));
+  }
+
+  /** The latest summary of a session's earlier messages, if it has one. */
+  async latestSummary(key: string): Promise<SessionMessage | undefined> {
+    const row = await this.store.get<Row>("SELECT * FROM session_messages WHERE session_key = ? AND kind = 'summary' ORDER BY id DESC LIMIT 1", key);
+    return row ? toMessage(row) : undefined;
+  }
+
+  /** How many messages of a session come after one. */
+  async countAfter(key: string, id: number): Promise<number> {
+    return Number((await this.store.get<{ count: number }>('SELECT COUNT(*) AS count FROM session_messages WHERE session_key = ? AND id > ?', key, id))?.count ?? 0);
   }
 
   /** The messages of a session after one, oldest first. */

@@ -23,6 +23,7 @@ export interface AgentSettings {
   toolChoice: 'auto' | 'none' | 'required';
   queue: QueueMode;
   history: number;
+  contextTokens?: number;
   clientTools: boolean;
   models: string[];
   toolProfile?: ToolProfile;

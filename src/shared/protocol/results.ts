@@ -222,7 +222,7 @@ export interface MessageView {
   /** Who speaks: a person (user), the assistant, a tool's result (tool). */
   role: 'user' | 'assistant' | 'tool' | 'system';
   /** A turn of text, or a step of an agent run. */
-  kind: 'message' | 'tool_call' | 'tool_result' | 'error';
+  kind: 'message' | 'tool_call' | 'tool_result' | 'error' | 'summary';
   /** A step's facts: a tool call's id, name and arguments, a result, the model, usage and latency of an assistant turn. */
   data?: Record<string, unknown>;
   runId?: string;

@@ -7,6 +7,7 @@ export const transcript = (messages: MessageView[]) => html`<ol class="transcrip
   <li class="msg ${m.role} ${m.kind}"><span class="who">${m.senderName ?? m.sender}</span> <time>${when(m.at)}</time>
     ${m.kind === 'tool_call' ? html`<div class="tool">calls <code>${String(m.data?.name ?? '')}</code> <code>${JSON.stringify(m.data?.args ?? {})}</code></div>`
       : m.kind === 'tool_result' ? html`<div class="tool">result <code>${m.text}</code></div>`
+      : m.kind === 'summary' ? html`<div class="tool">summary of ${String((m.data?.summarises as { count?: number } | undefined)?.count ?? '')} earlier messages (kept above)</div><div class="text">${m.text}</div>`
       : html`<div class="text">${m.text}</div>`}</li>`)}</ol>`;
 
 export class SessionsPage extends Page {
