@@ -228,9 +228,10 @@ describe('the Control UI and WebChat (e2e, in Chromium)', function () {
         if (section === 'overview' && width === 'desktop') {
           // The three cards share the row and fill it, as wide as the card below them (no empty column beside them).
           const edges = await page.evaluate(`[...document.querySelectorAll('gw-overview section.card')].map((card) => Math.round(card.getBoundingClientRect().right))`) as number[];
-          expect(edges).to.have.length(4);
+          expect(edges, 'daemon, readiness, channels, recent errors, figures').to.have.length(5);
           expect(new Set(edges.slice(0, 3)).size, 'cards in one row').to.equal(3);
           expect(Math.abs(edges[2]! - edges[3]!), 'the row ends where the card below ends').to.be.at.most(1);
+          expect(edges[4], 'figures as wide as the cards above').to.equal(edges[3]);
         }
       }
     }
@@ -303,6 +304,26 @@ describe('the Control UI and WebChat (e2e, in Chromium)', function () {
     await screenshot(page, 'automations-runs-desktop');
     expect(problems.console).to.deep.equal([]);
     expect((await home.run(['automations', 'remove', 'digest'])).code).to.equal(0);
+    await context.close();
+  });
+
+  it('the Overview shows the key figures from the metrics once they are on', async () => {
+    const { page, context, problems } = await signedIn();
+    await go(page, 'overview');
+    await page.getByText('Metrics are off.').waitFor();
+    expect((await home.run(['config', 'set', 'metrics.enabled', 'true'])).code).to.equal(0);
+    await fetch(`${base}/healthz`);
+    await page.reload();
+    await page.getByRole('status').filter({ hasText: 'Connected' }).waitFor();
+    const figures = page.getByTestId('figures');
+    await figures.waitFor();
+    const text = await figures.textContent() ?? '';
+    expect(text).to.match(/HTTP requests\s*[1-9][\d,]* \(0 server errors\), p50 ≤ \d+ ms/);
+    expect(text).to.match(/Store\s*[1-9][\d,]* statements/);
+    expect(text).to.match(/Process\s*\d+ MB resident/);
+    await screenshot(page, 'overview-figures-desktop');
+    expect(problems.console).to.deep.equal([]);
+    expect((await home.run(['config', 'set', 'metrics.enabled', 'false'])).code).to.equal(0);
     await context.close();
   });
 

@@ -69,6 +69,7 @@ export const METHODS = {
   'automations.get': { scope: 'operator.read', params: object({ id: channelId }, ['id'] as const) },
   'automations.runs': { scope: 'operator.read', params: object({ id: channelId, limit: { type: 'integer', minimum: 1, maximum: 200 } }, ['id'] as const) },
   'automations.run': { scope: 'operator.write', params: object({ id: channelId }, ['id'] as const) },
+  'metrics.summary': { scope: 'operator.read', params: none },
   'nodes.list': { scope: 'operator.read', params: none },
   'nodes.invoke': {
     scope: 'operator.write',

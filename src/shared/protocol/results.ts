@@ -134,6 +134,20 @@ export interface Job {
 
 export interface JobList { jobs: Job[]; nextCursor: string | null }
 
+/** The figures an operator looks at first, read from the same series as GET /metrics (since the daemon started). */
+export interface MetricsSummary {
+  enabled: boolean;
+  figures?: {
+    http: { requests: number; serverErrors: number; p50Seconds: number | null; p99Seconds: number | null };
+    inference: { calls: number; failed: number; inputTokens: number; outputTokens: number; firstTokenP50Seconds: number | null };
+    jobs: { queued: number; running: number; failed: number; oldestQueuedAgeSeconds: number };
+    webhooks: { deliveries: number; refused: number };
+    channels: { accounts: number; connected: number; messagesIn: number; messagesOut: number };
+    store: { statements: number; p99Seconds: number | null };
+    process: { residentBytes: number; eventLoopLagP99Seconds: number | null };
+  };
+}
+
 /** A command exec waits to run until an operator decides. */
 export interface ExecApprovalView {
   id: string;
@@ -410,6 +424,7 @@ export interface MethodResults {
   'automations.get': AutomationView;
   'automations.runs': { automation: string; runs: AutomationRun[] };
   'automations.run': { automation: string; key: string; jobId: string };
+  'metrics.summary': MetricsSummary;
   'nodes.list': { nodes: NodeView[] };
   'nodes.invoke': { node: string; command: string; result: unknown };
   'node.invoke.result': { accepted: true };

@@ -5,11 +5,12 @@
  */
 import { html, nothing } from 'lit';
 import { duration, LEVEL_NAMES, Page, when } from '../page.ts';
-import type { ChannelStatus, ExecApprovalView, LogEntry, StatusPayload } from '../../shared/protocol/results.ts';
+import type { ChannelStatus, ExecApprovalView, LogEntry, MetricsSummary, StatusPayload } from '../../shared/protocol/results.ts';
 
 export class OverviewPage extends Page {
-  static override properties = { status: { state: true }, channels: { state: true }, errors: { state: true }, now: { state: true }, approvals: { state: true } };
+  static override properties = { status: { state: true }, channels: { state: true }, errors: { state: true }, now: { state: true }, approvals: { state: true }, figures: { state: true } };
   declare approvals: ExecApprovalView[];
+  declare figures: MetricsSummary | undefined;
   declare status: StatusPayload | undefined;
   declare channels: ChannelStatus[];
   declare errors: LogEntry[] | undefined;
@@ -29,7 +30,10 @@ export class OverviewPage extends Page {
       this.channels = [...this.channels.filter((c) => !(c.channel === changed.channel && c.account === changed.account)), changed]
         .sort((a, b) => `${a.channel}/${a.account}`.localeCompare(`${b.channel}/${b.account}`));
     });
-    this.listen('tick', () => void this.refreshStatus());
+    this.listen('tick', () => {
+      void this.refreshStatus();
+      void this.refreshFigures();
+    });
     this.listen('log.entries', (payload) => {
       const entries = (payload as { entries: LogEntry[] }).entries.filter((entry) => entry.level >= 50);
       if (entries.length) this.errors = [...(this.errors ?? []), ...entries].slice(-10);
@@ -47,6 +51,7 @@ export class OverviewPage extends Page {
     this.status = status;
     this.channels = channels.channels;
     this.approvals = approvals.approvals;
+    await this.refreshFigures();
     if (this.gateway.has('operator.admin')) {
       const tail = await this.call<{ entries: LogEntry[] }>('logs.tail', { level: 'error', lines: 10 });
       this.errors = tail.entries;
@@ -80,6 +85,31 @@ export class OverviewPage extends Page {
           <button class="secondary" aria-label=${`Reject ${approval.id}`} @click=${() => void this.decide(approval, false)}>Reject</button></div>`
           : html`<p class="muted">Approving needs the admin scope.</p>`}
       </li>`)}</ul>
+    </section>`;
+  }
+
+  private async refreshFigures(): Promise<void> {
+    this.figures = await this.call<MetricsSummary>('metrics.summary').catch(() => this.figures);
+  }
+
+  private figuresCard() {
+    const summary = this.figures;
+    if (!summary) return nothing;
+    const f = summary.figures;
+    const seconds = (value: number | null) => (value === null ? '—' : value < 0.01 ? `≤ ${Number((value * 1000).toFixed(2))} ms` : value < 1 ? `≤ ${Math.round(value * 1000)} ms` : `≤ ${value} s`);
+    const count = (value: number) => Math.round(value).toLocaleString();
+    return html`<section class="card" aria-labelledby="figures-title">
+      <h2 id="figures-title">Figures</h2>
+      ${!summary.enabled || !f ? html`<p class="muted">Metrics are off. <code>gateway config set metrics.enabled true</code> turns on GET /metrics and these figures.</p>` : html`
+      <dl class="facts figures" data-testid="figures">
+        <dt>HTTP requests</dt><dd>${count(f.http.requests)} (${count(f.http.serverErrors)} server errors), p50 ${seconds(f.http.p50Seconds)}, p99 ${seconds(f.http.p99Seconds)}</dd>
+        <dt>Model calls</dt><dd>${count(f.inference.calls)} (${count(f.inference.failed)} failed), first token p50 ${seconds(f.inference.firstTokenP50Seconds)}, tokens ${count(f.inference.inputTokens)} in / ${count(f.inference.outputTokens)} out</dd>
+        <dt>Jobs</dt><dd>${count(f.jobs.queued)} queued, ${count(f.jobs.running)} running, ${count(f.jobs.failed)} failed; oldest waiting ${Math.round(f.jobs.oldestQueuedAgeSeconds)} s</dd>
+        <dt>Webhook deliveries</dt><dd>${count(f.webhooks.deliveries)} (${count(f.webhooks.refused)} refused)</dd>
+        <dt>Channel messages</dt><dd>${count(f.channels.messagesIn)} in, ${count(f.channels.messagesOut)} out; ${count(f.channels.connected)} of ${count(f.channels.accounts)} accounts connected</dd>
+        <dt>Store</dt><dd>${count(f.store.statements)} statements, p99 ${seconds(f.store.p99Seconds)}</dd>
+        <dt>Process</dt><dd>${Math.round(f.process.residentBytes / 1048576)} MB resident, event-loop delay p99 ${f.process.eventLoopLagP99Seconds === null ? '—' : `${(f.process.eventLoopLagP99Seconds * 1000).toFixed(1)} ms`}</dd>
+      </dl>`}
     </section>`;
   }
 
@@ -124,7 +154,8 @@ export class OverviewPage extends Page {
         ${this.errors === undefined ? html`<p class="muted">Reading the log needs the admin scope.</p>`
           : this.errors.length === 0 ? html`<p class="muted">No errors in the log.</p>`
           : html`<ul class="log">${this.errors.map((entry) => html`<li><time>${when(entry.time)}</time> <span class="level l${entry.level}">${LEVEL_NAMES[entry.level] ?? entry.level}</span> ${entry.msg}</li>`)}</ul>`}
-      </section>`;
+      </section>
+      ${this.figuresCard()}`;
   }
 }
 customElements.define('gw-overview', OverviewPage);
