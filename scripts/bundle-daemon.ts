@@ -56,6 +56,8 @@ const builtinsByRequire: Plugin = {
       if (!isBuiltin(args.path)) return undefined;
       // The require() inside the module below is Node's own.
       if (args.namespace === 'builtin') return { path: args.path, external: true };
+      // A dynamic import() wants the module's named exports (const { Agent } = await import('http')): Node's own import, as written.
+      if (args.kind === 'dynamic-import') return { path: args.path.startsWith('node:') ? args.path : `node:${args.path}`, external: true };
       return { path: args.path.startsWith('node:') ? args.path : `node:${args.path}`, namespace: 'builtin' };
     });
     builder.onLoad({ filter: /.*/, namespace: 'builtin' }, (args) => ({ contents: `module.exports = require(${JSON.stringify(args.path)});`, loader: 'js' }));

@@ -28,3 +28,4 @@ export { default as metrics } from './metrics/module.ts';
 export { default as automations } from './automations/module.ts';
 export { default as toolbox } from './toolbox/module.ts';
 export { default as memory } from './memory/module.ts';
+export { default as telemetry } from './telemetry/module.ts';

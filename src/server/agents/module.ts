@@ -10,6 +10,7 @@ import channelsModule, { describeAttachment, type Attachments, type ChannelManag
 import jobsModule, { type JobQueue } from '../jobs/module.ts';
 import { WindowCounter } from '../auth/throttle.ts';
 import { DomainError, toDomainError } from '../kernel/errors.ts';
+import { type AgentRunObserved, observe, observed } from '../kernel/observe.ts';
 import { defineModule, type ModuleContext } from '../kernel/module.ts';
 import modelsModule, { type ChatMessage, type ToolSpec, type UserPart } from '../models/module.ts';
 import sessionsModule, { type SessionAddress } from '../sessions/module.ts';
@@ -196,6 +197,13 @@ export default defineModule<Agents>({
         tools: toolPatterns(settings).length > 0,
         start: async ({ runId, text, turnIds, signal }) => {
           const started = Date.now();
+          observe(observed.agentRun, (): AgentRunObserved => ({ phase: 'start', runId, agent: agentId, surface: request.surface, at: started }));
+          const ended = (outcome: { status: string; model: string | null; usage: { inputTokens?: number; outputTokens?: number }; steps: number; error?: string }) => observe(observed.agentRun, (): AgentRunObserved => ({
+            phase: 'end', runId, status: outcome.status, model: outcome.model, steps: outcome.steps, at: Date.now(),
+            ...(outcome.usage.inputTokens === undefined ? {} : { inputTokens: outcome.usage.inputTokens }),
+            ...(outcome.usage.outputTokens === undefined ? {} : { outputTokens: outcome.usage.outputTokens }),
+            ...(outcome.error ? { error: outcome.error } : {}),
+          }));
           // The history the model reads: the session's, up to the turns this run answers (the caller's own conversation when it keeps one).
           // The model reads the latest summary and the messages after it, within the agent's window; those that fall out of it are summarised first.
           const read = request.conversation ? { past: [], summary: undefined } : await readSession(sessionKey, settings, agentId, turnIds, request.surface, signal);
@@ -250,16 +258,18 @@ export default defineModule<Agents>({
               runId, agentId, agent, sessionKey, messages, system,
               models: [request.model ?? settings.model!, ...settings.fallbacks.filter((ref) => ref !== (request.model ?? settings.model))],
               tools: toolsFor(settings), clientTools: request.clientTools ?? [],
-              meta: { agent: agentId, sessionKey, subject: request.subject, surface: request.surface },
+              meta: { agent: agentId, sessionKey, subject: request.subject, surface: request.surface, runId },
               signal: AbortSignal.any([signal, unkept.signal]), onEvent: emit, begin, onSent: () => beginSoon(RECORD_WAIT_MS),
             }, { caller, runner, sessions, logger: ctx.log });
             await begin();
             await runs.finished(result);
+            ended(result);
             ctx.events.emit('agent.done', { runId, agent: agentId, sessionKey, status: result.status, text: result.text, model: result.model, usage: result.usage, steps: result.steps }, 'operator.read');
             return result;
           } catch (thrown) {
             if (unrecorded) {
               ctx.log.error({ err: unrecorded, run: runId, agent: agentId }, 'agent run could not be recorded');
+              ended({ status: 'failed', model: null, usage: {}, steps: 0, error: 'the run could not be recorded' });
               throw toDomainError(unrecorded).error;
             }
             await begin();
@@ -270,6 +280,7 @@ export default defineModule<Agents>({
             const status = stopped?.status ?? 'failed';
             await sessions.append(sessionKey, { direction: 'out', sender: agentId, text: message, at: Date.now(), role: 'assistant', messageKind: 'error', runId, via: `agent:${agentId}`, data: { status } });
             await runs.finished({ runId, agent: agentId, sessionKey, status, text: '', model: null, usage: {}, steps: 0, toolCalls: [], latencyMs: Date.now() - started, error: message });
+            ended({ status, model: null, usage: {}, steps: 0, error: message });
             ctx.events.emit('agent.error', { runId, agent: agentId, sessionKey, status, error: message }, 'operator.read');
             if (stopped) throw new DomainError('unavailable', `The run ${status === 'interrupted' ? 'was interrupted' : 'was aborted'}: ${message}.`, { code: `run_${status}` });
             throw error;

@@ -17,9 +17,17 @@ export interface HttpObserved { method: string; route: string; status: number; s
 /** One call of a model (an agent run's step, an inference request): its outcome, duration, first token and tokens. */
 export interface ModelCallObserved {
   provider: string; model: string; agent: string; surface: string;
+  /** The agent run it is a step of, when it is one. */
+  runId?: string;
   outcome: 'ok' | 'error' | 'aborted' | 'timeout';
   seconds: number; firstTokenSeconds?: number; inputTokens?: number; outputTokens?: number;
 }
+/** An agent run starting and ending: what traces of it (telemetry.otlp) are made from. No session key, no text. */
+export type AgentRunObserved =
+  | { phase: 'start'; runId: string; agent: string; surface: string; at: number }
+  | { phase: 'end'; runId: string; status: string; model: string | null; inputTokens?: number; outputTokens?: number; steps: number; error?: string; at: number };
+/** A tool call answered: its tool, who called it, when it started and ended, whether it failed (never its arguments or result). */
+export interface ToolCallObserved { tool: string; surface: string; runId?: string; startedAt: number; endedAt: number; error?: string }
 /** A channel message stored (in) or taken by its platform (out). */
 export interface ChannelMessageObserved { channel: string; direction: 'in' | 'out' }
 /** A webhook delivery answered: its event once its signature held (else "unverified"), and what became of it. */
@@ -30,6 +38,8 @@ export const observed = {
   modelCall: diagnostics.channel('gateway.model.call'),
   channelMessage: diagnostics.channel('gateway.channel.message'),
   webhookDelivery: diagnostics.channel('gateway.webhook.delivery'),
+  agentRun: diagnostics.channel('gateway.agent.run'),
+  toolCall: diagnostics.channel('gateway.tool.call'),
 };
 
 export function observe<T>(channel: diagnostics.Channel, message: () => T): void {

@@ -22,6 +22,8 @@ export interface CallMeta {
   subject?: string;
   /** Where the call came from: channel, chat, api, webchat. */
   surface: string;
+  /** The agent run the call is a step of. */
+  runId?: string;
 }
 
 export type CallEvent = StepEvent | { type: 'model'; ref: string; providerId: string };
@@ -175,7 +177,7 @@ export class ModelCaller {
       firstTokenMs: call.firstTokenAt === undefined ? undefined : call.firstTokenAt - call.started, outcome: call.outcome, status: call.status, error: call.error,
     }, (error) => this.deps.logger.error({ err: error }, 'could not record a model call'));
     observe(observed.modelCall, (): ModelCallObserved => ({
-      provider: target.providerId, model: target.model, agent: meta.agent ?? 'none', surface: meta.surface, outcome: call.outcome,
+      provider: target.providerId, model: target.model, agent: meta.agent ?? 'none', surface: meta.surface, outcome: call.outcome, ...(meta.runId ? { runId: meta.runId } : {}),
       seconds: (Date.now() - call.started) / 1000,
       ...(call.firstTokenAt === undefined ? {} : { firstTokenSeconds: (call.firstTokenAt - call.started) / 1000 }),
       ...(call.usage.inputTokens === undefined ? {} : { inputTokens: call.usage.inputTokens }),

@@ -4,6 +4,7 @@ import type { GatewayConfig } from '../../shared/config/types.ts';
 import { matchesPattern } from '../../shared/patterns.ts';
 import type { ToolAnswer, ToolCatalogEntry } from '../../shared/protocol/results.ts';
 import { DomainError, toDomainError } from '../kernel/errors.ts';
+import { observe, observed, type ToolCallObserved } from '../kernel/observe.ts';
 import type { ToolDef } from '../kernel/module.ts';
 import type { RegistryTable } from '../kernel/registry.ts';
 import { compileSchema, describeProblems, loadSchemaCompiler } from '../kernel/schema.ts';
@@ -15,6 +16,8 @@ export interface ToolRequest {
   tool: string;
   args?: Record<string, unknown>;
   sessionKey?: string;
+  /** The agent run that calls it (never from a request body). */
+  runId?: string;
   idempotencyKey?: string;
   dryRun?: boolean;
 }
@@ -181,10 +184,16 @@ export class ToolRunner {
       if (this.loggers.size > 1000) this.loggers.clear();
       this.loggers.set(tool.name, logger);
     }
+    const startedAt = Date.now();
+    const told = (error?: string) => observe(observed.toolCall, (): ToolCallObserved => ({
+      tool: tool.name, surface: caller.surface, startedAt, endedAt: Date.now(), ...(request.runId ? { runId: request.runId } : {}), ...(error ? { error } : {}),
+    }));
     try {
       const result = await tool.handler(args, { caller: caller.name, surface: caller.surface, sessionKey: request.sessionKey, logger });
+      told();
       return result === undefined ? null : JSON.parse(JSON.stringify(result));
     } catch (thrown) {
+      told(toDomainError(thrown).error.kind);
       // A handler's own refusal (a DomainError, or an error with a status of 400-499) answers as it says, as does a server the tool
       // depends on that failed or is away (502, 503); anything else is the tool failing.
       const { error, unexpected } = toDomainError(thrown);

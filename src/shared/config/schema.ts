@@ -437,6 +437,12 @@ export const configSchema: SchemaNode = object({
     enabled: bool(false, 'serve GET /metrics in the Prometheus text format (to the gateway credential, or a token with the scope metrics)'),
     loopbackOpen: bool(false, 'serve GET /metrics without a credential to clients on this host (not through a proxy)'),
   }),
+  telemetry: object({
+    otlp: object({
+      endpoint: text('OTLP/HTTP address of an OpenTelemetry collector (http://collector:4318, or its /v1/traces): agent runs, their model calls and tool calls are sent there as traces; unset, nothing is loaded', { format: 'uri', maxLength: 2048 }),
+      serviceName: text('service.name of the traces', { default: 'gateway', maxLength: 128 }),
+    }),
+  }),
   inference: object({
     limits: object({
       requestsPerMinute: int(120, 1, 1_000_000, 'inference requests per minute per credential'),

@@ -120,6 +120,7 @@ export interface GatewayConfig {
   automations: Record<string, AutomationSettings>;
   runtime: { defaultAgent?: string; concurrency: number; toolRunConcurrency: number; senderLimit: { max: number; windowMs: number } };
   metrics: { enabled: boolean; loopbackOpen: boolean };
+  telemetry: { otlp: { endpoint?: string; serviceName: string } };
   inference: {
     limits: { requestsPerMinute: number; tokensPerMinute: number; monthlyTokens?: number };
     keepaliveMs: number;
