@@ -17,7 +17,7 @@ if (!existsSync(`${server}/node_modules/node-llama-cpp`)) {
 const programs: [string, string][] = [
   ['ngircd', 'ngircd'], ['gnome-keyring-daemon', 'gnome-keyring'], ['dbus-run-session', 'dbus'], ['secret-tool', 'libsecret-tools'], ['ip', 'iproute2'],
   ['systemd-analyze', 'systemd'], ['script', 'bsdutils'], ['python3', 'python3'], ['zsh', 'zsh'], ['chromium', 'chromium'], ['curl', 'curl'],
-  ['bwrap', 'bubblewrap'], ['prlimit', 'util-linux'], ['setpriv', 'util-linux'], ['bash', 'bash'],
+  ['bwrap', 'bubblewrap'], ['prlimit', 'util-linux'], ['setpriv', 'util-linux'], ['bash', 'bash'], ['prosody', 'prosody'], ['openssl', 'openssl'],
 ];
 // PostgreSQL's server programs live outside PATH on Debian (/usr/lib/postgresql/<version>/bin).
 if (spawnSync('sh', ['-c', 'ls /usr/lib/postgresql/*/bin/postgres'], { stdio: 'ignore' }).status !== 0) programs.push(['postgres', 'postgresql']);

@@ -136,6 +136,10 @@ export class ChannelManager {
         inbound: (message) => this.enqueueInbound(id, message),
         stateChanged: (status) => {
           this.deps.emit('channel.status', this.statusView(id, status), 'operator.read');
+          // Connected again after a drop: what waits for it goes now.
+          if (status.state === 'connected' && this.connectedOnce.has(`${id}\n${status.account}`)) {
+            this.deps.outbox.retryNow(id, status.account).catch((error: unknown) => this.deps.logger.warn({ channel: id, err: error }, 'waiting replies could not be sent at once'));
+          }
           // An account's first connection is start-up work done after the daemon was ready: what it left can go back.
           if (status.state === 'connected' && !this.connectedOnce.has(`${id}\n${status.account}`)) {
             this.connectedOnce.add(`${id}\n${status.account}`);

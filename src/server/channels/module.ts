@@ -118,6 +118,15 @@ export default defineModule<Channels>({
         return new DiscordChannel(id, context);
       },
     });
+    ctx.channels.add({
+      id: 'xmpp',
+      label: 'XMPP',
+      normalizePeer: (peer) => peer.split('/')[0]!.trim().toLowerCase(),
+      create: async (id, context) => {
+        const { XmppChannel } = await import('./xmpp.ts');
+        return new XmppChannel(id, context);
+      },
+    });
 
     // Webhook deliveries of the channels that take them (Telegram's webhook mode, Slack's Events API): each checks its platform's signature or secret.
     ctx.http.route({

@@ -164,6 +164,17 @@ export class Outbox {
     else this.announce(channelId);
   }
 
+  /**
+   * An account connected (again): its replies waiting out a retry go now,
+   * not when their backoff ends (a server back after a restart need not wait
+   * for the retries the outage made longer).
+   */
+  async retryNow(channelId: string, account: string): Promise<void> {
+    const now = this.now();
+    const { changes } = await this.store.run("UPDATE channel_outbox SET next_at = ? WHERE channel = ? AND account = ? AND status = 'pending' AND next_at > ?", now, channelId, account, now);
+    if (changes > 0) this.wake(channelId);
+  }
+
   async stop(): Promise<void> {
     await Promise.all([...this.pumps.keys()].map((id) => this.detach(id)));
   }

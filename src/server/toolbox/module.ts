@@ -132,7 +132,7 @@ export default defineModule<Toolbox>({
         const tools = sandboxTools();
         if ('missing' in tools) throw new DomainError('unavailable', `exec is unavailable: ${tools.missing}.`, { code: 'sandbox_missing' });
         const timeoutSeconds = Number(args.timeout ?? settings.timeoutSeconds);
-        if (timeoutSeconds > settings.maxTimeoutSeconds) throw new DomainError('invalid', `timeout ${timeoutSeconds} s is more than tools.exec.maxTimeoutSeconds (${settings.maxTimeoutSeconds}).`);
+        if (timeoutSeconds > settings.maxTimeoutSeconds) throw new DomainError('invalid', `A timeout of ${timeoutSeconds} s is more than tools.exec.maxTimeoutSeconds (${settings.maxTimeoutSeconds}).`);
         const asks = approval === 'ask' || (approval === 'allowlist' && !allowedCommand(command, settings.allow));
         if (asks) {
           const why = approval === 'ask' ? 'every command asks (approval ask)' : 'the command matches no tools.exec.allow pattern';

@@ -181,6 +181,34 @@ const discordChannel: SchemaNode = object({
   },
 }, 'Discord: the bot whose token is the secret channels.<id>.botToken');
 
+const JID = { type: 'string', pattern: '^[^@/\\s]{1,256}@[^@/\\s]{1,256}$', maxLength: 512 } as const;
+const XMPP_SERVICE = { type: 'string', pattern: '^xmpps?://[^/\\s]+/?$', maxLength: 512 } as const;
+const XMPP_ROOM = { type: 'string', pattern: '^(\\*|[^@/\\s]{1,256}@[^@/\\s]{1,256})$', maxLength: 512 } as const;
+
+const xmppAccount: SchemaNode = object({
+  enabled: bool(true, 'connect this account'),
+  jid: { ...JID, description: 'the account\'s JID (name@example.org)' },
+  service: { ...XMPP_SERVICE, description: 'its server (else the channel\'s when the domain is the same, else the JID\'s domain on 5222)' },
+  allowPlaintext: { type: 'boolean', description: 'allow a stream without TLS (loopback servers only)' },
+  nick: text('its nick in rooms (else the JID\'s name)', { maxLength: 64 }),
+  rooms: { type: 'array', items: XMPP_ROOM, description: 'MUC rooms this account joins and answers in when mentioned' },
+}, 'another XMPP account of the channel');
+
+const xmppChannel: SchemaNode = object({
+  ...channelPolicy,
+  jid: { ...JID, description: 'the account\'s JID (name@example.org); its password is the secret channels.<id>.password' },
+  service: { ...XMPP_SERVICE, description: 'the server: xmpp://host:port (STARTTLS, required) or xmpps://host:port (TLS from the start); default the JID\'s domain on 5222' },
+  allowPlaintext: bool(false, 'allow a stream without TLS, for a server on this host only (refused for any other)'),
+  nick: text('the nick in rooms (default the JID\'s name); a room message that mentions it is answered', { maxLength: 64 }),
+  rooms: list(XMPP_ROOM, 'MUC rooms (room@conference.example.org) to join, answered when the nick is mentioned'),
+  accounts: {
+    type: 'object',
+    description: 'further accounts by name (each one\'s password is the secret channels.<id>.accounts.<name>.password)',
+    propertyNames: { pattern: '^[a-z0-9][a-z0-9_-]{0,31}$' },
+    additionalProperties: xmppAccount,
+  },
+}, 'XMPP: an account (a JID) on a server of your own or a public one');
+
 const hookMapping: SchemaNode = {
   type: 'object',
   additionalProperties: false,
@@ -371,7 +399,7 @@ export const configSchema: SchemaNode = object({
   channels: {
     type: 'object',
     description: 'messaging channels by id',
-    properties: { irc: channel, telegram: telegramChannel, slack: slackChannel, discord: discordChannel },
+    properties: { irc: channel, telegram: telegramChannel, slack: slackChannel, discord: discordChannel, xmpp: xmppChannel },
     propertyNames: { pattern: '^[a-z0-9][a-z0-9_-]{0,31}$' },
     additionalProperties: channel,
   },

@@ -1,0 +1,299 @@
+/**
+ * XMPP through @xmpp/client: one connection per account (a JID and its
+ * password from the secret store), STARTTLS required (a plaintext stream
+ * only with allowPlaintext, and only to a server on loopback), XEP-0198
+ * stream management so a dropped stream resumes without losing stanzas,
+ * direct chats and MUC rooms (answered when the account's nick is
+ * mentioned), chat-state typing notifications. Reconnects by itself.
+ */
+import { randomUUID } from 'node:crypto';
+import type { ChannelState } from '../../shared/channels.ts';
+import { isLoopbackAddress } from '../../shared/config/exposure.ts';
+import { ChannelSendError, type AccountStatus, type Channel, type ChannelContext, type ChannelSettings, type InboundMessage, type SendOptions, type SendReceipt } from '../kernel/channel.ts';
+import { AccountChannel } from './account-channel.ts';
+
+export const DEFAULT_ACCOUNT = 'default';
+/** Longest text taken from one inbound message. */
+const MAX_INBOUND_CHARS = 16_384;
+/** Longest message sent at once; longer replies are split. */
+export const XMPP_LIMIT = 10_000;
+const RESOURCE = 'gateway';
+/** How long a new stream waits for stream management before going on without it (a server that does not offer it). */
+const SM_WAIT_MS = 3000;
+const NO_STARTTLS = 'the server offered no STARTTLS: nothing was sent (a server on this host may be allowed with allowPlaintext)';
+
+interface XmppAccountSettings {
+  enabled: boolean;
+  jid?: string;
+  service?: string;
+  allowPlaintext: boolean;
+  nick?: string;
+  rooms: string[];
+}
+
+/** The accounts of an XMPP channel's settings: the top level (its jid) and each of `accounts`. */
+export function xmppAccounts(settings: ChannelSettings): Map<string, XmppAccountSettings> {
+  const base = settings as unknown as Partial<XmppAccountSettings> & { accounts?: Record<string, Partial<XmppAccountSettings>> };
+  const accounts = new Map<string, XmppAccountSettings>();
+  if (base.jid) accounts.set(DEFAULT_ACCOUNT, { enabled: true, jid: base.jid, service: base.service, allowPlaintext: base.allowPlaintext ?? false, nick: base.nick, rooms: base.rooms ?? [] });
+  for (const [name, account] of Object.entries(base.accounts ?? {})) {
+    accounts.set(name, {
+      enabled: account.enabled ?? true, jid: account.jid, service: account.service ?? (account.jid?.split('@')[1] === base.jid?.split('@')[1] ? base.service : undefined),
+      allowPlaintext: account.allowPlaintext ?? base.allowPlaintext ?? false, nick: account.nick, rooms: account.rooms ?? [],
+    });
+  }
+  return accounts;
+}
+
+const secretFor = (channelId: string, account: string) => (account === DEFAULT_ACCOUNT ? `channels.${channelId}.password` : `channels.${channelId}.accounts.${account}.password`);
+/** A JID without its resource, as a peer: lower case (XMPP's nodeprep folds case for the local part and the domain). */
+export const bareJid = (jid: string) => jid.split('/')[0]!.trim().toLowerCase();
+
+type XmppModule = typeof import('@xmpp/client');
+type XmppClient = import('@xmpp/client').XmppClient;
+type Element = import('@xmpp/client').XmppElement;
+
+/** Where a JID's server is: the service given (xmpp://host:port or xmpps://host:port), else the JID's domain on 5222. */
+function serviceOf(settings: XmppAccountSettings): URL {
+  const domain = settings.jid!.split('@')[1]!.split('/')[0]!;
+  return new URL(settings.service ?? `xmpp://${domain}:5222`);
+}
+
+class XmppAccount {
+  private status: AccountStatus;
+  private client?: XmppClient;
+  private stopped = false;
+  private nickname?: string;
+  private ownJid?: string;
+
+  readonly name: string;
+  private readonly channelId: string;
+  private readonly settings: () => XmppAccountSettings | undefined;
+  private readonly context: ChannelContext;
+  private readonly xmpp: XmppModule;
+
+  constructor(channelId: string, name: string, settings: () => XmppAccountSettings | undefined, context: ChannelContext, xmpp: XmppModule) {
+    this.channelId = channelId;
+    this.name = name;
+    this.settings = settings;
+    this.context = context;
+    this.xmpp = xmpp;
+    this.status = { account: name, state: 'disconnected', since: Date.now() };
+  }
+
+  get current(): AccountStatus {
+    return this.status;
+  }
+
+  get nick(): string | undefined {
+    return this.status.state === 'connected' ? this.nickname : undefined;
+  }
+
+  private get log() {
+    return this.context.logger.child({ channel: this.channelId, account: this.name });
+  }
+
+  private setState(state: ChannelState, detail?: string): void {
+    if (this.status.state === state && this.status.detail === detail) return;
+    this.status = { account: this.name, state, ...(detail ? { detail } : {}), since: Date.now() };
+    this.context.stateChanged(this.status);
+  }
+
+  start(): void {
+    this.connect().catch((error: unknown) => {
+      this.setState('error', (error as Error)?.message ?? String(error));
+      this.log.warn({ error: (error as Error)?.message }, 'xmpp account cannot connect');
+    });
+  }
+
+  private async connect(): Promise<void> {
+    const settings = this.settings();
+    if (!settings?.jid || !/^[^@/\s]+@[^@/\s]+$/.test(settings.jid)) throw new Error(`set the account's JID: gateway config set ${this.name === DEFAULT_ACCOUNT ? `channels.${this.channelId}.jid` : `channels.${this.channelId}.accounts.${this.name}.jid`} bot@example.org`);
+    const service = serviceOf(settings);
+    if (service.protocol !== 'xmpp:' && service.protocol !== 'xmpps:') throw new Error(`the service must be an xmpp:// or xmpps:// address (got ${service.protocol})`);
+    const host = service.hostname.replace(/^\[|\]$/g, '');
+    if (settings.allowPlaintext && !(isLoopbackAddress(host) || host === 'localhost')) {
+      throw new Error('allowPlaintext is refused for a server that is not on this host: passwords would cross the network in the clear');
+    }
+    const password = await this.context.secret(secretFor(this.channelId, this.name));
+    if (!password) throw new Error(`no password: printf %s "$PASSWORD" | gateway secrets set ${secretFor(this.channelId, this.name)}`);
+    const [local, domain] = settings.jid.split('@') as [string, string];
+    this.nickname = settings.nick ?? local;
+    this.ownJid = bareJid(settings.jid);
+    this.setState('connecting');
+    const client = this.xmpp.client({
+      service: `${service.protocol}//${service.host}`, domain, resource: RESOURCE,
+      // The password goes only over TLS (STARTTLS done, or xmpps://); a plaintext stream, when allowed (loopback), never takes PLAIN.
+      credentials: async (authenticate, mechanisms, _fast, entity) => {
+        if (!entity.isSecure() && !settings.allowPlaintext) {
+          this.refusePlaintext();
+          throw new Error(NO_STARTTLS);
+        }
+        const mechanism = entity.isSecure() ? mechanisms[0] : mechanisms.find((offered) => offered !== 'PLAIN');
+        if (!mechanism) throw new Error(`no login mechanism to use (the server offers ${mechanisms.join(', ') || 'none'})`);
+        await authenticate({ username: local, password }, mechanism);
+      },
+    });
+    this.client = client;
+    client.on('error', (error: Error) => {
+      if (this.stopped) return;
+      this.log.warn({ error: error.message }, 'xmpp error');
+      if (/not-authorized|auth/i.test(error.message)) this.setState('error', `the server refused the login: ${error.message}`);
+    });
+    client.on('offline', () => {
+      if (!this.stopped) this.setState('disconnected', 'offline');
+    });
+    client.on('disconnect', () => {
+      if (!this.stopped && this.status.state === 'connected') this.setState('connecting', 'the stream dropped; reconnecting');
+    });
+    client.on('online', (jid: { toString(): string }) => void this.online(jid.toString(), settings).catch((error: unknown) => this.log.warn({ err: error }, 'xmpp: could not finish connecting')));
+    client.on('stanza', (stanza: Element) => {
+      try {
+        void this.stanza(stanza).catch((error: unknown) => this.log.warn({ err: error }, 'xmpp: a stanza could not be handled'));
+      } catch (error) {
+        this.log.warn({ err: error }, 'xmpp: a malformed stanza');
+      }
+    });
+    await client.start();
+  }
+
+  /** STARTTLS is required: a server that does not offer it gets no password, and the account stops until it is fixed. */
+  private refusePlaintext(): void {
+    this.setState('error', NO_STARTTLS);
+    this.stopped = true;
+    void this.client?.stop().catch(() => undefined);
+  }
+
+  private async online(jid: string, settings: XmppAccountSettings): Promise<void> {
+    const client = this.client!;
+    if (!client.isSecure() && !settings.allowPlaintext) {
+      this.refusePlaintext();
+      return;
+    }
+    // Stream management is enabled just after 'online': nothing is sent before the server has answered <enabled/>, or both
+    // sides would count stanzas from different points (Prosody closes a stream whose client acknowledges more than it sent).
+    for (let waited = 0; !client.streamManagement?.enabled && waited < SM_WAIT_MS && !this.stopped; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
+    await client.send(this.xmpp.xml('presence'));
+    for (const room of settings.rooms) {
+      if (room === '*') continue;
+      // Joining without the room's history: only what is said from now on is answered.
+      await client.send(this.xmpp.xml('presence', { to: `${bareJid(room)}/${this.nickname}` },
+        this.xmpp.xml('x', { xmlns: 'http://jabber.org/protocol/muc' }, this.xmpp.xml('history', { maxstanzas: '0' }))));
+    }
+    this.setState('connected', jid);
+  }
+
+  private async stanza(stanza: Element): Promise<void> {
+    if (!stanza.is('message')) return;
+    const type = stanza.attrs.type ?? 'normal';
+    const from = stanza.attrs.from;
+    const body = stanza.getChildText('body');
+    if (!from || body === null || body === undefined) return;
+    if (type === 'error') {
+      this.log.warn({ from: bareJid(from) }, 'xmpp: a message bounced');
+      return;
+    }
+    const text = body.slice(0, MAX_INBOUND_CHARS);
+    const id = stanza.attrs.id;
+    const message: Omit<InboundMessage, 'sender' | 'senderName' | 'kind'> = { account: this.name, text, at: Date.now() };
+    if (type === 'groupchat') {
+      const room = bareJid(from);
+      const occupant = from.includes('/') ? from.slice(from.indexOf('/') + 1) : '';
+      // Our own messages echoed by the room, and the history a room replays on joining, are not turns.
+      if (!occupant || occupant === this.nickname || stanza.getChild('delay', 'urn:xmpp:delay')) return;
+      const rooms = this.settings()?.rooms ?? [];
+      if (!rooms.includes('*') && !rooms.map(bareJid).includes(room)) return;
+      const mention = this.nickname ? new RegExp(`(^|[^\\p{L}\\p{N}_])@?${this.nickname.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}([:,]?)(?=$|[^\\p{L}\\p{N}_])`, 'iu') : undefined;
+      const addressed = mention?.test(text) ? { text: text.replace(mention, '$1').replace(/^\s*[:,]?\s*/, '').trim() } : undefined;
+      await this.context.inbound({
+        ...message, kind: 'group', room, sender: `${room}/${occupant}`, senderName: occupant, replyTo: room,
+        ...(addressed ? { addressed } : {}), ...(id ? { platformId: `${room}/${occupant}/${id}` } : {}),
+      });
+      // Not addressed: the room's message is kept in its session, and not answered.
+      return;
+    }
+    if (type !== 'chat' && type !== 'normal') return;
+    const sender = bareJid(from);
+    if (sender === this.ownJid) return;
+    await this.context.inbound({ ...message, kind: 'direct', sender, senderName: sender, replyTo: sender, ...(id ? { platformId: `${sender}/${id}` } : {}) });
+  }
+
+  async send(to: string, text: string, room: boolean, idempotencyKey?: string): Promise<SendReceipt> {
+    const client = this.client;
+    if (!client || this.status.state !== 'connected') throw new ChannelSendError(`${this.channelId} account ${this.name} is ${this.status.state}; the message was not sent`);
+    const id = idempotencyKey ? idempotencyKey.replace(/[^A-Za-z0-9_.:-]/g, '').slice(0, 64) || randomUUID() : randomUUID();
+    const { xml } = this.xmpp;
+    try {
+      await client.send(xml('message', { to: bareJid(to), type: room ? 'groupchat' : 'chat', id },
+        xml('body', {}, text), ...(room ? [] : [xml('active', { xmlns: 'http://jabber.org/protocol/chatstates' })])));
+    } catch (error) {
+      throw new ChannelSendError(`the XMPP stream refused the message: ${(error as Error).message}`);
+    }
+    return { ids: [id] };
+  }
+
+  async typing(to: string): Promise<void> {
+    if (!this.client || this.status.state !== 'connected') return;
+    const { xml } = this.xmpp;
+    await this.client.send(xml('message', { to: bareJid(to), type: 'chat' }, xml('composing', { xmlns: 'http://jabber.org/protocol/chatstates' }))).catch(() => undefined);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.client?.stop().catch(() => undefined);
+    this.setState('disconnected');
+  }
+}
+
+type Xmpp = XmppModule;
+
+export class XmppChannel extends AccountChannel<XmppAccount, XmppAccountSettings> implements Channel {
+  private xmpp?: Xmpp;
+
+  protected accountsOf(settings: ChannelSettings): Map<string, XmppAccountSettings> {
+    return xmppAccounts(settings);
+  }
+
+  protected open(name: string, settings: () => XmppAccountSettings | undefined): XmppAccount {
+    const account = new XmppAccount(this.id, name, settings, this.context, this.xmpp!);
+    account.start();
+    return account;
+  }
+
+  override async start(): Promise<void> {
+    this.xmpp = await import('@xmpp/client');
+    await super.start();
+  }
+
+  async send(account: string, to: string, text: string, options: SendOptions = {}): Promise<SendReceipt> {
+    return this.running(account).send(to, text, this.isRoom(to), options.idempotencyKey);
+  }
+
+  split(text: string): string[] {
+    const parts: string[] = [];
+    for (let start = 0; start < text.length; start += XMPP_LIMIT) parts.push(text.slice(start, start + XMPP_LIMIT));
+    return parts.length ? parts : [''];
+  }
+
+  async typing(account: string, to: string): Promise<void> {
+    if (!this.isRoom(to)) await this.live.get(account)?.typing(to);
+  }
+
+  normalizePeer(peer: string): string {
+    return bareJid(peer);
+  }
+
+  selfName(account: string): string | undefined {
+    return this.live.get(account)?.nick;
+  }
+
+  /** A room is one an account of the channel joins. */
+  isRoom(peer: string): boolean {
+    const jid = bareJid(peer);
+    return [...xmppAccounts(this.context.settings()).values()].some((account) => account.rooms.map(bareJid).includes(jid));
+  }
+
+  checkPeer(peer: string): string | undefined {
+    return /^[^@/\s]+@[^@/\s]+$/.test(bareJid(peer)) ? undefined : 'is not a JID (name@example.org)';
+  }
+}

@@ -1,0 +1,153 @@
+import { expect } from 'chai';
+import { freePort, Home, sleep, waitFor } from '../support/cli.ts';
+import { codeIn } from '../support/irc.ts';
+import { MUC_DOMAIN, Prosody, trust, XMPP_DOMAIN, XmppUser } from '../support/prosody.ts';
+import { openaiText, ScriptedUpstream } from '../support/scripted-upstream.ts';
+
+describe('XMPP channel against a real Prosody (e2e)', function () {
+  this.timeout(90_000);
+  let prosody: Prosody;
+  let upstream: ScriptedUpstream;
+  let home: Home;
+  const people: XmppUser[] = [];
+  let serial = 0;
+  const room = `lobby@${MUC_DOMAIN}`;
+  const bot = `gwbot@${XMPP_DOMAIN}`;
+
+  const person = async (name: string) => {
+    const user = `${name}${++serial}`;
+    prosody.register(user, 'pw-of-a-person');
+    const made = await XmppUser.connect(prosody, user, 'pw-of-a-person');
+    people.push(made);
+    return made;
+  };
+  const state = async () => (await home.run(['channels', 'status', '--json'])).json?.channels?.find((c: any) => c.channel === 'xmpp') as { state: string; detail?: string } | undefined;
+  const connected = () => waitFor(async () => ((await state())?.state === 'connected' ? true : undefined), 20_000, 'the gateway to connect to Prosody');
+  const set = async (key: string, value: unknown) => {
+    const result = await home.run(['config', 'set', key, JSON.stringify(value)]);
+    expect(result.code, `${key}: ${result.stderr}`).to.equal(0);
+  };
+
+  before(async () => {
+    prosody = await Prosody.start();
+    prosody.register('gwbot', 'bot-password');
+    trust(prosody.certificate);
+    upstream = await new ScriptedUpstream().start();
+    upstream.responder = (request) => openaiText(`Echo: ${String((request.body.messages as { content: string }[]).at(-1)?.content)}`);
+  });
+  after(async () => {
+    await prosody?.stop();
+    await upstream?.stop();
+  });
+  beforeEach(async () => {
+    home = new Home({ GATEWAY_PORT: String(await freePort()), NODE_EXTRA_CA_CERTS: prosody.certificate });
+    await set('models.providers.script', { kind: 'openai-compatible', baseUrl: upstream.url, models: ['m'], retries: { max: 0 } });
+    await set('agents.helper', { model: 'script/m' });
+    await set('channels.xmpp', { enabled: true, jid: bot, service: `xmpp://127.0.0.1:${prosody.port}`, agent: 'helper', rooms: [room], nick: 'gwbot', reconnectMaxDelayMs: 2000 });
+    const secret = await home.run(['secrets', 'set', 'channels.xmpp.password'], { input: 'bot-password' });
+    expect(secret.code, secret.stderr).to.equal(0);
+    expect((await home.run(['start'])).code).to.equal(0);
+  });
+  afterEach(async () => {
+    await Promise.all(people.splice(0).map((user) => user.quit()));
+    home.cleanup();
+  });
+
+  it('a stranger gets a pairing code by chat; approved, the agent answers over STARTTLS; the password is only in the secret store', async () => {
+    await connected();
+    expect((await state())!.detail).to.match(new RegExp(`^${bot}/`));
+    const alice = await person('alice');
+    alice.say(bot, 'hello, who is there?');
+    const code = codeIn((await alice.waitFor(/pairing code is/)).text);
+    const before = alice.received.length;
+    await sleep(1000);
+    expect(alice.received.length, 'a stranger gets the code and nothing else').to.equal(before);
+    expect((await home.run(['pair', 'approve', 'xmpp', code])).code).to.equal(0);
+    const seen = alice.received.length;
+    await alice.say(bot, 'What is XMPP?');
+    const answer = await alice.waitFor(/^Echo: What is XMPP\?$/, { after: seen, timeoutMs: 20_000 });
+    expect(answer).to.include({ type: 'chat' });
+    expect(answer.from.startsWith(`${bot}/`)).to.equal(true);
+    const session = (await home.run(['sessions', 'show', `xmpp:default:dm:${alice.jid}`, '--json'])).json;
+    expect(session.messages.map((m: any) => m.text)).to.include.members(['What is XMPP?', 'Echo: What is XMPP?']);
+    const config = (await home.run(['config', 'get', 'channels.xmpp', '--json'])).stdout;
+    expect(config).to.not.include('bot-password');
+  });
+
+  it('answers in a MUC room only when its nick is mentioned, and not its own echo or the room\'s history', async () => {
+    await connected();
+    const bob = await person('bob');
+    await bob.join(room, 'bob');
+    await sleep(500);
+    const seen = bob.received.length;
+    await bob.say(room, 'just chatting among ourselves', 'groupchat');
+    await bob.say(room, 'gwbot: what time is it?', 'groupchat');
+    const answer = await bob.waitFor(/^Echo: /, { after: seen, timeoutMs: 20_000, from: `${room}/gwbot` });
+    expect(answer.type).to.equal('groupchat');
+    expect(answer.text).to.include('what time is it?');
+    await sleep(1500);
+    expect(bob.received.slice(seen).filter((m) => m.from === `${room}/gwbot`), 'only the mention is answered').to.have.length(1);
+    const sessions = (await home.run(['sessions', 'list', '--json'])).json.sessions as any[];
+    expect(sessions.map((s) => s.key)).to.include(`xmpp:default:group:${room}`);
+  });
+
+  it('survives the server going away: it reconnects by itself, and a reply made meanwhile is delivered once', async () => {
+    await connected();
+    const carol = await person('carol');
+    await set('channels.xmpp.allowFrom', [carol.jid]);
+    // The model takes a while; the server goes down meanwhile; the reply waits in the outbox.
+    upstream.enqueue({ ...openaiText('Delivered after the restart.'), delayMs: 2500 });
+    await carol.say(bot, 'slow question');
+    await waitFor(async () => (upstream.requests.length > 0 ? true : undefined), 10_000, 'the run to ask its model');
+    await prosody.halt();
+    await waitFor(async () => ((await state())?.state !== 'connected' ? true : undefined), 15_000, 'the gateway to notice');
+    await sleep(3000);
+    await prosody.resume();
+    await connected();
+    const back = await XmppUser.connect(prosody, carol.jid.split('@')[0]!, 'pw-of-a-person');
+    people.push(back);
+    // Offline messages are not kept by this server: the reply is sent again by the gateway once it is back, or held until then.
+    const seenBack = back.received.length;
+    await back.say(bot, 'are you back?');
+    await back.waitFor(/^Echo: are you back\?$/, { after: seenBack, timeoutMs: 30_000 });
+    const shown = (await home.run(['sessions', 'show', `xmpp:default:dm:${carol.jid}`, '--json'])).json;
+    const delayed = shown.messages.find((m: any) => m.text === 'Delivered after the restart.');
+    expect(delayed.delivery.status, 'the reply made while the server was down went out once it was back').to.equal('sent');
+    expect(delayed.delivery.attempts).to.be.at.least(1);
+  });
+
+  it('refuses a server without STARTTLS before sending the password, and plaintext for anything but a loopback server', async () => {
+    const plain = await Prosody.start({ plaintext: true });
+    try {
+      plain.register('gwbot', 'bot-password');
+      await set('channels.xmpp.service', `xmpp://127.0.0.1:${plain.port}`);
+      expect((await home.run(['restart'])).code).to.equal(0);
+      const refused = await waitFor(async () => {
+        const now = await state();
+        return now?.state === 'error' ? now : undefined;
+      }, 20_000, 'the account to refuse the plaintext stream');
+      expect(refused.detail).to.match(/offered no STARTTLS: nothing was sent/);
+      expect(plain.output, 'the server saw no login').to.not.match(/Authenticated as gwbot/);
+
+      await set('channels.xmpp.allowPlaintext', true);
+      expect((await home.run(['restart'])).code).to.equal(0);
+      await connected();
+
+      await set('channels.xmpp.service', 'xmpp://xmpp.example.org:5222');
+      expect((await home.run(['restart'])).code).to.equal(0);
+      const remote = await waitFor(async () => {
+        const now = await state();
+        return now?.state === 'error' ? now : undefined;
+      }, 20_000, 'the account to refuse plaintext to another host');
+      expect(remote.detail).to.match(/allowPlaintext is refused for a server that is not on this host/);
+    } finally {
+      await plain.stop();
+    }
+  });
+
+  it('lists XMPP among the channel kinds, configured or not', async () => {
+    const listed = await home.run(['channels', 'list', '--json']);
+    expect(listed.code).to.equal(0);
+    expect(JSON.stringify(listed.json)).to.include('"xmpp"');
+  });
+});
