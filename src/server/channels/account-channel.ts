@@ -4,6 +4,7 @@
  * reported (a disabled account as such), and a send or a webhook delivery
  * handed to the account it names.
  */
+import type { ChannelState } from '../../shared/channels.ts';
 import { ChannelSendError, type AccountStatus, type ChannelContext, type ChannelRequest, type ChannelResponse, type ChannelSettings } from '../kernel/channel.ts';
 import { refusal } from './webhook.ts';
 
@@ -12,6 +13,41 @@ export interface LiveAccount {
   readonly current: AccountStatus;
   stop(): Promise<void>;
   receive?(request: ChannelRequest): Promise<ChannelResponse>;
+}
+
+/**
+ * One account's connection, as each chat channel keeps it: its channel and
+ * name, its live settings, and its state, told to the gateway when it
+ * changes (and only then).
+ */
+export abstract class AccountConnection<S> {
+  protected status: AccountStatus;
+  readonly name: string;
+  protected readonly channelId: string;
+  protected readonly settings: () => S | undefined;
+  protected readonly context: ChannelContext;
+
+  constructor(channelId: string, name: string, settings: () => S | undefined, context: ChannelContext) {
+    this.channelId = channelId;
+    this.name = name;
+    this.settings = settings;
+    this.context = context;
+    this.status = { account: name, state: 'disconnected', since: Date.now() };
+  }
+
+  get current(): AccountStatus {
+    return this.status;
+  }
+
+  protected get log() {
+    return this.context.logger.child({ channel: this.channelId, account: this.name });
+  }
+
+  protected setState(state: ChannelState, detail?: string): void {
+    if (this.status.state === state && this.status.detail === detail) return;
+    this.status = { account: this.name, state, ...(detail ? { detail } : {}), since: Date.now() };
+    this.context.stateChanged(this.status);
+  }
 }
 
 export abstract class AccountChannel<A extends LiveAccount, S extends { enabled: boolean }> {

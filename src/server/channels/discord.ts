@@ -10,10 +10,10 @@
 import { GatewayCloseCodes, GatewayDispatchEvents, GatewayIntentBits, GatewayOpcodes } from 'discord-api-types/v10';
 import type { APIMessage, APIUser, GatewayReceivePayload, GatewayReadyDispatchData } from 'discord-api-types/v10';
 import type { ChannelState } from '../../shared/channels.ts';
-import { ChannelSendError, type AccountStatus, type Channel, type ChannelContext, type ChannelSettings, type InboundAttachment, type InboundMessage, type SendOptions, type SendReceipt } from '../kernel/channel.ts';
+import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type InboundAttachment, type InboundMessage, type SendOptions, type SendReceipt } from '../kernel/channel.ts';
 import { splitMessage } from './formatting.ts';
 import { readLimited } from './attachments.ts';
-import { AccountChannel } from './account-channel.ts';
+import { AccountChannel, AccountConnection } from './account-channel.ts';
 
 export const DEFAULT_ACCOUNT = 'default';
 /** Discord's longest message. */
@@ -43,8 +43,7 @@ interface Cursor { sessionId: string; seq: number; resumeUrl: string }
 class Refused extends Error {}
 
 /** One bot: its Gateway connection, heartbeats and resumes, and its REST calls. */
-class DiscordAccount {
-  private status: AccountStatus;
+class DiscordAccount extends AccountConnection<AccountSettings> {
   private stopped = false;
   private socket?: import('ws').WebSocket;
   private heartbeat?: NodeJS.Timeout;
@@ -60,35 +59,13 @@ class DiscordAccount {
   private handling: Promise<void> = Promise.resolve();
   private readonly dmChannels = new Map<string, string>();
 
-  private readonly channelId: string;
-  readonly name: string;
-  private readonly settings: () => AccountSettings | undefined;
-  private readonly context: ChannelContext;
 
   constructor(channelId: string, name: string, settings: () => AccountSettings | undefined, context: ChannelContext) {
-    this.channelId = channelId;
-    this.name = name;
-    this.settings = settings;
-    this.context = context;
-    this.status = { account: name, state: 'disconnected', since: Date.now() };
-  }
-
-  get current(): AccountStatus {
-    return this.status;
+    super(channelId, name, settings, context);
   }
 
   get selfName(): string | undefined {
     return this.me ? `@${this.me.username}` : undefined;
-  }
-
-  private get log() {
-    return this.context.logger.child({ channel: this.channelId, account: this.name });
-  }
-
-  private setState(state: ChannelState, detail?: string): void {
-    if (this.status.state === state && this.status.detail === detail) return;
-    this.status = { account: this.name, state, ...(detail ? { detail } : {}), since: Date.now() };
-    this.context.stateChanged(this.status);
   }
 
   private api(path: string): string {

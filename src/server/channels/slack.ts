@@ -10,9 +10,9 @@ import type { SocketModeClient as SocketModeClientType } from '@slack/socket-mod
 import type { WebClient as WebClientType } from '@slack/web-api';
 import type { Logger as PinoLogger } from 'pino';
 import type { ChannelState } from '../../shared/channels.ts';
-import { ChannelSendError, type AccountStatus, type Channel, type ChannelContext, type ChannelSettings, type ChannelRequest, type ChannelResponse, type InboundAttachment, type InboundMessage, type SendOptions, type SendReceipt } from '../kernel/channel.ts';
+import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type ChannelRequest, type ChannelResponse, type InboundAttachment, type InboundMessage, type SendOptions, type SendReceipt } from '../kernel/channel.ts';
 import { readLimited } from './attachments.ts';
-import { AccountChannel } from './account-channel.ts';
+import { AccountChannel, AccountConnection } from './account-channel.ts';
 import { refusal, sameSecret, storeThenAcknowledge } from './webhook.ts';
 import { markdownToSlackMrkdwn, splitMessage } from './formatting.ts';
 
@@ -88,8 +88,7 @@ interface SlackEvent {
 }
 
 /** One Slack app: its Socket Mode connection and its Web API client. */
-class SlackAccount {
-  private status: AccountStatus;
+class SlackAccount extends AccountConnection<AccountSettings> {
   private stopped = false;
   private socket?: SocketModeClientType;
   private web?: WebClientType;
@@ -103,37 +102,15 @@ class SlackAccount {
   private attempt = 0;
   private readonly names = new Map<string, string>();
 
-  private readonly channelId: string;
-  readonly name: string;
-  private readonly settings: () => AccountSettings | undefined;
-  private readonly context: ChannelContext;
   private readonly sdk: { socketMode: SocketMode; webApi: WebApi };
 
   constructor(channelId: string, name: string, settings: () => AccountSettings | undefined, context: ChannelContext, sdk: { socketMode: SocketMode; webApi: WebApi }) {
-    this.channelId = channelId;
-    this.name = name;
-    this.settings = settings;
-    this.context = context;
+    super(channelId, name, settings, context);
     this.sdk = sdk;
-    this.status = { account: name, state: 'disconnected', since: Date.now() };
-  }
-
-  get current(): AccountStatus {
-    return this.status;
   }
 
   get selfName(): string | undefined {
     return this.botName ? `@${this.botName}` : undefined;
-  }
-
-  private get log() {
-    return this.context.logger.child({ channel: this.channelId, account: this.name });
-  }
-
-  private setState(state: ChannelState, detail?: string): void {
-    if (this.status.state === state && this.status.detail === detail) return;
-    this.status = { account: this.name, state, ...(detail ? { detail } : {}), since: Date.now() };
-    this.context.stateChanged(this.status);
   }
 
   /** Connects; a failure waits with backoff (or, for a refused token, the longest wait) and tries again. */

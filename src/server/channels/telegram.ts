@@ -7,9 +7,9 @@
 import type { Update, UserFromGetMe } from 'grammy/types';
 import type { Api as GrammyApi, GrammyError as GrammyErrorType } from 'grammy';
 import type { ChannelState } from '../../shared/channels.ts';
-import { ChannelSendError, type AccountStatus, type Channel, type ChannelContext, type ChannelSettings, type ChannelRequest, type ChannelResponse, type InboundAttachment, type InboundMessage, type SendOptions, type SendReceipt } from '../kernel/channel.ts';
+import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type ChannelRequest, type ChannelResponse, type InboundAttachment, type InboundMessage, type SendOptions, type SendReceipt } from '../kernel/channel.ts';
 import { readLimited } from './attachments.ts';
-import { AccountChannel } from './account-channel.ts';
+import { AccountChannel, AccountConnection } from './account-channel.ts';
 import { refusal, sameSecret, storeThenAcknowledge } from './webhook.ts';
 import { markdownToTelegramHtml, plainText, splitMessage } from './formatting.ts';
 
@@ -62,8 +62,7 @@ const displayName = (user: { username?: string; first_name?: string; last_name?:
   user.username ? `@${user.username}` : [user.first_name, user.last_name].filter(Boolean).join(' ') || String(user.id);
 
 /** One bot: polls for updates until stopped, reconnecting with backoff. */
-class TelegramAccount {
-  private status: AccountStatus;
+class TelegramAccount extends AccountConnection<AccountSettings> {
   private stopped = false;
   private polling?: Promise<void>;
   private abort = new AbortController();
@@ -76,23 +75,11 @@ class TelegramAccount {
   private offset?: number;
   private attempt = 0;
 
-  private readonly channelId: string;
-  readonly name: string;
-  private readonly settings: () => AccountSettings | undefined;
-  private readonly context: ChannelContext;
   private readonly grammy: Grammy;
 
   constructor(channelId: string, name: string, settings: () => AccountSettings | undefined, context: ChannelContext, grammy: Grammy) {
-    this.channelId = channelId;
-    this.name = name;
-    this.settings = settings;
-    this.context = context;
+    super(channelId, name, settings, context);
     this.grammy = grammy;
-    this.status = { account: name, state: 'disconnected', since: Date.now() };
-  }
-
-  get current(): AccountStatus {
-    return this.status;
   }
 
   /** The account's abort signal, as grammY's Node build types it (its own AbortSignal shim). */
@@ -102,16 +89,6 @@ class TelegramAccount {
 
   get username(): string | undefined {
     return this.me?.username;
-  }
-
-  private setState(state: ChannelState, detail?: string): void {
-    if (this.status.state === state && this.status.detail === detail) return;
-    this.status = { account: this.name, state, ...(detail ? { detail } : {}), since: Date.now() };
-    this.context.stateChanged(this.status);
-  }
-
-  private get log() {
-    return this.context.logger.child({ channel: this.channelId, account: this.name });
   }
 
   start(): void {

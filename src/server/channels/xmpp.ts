@@ -7,10 +7,9 @@
  * mentioned), chat-state typing notifications. Reconnects by itself.
  */
 import { randomUUID } from 'node:crypto';
-import type { ChannelState } from '../../shared/channels.ts';
 import { isLoopbackAddress } from '../../shared/config/exposure.ts';
-import { ChannelSendError, type AccountStatus, type Channel, type ChannelContext, type ChannelSettings, type InboundMessage, type SendOptions, type SendReceipt } from '../kernel/channel.ts';
-import { AccountChannel } from './account-channel.ts';
+import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type InboundMessage, type SendOptions, type SendReceipt } from '../kernel/channel.ts';
+import { AccountChannel, AccountConnection } from './account-channel.ts';
 
 export const DEFAULT_ACCOUNT = 'default';
 /** Longest text taken from one inbound message. */
@@ -59,44 +58,21 @@ function serviceOf(settings: XmppAccountSettings): URL {
   return new URL(settings.service ?? `xmpp://${domain}:5222`);
 }
 
-class XmppAccount {
-  private status: AccountStatus;
+class XmppAccount extends AccountConnection<XmppAccountSettings> {
   private client?: XmppClient;
   private stopped = false;
   private nickname?: string;
   private ownJid?: string;
 
-  readonly name: string;
-  private readonly channelId: string;
-  private readonly settings: () => XmppAccountSettings | undefined;
-  private readonly context: ChannelContext;
   private readonly xmpp: XmppModule;
 
   constructor(channelId: string, name: string, settings: () => XmppAccountSettings | undefined, context: ChannelContext, xmpp: XmppModule) {
-    this.channelId = channelId;
-    this.name = name;
-    this.settings = settings;
-    this.context = context;
+    super(channelId, name, settings, context);
     this.xmpp = xmpp;
-    this.status = { account: name, state: 'disconnected', since: Date.now() };
-  }
-
-  get current(): AccountStatus {
-    return this.status;
   }
 
   get nick(): string | undefined {
     return this.status.state === 'connected' ? this.nickname : undefined;
-  }
-
-  private get log() {
-    return this.context.logger.child({ channel: this.channelId, account: this.name });
-  }
-
-  private setState(state: ChannelState, detail?: string): void {
-    if (this.status.state === state && this.status.detail === detail) return;
-    this.status = { account: this.name, state, ...(detail ? { detail } : {}), since: Date.now() };
-    this.context.stateChanged(this.status);
   }
 
   start(): void {

@@ -14,13 +14,8 @@ interface NoteRow { id: number; agent: string; session_key: string | null; text:
 
 const MAX_NOTE = 4000;
 
-export default defineModule({
-  id: 'memory',
-  needs: [agentsModule, sessionsModule],
-  migrations: [{
-    version: 1,
-    name: 'agents\' notes, searchable',
-    sql: `
+/** The notes, the same on both engines; their full-text index is each engine's own. */
+const NOTES = `
       CREATE TABLE memory_notes (
         id INTEGER PRIMARY KEY,
         agent TEXT NOT NULL,
@@ -29,6 +24,15 @@ export default defineModule({
         created_at BIGINT NOT NULL
       );
       CREATE INDEX memory_notes_agent ON memory_notes (agent, id);
+`;
+
+export default defineModule({
+  id: 'memory',
+  needs: [agentsModule, sessionsModule],
+  migrations: [{
+    version: 1,
+    name: 'agents\' notes, searchable',
+    sql: `${NOTES}
       CREATE VIRTUAL TABLE memory_notes_fts USING fts5(text, content='memory_notes', content_rowid='id', tokenize='unicode61 remove_diacritics 2');
       CREATE TRIGGER memory_notes_fts_insert AFTER INSERT ON memory_notes BEGIN
         INSERT INTO memory_notes_fts (rowid, text) VALUES (new.id, new.text);
@@ -37,15 +41,7 @@ export default defineModule({
         INSERT INTO memory_notes_fts (memory_notes_fts, rowid, text) VALUES ('delete', old.id, old.text);
       END;
     `,
-    postgres: `
-      CREATE TABLE memory_notes (
-        id INTEGER PRIMARY KEY,
-        agent TEXT NOT NULL,
-        session_key TEXT,
-        text TEXT NOT NULL,
-        created_at BIGINT NOT NULL
-      );
-      CREATE INDEX memory_notes_agent ON memory_notes (agent, id);
+    postgres: `${NOTES}
       CREATE INDEX memory_notes_fts_search ON memory_notes USING GIN (to_tsvector('simple', text));
     `,
   }],
