@@ -208,6 +208,36 @@ describe('automations: schedules, deliveries and hooks that run agents (e2e)', f
     expect((await json(['automations', 'show', 'n0042'])).action.prompt).to.equal(`${'long prompt '.repeat(100)}42`);
   });
 
+  it('a message action sends its text, filled from the firing, to an IRC recipient once per firing', async function () {
+    this.timeout(60_000);
+    const ircd = await IrcServer.start();
+    const dana = await IrcUser.connect(ircd.port, `dana${process.pid % 1000}`);
+    try {
+      const nick = `gw${process.pid % 1000}`;
+      await set('channels.irc', { enabled: true, host: '127.0.0.1', port: ircd.port, nick, reconnectMaxDelayMs: 2000 });
+      expect((await run(['start'])).code).to.equal(0);
+      await waitFor(async () => ((await json(['channels', 'status'])).channels.find((c: any) => c.channel === 'irc').state === 'connected' ? true : undefined), 20_000, 'IRC');
+      const added = await run(['automations', 'add', 'heartbeat', '--every', '2s', '--message', 'Heartbeat at {{scheduledFor}}', '--to', `irc:${dana.nick}`]);
+      expect(added.code, added.stderr).to.equal(0);
+      await dana.waitFor(/^Heartbeat at \d{4}-/, { timeoutMs: 15_000 });
+      const got = await dana.waitFor(/^Heartbeat at \d{4}-/, { after: dana.received.findIndex((m) => /^Heartbeat/.test(m.text)) + 1, timeoutMs: 15_000 });
+      expect(got.from).to.equal(nick);
+      expect((await run(['automations', 'disable', 'heartbeat'])).code).to.equal(0);
+      await sleep(2500);
+      const fired = (await runs('heartbeat')).filter((r) => r.state === 'succeeded');
+      const beats = dana.received.filter((m) => /^Heartbeat at /.test(m.text)).map((m) => m.text);
+      expect(new Set(beats).size, 'each firing sent once').to.equal(beats.length);
+      expect(beats.length).to.equal(fired.length);
+      for (const r of fired) {
+        expect(r.deliveredTo).to.equal(`irc:default:${dana.nick}`);
+        expect(beats).to.include(`Heartbeat at ${r.scheduledFor}`);
+      }
+    } finally {
+      dana.quit();
+      await ircd.stop();
+    }
+  });
+
   it('a hook fires its automation once per Idempotency-Key, the payload filling the prompt', async () => {
     await set('hooks.enabled', true);
     expect((await run(['automations', 'add', 'deploys', '--hook', 'deployed', '--agent', 'helper', '--prompt', 'Deployed {{payload.service}} at {{payload.version}}'])).code).to.equal(0);
