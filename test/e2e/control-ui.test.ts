@@ -318,7 +318,7 @@ describe('the Control UI and WebChat (e2e, in Chromium)', function () {
     const figures = page.getByTestId('figures');
     await figures.waitFor();
     const text = await figures.textContent() ?? '';
-    expect(text).to.match(/HTTP requests\s*[1-9][\d,]* \(0 server errors\), p50 ≤ \d+ ms/);
+    expect(text).to.match(/HTTP requests\s*[1-9][\d,]* \(0 server errors\), p50 ≤ [\d.]+ ms/);
     expect(text).to.match(/Store\s*[1-9][\d,]* statements/);
     expect(text).to.match(/Process\s*\d+ MB resident/);
     await screenshot(page, 'overview-figures-desktop');

@@ -99,6 +99,8 @@ describe('XMPP channel against a real Prosody (e2e)', function () {
     upstream.enqueue({ ...openaiText('Delivered after the restart.'), delayMs: 2500 });
     await carol.say(bot, 'slow question');
     await waitFor(async () => (upstream.requests.length > 0 ? true : undefined), 10_000, 'the run to ask its model');
+    // Carol's client goes away with the server; she comes back later on a new one.
+    await carol.quit();
     await prosody.halt();
     await waitFor(async () => ((await state())?.state !== 'connected' ? true : undefined), 15_000, 'the gateway to notice');
     await sleep(3000);

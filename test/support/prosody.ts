@@ -122,7 +122,8 @@ export class XmppUser {
   }
 
   static async connect(server: Prosody, user: string, password: string): Promise<XmppUser> {
-    const person = client({ service: `xmpp://127.0.0.1:${server.port}`, domain: XMPP_DOMAIN, username: user, password, resource: 'test' });
+    // A resource of its own: two clients of one account must not take each other's place (Prosody keeps the newer).
+    const person = client({ service: `xmpp://127.0.0.1:${server.port}`, domain: XMPP_DOMAIN, username: user, password, resource: `test-${Math.random().toString(36).slice(2, 10)}` });
     const made = new XmppUser(person, `${user}@${XMPP_DOMAIN}`);
     person.on('error', () => undefined);
     person.on('stanza', (stanza) => {
