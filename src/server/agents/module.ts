@@ -152,7 +152,8 @@ export default defineModule<Agents>({
     const SESSION_READ_MAX = 5000;
     const readSession = async (sessionKey: string, settings: AgentSettings, agentId: string, turnIds: number[], surface: string, signal: AbortSignal) => {
       const latest = await sessions.store.latestSummary(sessionKey);
-      const since = (latest?.data?.summarises as Summarised | undefined)?.toId ?? 0;
+      const covered = latest?.data?.summarises as Summarised | undefined;
+      const since = covered?.toId ?? 0;
       // Usually a few dozen; the first run on a long session from before summaries reads at most SESSION_READ_MAX of its newest.
       const count = await sessions.store.countAfter(sessionKey, since);
       const unsummarised = count === 0 ? [] : await sessions.store.history(sessionKey, { limit: Math.min(count, SESSION_READ_MAX) });
@@ -162,8 +163,7 @@ export default defineModule<Agents>({
       try {
         const made = await summarise(caller, [settings.model, ...settings.fallbacks], latest?.text, older, { agent: agentId, sessionKey, surface }, signal, settings.contextTokens);
         if (!made.text) throw new Error('the model answered an empty summary');
-        const before = latest?.data?.summarises as Summarised | undefined;
-        const summarises: Summarised = { fromId: before?.fromId ?? older[0]!.id, toId: older.at(-1)!.id, count: older.length + (before?.count ?? 0), ...(count > SESSION_READ_MAX ? { unread: count - SESSION_READ_MAX } : {}) };
+        const summarises: Summarised = { fromId: covered?.fromId ?? older[0]!.id, toId: older.at(-1)!.id, count: older.length + (covered?.count ?? 0), ...(count > SESSION_READ_MAX ? { unread: count - SESSION_READ_MAX } : {}) };
         await sessions.append(sessionKey, {
           direction: 'out', sender: agentId, text: made.text, at: Date.now(), role: 'system', messageKind: 'summary', via: `agent:${agentId}`,
           data: { summarises, model: made.model, usage: made.usage },

@@ -146,7 +146,7 @@ async function runTool(call: ToolCallRecord, spec: RunSpec, deps: RunDeps): Prom
   if (!spec.tools.some((tool) => tool.name === call.name)) return { error: `Tool ${call.name} is not available to this agent.` };
   const args = call.args && typeof call.args === 'object' && !Array.isArray(call.args) ? call.args as Record<string, unknown> : {};
   try {
-    const { result } = await deps.runner.invoke({ tool: call.name, args, sessionKey: spec.sessionKey, runId: spec.runId }, { name: `agent:${spec.agentId}`, surface: 'agent', admin: false });
+    const { result } = await deps.runner.invoke({ tool: call.name, args, sessionKey: spec.sessionKey, runId: spec.runId }, { name: `agent:${spec.agentId}`, surface: 'agent', admin: false, agent: spec.agentId });
     return { result };
   } catch (thrown) {
     if (spec.signal.aborted) throw spec.signal.reason;

@@ -73,11 +73,9 @@ export class Firings {
   }
 
   /** Starts an automation's cursor at a moment, unless it has one for this spec (a daemon sharing the store started it). */
-  async begin(automation: string, spec: string, at: number): Promise<{ spec: string; at: number }> {
-    await this.store.run(`INSERT INTO automation_cursors (automation, spec, cursor_at) VALUES (?, ?, ?)
+  async begin(db: Db, automation: string, spec: string, at: number): Promise<void> {
+    await db.run(`INSERT INTO automation_cursors (automation, spec, cursor_at) VALUES (?, ?, ?)
       ON CONFLICT (automation) DO UPDATE SET spec = excluded.spec, cursor_at = excluded.cursor_at WHERE automation_cursors.spec <> excluded.spec`, automation, spec, at);
-    const row = await this.store.get<{ spec: string; cursor_at: number }>('SELECT spec, cursor_at FROM automation_cursors WHERE automation = ?', automation);
-    return { spec: row!.spec, at: Number(row!.cursor_at) };
   }
 
   /** Moves a cursor forward (never back) to a firing just made. */
@@ -85,11 +83,9 @@ export class Firings {
     await db.run('UPDATE automation_cursors SET cursor_at = ? WHERE automation = ? AND spec = ? AND cursor_at < ?', at, automation, spec, at);
   }
 
-  /** Forgets the cursors of automations no longer scheduled. */
-  async forget(keep: readonly string[]): Promise<void> {
-    const rows = await this.store.all<{ automation: string }>('SELECT automation FROM automation_cursors');
-    const kept = new Set(keep);
-    for (const { automation } of rows) if (!kept.has(automation)) await this.store.run('DELETE FROM automation_cursors WHERE automation = ?', automation);
+  /** Forgets the cursors of automations no longer scheduled: enabled again, they start from then. */
+  async forget(automations: readonly string[]): Promise<void> {
+    if (automations.length) await this.store.run(`DELETE FROM automation_cursors WHERE automation IN (${automations.map(() => '?').join(', ')})`, ...automations);
   }
 
   async get(automation: string, key: string, db: Db = this.store): Promise<FiringRow | undefined> {

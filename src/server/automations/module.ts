@@ -107,7 +107,7 @@ export default defineModule({
       const gone = scheduler.ids().filter((id) => !wantedIds.has(id));
       for (const id of gone) scheduler.remove(id);
       // A disabled or removed automation forgets where it was: enabled again, it starts from then, not from before.
-      if (gone.length) await store.run(`DELETE FROM automation_cursors WHERE automation IN (${gone.map(() => '?').join(', ')})`, ...gone);
+      await firings.forget(gone);
       const changed = wanted.filter(([id, settings]) => scheduler.specOf(id) !== specOf(settings));
       if (!changed.length) return;
       const now = Date.now();
@@ -115,10 +115,7 @@ export default defineModule({
       const fresh = changed.filter(([id, settings]) => cursors.get(id)?.spec !== specOf(settings));
       if (fresh.length) {
         await store.transaction(async (tx) => {
-          for (const [id, settings] of fresh) {
-            await tx.run(`INSERT INTO automation_cursors (automation, spec, cursor_at) VALUES (?, ?, ?)
-              ON CONFLICT (automation) DO UPDATE SET spec = excluded.spec, cursor_at = excluded.cursor_at WHERE automation_cursors.spec <> excluded.spec`, id, specOf(settings), now);
-          }
+          for (const [id, settings] of fresh) await firings.begin(tx, id, specOf(settings), now);
         });
       }
       const missed: { automation: string; key: string; scheduledFor: number; firedBy: FiredBy; spec: string }[] = [];
@@ -168,8 +165,21 @@ export default defineModule({
       if (want.repository !== undefined && String(body.repository?.full_name ?? '').toLowerCase() !== want.repository.toLowerCase()) return false;
       return want.ref === undefined || body.ref === want.ref;
     };
+    // What the enabled event triggers listen for, worked out once per configuration: asked of every delivery and hook request.
+    let listening: { config: GatewayConfig; events: Set<string>; hooks: Set<string> } | undefined;
+    const listens = () => {
+      const config = ctx.config();
+      if (listening?.config !== config) {
+        const enabled = Object.values(config.automations).filter((settings) => settings.enabled);
+        listening = {
+          config, events: new Set(enabled.flatMap((settings) => (settings.trigger.webhook ? [settings.trigger.webhook.event] : []))),
+          hooks: new Set(enabled.flatMap((settings) => (settings.trigger.hook ? [settings.trigger.hook] : []))),
+        };
+      }
+      return listening;
+    };
     ctx.use(webhooksModule).follow({
-      wants: (event) => Object.values(automations()).some((settings) => settings.enabled && settings.trigger.webhook?.event === event),
+      wants: (event) => listens().events.has(event),
       follow: async (deliveries, tx) => {
         const list = deliveries.flatMap((delivery) => Object.entries(automations())
           .filter(([, settings]) => matchesDelivery(settings, delivery.event, delivery.body))
@@ -185,7 +195,7 @@ export default defineModule({
     });
     // Requests to a hook a trigger names fire it; a repeated Idempotency-Key fires it once.
     ctx.use(hooksModule).follow({
-      wants: (name) => Object.values(automations()).some((settings) => settings.enabled && settings.trigger.hook === name),
+      wants: (name) => listens().hooks.has(name),
       fire: async (name, payload, key) => {
         const ids = Object.entries(automations()).filter(([, settings]) => settings.enabled && settings.trigger.hook === name).map(([id]) => id);
         const firingKey = `hook-${key ?? randomUUID()}`;
@@ -327,7 +337,7 @@ export default defineModule({
       handler: async (args, context) => {
         if (context.surface !== 'agent' || !context.sessionKey) throw new DomainError('forbidden', 'automations.add schedules for an agent\'s conversation; call it from an agent run.');
         const session = await sessions.store.get(context.sessionKey);
-        const agentId = context.caller.startsWith('agent:') ? context.caller.slice('agent:'.length) : undefined;
+        const agentId = context.agent;
         if (!session || !agentId) throw new DomainError('forbidden', 'automations.add needs the agent and the session it is called from.');
         if ((args.at === undefined) === (args.cron === undefined)) throw new DomainError('invalid', 'Give either at (one time) or cron (a repeating schedule).');
         const id = `${agentId.slice(0, 12)}-${Date.now().toString(36)}${randomUUID().slice(0, 4)}`;

@@ -221,10 +221,8 @@ class XmppAccount extends AccountConnection<XmppAccountSettings> {
   }
 }
 
-type Xmpp = XmppModule;
-
 export class XmppChannel extends AccountChannel<XmppAccount, XmppAccountSettings> implements Channel {
-  private xmpp?: Xmpp;
+  private xmpp?: XmppModule;
 
   protected accountsOf(settings: ChannelSettings): Map<string, XmppAccountSettings> {
     return xmppAccounts(settings);

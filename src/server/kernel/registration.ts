@@ -120,6 +120,8 @@ export interface ToolContext {
   /** A stable caller name (never a secret). */
   caller: string;
   surface: 'http' | 'ws' | 'agent';
+  /** The agent whose run calls the tool (surface agent). */
+  agent?: string;
   sessionKey?: string;
   logger: Logger;
 }

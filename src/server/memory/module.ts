@@ -51,10 +51,7 @@ export default defineModule({
     const sessions = ctx.use(sessionsModule).store;
 
     /** The agent a call acts as: the calling agent, else the default one. */
-    const agentOf = (context: ToolContext): string => {
-      if (context.surface === 'agent' && context.caller.startsWith('agent:')) return context.caller.slice('agent:'.length);
-      return agents.resolve().id;
-    };
+    const agentOf = (context: ToolContext): string => context.agent ?? agents.resolve().id;
 
     const searchNotes = async (agent: string, query: string, limit: number) => {
       const words = searchWords(query);

@@ -12,7 +12,7 @@ import { gatewayVersion } from '../../shared/version.ts';
 import agentsModule from '../agents/module.ts';
 import { DomainError } from '../kernel/errors.ts';
 import { defineModule, type ToolContext } from '../kernel/module.ts';
-import { systemResolver, type Resolver } from './address-guard.ts';
+import { systemResolver } from './address-guard.ts';
 import { allowedCommand, Approvals } from './approvals.ts';
 import { runSandboxed, SANDBOX_USER, sandboxTools } from './sandbox.ts';
 import { fetchPage } from './web-fetch.ts';
@@ -32,8 +32,6 @@ export default defineModule<Toolbox>({
   setup(ctx) {
     const agents = ctx.use(agentsModule);
     const profileDir = ctx.daemon.paths.dir;
-    // Tests of the address guard stub the resolver; the daemon resolves for real.
-    const resolver: Resolver = systemResolver;
 
     const workspaceOf = (agentId?: string): string => {
       const configured = ctx.config().agents;
@@ -46,11 +44,10 @@ export default defineModule<Toolbox>({
         return join(profileDir, 'workspace');
       }
     };
-    const callingAgent = (context: ToolContext) => (context.surface === 'agent' && context.caller.startsWith('agent:') ? context.caller.slice('agent:'.length) : undefined);
     // A root daemon's sandbox runs commands as an unprivileged user, who owns what is made in the workspaces.
     const owner = process.getuid?.() === 0 ? SANDBOX_USER : undefined;
     /** The workspace a call acts in: the calling agent's, else the default agent's. */
-    const workspace = (context: ToolContext) => new Workspace(workspaceOf(callingAgent(context)), owner);
+    const workspace = (context: ToolContext) => new Workspace(workspaceOf(context.agent), owner);
 
     ctx.tools.add({
       name: 'web.fetch',
@@ -64,7 +61,7 @@ export default defineModule<Toolbox>({
         return fetchPage(String(args.url), {
           maxBytes: Math.min(Number(args.maxBytes ?? web.maxBytes), web.maxBytes), timeoutMs: web.timeoutMs, maxRedirects: web.maxRedirects,
           allowPrivate: web.allowPrivate, userAgent: `gateway/${gatewayVersion()} (web.fetch)`,
-        }, resolver);
+        }, systemResolver);
       },
     });
 
@@ -123,7 +120,7 @@ export default defineModule<Toolbox>({
       handler: async (args, context) => {
         const command = String(args.command);
         const settings = ctx.config().tools.exec;
-        const agentId = callingAgent(context);
+        const agentId = context.agent;
         const agent = agentId ? ctx.config().agents[agentId] : undefined;
         const approval = agent?.exec.approval ?? settings.approval;
         if (approval === 'off') {

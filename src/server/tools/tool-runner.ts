@@ -28,6 +28,8 @@ export interface ToolCaller {
   surface: 'http' | 'ws' | 'agent';
   /** Whether the caller holds the admin grant (dangerous tools over the WebSocket need it). */
   admin: boolean;
+  /** The agent whose run calls the tool. */
+  agent?: string;
 }
 
 /** Checks a request's own shape (not the tool's args): 400 naming the field. */
@@ -189,14 +191,14 @@ export class ToolRunner {
       tool: tool.name, surface: caller.surface, startedAt, endedAt: Date.now(), ...(request.runId ? { runId: request.runId } : {}), ...(error ? { error } : {}),
     }));
     try {
-      const result = await tool.handler(args, { caller: caller.name, surface: caller.surface, sessionKey: request.sessionKey, logger });
+      const result = await tool.handler(args, { caller: caller.name, surface: caller.surface, sessionKey: request.sessionKey, logger, ...(caller.agent ? { agent: caller.agent } : {}) });
       told();
       return result === undefined ? null : JSON.parse(JSON.stringify(result));
     } catch (thrown) {
-      told(toDomainError(thrown).error.kind);
       // A handler's own refusal (a DomainError, or an error with a status of 400-499) answers as it says, as does a server the tool
       // depends on that failed or is away (502, 503); anything else is the tool failing.
       const { error, unexpected } = toDomainError(thrown);
+      told(error.kind);
       if (!unexpected && (error.status < 500 || error.kind === 'upstream' || error.kind === 'unavailable')) throw error;
       logger.error({ err: thrown, caller: caller.name }, 'tool failed');
       throw new DomainError('internal', `Tool ${tool.name} failed; the gateway log has the details.`);
