@@ -194,8 +194,8 @@ try {
 
   if (wants('agents')) {
     step('agents and the inference API');
-    // A paced upstream (a word every 5 ms, 40 words): the gateway's run, records and SDK against the same calls made directly.
-    const upstream = await startStreamingUpstream(40, 5);
+    // A paced upstream (a word every 5 ms, 20 words): the gateway's run and records against the same calls made directly.
+    const upstream = await startStreamingUpstream(20, 5);
     try {
       gateway('config', 'set', 'models.providers.up', JSON.stringify({ kind: 'openai-compatible', baseUrl: upstream.url, models: ['m', 'short'] }));
       // The paced agent, and one on the upstream's two-word model.
@@ -228,7 +228,11 @@ try {
         baseline: `${(median(plainRss) / 1024).toFixed(1)} MB without agents`, comparison: `${added >= 0 ? '+' : ''}${added.toFixed(1)} MB`,
         target: 'unchanged (<= +2 MB)', ok: added <= 2,
       });
-      figures.push(...(await runInferenceBench(`http://127.0.0.1:${port}`, token, upstream.url, Math.min(ROUNDS, 3), Math.max(3, Math.min(DURATION, 5)))));
+      figures.push(...(await runInferenceBench({
+        gatewayUrl: `http://127.0.0.1:${port}`, token, upstreamUrl: upstream.url, gatewayPid: daemonPid,
+        setMetrics: (on) => gateway('config', 'set', 'metrics.enabled', String(on)),
+        requests: Number(process.env.BENCH_INFERENCE_REQUESTS ?? 400), rounds: Math.min(ROUNDS, 3), seconds: DURATION,
+      })));
     } finally {
       upstream.stop();
     }

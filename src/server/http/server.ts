@@ -71,8 +71,16 @@ export function createHttpServer(options: HttpServerOptions): Server {
     return loaded;
   };
   const server = createServer({ keepAliveTimeout: 5000, requestTimeout: 30_000, headersTimeout: 10_000 }, (req, res) => {
-    if (observed.http.hasSubscribers) watchRequest(req, res);
-    if (answerProbe(req, res, probes)) return;
+    const started = observed.http.hasSubscribers ? performance.now() : -1;
+    if (answerProbe(req, res, probes)) {
+      // Most probes are answered at once: told now, without waiting for the response's finish.
+      if (started >= 0) {
+        if (res.writableEnded) tell(req, res, started);
+        else watchRequest(req, res, started);
+      }
+      return;
+    }
+    if (started >= 0) watchRequest(req, res, started);
     const url = req.url ?? '/';
     const query = url.indexOf('?');
     const fast = options.fastRoute(query === -1 ? url : url.slice(0, query));
@@ -96,16 +104,22 @@ export function createHttpServer(options: HttpServerOptions): Server {
   return server;
 }
 
-const PROBE_PATHS = new Set(['/healthz', '/readyz']);
+const PROBE_PATHS = new Set(['/healthz', '/health', '/readyz', '/ready']);
 
 /** Tells observers of each request once it is answered: the route's template, never the path itself (it may hold ids). */
-function watchRequest(req: IncomingMessage, res: ServerResponse): void {
-  const started = performance.now();
-  res.once('finish', () => {
-    const path = (req.url ?? '/').split('?')[0]!;
-    const route = (res as Routed).gatewayRoute ?? (PROBE_PATHS.has(path) ? path : 'unmatched');
-    observed.http.publish({ method: req.method ?? 'GET', route, status: res.statusCode, seconds: (performance.now() - started) / 1000 } satisfies HttpObserved);
-  });
+function watchRequest(req: IncomingMessage, res: ServerResponse, started: number): void {
+  res.once('finish', () => tell(req, res, started));
+}
+
+function tell(req: IncomingMessage, res: ServerResponse, started: number): void {
+  let route = (res as Routed).gatewayRoute;
+  if (route === undefined) {
+    const url = req.url ?? '/';
+    const query = url.indexOf('?');
+    const path = query === -1 ? url : url.slice(0, query);
+    route = PROBE_PATHS.has(path) ? path : 'unmatched';
+  }
+  observed.http.publish({ method: req.method ?? 'GET', route, status: res.statusCode, seconds: (performance.now() - started) / 1000 } satisfies HttpObserved);
 }
 
 /** What a message that is not HTTP, or not HTTP the server takes, gets: the common error body, then the connection closes. */

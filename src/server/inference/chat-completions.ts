@@ -159,6 +159,9 @@ export async function chatCompletion(call: InferenceCall<ChatRequest>, agents: A
   const agentToolCalls: { name: string; args: unknown; result?: unknown; error?: string }[] = [];
   const stream = request.stream ? call.openStream() : undefined;
   const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({ id, object: 'chat.completion.chunk', created, model: request.model, choices: [{ index: 0, delta, finish_reason: finish }] });
+  // A text delta, the most frequent event by far, is written from its fixed parts: only the text is serialised.
+  const textHead = `{"id":"${id}","object":"chat.completion.chunk","created":${created},"model":${JSON.stringify(request.model)},"choices":[{"index":0,"delta":{"content":`;
+  const textChunk = (text: string) => `${textHead}${JSON.stringify(text)}},"finish_reason":null}]}`;
   let roleSent = false;
   const onEvent = (event: RunEvent) => {
     if (event.type === 'tool' && event.phase === 'result') agentToolCalls.push({ name: event.call.name, args: event.call.args, ...(event.error ? { error: event.error } : { result: event.result }) });
@@ -167,7 +170,7 @@ export async function chatCompletion(call: InferenceCall<ChatRequest>, agents: A
       stream.send(chunk({ role: 'assistant', content: '' }));
       roleSent = true;
     }
-    if (event.type === 'delta') stream.send(chunk({ content: event.text }));
+    if (event.type === 'delta') stream.send(textChunk(event.text));
     else if (event.type === 'tool' && event.phase === 'result' && call.showAgentTools) {
       stream.send(chunk({ gateway_tool_call: { name: event.call.name, args: event.call.args, ...(event.error ? { error: event.error } : { result: event.result }) } }));
     }

@@ -1,12 +1,15 @@
 /**
- * The one place that talks to the AI SDK: one model call (a step) streamed
- * as our own events, and embeddings. Everything above speaks our types, so
- * the SDK can be replaced here alone. The SDK and its providers are imported
- * on the first call: starting the daemon never pays for them.
+ * The one place that talks to model providers: one model call (a step)
+ * streamed as our own events, and embeddings. Everything above speaks our
+ * types. OpenAI-compatible chat streams are read by the gateway itself
+ * (openai-compatible.ts); Anthropic and embeddings go through the AI SDK,
+ * whose providers are imported on their first call: starting the daemon
+ * never pays for them.
  */
 import type { LanguageModelV4, LanguageModelV4Prompt } from '@ai-sdk/provider';
 import { parseJsonWithin } from '../../shared/json.ts';
 import type { ProviderKind } from '../../shared/config/schema.ts';
+import { streamChat } from './openai-compatible.ts';
 
 export interface ToolCallRecord {
   id: string;
@@ -100,19 +103,10 @@ function languageModel(connection: ModelConnection): Promise<LanguageModelV4> {
   return model;
 }
 
-/** A provider's model, at the provider interface of the SDK (one call, its parts streamed; no loop around it). */
+/** An Anthropic model, at the provider interface of the SDK (one call, its parts streamed; no loop around it). */
 async function makeModel(connection: ModelConnection): Promise<LanguageModelV4> {
-  const headers = connection.headers ?? {};
-  if (connection.kind === 'anthropic') {
-    const { createAnthropic } = await import('@ai-sdk/anthropic');
-    return createAnthropic({ ...(connection.baseUrl ? { baseURL: connection.baseUrl } : {}), apiKey: connection.apiKey ?? '', headers, fetch: connection.fetch })(connection.model);
-  }
-  const { createOpenAICompatible } = await import('@ai-sdk/openai-compatible');
-  if (!connection.baseUrl) throw new Error('the provider has no baseUrl');
-  return createOpenAICompatible({
-    name: 'gateway', baseURL: connection.baseUrl, headers, fetch: connection.fetch, includeUsage: true,
-    ...(connection.apiKey ? { apiKey: connection.apiKey } : {}),
-  }).chatModel(connection.model);
+  const { createAnthropic } = await import('@ai-sdk/anthropic');
+  return createAnthropic({ ...(connection.baseUrl ? { baseURL: connection.baseUrl } : {}), apiKey: connection.apiKey ?? '', headers: connection.headers ?? {}, fetch: connection.fetch })(connection.model);
 }
 
 function toPrompt(system: string | undefined, messages: readonly ChatMessage[], wire: Map<string, string>): LanguageModelV4Prompt {
@@ -176,6 +170,17 @@ const parseArgs = (input: string): unknown => {
  */
 export async function* streamStep(connection: ModelConnection, request: StepRequest): AsyncGenerator<StepEvent> {
   const { wire, back } = toolNames(request.tools ?? []);
+  if (connection.kind === 'openai-compatible') {
+    if (!connection.baseUrl) throw new Error('the provider has no baseUrl');
+    // Read by the gateway itself: the SDK's per-event validation and stream stages cost more than the rest of a chunk's path.
+    const choice = request.toolChoice;
+    const tools = (request.tools ?? []).map((spec) => ({ type: 'function' as const, function: { name: wire.get(spec.name)!, description: spec.description, parameters: spec.inputSchema } }));
+    yield* streamChat(connection, request, tools, typeof choice === 'object' ? { type: 'function', function: { name: wire.get(choice.name) ?? choice.name } } : choice, {
+      wire: (tool) => wire.get(tool) ?? tool.replace(/[^A-Za-z0-9_-]/g, '_'),
+      back: (name) => back.get(name) ?? name,
+    }, parseArgs);
+    return;
+  }
   const tools = (request.tools ?? []).map((spec) => ({ type: 'function' as const, name: wire.get(spec.name)!, description: spec.description, inputSchema: spec.inputSchema as never }));
   const choice = request.toolChoice;
   const model = await languageModel(connection);
