@@ -1,7 +1,8 @@
 /**
  * The chat channels beside IRC, in one run, against the stand-ins the tests
  * use (Telegram's Bot API, Slack's Web API and Socket Mode, Discord's Gateway
- * and REST API) and a real ngircd, with a model upstream that answers at once:
+ * and REST API), a real ngircd, a real Prosody (XMPP), and a real postfix and
+ * dovecot (email), with a model upstream that answers at once:
  *
  * - what each channel adds to an idle daemon's resident memory, connected
  *   (daemons with none, with each alone, and with all three, alternating
@@ -15,8 +16,12 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { writeFileSync } from 'node:fs';
 import { DiscordApi, nextId } from '../test/support/discord-api.ts';
 import { IrcServer, IrcUser } from '../test/support/irc.ts';
+import { MailPerson, MailServers } from '../test/support/mail.ts';
+import { Prosody, XMPP_DOMAIN, XmppUser, trust } from '../test/support/prosody.ts';
 import { openaiText, ScriptedUpstream } from '../test/support/scripted-upstream.ts';
 import { SlackApi } from '../test/support/slack-api.ts';
 import { TelegramApi } from '../test/support/telegram-api.ts';
@@ -25,15 +30,22 @@ import { freePort, median, ms, rssKiB, sleep, step, type Figure } from './suppor
 const BIN = new URL('../bin/run.js', import.meta.url).pathname;
 const TG_TOKEN = '7001234567:AAH-bench-token';
 
-type Kind = 'telegram' | 'slack' | 'discord' | 'irc';
+type Kind = 'telegram' | 'slack' | 'discord' | 'irc' | 'xmpp' | 'email';
+const KINDS: Kind[] = ['irc', 'telegram', 'slack', 'discord', 'xmpp', 'email'];
+const XMPP_BOT = 'gwbench';
 
-interface Parts { telegram: TelegramApi; slack: SlackApi; discord: DiscordApi; ircd: IrcServer; upstream: ScriptedUpstream }
+interface Parts {
+  telegram: TelegramApi; slack: SlackApi; discord: DiscordApi; ircd: IrcServer; upstream: ScriptedUpstream;
+  prosody: Prosody; mail: MailServers; mailBot: MailPerson;
+  /** The XMPP and mail servers' certificates, for the daemon to trust. */
+  certificates: string;
+}
 
 /** A daemon of its own home with the channels asked for, connected. */
 async function startDaemon(parts: Parts, kinds: Kind[], senders: Record<Kind, string[]>): Promise<{ pid: number; stop: () => void; home: string }> {
   const home = mkdtempSync(join(tmpdir(), 'gateway-bench-channels-'));
   const port = await freePort();
-  const env = { ...process.env, GATEWAY_HOME: home, GATEWAY_PORT: String(port), CI: 'true' };
+  const env = { ...process.env, GATEWAY_HOME: home, GATEWAY_PORT: String(port), CI: 'true', NODE_EXTRA_CA_CERTS: parts.certificates };
   const gateway = (args: string[], input?: string) => {
     const result = spawnSync(process.execPath, [BIN, ...args], { env, encoding: 'utf8', input });
     if (result.status !== 0) throw new Error(`gateway ${args.join(' ')}: ${result.stderr}`);
@@ -59,6 +71,14 @@ async function startDaemon(parts: Parts, kinds: Kind[], senders: Record<Kind, st
     gateway(['secrets', 'set', 'channels.discord.botToken'], parts.discord.token);
   }
   if (kinds.includes('irc')) set('channels.irc', { ...policy('irc'), host: '127.0.0.1', port: parts.ircd.port, nick: `gwbench${process.pid % 1000}` });
+  if (kinds.includes('xmpp')) {
+    set('channels.xmpp', { ...policy('xmpp'), jid: `${XMPP_BOT}@${XMPP_DOMAIN}`, service: `xmpp://127.0.0.1:${parts.prosody.port}` });
+    gateway(['secrets', 'set', 'channels.xmpp.password'], 'bench-bot-password');
+  }
+  if (kinds.includes('email')) {
+    set('channels.email', { ...policy('email'), address: parts.mailBot.address, imap: `imap://127.0.0.1:${parts.mail.imapPort}`, smtp: `smtp://127.0.0.1:${parts.mail.smtpPort}` });
+    gateway(['secrets', 'set', 'channels.email.password'], 'bench-bot-password');
+  }
   gateway(['start']);
   const pid = JSON.parse(readFileSync(join(home, 'profiles/default/daemon.json'), 'utf8')).pid as number;
   const deadline = Date.now() + 30_000;
@@ -82,11 +102,18 @@ const percentile = (values: number[], p: number) => {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 };
 
-/** The platforms' stand-ins, an ngircd, and a model that answers each message at once with "Answer: <message>". */
+/** The platforms' stand-ins, an ngircd, a Prosody, a postfix and dovecot, and a model that answers each message at once with "Answer: <message>". */
 async function startParts(pieces: number): Promise<Parts> {
+  const prosody = await Prosody.start();
+  prosody.register(XMPP_BOT, 'bench-bot-password');
+  trust(prosody.certificate);
+  const mail = await MailServers.start();
+  const certificates = join(mail.dir, 'trusted.pem');
+  writeFileSync(certificates, readFileSync(prosody.certificate, 'utf8') + readFileSync(mail.certificate, 'utf8'));
   const parts: Parts = {
     telegram: await new TelegramApi().start(), slack: await new SlackApi().start(), discord: await new DiscordApi().start(),
     ircd: await IrcServer.start(), upstream: await new ScriptedUpstream().start(),
+    prosody, mail, mailBot: new MailPerson(mail, 'gwbench', 'bench-bot-password'), certificates,
   };
   parts.telegram.addBot(TG_TOKEN, 'gw_bench_bot');
   parts.upstream.responder = (request) => openaiText(`Answer: ${String(request.body.messages.at(-1).content)}`, undefined, { pieces });
@@ -96,7 +123,7 @@ async function startParts(pieces: number): Promise<Parts> {
 export async function runChannelBench(rounds: number): Promise<Figure[]> {
   const parts = await startParts(1);
   const figures: Figure[] = [];
-  const senders: Record<Kind, string[]> = { telegram: [], slack: [], discord: [], irc: [] };
+  const senders: Record<Kind, string[]> = { telegram: [], slack: [], discord: [], irc: [], xmpp: [], email: [] };
   const SENDERS = 20;
   const tgUsers = Array.from({ length: SENDERS }, (_, index) => ({ id: 6_000_000 + index, first_name: `T${index}` }));
   const slackUsers = Array.from({ length: SENDERS }, (_, index) => ({ user: parts.slack.user(`U0BENCH${index}`, `S${index}`), dm: `D0BENCH${index}` }));
@@ -109,12 +136,20 @@ export async function runChannelBench(rounds: number): Promise<Figure[]> {
   senders.discord = discordUsers.map((user) => user.id);
   const ircUsers = await Promise.all(Array.from({ length: 4 }, (_, index) => IrcUser.connect(parts.ircd.port, `bench${process.pid % 1000}u${index}`)));
   senders.irc = ircUsers.map((user) => user.nick.toLowerCase());
+  const xmppUsers = await Promise.all(Array.from({ length: 4 }, async (_, index) => {
+    parts.prosody.register(`person${index}`, 'bench-person');
+    return XmppUser.connect(parts.prosody, `person${index}`, 'bench-person');
+  }));
+  senders.xmpp = xmppUsers.map((user) => user.jid);
+  const mailPeople = Array.from({ length: 4 }, (_, index) => new MailPerson(parts.mail, `person${index}`));
+  senders.email = mailPeople.map((person) => person.address);
 
   try {
     step('channels: resident memory of an idle daemon, by channel');
-    const rss: Record<string, number[]> = { none: [], telegram: [], slack: [], discord: [], all: [] };
+    const alone = ['telegram', 'slack', 'discord', 'xmpp', 'email'] as const;
+    const rss: Record<string, number[]> = { none: [], all: [], ...Object.fromEntries(alone.map((kind) => [kind, []])) };
     for (let round = 0; round < rounds; round++) {
-      for (const [name, kinds] of [['none', []], ['telegram', ['telegram']], ['slack', ['slack']], ['discord', ['discord']], ['all', ['telegram', 'slack', 'discord']]] as [string, Kind[]][]) {
+      for (const [name, kinds] of [['none', []], ...alone.map((kind) => [kind, [kind]]), ['all', ['telegram', 'slack', 'discord']]] as [string, Kind[]][]) {
         const daemon = await startDaemon(parts, kinds, senders);
         // Long enough for the daemon's memory reducer to give back what connecting left (two idle checks 5 s apart).
         await sleep(16_000);
@@ -123,17 +158,30 @@ export async function runChannelBench(rounds: number): Promise<Figure[]> {
       }
     }
     const none = median(rss.none!);
-    for (const kind of ['telegram', 'slack', 'discord'] as const) {
+    for (const kind of alone) {
       const added = median(rss[kind]!) - none;
       figures.push({ name: `idle daemon with ${kind} connected`, value: `${median(rss[kind]!).toFixed(1)} MB RSS`, baseline: `${none.toFixed(1)} MB with no channel`, comparison: `+${added.toFixed(1)} MB`, target: '<= +8 MB', ok: added <= 8 });
     }
     const all = median(rss.all!) - none;
-    figures.push({ name: 'idle daemon with all three connected', value: `${median(rss.all!).toFixed(1)} MB RSS`, baseline: `${none.toFixed(1)} MB with no channel`, comparison: `+${all.toFixed(1)} MB`, target: '<= +24 MB', ok: all <= 24 });
+    figures.push({ name: 'idle daemon with Telegram, Slack and Discord connected', value: `${median(rss.all!).toFixed(1)} MB RSS`, baseline: `${none.toFixed(1)} MB with no channel`, comparison: `+${all.toFixed(1)} MB`, target: '<= +24 MB', ok: all <= 24 });
 
     step('channels: inbound to reply, at 1 and 100 messages a second');
-    const daemon = await startDaemon(parts, ['telegram', 'slack', 'discord', 'irc'], senders);
+    const daemon = await startDaemon(parts, KINDS, senders);
+    const db = join(daemon.home, 'profiles/default/state.db');
+    /** What the daemon recorded: each reply's leaving (the outbox's sent_at) after the message it answers arrived (its session record's at). */
+    const recorded = <T>(sql: string, ...params: (string | number)[]): T[] => {
+      const handle = new DatabaseSync(db, { readOnly: true });
+      try {
+        return handle.prepare(sql).all(...params) as T[];
+      } finally {
+        handle.close();
+      }
+    };
+    const lastOutbox = () => Number(recorded<{ id: number | null }>('SELECT max(id) AS id FROM channel_outbox')[0]?.id ?? 0);
+    const own = (kind: Kind, after: number) => recorded<{ ms: number }>(`SELECT o.sent_at - m.at AS ms FROM channel_outbox o JOIN session_messages m ON m.id = o.turn_id
+      WHERE o.channel = ? AND o.status = 'sent' AND o.id > ?`, kind, after).map((row) => Number(row.ms));
     let serial = 0;
-    /** Sends one message on a channel; resolves with the ms from its arrival at the gateway's door to its reply leaving. */
+    /** Sends one message on a channel; resolves with the ms from its leaving the person to the reply leaving the gateway (email) or reaching the person. */
     const probe = (kind: Kind, sender: number): Promise<number> => {
       const text = `m${++serial}`;
       const answer = `Answer: ${text}`;
@@ -151,6 +199,15 @@ export async function runChannelBench(rounds: number): Promise<Figure[]> {
         const user = discordUsers[sender % SENDERS]!;
         parts.discord.message({ author: user, channel: user.dm, content: text });
         arrived = () => parts.discord.sent(user.dm).find((call) => call.body.content === answer)?.at;
+      } else if (kind === 'xmpp') {
+        const user = xmppUsers[sender % xmppUsers.length]!;
+        void user.say(`${XMPP_BOT}@${XMPP_DOMAIN}`, text);
+        arrived = () => user.received.find((message) => message.text === answer)?.at;
+      } else if (kind === 'email') {
+        const person = mailPeople[sender % mailPeople.length]!;
+        void person.send({ to: parts.mailBot.address, subject: text, text });
+        // A new thread's subject is part of what the agent reads.
+        arrived = () => recorded<{ at: number }>("SELECT sent_at AS at FROM channel_outbox WHERE channel = 'email' AND status = 'sent' AND text LIKE ?", `Answer: Subject: ${text}\n%`)[0]?.at;
       } else {
         const user = ircUsers[sender % ircUsers.length]!;
         user.say(`gwbench${process.pid % 1000}`, text);
@@ -162,16 +219,18 @@ export async function runChannelBench(rounds: number): Promise<Figure[]> {
           const at = arrived();
           if (at !== undefined) resolve(at - sent);
           else if (Date.now() > deadline) reject(new Error(`${kind}: no reply to ${text}`));
-          else setTimeout(look, 2);
+          else setTimeout(look, kind === 'email' ? 20 : 2);
         };
         look();
       });
     };
     for (const rate of [1, 100]) {
-      const latencies: Record<Kind, number[]> = { telegram: [], slack: [], discord: [], irc: [] };
-      for (const kind of ['irc', 'telegram', 'slack', 'discord'] as Kind[]) {
+      const latencies = Object.fromEntries(KINDS.map((kind) => [kind, [] as number[]])) as Record<Kind, number[]>;
+      const owns = {} as Record<Kind, number[]>;
+      for (const kind of KINDS) {
         // IRC servers pace a client's lines (about one a second after a short burst): at 100/s, fewer IRC messages keep the run short.
-        const count = rate === 1 ? 15 : kind === 'irc' ? 40 : 300;
+        const count = rate === 1 ? 15 : kind === 'irc' ? 40 : kind === 'email' ? 100 : 300;
+        const before = lastOutbox();
         const pending: Promise<void>[] = [];
         const started = Date.now();
         for (let index = 0; index < count; index++) {
@@ -181,20 +240,24 @@ export async function runChannelBench(rounds: number): Promise<Figure[]> {
           pending.push(probe(kind, index).then((latency) => { latencies[kind].push(latency); }));
         }
         await Promise.all(pending);
+        owns[kind] = own(kind, before);
       }
-      for (const kind of ['telegram', 'slack', 'discord'] as const) {
-        const p50 = percentile(latencies[kind], 50);
-        const p99 = percentile(latencies[kind], 99);
+      const ircOwn = `IRC ${ms(percentile(owns.irc, 50))} / ${ms(percentile(owns.irc, 99))} ms`;
+      for (const kind of KINDS) {
+        const p50 = percentile(owns[kind], 50);
+        const p99 = percentile(owns[kind], 99);
         figures.push({
-          name: `${kind}: inbound to reply at ${rate}/s, p50 / p99`, value: `${ms(p50)} / ${ms(p99)} ms`,
-          baseline: `IRC ${ms(percentile(latencies.irc, 50))} / ${ms(percentile(latencies.irc, 99))} ms`, comparison: `${(p50 / Math.max(1, percentile(latencies.irc, 50))).toFixed(2)}x p50`, target: '', ok: true,
+          name: `${kind}: the gateway's own time, message in to reply out, at ${rate}/s, p50 / p99`, value: `${ms(p50)} / ${ms(p99)} ms`,
+          baseline: kind === 'irc' ? '(the baseline)' : ircOwn,
+          comparison: `${kind === 'email' ? 'mail sent to reply leaving' : 'sent to answer received'} ${ms(percentile(latencies[kind], 50))} / ${ms(percentile(latencies[kind], 99))} ms`, target: '', ok: true,
         });
       }
     }
     daemon.stop();
   } finally {
     ircUsers.forEach((user) => user.quit());
-    await Promise.all([parts.telegram.stop(), parts.slack.stop(), parts.discord.stop(), parts.ircd.stop(), parts.upstream.stop()]);
+    await Promise.all(xmppUsers.map((user) => user.quit()));
+    await Promise.all([parts.telegram.stop(), parts.slack.stop(), parts.discord.stop(), parts.ircd.stop(), parts.upstream.stop(), parts.prosody.stop(), parts.mail.stop()]);
   }
   return figures;
 }
@@ -212,7 +275,7 @@ export async function runChannelSoak(minutes: number): Promise<Figure[]> {
   const slackUser = { user: parts.slack.user('U0SOAK1', 'Soak'), dm: 'D0SOAK1' };
   const discordUser = { id: nextId(), username: 'soak' };
   const discordDm = parts.discord.dmOf(discordUser);
-  const senders: Record<Kind, string[]> = { telegram: [String(tg.id)], slack: [slackUser.user], discord: [discordUser.id], irc: [] };
+  const senders: Record<Kind, string[]> = { telegram: [String(tg.id)], slack: [slackUser.user], discord: [discordUser.id], irc: [], xmpp: [], email: [] };
   const daemon = await startDaemon(parts, ['telegram', 'slack', 'discord'], senders);
   const samples: { at: number; mb: number }[] = [];
   let sent = 0;
@@ -245,6 +308,6 @@ export async function runChannelSoak(minutes: number): Promise<Figure[]> {
     }];
   } finally {
     daemon.stop();
-    await Promise.all([parts.telegram.stop(), parts.slack.stop(), parts.discord.stop(), parts.ircd.stop(), parts.upstream.stop()]);
+    await Promise.all([parts.telegram.stop(), parts.slack.stop(), parts.discord.stop(), parts.ircd.stop(), parts.upstream.stop(), parts.prosody.stop(), parts.mail.stop()]);
   }
 }

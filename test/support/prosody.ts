@@ -109,7 +109,7 @@ export function trust(certificate: string): void {
   tls.setDefaultCACertificates([...tls.getCACertificates('default'), readFileSync(certificate, 'utf8')]);
 }
 
-export interface Received { from: string; type: string; text: string; element: XmppElement }
+export interface Received { from: string; type: string; text: string; element: XmppElement; at: number }
 
 /** A person on the server: a real XMPP client that keeps what it receives. */
 export class XmppUser {
@@ -130,7 +130,7 @@ export class XmppUser {
       if (!stanza.is('message')) return;
       const text = stanza.getChildText('body');
       if (text === null) return;
-      made.received.push({ from: stanza.attrs.from ?? '', type: stanza.attrs.type ?? 'normal', text, element: stanza });
+      made.received.push({ from: stanza.attrs.from ?? '', type: stanza.attrs.type ?? 'normal', text, element: stanza, at: Date.now() });
     });
     await person.start();
     // As the gateway does: nothing before stream management is enabled (see channels/xmpp.ts).

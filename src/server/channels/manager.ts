@@ -286,7 +286,8 @@ export class ChannelManager {
           return;
         }
         if (await this.isAllowed(channel, message.sender, tx)) {
-          await this.arrived(channel, message, await keep(await this.record(channel, message.account, 'direct', message.sender, message.senderName, entry, tx)), tx);
+          const peer = message.thread ? `${message.sender}#${message.thread}` : message.sender;
+          await this.arrived(channel, message, await keep(await this.record(channel, message.account, 'direct', peer, message.senderName, entry, tx)), tx);
           return;
         }
         if (policy !== 'pairing') {

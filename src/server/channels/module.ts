@@ -119,6 +119,15 @@ export default defineModule<Channels>({
       },
     });
     ctx.channels.add({
+      id: 'email',
+      label: 'Email',
+      normalizePeer: (peer) => peer.trim().replace(/^mailto:/i, '').split('?')[0]!.toLowerCase(),
+      create: async (id, context) => {
+        const { EmailChannel } = await import('./email.ts');
+        return new EmailChannel(id, context);
+      },
+    });
+    ctx.channels.add({
       id: 'xmpp',
       label: 'XMPP',
       normalizePeer: (peer) => peer.split('/')[0]!.trim().toLowerCase(),

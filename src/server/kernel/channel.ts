@@ -17,6 +17,12 @@ export interface InboundMessage {
   /** Where a reply to a direct message goes (a chat id), when not the sender's name (IRC's nick). */
   replyTo?: string;
   /**
+   * For a direct message in a conversation of its own with the sender (an
+   * email thread): its id. The session is then the sender's and the
+   * thread's (`<sender>#<thread>`); who may talk is still the sender.
+   */
+  thread?: string;
+  /**
    * For a group message meant for the account (it names the bot, or replies
    * to it): the text as an agent reads it, the mention taken out. A channel
    * that leaves it out is answered when the message starts with the

@@ -8,68 +8,10 @@
  */
 import type { LanguageModelV4, LanguageModelV4Prompt } from '@ai-sdk/provider';
 import { parseJsonWithin } from '../../shared/json.ts';
-import type { ProviderKind } from '../../shared/config/schema.ts';
 import { streamChat } from './openai-compatible.ts';
+import type { ChatMessage, ModelConnection, StepEvent, StepRequest, ToolSpec } from './types.ts';
 
-export interface ToolCallRecord {
-  id: string;
-  name: string;
-  args: unknown;
-}
-
-/** Part of what a person said: text, or an image they sent (given to models that take images, else named). */
-export type UserPart =
-  | { type: 'text'; text: string }
-  | { type: 'image'; name: string; mimeType: string; data: Uint8Array };
-
-/** A conversation as the gateway keeps it. */
-export type ChatMessage =
-  | { role: 'system'; content: string }
-  | { role: 'user'; content: string | UserPart[] }
-  | { role: 'assistant'; content: string; toolCalls?: ToolCallRecord[] }
-  | { role: 'tool'; toolCallId: string; toolName: string; content: unknown; isError?: boolean };
-
-export interface ToolSpec {
-  name: string;
-  description: string;
-  inputSchema: Record<string, unknown>;
-}
-
-export type ToolChoice = 'auto' | 'none' | 'required' | { name: string };
-
-export interface Usage {
-  /** Tokens read and written as the provider counted them; undefined when it did not say (never guessed as 0). */
-  inputTokens?: number;
-  outputTokens?: number;
-}
-
-export interface StepRequest {
-  system?: string;
-  messages: ChatMessage[];
-  tools?: ToolSpec[];
-  toolChoice?: ToolChoice;
-  temperature?: number;
-  maxOutputTokens?: number;
-  signal: AbortSignal;
-  /** Called when the request is on its way to the provider (work the answer does not need can wait for it). */
-  onSent?: () => void;
-}
-
-export type StepEvent =
-  | { type: 'text'; text: string }
-  | { type: 'tool-call'; call: ToolCallRecord }
-  | { type: 'finish'; finishReason: string; usage: Usage };
-
-/** How to reach one model of one provider. */
-export interface ModelConnection {
-  kind: ProviderKind;
-  baseUrl?: string;
-  apiKey?: string;
-  headers?: Record<string, string>;
-  model: string;
-  /** The fetch the provider uses (the caller's, which watches the bytes for activity); the same for every call. */
-  fetch: typeof globalThis.fetch;
-}
+export type { ChatMessage, ModelConnection, StepEvent, StepRequest, ToolCallRecord, ToolChoice, ToolSpec, Usage, UserPart } from './types.ts';
 
 /** Provider APIs accept tool names of letters, digits, _ and -; ours have dots. A per-call map turns them back. */
 function toolNames(tools: readonly ToolSpec[]): { wire: Map<string, string>; back: Map<string, string> } {

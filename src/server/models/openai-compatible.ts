@@ -9,7 +9,7 @@
  * chunk's path through the gateway. Anthropic and embeddings stay with the SDK.
  */
 import { randomUUID } from 'node:crypto';
-import type { ChatMessage, ModelConnection, StepEvent, StepRequest, ToolCallRecord } from './adapter.ts';
+import type { ChatMessage, ModelConnection, StepEvent, StepRequest, ToolCallRecord } from './types.ts';
 
 /** An error the provider answered with: the status, headers and message the caller's retry rules read. */
 export class ProviderCallError extends Error {

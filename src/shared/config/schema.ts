@@ -209,6 +209,39 @@ const xmppChannel: SchemaNode = object({
   },
 }, 'XMPP: an account (a JID) on a server of your own or a public one');
 
+const EMAIL = { type: 'string', pattern: '^[^@\\s<>]{1,128}@[^@\\s<>]{1,255}$', maxLength: 384 } as const;
+const IMAP_SERVER = { type: 'string', pattern: '^imaps?://[^/\\s]+/?$', maxLength: 512 } as const;
+const SMTP_SERVER = { type: 'string', pattern: '^smtps?://[^/\\s]+/?$', maxLength: 512 } as const;
+
+const emailAccount: SchemaNode = object({
+  enabled: bool(true, 'connect this mailbox'),
+  address: { ...EMAIL, description: 'the mailbox\'s address' },
+  user: text('its login (else the address)', { maxLength: 256 }),
+  imap: { ...IMAP_SERVER, description: 'its IMAP server (else the channel\'s)' },
+  smtp: { ...SMTP_SERVER, description: 'its SMTP server (else the channel\'s)' },
+  allowPlaintext: { type: 'boolean', description: 'allow logins without TLS (loopback servers only)' },
+  mailbox: text('the folder read (else the channel\'s)', { maxLength: 256 }),
+  fromName: text('the name its mail is sent under', { maxLength: 128 }),
+}, 'another mailbox of the channel');
+
+const emailChannel: SchemaNode = object({
+  ...channelPolicy,
+  address: { ...EMAIL, description: 'the mailbox\'s address; its password (IMAP and SMTP) is the secret channels.<id>.password' },
+  user: text('the login (default the address)', { maxLength: 256 }),
+  imap: { ...IMAP_SERVER, description: 'the IMAP server: imap://host:port (STARTTLS, required) or imaps://host:port (TLS from the start)' },
+  smtp: { ...SMTP_SERVER, description: 'the SMTP server: smtp://host:port (STARTTLS, required) or smtps://host:port (TLS from the start)' },
+  allowPlaintext: bool(false, 'allow logins without TLS, for servers on this host only (refused for any other)'),
+  mailbox: text('the folder read for mail', { default: 'INBOX', maxLength: 256 }),
+  fromName: text('the name mail is sent under (default the address alone)', { maxLength: 128 }),
+  maxMessageBytes: int(25 * 1024 * 1024, 1024, 100 * 1024 * 1024, 'largest message read whole; of a larger one only the headers are read, and the agent is told'),
+  accounts: {
+    type: 'object',
+    description: 'further mailboxes by name (each one\'s password is the secret channels.<id>.accounts.<name>.password)',
+    propertyNames: { pattern: '^[a-z0-9][a-z0-9_-]{0,31}$' },
+    additionalProperties: emailAccount,
+  },
+}, 'Email: a mailbox read over IMAP (IDLE) and answered over SMTP, one thread one session');
+
 const hookMapping: SchemaNode = {
   type: 'object',
   additionalProperties: false,
@@ -399,7 +432,7 @@ export const configSchema: SchemaNode = object({
   channels: {
     type: 'object',
     description: 'messaging channels by id',
-    properties: { irc: channel, telegram: telegramChannel, slack: slackChannel, discord: discordChannel, xmpp: xmppChannel },
+    properties: { irc: channel, telegram: telegramChannel, slack: slackChannel, discord: discordChannel, xmpp: xmppChannel, email: emailChannel },
     propertyNames: { pattern: '^[a-z0-9][a-z0-9_-]{0,31}$' },
     additionalProperties: channel,
   },
