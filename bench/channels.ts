@@ -242,15 +242,19 @@ export async function runChannelBench(rounds: number): Promise<Figure[]> {
         await Promise.all(pending);
         owns[kind] = own(kind, before);
       }
-      const ircOwn = `IRC ${ms(percentile(owns.irc, 50))} / ${ms(percentile(owns.irc, 99))} ms`;
+      // Telegram, Slack and IRC date a message by the platform's clock (to the second, or the server's), so the
+      // gateway's own share is measured where it dates arrival itself: XMPP and email. Elsewhere the time from the
+      // person's message to the answer reaching them stands for it (the stand-ins and ngircd add next to nothing).
+      const irc = `IRC ${ms(percentile(latencies.irc, 50))} / ${ms(percentile(latencies.irc, 99))} ms sent to answer received`;
       for (const kind of KINDS) {
-        const p50 = percentile(owns[kind], 50);
-        const p99 = percentile(owns[kind], 99);
-        figures.push({
-          name: `${kind}: the gateway's own time, message in to reply out, at ${rate}/s, p50 / p99`, value: `${ms(p50)} / ${ms(p99)} ms`,
-          baseline: kind === 'irc' ? '(the baseline)' : ircOwn,
-          comparison: `${kind === 'email' ? 'mail sent to reply leaving' : 'sent to answer received'} ${ms(percentile(latencies[kind], 50))} / ${ms(percentile(latencies[kind], 99))} ms`, target: '', ok: true,
-        });
+        const endToEnd = `${ms(percentile(latencies[kind], 50))} / ${ms(percentile(latencies[kind], 99))} ms`;
+        const ownTime = `${ms(percentile(owns[kind], 50))} / ${ms(percentile(owns[kind], 99))} ms`;
+        figures.push(kind === 'email'
+          ? { name: `email: the gateway's own time, mail read to reply sent, at ${rate}/s, p50 / p99`, value: ownTime, baseline: irc, comparison: `mail sent to reply sent ${endToEnd} (postfix and dovecot included)`, target: '', ok: true }
+          : {
+            name: `${kind}: sent to answer received, at ${rate}/s, p50 / p99`, value: endToEnd, baseline: kind === 'irc' ? '(the baseline)' : irc,
+            comparison: kind === 'xmpp' ? `the gateway's own time, message in to reply out: ${ownTime}` : `${(percentile(latencies[kind], 50) / Math.max(1, percentile(latencies.irc, 50))).toFixed(2)}x IRC p50`, target: '', ok: true,
+          });
       }
     }
     daemon.stop();

@@ -2,9 +2,11 @@
 // daemon (probes, signed webhook deliveries and the jobs they queue, RPC over
 // WebSocket with clients coming and going, tool invocations, tokens created and
 // revoked, streamed chat completions), with the daemon's RSS, open descriptors
-// and state files sampled every SOAK_SAMPLE_SECONDS (default 5). Reports the
-// slope of each after the first fifth (the warm-up), beside its level at the
-// end of the warm-up, and every answer that was not the expected one.
+// and state files sampled every SOAK_SAMPLE_SECONDS (default 5), with the
+// process series of its own GET /metrics (JS heap in use, memory outside the
+// heap). Reports the slope of each after the first fifth (the warm-up), beside
+// its level at the end of the warm-up, and every answer that was not the
+// expected one.
 // Run with `npm run bench:soak`.
 import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -83,6 +85,7 @@ try {
   gateway('config', 'set', 'models.providers.up', JSON.stringify({ kind: 'openai-compatible', baseUrl: upstream.url, models: ['m'] }));
   gateway('config', 'set', 'agents.soak', JSON.stringify({ model: 'up/m', tools: ['jobs.get'] }));
   gateway('config', 'set', 'gateway.http.endpoints.chatCompletions.enabled', 'true');
+  gateway('config', 'set', 'metrics.enabled', 'true');
   const started = gateway('start');
   if (started.status !== 0) throw new Error(`start failed: ${started.stderr}`);
   const pid = JSON.parse(readFileSync(join(profile, 'daemon.json'), 'utf8')).pid as number;
@@ -94,8 +97,14 @@ try {
 
   const until = Date.now() + MINUTES * 60_000;
   step(`${MINUTES} min of mixed load on pid ${pid}, sampled every ${SAMPLE_MS / 1000} s`);
-  const samples: { at: number; rssMb: number; anonMb: number; fds: number; storeMb: number }[] = [];
+  const samples: { at: number; rssMb: number; anonMb: number; fds: number; storeMb: number; heapMb: number; externalMb: number }[] = [];
   const anonKiB = () => Number(/RssAnon:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
+  /** The daemon's own process series, as a Prometheus server scrapes them, in MB. */
+  const scrape = async () => {
+    const text = await (await fetch(`${base}/metrics`, { headers: auth })).text();
+    const value = (name: string) => Number(new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.e+-]+)$`, 'm').exec(text)?.[1] ?? Number.NaN) / 1048576;
+    return { heapMb: value('nodejs_heap_size_used_bytes'), externalMb: value('nodejs_external_memory_bytes') };
+  };
   const sampler = (async () => {
     const t0 = Date.now();
     while (Date.now() < until) {
@@ -105,10 +114,11 @@ try {
         anonMb: anonKiB() / 1024,
         fds: readdirSync(`/proc/${pid}/fd`).length,
         storeMb: (fileSize(join(profile, 'state.db')) + fileSize(join(profile, 'state.db-wal'))) / 1048576,
+        ...(await scrape()),
       });
       if (samples.length % 12 === 0) {
         const last = samples.at(-1)!;
-        step(`${(last.at * 60).toFixed(1)} min: RSS ${last.rssMb.toFixed(1)} MB (${last.anonMb.toFixed(1)} MB anonymous), ${last.fds} fds, state ${last.storeMb.toFixed(1)} MB`);
+        step(`${(last.at * 60).toFixed(1)} min: RSS ${last.rssMb.toFixed(1)} MB (${last.anonMb.toFixed(1)} MB anonymous; JS heap ${last.heapMb.toFixed(1)} MB, external ${last.externalMb.toFixed(1)} MB), ${last.fds} fds, state ${last.storeMb.toFixed(1)} MB`);
       }
       await sleep(SAMPLE_MS);
     }
@@ -210,6 +220,16 @@ try {
   figures.push({
     name: 'of which anonymous (heap, not file pages)', value: `${anonSlope >= 0 ? '+' : ''}${anonSlope.toFixed(1)} MB/h (end ${last.anonMb.toFixed(0)} MB)`,
     baseline: `${warm.anonMb.toFixed(0)} MB after warm-up`, comparison: `${((anonSlope / warm.anonMb) * 100).toFixed(1)} %/h`, target: '<= 5 %/h', ok: anonSlope / warm.anonMb <= 0.05,
+  });
+  const heapSlope = slope(steady.map((s) => [s.at, s.heapMb]));
+  const externalSlope = slope(steady.map((s) => [s.at, s.externalMb]));
+  figures.push({
+    name: 'JS heap in use (/metrics nodejs_heap_size_used_bytes)', value: `${heapSlope >= 0 ? '+' : ''}${heapSlope.toFixed(1)} MB/h (end ${last.heapMb.toFixed(1)} MB)`,
+    baseline: `${warm.heapMb.toFixed(1)} MB after warm-up`, comparison: `${((heapSlope / warm.heapMb) * 100).toFixed(1)} %/h`, target: '(informational)', ok: true,
+  });
+  figures.push({
+    name: 'memory outside the heap (/metrics nodejs_external_memory_bytes)', value: `${externalSlope >= 0 ? '+' : ''}${externalSlope.toFixed(1)} MB/h (end ${last.externalMb.toFixed(1)} MB)`,
+    baseline: `${warm.externalMb.toFixed(1)} MB after warm-up`, comparison: `${((externalSlope / Math.max(0.1, warm.externalMb)) * 100).toFixed(1)} %/h`, target: '(informational)', ok: true,
   });
   figures.push({
     name: 'open descriptors', value: `${fdSlope >= 0 ? '+' : ''}${fdSlope.toFixed(1)} /h (end ${last.fds})`,

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { freePort, Home, sleep, waitFor } from '../support/cli.ts';
 import { codeIn } from '../support/irc.ts';
+import { xml } from '@xmpp/client';
 import { MUC_DOMAIN, Prosody, trust, XMPP_DOMAIN, XmppUser } from '../support/prosody.ts';
 import { openaiText, ScriptedUpstream } from '../support/scripted-upstream.ts';
 
@@ -116,6 +117,44 @@ describe('XMPP channel against a real Prosody (e2e)', function () {
     const delayed = shown.messages.find((m: any) => m.text === 'Delivered after the restart.');
     expect(delayed.delivery.status, 'the reply made while the server was down went out once it was back').to.equal('sent');
     expect(delayed.delivery.attempts).to.be.at.least(1);
+  });
+
+  it('takes odd and hostile stanzas without stopping, and comes back after the server is killed mid-stream', async () => {
+    await connected();
+    const dave = await person('dave');
+    await set('channels.xmpp.allowFrom', [dave.jid]);
+    const seen = dave.received.length;
+    const send = (attrs: Record<string, string>, ...children: ReturnType<typeof xml>[]) => dave.client.send(xml('message', { to: bot, id: `x${Math.random().toString(36).slice(2)}`, ...attrs }, ...children));
+    await send({ type: 'chat' }, xml('body', {}, ''));
+    await send({ type: 'chat' }, xml('body', {}, '   \n  '));
+    await send({ type: 'chat' }, xml('active', { xmlns: 'http://jabber.org/protocol/chatstates' }));
+    await send({ type: 'headline' }, xml('body', {}, 'a headline is not a conversation'));
+    await send({ type: 'error' }, xml('body', {}, 'an error is not a turn'), xml('error', { type: 'cancel' }));
+    await send({ type: 'chat' }, xml('x', { xmlns: 'jabber:x:oob' }, xml('url', {}, 'https://example.org/a.png')));
+    await send({ type: 'chat' }, xml('unknown', { xmlns: 'urn:example:nothing' }, xml('deep', {}, xml('deeper', {}, 'x'))), xml('body', {}, 'first of two bodies'), xml('body', { 'xml:lang': 'de' }, 'zweiter'));
+    await send({ type: 'chat' }, xml('body', {}, 'y'.repeat(50_000)));
+    await dave.say(bot, 'still there?');
+    await dave.waitFor(/^Echo: still there\?$/, { after: seen, timeoutMs: 20_000 });
+    await sleep(1000);
+    const answers = dave.received.slice(seen).map((message) => message.text);
+    expect(answers.filter((text) => text.startsWith('Echo: first of two bodies')), 'the first body is the text').to.have.length(1);
+    expect(answers.join('').includes('headline') || answers.join('').includes('an error is not'), 'headlines and errors are not turns').to.equal(false);
+    // The long one is cut to what is taken from one message, and its answer split to what one message carries.
+    const long = answers.filter((text) => /^(Echo: )?y+$/.test(text));
+    expect(long.join('').length).to.equal('Echo: '.length + 16_384);
+    expect((await state())!.state).to.equal('connected');
+
+    // The server is killed: the stream ends mid-way, without a closing tag. The account reconnects by itself.
+    await dave.quit();
+    await prosody.halt('SIGKILL');
+    await waitFor(async () => ((await state())?.state !== 'connected' ? true : undefined), 15_000, 'the gateway to notice');
+    await prosody.resume();
+    await connected();
+    const back = await XmppUser.connect(prosody, dave.jid.split('@')[0]!, 'pw-of-a-person');
+    people.push(back);
+    const seenBack = back.received.length;
+    await back.say(bot, 'after the crash');
+    await back.waitFor(/^Echo: after the crash$/, { after: seenBack, timeoutMs: 30_000 });
   });
 
   it('refuses a server without STARTTLS before sending the password, and plaintext for anything but a loopback server', async () => {

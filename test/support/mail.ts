@@ -88,6 +88,9 @@ export class MailServers {
       `virtual_mailbox_domains = ${MAIL_DOMAIN}`,
       `virtual_mailbox_base = ${dir}/mail`,
       `virtual_mailbox_maps = texthash:${dir}/vmailbox`,
+      // A session open before a person was added (the gateway keeps its connections) takes mail for them too: the
+      // delivery agent, restarted by the reload that adds them, knows them.
+      'smtpd_reject_unlisted_recipient = no',
       `virtual_uid_maps = static:${MAIL_UID}`,
       `virtual_gid_maps = static:${MAIL_GID}`,
       'virtual_minimum_uid = 100',
@@ -250,6 +253,11 @@ export class MailServers {
   }
 }
 
+interface SendOptions {
+  to: string; subject?: string; text?: string; html?: string; headers?: Record<string, string>; inReplyTo?: string; references?: string[];
+  from?: string; envelope?: string; raw?: string; attachments?: { filename: string; content: Buffer | string; contentType?: string }[];
+}
+
 /** A mail as a person's client shows it. */
 export interface ReadMail {
   uid: number;
@@ -280,9 +288,23 @@ export class MailPerson {
   }
 
   /** Sends a mail; `envelope` sets the envelope sender apart from the From header (as a forger does). */
-  async send(options: { to: string; subject?: string; text?: string; html?: string; headers?: Record<string, string>; inReplyTo?: string; references?: string[]; from?: string; envelope?: string; raw?: string; attachments?: { filename: string; content: Buffer | string; contentType?: string }[] }): Promise<string> {
+  async send(options: SendOptions): Promise<string> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.sendOnce(options);
+      } catch (error) {
+        const code = (error as { code?: string }).code;
+        if (attempt >= 5 || !(code === 'ECONNRESET' || code === 'ECONNREFUSED' || code === 'ESOCKET' || code === 'ECONNECTION')) throw error;
+        await sleep(200 * attempt);
+      }
+    }
+  }
+
+  private async sendOnce(options: SendOptions): Promise<string> {
     const { createTransport } = (await import('nodemailer')).default;
     const transport = createTransport({ host: '127.0.0.1', port: this.servers.smtpPort, secure: false, tls: { ca: readFileSync(this.servers.certificate, 'utf8') } });
+    // A test that stops postfix just after sending: the connection's goodbye may be cut short, which is no failure of the send.
+    transport.on('error', () => undefined);
     try {
       const envelope = { from: options.envelope ?? this.address, to: [options.to] };
       if (options.raw !== undefined) return (await transport.sendMail({ envelope, raw: options.raw })).messageId;
@@ -296,11 +318,25 @@ export class MailPerson {
     }
   }
 
-  /** Everything in the inbox, oldest first. */
+  /** Everything in the inbox, oldest first; a connection cut while dovecot starts or stops is tried again, as a mail client does. */
   async inbox(as = this.address, password = this.password): Promise<ReadMail[]> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.read(as, password);
+      } catch (error) {
+        const code = (error as { code?: string }).code;
+        if (attempt >= 5 || !(code === 'ECONNRESET' || code === 'ECONNREFUSED' || code === 'EPIPE' || code === 'NoConnection')) throw error;
+        await sleep(200 * attempt);
+      }
+    }
+  }
+
+  private async read(as: string, password: string): Promise<ReadMail[]> {
     const { ImapFlow } = await import('imapflow');
     const { default: PostalMime } = await import('postal-mime');
     const client = new ImapFlow({ host: '127.0.0.1', port: this.servers.imapPort, secure: false, doSTARTTLS: true, auth: { user: as, pass: password }, logger: false, tls: { ca: readFileSync(this.servers.certificate, 'utf8') } });
+    // A server stopped by a test while this reads: the read fails, nothing else does.
+    client.on('error', () => undefined);
     await client.connect();
     try {
       const box = await client.mailboxOpen('INBOX');

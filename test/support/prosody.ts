@@ -90,11 +90,11 @@ export class Prosody {
     }
   }
 
-  /** Stops the server (every client's stream drops). */
-  async halt(): Promise<void> {
+  /** Stops the server (every client's stream drops); SIGKILL drops them mid-stream, without a closing tag. */
+  async halt(signal: 'SIGTERM' | 'SIGKILL' = 'SIGTERM'): Promise<void> {
     const running = this.process;
     if (!running || running.exitCode !== null) return;
-    running.kill('SIGTERM');
+    running.kill(signal);
     await new Promise((resolve) => running.once('exit', resolve));
   }
 

@@ -151,13 +151,17 @@ export function withoutQuote(text: string): string {
   return kept || text.trim();
 }
 
+let converter: Promise<(html: string) => string> | undefined;
+/** HTML mail as text (Markdown), the converter loaded at the first HTML mail. */
+const textOf = async (html: string) => (await (converter ??= import('turndown').then(({ default: Turndown }) => {
+  const service = new Turndown({ headingStyle: 'atx', codeBlockStyle: 'fenced' });
+  service.remove(['script', 'style', 'head', 'title']);
+  return (markup: string) => service.turndown(markup);
+})))(html);
+
 type ImapClient = import('imapflow').ImapFlow;
 type Transport = import('nodemailer').Transporter;
-interface Libraries {
-  ImapFlow: typeof import('imapflow').ImapFlow;
-  createTransport: typeof import('nodemailer').createTransport;
-  Turndown: typeof import('turndown');
-}
+type SmtpOptions = import('nodemailer/lib/smtp-pool').Options;
 
 /** The pieces of a server address: host, port, TLS from the start or not. */
 function serverOf(value: string | undefined, kind: 'imap' | 'smtp'): { host: string; port: number; secure: boolean } {
@@ -179,11 +183,13 @@ class EmailAccount extends AccountConnection<EmailAccountSettings> {
   private delayMs = FIRST_RETRY_MS;
   private draining?: Promise<void>;
   private again = false;
-  private readonly libraries: Libraries;
+  private readonly ImapFlow: typeof import('imapflow').ImapFlow;
+  /** How to reach the SMTP server; the (pooled) transport is made at the first send. */
+  private smtp?: SmtpOptions;
 
-  constructor(channelId: string, name: string, settings: () => EmailAccountSettings | undefined, context: ChannelContext, libraries: Libraries) {
+  constructor(channelId: string, name: string, settings: () => EmailAccountSettings | undefined, context: ChannelContext, ImapFlow: typeof import('imapflow').ImapFlow) {
     super(channelId, name, settings, context);
-    this.libraries = libraries;
+    this.ImapFlow = ImapFlow;
   }
 
   start(): void {
@@ -226,11 +232,13 @@ class EmailAccount extends AccountConnection<EmailAccountSettings> {
     // Logins only over TLS: from the start (imaps://, smtps://) or after STARTTLS, which is then required.
     const strict = !settings.allowPlaintext;
     this.transport?.close();
-    this.transport = this.libraries.createTransport({
-      host: smtp.host, port: smtp.port, secure: smtp.secure, requireTLS: strict && !smtp.secure, auth,
+    this.transport = undefined;
+    // Replies share a few kept connections (a new one per mail costs a TLS handshake and a login).
+    this.smtp = {
+      pool: true, maxConnections: 2, maxMessages: 100, host: smtp.host, port: smtp.port, secure: smtp.secure, requireTLS: strict && !smtp.secure, auth,
       connectionTimeout: 15_000, greetingTimeout: 15_000, socketTimeout: 60_000,
-    });
-    const client = new this.libraries.ImapFlow({
+    };
+    const client = new this.ImapFlow({
       host: imap.host, port: imap.port, secure: imap.secure, auth, logger: false, emitLogs: false,
       ...(imap.secure ? {} : { doSTARTTLS: strict ? true : undefined }),
       connectionTimeout: 15_000, greetingTimeout: 15_000,
@@ -342,7 +350,7 @@ class EmailAccount extends AccountConnection<EmailAccountSettings> {
       ...(messageId ? { inReplyTo: messageId } : {}),
       ...(chain.length ? { references: chain.length > MAX_REFERENCES ? [chain[0]!, ...chain.slice(-(MAX_REFERENCES - 1))] : chain } : {}),
     });
-    let body = parsed.text?.trim() ? parsed.text : parsed.html ? this.textOf(parsed.html) : '';
+    let body = parsed.text?.trim() ? parsed.text : parsed.html ? await textOf(parsed.html) : '';
     body = withoutQuote(body ?? '');
     if (oversize !== undefined) {
       const size = oversize >= 1024 * 1024 ? `${(oversize / 1024 / 1024).toFixed(1)} MB` : `${Math.ceil(oversize / 1024)} KB`;
@@ -370,16 +378,10 @@ class EmailAccount extends AccountConnection<EmailAccountSettings> {
     };
   }
 
-  private textOf(html: string): string {
-    const service = new this.libraries.Turndown({ headingStyle: 'atx', codeBlockStyle: 'fenced' });
-    service.remove(['script', 'style', 'head', 'title']);
-    return service.turndown(html);
-  }
-
   async send(to: string, text: string, idempotencyKey?: string): Promise<SendReceipt> {
     const settings = this.settings();
-    const transport = this.transport;
-    if (!settings?.address || !transport) throw new ChannelSendError(`${this.channelId} account ${this.name} is ${this.status.state}; the message was not sent`);
+    if (!settings?.address || !this.smtp) throw new ChannelSendError(`${this.channelId} account ${this.name} is ${this.status.state}; the message was not sent`);
+    const transport = this.transport ??= (await import('nodemailer')).createTransport(this.smtp);
     const target = targetOf(to);
     if (!target) throw new ChannelSendError(`not an address: ${to.slice(0, 100)}`, { permanent: true });
     const domain = settings.address.split('@')[1]!;
@@ -416,21 +418,21 @@ class EmailAccount extends AccountConnection<EmailAccountSettings> {
 }
 
 export class EmailChannel extends AccountChannel<EmailAccount, EmailAccountSettings> implements Channel {
-  private libraries?: Libraries;
+  private ImapFlow?: typeof import('imapflow').ImapFlow;
 
   protected accountsOf(settings: ChannelSettings): Map<string, EmailAccountSettings> {
     return emailAccounts(settings);
   }
 
   protected open(name: string, settings: () => EmailAccountSettings | undefined): EmailAccount {
-    const account = new EmailAccount(this.id, name, settings, this.context, this.libraries!);
+    const account = new EmailAccount(this.id, name, settings, this.context, this.ImapFlow!);
     account.start();
     return account;
   }
 
   override async start(): Promise<void> {
-    const [{ ImapFlow }, { createTransport }, { default: Turndown }] = await Promise.all([import('imapflow'), import('nodemailer'), import('turndown')]);
-    this.libraries = { ImapFlow, createTransport, Turndown };
+    // The IMAP client now; SMTP at the first reply, the MIME parser at the first mail, HTML to text at the first HTML mail.
+    ({ ImapFlow: this.ImapFlow } = await import('imapflow'));
     await super.start();
   }
 

@@ -164,7 +164,8 @@ class XmppAccount extends AccountConnection<XmppAccountSettings> {
     const type = stanza.attrs.type ?? 'normal';
     const from = stanza.attrs.from;
     const body = stanza.getChildText('body');
-    if (!from || body === null || body === undefined) return;
+    // No text (a chat state, a receipt, an empty or blank body): nothing to answer.
+    if (!from || !body?.trim()) return;
     if (type === 'error') {
       this.log.warn({ from: bareJid(from) }, 'xmpp: a message bounced');
       return;
