@@ -62,7 +62,9 @@ export class MailServers {
     chmodSync(join(dir, 'key.pem'), 0o644);
     for (const sub of ['mail', 'postfix', 'queue', 'data', 'dovecot']) mkdirSync(join(dir, sub));
     chownSync(join(dir, 'mail'), MAIL_UID, MAIL_GID);
-    chownSync(join(dir, 'data'), 102, 105);
+    // postfix's data directory belongs to its own user, whatever ids the system gave it.
+    const id = (flag: string) => Number(spawnSync('id', [flag, 'postfix'], { encoding: 'utf8' }).stdout.trim());
+    chownSync(join(dir, 'data'), id('-u'), id('-g'));
     writeFileSync(join(dir, 'users'), '');
     writeFileSync(join(dir, 'vmailbox'), '');
     writeFileSync(join(dir, 'postfix/main.cf'), [
