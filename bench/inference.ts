@@ -116,8 +116,7 @@ async function throughput(target: Target, seconds: number): Promise<Round> {
       streams++;
     }
   }));
-  const elapsed = seconds;
-  return { chunksPerSecond: chunks / elapsed, streams, chunks, cpuMs: pid ? cpuMs(pid) - cpuBefore : undefined };
+  return { chunksPerSecond: chunks / seconds, streams, chunks, cpuMs: pid ? cpuMs(pid) - cpuBefore : undefined };
 }
 
 const PORTKEY_VERSION = '1.15.2';

@@ -61,8 +61,8 @@ export function emailAccounts(settings: ChannelSettings): Map<string, EmailAccou
   return accounts;
 }
 
-const secretFor = (channelId: string, account: string) => (account === DEFAULT_ACCOUNT ? `channels.${channelId}.password` : `channels.${channelId}.accounts.${account}.password`);
 const settingFor = (channelId: string, account: string, key: string) => (account === DEFAULT_ACCOUNT ? `channels.${channelId}.${key}` : `channels.${channelId}.accounts.${account}.${key}`);
+const secretFor = (channelId: string, account: string) => settingFor(channelId, account, 'password');
 
 const ADDRESS = /^[^@\s<>]{1,128}@[^@\s<>]{1,255}$/;
 /** An address as a peer: lower case (the local part is case-sensitive in theory, never in practice). */
