@@ -147,6 +147,7 @@ export class ChannelManager {
           }
         },
         cursor: { get: (account) => this.deps.outbox.cursor(id, account), set: (account, cursor) => this.deps.outbox.setCursor(id, account, cursor) },
+        admit: (request) => this.admit(id, request),
       });
       this.running.set(id, channel);
       await channel.start();
@@ -235,6 +236,21 @@ export class ChannelManager {
     const allowFrom = settings.allowFrom.map((entry) => (entry === '*' ? entry : this.normalizePeer(channel, entry)));
     if (settings.dmPolicy === 'open' && allowFrom.includes('*')) return true;
     return allowFrom.includes(sender) || this.deps.pairing.isAllowed(channel, sender, db);
+  }
+
+  /** A sender asks to talk before saying anything (a Matrix invite): see ChannelContext.admit. */
+  private async admit(channel: string, request: { account: string; sender: string; senderName: string; ask: boolean }): Promise<'allowed' | 'pending' | 'refused'> {
+    const policy = this.settings(channel)?.dmPolicy ?? 'disabled';
+    if (policy === 'disabled') return 'refused';
+    if (await this.isAllowed(channel, request.sender)) return 'allowed';
+    if (policy !== 'pairing') return 'refused';
+    if (!request.ask) return 'pending';
+    const outcome = await this.deps.pairing.request(channel, request.account, request.sender, request.senderName);
+    if (outcome.kind === 'created') {
+      this.deps.logger.info({ channel, account: request.account, sender: request.sender }, 'pairing request made for a sender who asked to talk; approve it with its code from gateway pair list');
+      this.deps.emit('channel.pair.requested', pairRequestView(outcome.request), 'operator.pairing');
+    }
+    return 'pending';
   }
 
   /**

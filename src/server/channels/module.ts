@@ -128,6 +128,15 @@ export default defineModule<Channels>({
       },
     });
     ctx.channels.add({
+      id: 'matrix',
+      label: 'Matrix',
+      normalizePeer: (peer) => peer.trim(),
+      create: async (id, context) => {
+        const { MatrixChannel } = await import('./matrix.ts');
+        return new MatrixChannel(id, context);
+      },
+    });
+    ctx.channels.add({
       id: 'xmpp',
       label: 'XMPP',
       normalizePeer: (peer) => peer.split('/')[0]!.trim().toLowerCase(),

@@ -132,6 +132,15 @@ export interface ChannelContext {
    * undefined clears it.
    */
   cursor: { get(account: string): Promise<string | undefined>; set(account: string, cursor: string | undefined): Promise<void> };
+  /**
+   * Whether a sender may talk to an account now (allowFrom, approved by
+   * pairing, the open policy), for a channel where people ask before they
+   * speak (a Matrix invite) and are let in only when they may. With `ask`, a
+   * sender who may not gets a pairing request under the pairing policy,
+   * listed for the operator ('pending'; no code is sent: the channel cannot
+   * reach them yet); 'refused' under the other policies.
+   */
+  admit: (request: { account: string; sender: string; senderName: string; ask: boolean }) => Promise<'allowed' | 'pending' | 'refused'>;
 }
 
 /**

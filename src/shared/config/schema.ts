@@ -242,6 +242,30 @@ const emailChannel: SchemaNode = object({
   },
 }, 'Email: a mailbox read over IMAP (IDLE) and answered over SMTP, one thread one session');
 
+const MATRIX_USER = { type: 'string', pattern: '^@[^:\\s]{1,255}:[^\\s]{1,255}$', maxLength: 255 } as const;
+const MATRIX_ROOM = { type: 'string', pattern: '^(\\*|[!#][^:\\s]{1,255}:[^\\s]{1,255})$', maxLength: 255 } as const;
+const HOMESERVER = { type: 'string', pattern: '^https?://[^/\\s]+/?$', maxLength: 512 } as const;
+
+const matrixAccount: SchemaNode = object({
+  enabled: bool(true, 'connect this account'),
+  homeserver: { ...HOMESERVER, description: 'its homeserver (else the channel\'s)' },
+  userId: { ...MATRIX_USER, description: 'its user id, checked against the access token\'s' },
+  rooms: { type: 'array', items: MATRIX_ROOM, description: 'rooms this account joins and answers in when mentioned ("*": any room of three or more it is in)' },
+}, 'another Matrix account of the channel');
+
+const matrixChannel: SchemaNode = object({
+  ...channelPolicy,
+  homeserver: { ...HOMESERVER, description: 'the homeserver\'s client-server API address: https://matrix.example.org (http only for one on this host); the account\'s access token is the secret channels.<id>.accessToken' },
+  userId: { ...MATRIX_USER, description: 'the account\'s user id (@bot:example.org), checked against the access token\'s (default: whoever the token belongs to)' },
+  rooms: list(MATRIX_ROOM, 'group rooms (!id:example.org or #alias:example.org) to join, answered when the account is mentioned ("*": any room of three or more it is in); a room of two is a direct chat'),
+  accounts: {
+    type: 'object',
+    description: 'further accounts by name (each one\'s access token is the secret channels.<id>.accounts.<name>.accessToken)',
+    propertyNames: { pattern: '^[a-z0-9][a-z0-9_-]{0,31}$' },
+    additionalProperties: matrixAccount,
+  },
+}, 'Matrix: an account on a homeserver, over the client-server API (unencrypted rooms)');
+
 const hookMapping: SchemaNode = {
   type: 'object',
   additionalProperties: false,
@@ -432,7 +456,7 @@ export const configSchema: SchemaNode = object({
   channels: {
     type: 'object',
     description: 'messaging channels by id',
-    properties: { irc: channel, telegram: telegramChannel, slack: slackChannel, discord: discordChannel, xmpp: xmppChannel, email: emailChannel },
+    properties: { irc: channel, telegram: telegramChannel, slack: slackChannel, discord: discordChannel, xmpp: xmppChannel, email: emailChannel, matrix: matrixChannel },
     propertyNames: { pattern: '^[a-z0-9][a-z0-9_-]{0,31}$' },
     additionalProperties: channel,
   },

@@ -111,6 +111,27 @@ describe('channel manager: DM policy, pairing codes and sessions', () => {
     expect(events.map((e) => e.event)).to.deep.equal(['channel.pair.requested']);
   });
 
+  it('admits a sender who asks before speaking (an invite): allowed, pending with a listed request sent nowhere, or refused by the policy', async () => {
+    const admit = (sender: string, ask = true) => channel.context.admit({ account: 'default', sender, senderName: sender, ask });
+    expect(await admit('zed', false), 'only looked at: no request').to.equal('pending');
+    expect(await pairing.pending('irc')).to.deep.equal([]);
+    expect(await admit('zed')).to.equal('pending');
+    const [request] = await pairing.pending('irc');
+    expect(request).to.include({ sender: 'zed', account: 'default' });
+    expect(channel.sent, 'no code is sent: the channel cannot reach them yet').to.deep.equal([]);
+    expect(events.map((e) => e.event)).to.deep.equal(['channel.pair.requested']);
+    expect(await admit('zed'), 'asking again makes no second request').to.equal('pending');
+    expect(await pairing.pending('irc')).to.have.length(1);
+    await manager.approve('irc', request!.code, 'op', false);
+    expect(await admit('zed', false)).to.equal('allowed');
+    configure({ allowFrom: ['Yan'] });
+    expect(await admit('yan', false)).to.equal('allowed');
+    configure({ dmPolicy: 'allowlist', allowFrom: ['Yan'] });
+    expect(await admit('xi')).to.equal('refused');
+    configure({ dmPolicy: 'disabled', allowFrom: ['Yan'] });
+    expect(await admit('yan')).to.equal('refused');
+  });
+
   it('approves case-insensitively, then the sender reaches a session; approving twice says so', async () => {
     await dm('Alice', 'hi');
     const code = codeIn(channel.sent[0]!.text);
