@@ -1,8 +1,13 @@
 import { expect } from 'chai';
+import { spawnSync } from 'node:child_process';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { freePort, Home, sleep, waitFor } from '../support/cli.ts';
 import { codeIn } from '../support/irc.ts';
 import { MailPerson, MailServers } from '../support/mail.ts';
+import { testEngine } from '../support/postgres.ts';
 import { openaiText, ScriptedUpstream } from '../support/scripted-upstream.ts';
 
 describe('email channel against a real postfix and dovecot (e2e)', function () {
@@ -143,6 +148,65 @@ describe('email channel against a real postfix and dovecot (e2e)', function () {
     await alice.waitFor(/^Echo: Subject: While you were out\s+Did this arrive\?$/, { after: seen, timeoutMs: 40_000 });
     await sleep(2000);
     expect((await alice.inbox()).slice(seen).filter((mail) => /Did this arrive/.test(mail.text)), 'answered once').to.have.length(1);
+  });
+
+  it('leaves mail it could not store unseen, and reads it again by itself once it can: a full disk loses nothing', async function () {
+    // On PostgreSQL the state is not on the profile's disk: the database's own outage is tested in the PostgreSQL suite.
+    if (testEngine() === 'postgres') this.skip();
+    if (process.getuid?.() !== 0) {
+      if (process.env.CI) throw new Error('the full-disk test mounts a tmpfs and needs root (CI runs as root)');
+      this.skip();
+    }
+    home.cleanup();
+    const mount = mkdtempSync(join(tmpdir(), 'gateway-mailfull-'));
+    expect(spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=24m', 'tmpfs', mount]).status).to.equal(0);
+    try {
+      home = new Home({ GATEWAY_PORT: String(await freePort()), NODE_EXTRA_CA_CERTS: servers.certificate }, mount);
+      await home.run(['profiles', 'create', 'default', '--secrets', 'file']);
+      await set('models.providers.script', { kind: 'openai-compatible', baseUrl: upstream.url, models: ['m'], retries: { max: 0 } });
+      await set('agents.helper', { model: 'script/m' });
+      await set('channels.email', {
+        enabled: true, address: bot.address, imap: `imap://127.0.0.1:${servers.imapPort}`, smtp: `smtp://127.0.0.1:${servers.smtpPort}`, agent: 'helper', reconnectMaxDelayMs: 2000,
+      });
+      expect((await home.run(['secrets', 'set', 'channels.email.password'], { input: 'bot-password' })).code).to.equal(0);
+      expect((await home.run(['start'])).code).to.equal(0);
+      await connected();
+      const alice = await approved('alice');
+      const seen = (await alice.inbox()).length;
+
+      const filler = join(mount, 'filler');
+      const fd = openSync(filler, 'w');
+      try {
+        for (const size of [1024 * 1024, 4096, 512]) {
+          try {
+            for (;;) writeSync(fd, Buffer.alloc(size, 1));
+          } catch {
+            // full at this block size: go on with a smaller one
+          }
+        }
+      } finally {
+        closeSync(fd);
+      }
+      await alice.send({ to: bot.address, subject: 'On a full disk', text: 'Is this kept?' });
+      await waitFor(() => (readFileSync(home.file('gateway.log'), 'utf8').includes('reading the mailbox stopped') ? true : undefined), 30_000, 'the store to refuse the mail');
+      expect(upstream.requests.some((request) => JSON.stringify(request.body).includes('Is this kept?'))).to.equal(false);
+
+      // Room again: no new mail comes, yet the waiting one is read, answered once.
+      rmSync(filler);
+      await alice.waitFor(/^Echo: Subject: On a full disk\s+Is this kept\?$/, { after: seen, timeoutMs: 40_000 });
+      await sleep(2000);
+      expect((await alice.inbox()).slice(seen).filter((mail) => /Is this kept/.test(mail.text)), 'answered once').to.have.length(1);
+      await home.run(['stop']);
+    } finally {
+      try {
+        home.cleanup();
+      } catch {
+        // the mount point stays until it is unmounted
+      }
+      // The daemon may take a moment to let go of its files.
+      for (let tries = 0; tries < 40 && spawnSync('umount', [mount]).status !== 0; tries++) await sleep(250);
+      rmSync(mount, { recursive: true, force: true });
+    }
   });
 
   it('reads broken, huge and nested mail without stopping: a warning or a note to the agent, and the next mail is answered', async () => {

@@ -320,14 +320,15 @@ export class MailPerson {
     }
   }
 
-  /** Everything in the inbox, oldest first; a connection cut while dovecot starts or stops is tried again, as a mail client does. */
+  /** Everything in the inbox, oldest first; a connection cut while dovecot starts or stops, or a command it refuses, is tried again, as a mail client does. */
   async inbox(as = this.address, password = this.password): Promise<ReadMail[]> {
     for (let attempt = 1; ; attempt++) {
       try {
         return await this.read(as, password);
       } catch (error) {
-        const code = (error as { code?: string }).code;
-        if (attempt >= 5 || !(code === 'ECONNRESET' || code === 'ECONNREFUSED' || code === 'EPIPE' || code === 'NoConnection')) throw error;
+        const { code, responseStatus } = error as { code?: string; responseStatus?: string };
+        // A NO from dovecot while postfix delivers into the same Maildir (a message seen half-way) is read again too.
+        if (attempt >= 5 || !(code === 'ECONNRESET' || code === 'ECONNREFUSED' || code === 'EPIPE' || code === 'NoConnection' || responseStatus === 'NO')) throw error;
         await sleep(200 * attempt);
       }
     }

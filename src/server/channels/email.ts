@@ -183,6 +183,9 @@ class EmailAccount extends AccountConnection<EmailAccountSettings> {
   private delayMs = FIRST_RETRY_MS;
   private draining?: Promise<void>;
   private again = false;
+  /** A read of the mailbox that stopped (the store refused a message) is tried again after this wait, doubling. */
+  private redrainMs = FIRST_RETRY_MS;
+  private redrain?: NodeJS.Timeout;
   private readonly ImapFlow: typeof import('imapflow').ImapFlow;
   /** How to reach the SMTP server; the (pooled) transport is made at the first send. */
   private smtp?: SmtpOptions;
@@ -291,8 +294,17 @@ class EmailAccount extends AccountConnection<EmailAccountSettings> {
           await this.take(client, uid);
         }
       } while (this.again);
+      this.redrainMs = FIRST_RETRY_MS;
     })().catch((error: unknown) => {
-      if (!this.stopped) this.log.warn({ error: (error as Error)?.message }, 'email: reading the mailbox stopped; it is read again on the next arrival or connection');
+      if (this.stopped) return;
+      // What is left unseen is read again: after a while, or sooner on the next arrival or connection.
+      const wait = this.redrainMs;
+      const max = this.settings()?.reconnectMaxDelayMs ?? 60_000;
+      this.redrainMs = Math.min(max, this.redrainMs * 2);
+      this.log.warn({ error: (error as Error)?.message, retryInMs: wait }, 'email: reading the mailbox stopped; it is read again');
+      clearTimeout(this.redrain);
+      this.redrain = setTimeout(() => this.drain(), wait);
+      this.redrain.unref();
     }).finally(() => {
       this.draining = undefined;
     });
@@ -409,6 +421,7 @@ class EmailAccount extends AccountConnection<EmailAccountSettings> {
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.retry);
+    clearTimeout(this.redrain);
     const client = this.client;
     this.client = undefined;
     await client?.logout().catch(() => client.close());
