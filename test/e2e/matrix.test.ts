@@ -89,6 +89,15 @@ describe('Matrix channel (e2e, a stand-in homeserver of the client-server API)',
     expect(session.messages.map((m: any) => m.text)).to.include.members(['What is Matrix?', 'Echo: What is Matrix?']);
     expect(session.messages.at(-1).delivery).to.include({ status: 'sent', to: room });
     expect(session.messages.at(-1).delivery.receipts[0]).to.match(/^\$/);
+    expect(hs.accountData.get(bot.userId)?.get('m.direct'), 'the direct room is noted as clients do').to.deep.equal({ [alice.userId]: [room] });
+
+    // After a restart, the operator's message to the person goes to the same room, not a new one.
+    expect((await home.run(['restart'])).code).to.equal(0);
+    await connected();
+    const sent = await home.run(['message', 'send', '--channel', 'matrix', '--to', alice.userId, 'A word from the operator.']);
+    expect(sent.code, sent.stderr).to.equal(0);
+    await alice.waitFor(room, /^A word from the operator\.$/, { from: bot.userId });
+    expect(hs.calls.filter((call) => call.user === bot.userId && call.path.endsWith('/createRoom'))).to.deep.equal([]);
     expect((await home.run(['config', 'get', 'channels.matrix', '--json'])).stdout).to.not.include(bot.token);
     expect((await home.run(['logs', '-n', '5000', '--raw'])).stdout).to.not.include(bot.token);
   });
@@ -157,6 +166,25 @@ describe('Matrix channel (e2e, a stand-in homeserver of the client-server API)',
     }
     const shown = await json(['sessions', 'show', `matrix:default:dm:${erin.userId}`]);
     expect(shown.messages.filter((m: any) => m.direction === 'in' && m.text === 'first while away')).to.have.length(1);
+  });
+
+  it('reads back what a busy room said while it was away, past what one sync holds: the oldest mention is answered, every line kept', async () => {
+    await waitFor(() => (hs.membership(lobby, bot.userId) === 'join' ? true : undefined), 10_000, 'the bot in its configured room');
+    const ivy = person('ivy');
+    await ivy.join(lobby);
+    expect((await home.run(['stop'])).code).to.equal(0);
+    await ivy.say(lobby, 'gwbot: the first thing said while you were away?');
+    for (let line = 0; line < 150; line++) await ivy.say(lobby, `chatter ${line}`);
+    expect((await home.run(['start'])).code).to.equal(0);
+    await ivy.waitFor(lobby, /the first thing said while you were away\?$/, { from: bot.userId, timeoutMs: 30_000 });
+    const kept = await waitFor(async () => {
+      const shown = await json(['sessions', 'show', `matrix:default:group:${lobby}`, '--limit', '500']);
+      return shown.messages.filter((m: any) => m.direction === 'in').length >= 151 ? shown : undefined;
+    }, 20_000, 'every line to be kept');
+    const lines = kept.messages.filter((m: any) => m.direction === 'in').map((m: any) => m.text);
+    expect(lines.filter((text: string) => text.startsWith('chatter '))).to.have.length(150);
+    expect(new Set(lines).size, 'each once').to.equal(lines.length);
+    expect(hs.calls.some((call) => call.user === bot.userId && call.path.endsWith('/messages')), 'read back with /messages').to.equal(true);
   });
 
   it('refuses encrypted rooms with the reason: an invite is declined, an encrypted message is answered with a notice once', async () => {

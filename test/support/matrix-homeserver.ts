@@ -41,6 +41,8 @@ export class Homeserver {
   readonly stream: Entry[] = [];
   private readonly txns = new Map<string, string>();
   private readonly media = new Map<string, { type: string; bytes: Buffer }>();
+  /** Each user's account data, by type. */
+  readonly accountData = new Map<string, Map<string, unknown>>();
   readonly calls: MatrixCall[] = [];
   readonly typing: { room: string; user: string; typing: boolean }[] = [];
   /** Faults for calls whose path matches, each used once, in order. */
@@ -236,6 +238,35 @@ export class Homeserver {
         this.setMembership(room, body.user_id, 'invite', user, body.is_direct ? { is_direct: true } : {});
         return json(res, 200, {});
       }
+      if (method === 'GET' && rest === 'messages') {
+        // Paginated history: from a token back (dir=b) or forward, stopping at `to`, newest first going back.
+        if (mine !== 'join') return problem(res, 403, 'M_FORBIDDEN', 'You aren\'t a member of the room');
+        const token = (name: string) => {
+          const value = url.searchParams.get(name);
+          if (value === null) return undefined;
+          const parsed = /^s(\d+)$/.exec(value);
+          return parsed ? Number(parsed[1]) : Number.NaN;
+        };
+        const from = token('from');
+        const to = token('to');
+        if (Number.isNaN(from) || Number.isNaN(to)) return problem(res, 400, 'M_INVALID_PARAM', 'Invalid token');
+        const limit = Math.min(Number(url.searchParams.get('limit') ?? 10) || 10, 1000);
+        let types: string[] | undefined;
+        try {
+          const filter = JSON.parse(url.searchParams.get('filter') ?? '{}');
+          types = Array.isArray(filter.types) ? filter.types : undefined;
+        } catch {
+          return problem(res, 400, 'M_INVALID_PARAM', 'filter is not valid JSON');
+        }
+        const backwards = url.searchParams.get('dir') === 'b';
+        const start = from ?? (backwards ? this.stream.length : 0);
+        const inRange = this.stream.filter((entry) => entry.room === room.id && (!types || types.includes(entry.event?.type))
+          && (backwards ? entry.pos <= start && (to === undefined || entry.pos > to) : entry.pos > start && (to === undefined || entry.pos <= to)));
+        const page = backwards ? inRange.reverse().slice(0, limit) : inRange.slice(0, limit);
+        const more = page.length < inRange.length;
+        const last = page.at(-1);
+        return json(res, 200, { chunk: page.map((entry) => entry.event), start: `s${start}`, ...(more && last ? { end: `s${backwards ? last.pos - 1 : last.pos}` } : {}) });
+      }
       if (method === 'GET' && rest === 'joined_members') {
         if (mine !== 'join') return problem(res, 403, 'M_FORBIDDEN', 'You aren\'t a member of the room');
         const joined = Object.fromEntries([...room.members].filter(([, member]) => member.membership === 'join').map(([id]) => [id, { display_name: this.users.get(id)?.displayName ?? null, avatar_url: null }]));
@@ -258,6 +289,16 @@ export class Homeserver {
         return json(res, 200, { event_id: event.event_id });
       }
       return problem(res, 404, 'M_UNRECOGNIZED', 'Unrecognized request');
+    }
+    if ((match = /^\/_matrix\/client\/v3\/user\/([^/]+)\/account_data\/([^/]+)$/.exec(path))) {
+      if (decode(match[1]!) !== user) return problem(res, 403, 'M_FORBIDDEN', 'Cannot access account data of another user');
+      const data = this.accountData.get(user) ?? new Map<string, unknown>();
+      this.accountData.set(user, data);
+      if (method === 'PUT') {
+        data.set(decode(match[2]!), body);
+        return json(res, 200, {});
+      }
+      if (method === 'GET') return data.has(decode(match[2]!)) ? json(res, 200, data.get(decode(match[2]!))) : problem(res, 404, 'M_NOT_FOUND', 'Account data not found');
     }
     if (method === 'GET' && (match = /^\/_matrix\/client\/v3\/directory\/room\/([^/]+)$/.exec(path))) {
       const id = this.aliases.get(decode(match[1]!));

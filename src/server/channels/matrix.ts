@@ -32,12 +32,15 @@ const RECHECK_MS = 15_000;
 const MAX_WAITING_INVITES = 200;
 const ENCRYPTED_REASON = 'This gateway cannot read end-to-end encrypted rooms: invite it to a room without encryption.';
 const ENCRYPTED_NOTICE = 'This room is end-to-end encrypted, and this gateway cannot read encrypted messages. Write to it in a room without encryption.';
+const TIMELINE_TYPES = ['m.room.message', 'm.room.encrypted', 'm.room.encryption', 'm.room.member'];
+/** Events of a room read back after a sync could not hold them all (a room busy while the account was away), at most. */
+const MAX_BACKFILL = 2000;
 /** What /sync returns: messages, memberships and encryption; no presence, receipts or account data. */
 const FILTER = JSON.stringify({
   presence: { not_types: ['*'] },
   account_data: { not_types: ['*'] },
   room: {
-    timeline: { limit: 100, types: ['m.room.message', 'm.room.encrypted', 'm.room.encryption', 'm.room.member'] },
+    timeline: { limit: 100, types: TIMELINE_TYPES },
     state: { types: ['m.room.encryption', 'm.room.member'], lazy_load_members: true },
     ephemeral: { not_types: ['*'] },
     account_data: { not_types: ['*'] },
@@ -316,10 +319,33 @@ class MatrixAccount extends AccountConnection<MatrixAccountSettings> {
       }
       if (history) continue;
       const timeline = isObject(room.timeline) ? room.timeline : {};
-      if (timeline.limited === true) this.log.warn({ room: roomId }, 'matrix: more came in a room than one sync holds; the oldest of it is not read');
+      if (timeline.limited === true && typeof timeline.prev_batch === 'string') {
+        for (const event of await this.backfill(roomId, timeline.prev_batch)) await this.event(roomId, event);
+      }
       for (const event of events(timeline)) await this.event(roomId, event);
     }
     return changed;
+  }
+
+  /**
+   * The events a limited timeline left out, oldest first: read back from
+   * before the sync's first event to where the last sync ended (what was
+   * stored already is known by its id).
+   */
+  private async backfill(roomId: string, prevBatch: string): Promise<RawEvent[]> {
+    const older: RawEvent[] = [];
+    const filter = encodeURIComponent(JSON.stringify({ types: TIMELINE_TYPES }));
+    let from = prevBatch;
+    while (older.length < MAX_BACKFILL) {
+      const page = await this.api<{ chunk?: unknown; end?: unknown }>('GET',
+        `/v3/rooms/${encodeURIComponent(roomId)}/messages?dir=b&limit=100&from=${encodeURIComponent(from)}${this.cursor.since ? `&to=${encodeURIComponent(this.cursor.since)}` : ''}&filter=${filter}`);
+      const chunk = Array.isArray(page.chunk) ? page.chunk.filter(isObject) as RawEvent[] : [];
+      older.push(...chunk);
+      if (!chunk.length || typeof page.end !== 'string' || page.end === from) break;
+      from = page.end;
+    }
+    if (older.length >= MAX_BACKFILL) this.log.warn({ room: roomId, read: older.length }, 'matrix: a room said more while the account was away than it reads back; the oldest of it is not read');
+    return older.reverse();
   }
 
   /** An invite: joined when its sender may talk, refused for an encrypted room, else kept waiting (and a pairing request made). */
@@ -346,8 +372,44 @@ class MatrixAccount extends AccountConnection<MatrixAccountSettings> {
 
   private async join(roomId: string, sender: string): Promise<void> {
     await this.api('POST', `/v3/rooms/${encodeURIComponent(roomId)}/join`, {});
-    this.direct.set(sender, roomId);
     this.log.info({ room: roomId, sender }, 'matrix: joined a room on its member\'s invite');
+    await this.rememberDirect(sender, roomId);
+  }
+
+  /** The account's own m.direct list (person to rooms), as clients keep it; an empty one when there is none yet. */
+  private async directList(): Promise<Record<string, unknown>> {
+    try {
+      return await this.api<Record<string, unknown>>('GET', `/v3/user/${encodeURIComponent(this.me!)}/account_data/m.direct`);
+    } catch (error) {
+      if (error instanceof MatrixError && error.status === 404) return {};
+      throw error;
+    }
+  }
+
+  /** A person's direct room, known from now on and kept in the account's m.direct (so it is found again after a restart). */
+  private async rememberDirect(person: string, roomId: string): Promise<void> {
+    this.direct.set(person, roomId);
+    try {
+      const list = await this.directList();
+      const rooms = Array.isArray(list[person]) ? (list[person] as unknown[]).filter((room) => typeof room === 'string' && room !== roomId) : [];
+      await this.api('PUT', `/v3/user/${encodeURIComponent(this.me!)}/account_data/m.direct`, { ...list, [person]: [roomId, ...rooms].slice(0, 20) });
+    } catch (error) {
+      this.log.warn({ error: (error as Error).message }, 'matrix: could not note a direct room in m.direct');
+    }
+  }
+
+  /** A person's direct room from the account's m.direct: the first of theirs the account is still in with them alone. */
+  private async knownDirect(person: string): Promise<string | undefined> {
+    const list = await this.directList().catch(() => ({}) as Record<string, unknown>);
+    const rooms = Array.isArray(list[person]) ? (list[person] as unknown[]).filter((room): room is string => typeof room === 'string') : [];
+    for (const room of rooms) {
+      const members = await this.joinedMembers(room).catch(() => Number.NaN);
+      if (members === 2) {
+        this.direct.set(person, room);
+        return room;
+      }
+    }
+    return undefined;
   }
 
   /** Invites whose senders may talk now (approved since, or allowed by the config) are joined. */
@@ -493,9 +555,11 @@ class MatrixAccount extends AccountConnection<MatrixAccountSettings> {
       const joined = this.direct.get(peer);
       if (joined) return joined;
     }
+    const found = await this.knownDirect(peer);
+    if (found) return found;
     const made = await this.api<{ room_id?: unknown }>('POST', '/v3/createRoom', { is_direct: true, invite: [peer], preset: 'trusted_private_chat' });
     if (typeof made.room_id !== 'string') throw new MatrixError(200, undefined, 'the homeserver made no room');
-    this.direct.set(peer, made.room_id);
+    await this.rememberDirect(peer, made.room_id);
     return made.room_id;
   }
 
