@@ -142,6 +142,9 @@ describe('Matrix channel (e2e, a stand-in homeserver of the client-server API)',
     hs.fault(/\/sync$/, { cut: true }, bot.userId);
     await erin.say(room, 'after the cut');
     await erin.waitFor(room, /^Echo: after the cut$/, { from: bot.userId, timeoutMs: 20_000 });
+    const warned = (await home.run(['logs', '-n', '5000', '--raw'])).stdout.split('\n').filter((line) => line.includes('matrix account not syncing'));
+    expect(warned.length, 'the cut is a warning with its reason').to.be.at.least(1);
+    expect(JSON.parse(warned[0]!)).to.include({ level: 40 });
 
     // The homeserver goes away while a reply is written; the reply waits, and goes once it is back.
     upstream.enqueue({ ...openaiText('Delivered after the outage.'), delayMs: 2000 });
