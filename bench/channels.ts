@@ -265,7 +265,7 @@ export async function runChannelBench(rounds: number): Promise<Figure[]> {
         owns[kind] = own(kind, before);
       }
       // Telegram, Slack and IRC date a message by the platform's clock (to the second, or the server's), so the
-      // gateway's own share is measured where it dates arrival itself: XMPP and email. Elsewhere the time from the
+      // gateway's own share is measured where it dates arrival itself: XMPP, email and Matrix (the homeserver's dates). Elsewhere the time from the
       // person's message to the answer reaching them stands for it (the stand-ins and ngircd add next to nothing).
       const irc = `IRC ${ms(percentile(latencies.irc, 50))} / ${ms(percentile(latencies.irc, 99))} ms sent to answer received`;
       for (const kind of KINDS) {

@@ -27,10 +27,7 @@ describe('automations: schedules, deliveries and hooks that run agents (e2e)', f
     expect(result.code, `${args.join(' ')}: ${result.stderr}`).to.equal(0);
     return JSON.parse(result.stdout);
   };
-  const set = async (key: string, value: unknown) => {
-    const result = await home.run(['config', 'set', key, JSON.stringify(value)]);
-    expect(result.code, `${key}: ${result.stderr}`).to.equal(0);
-  };
+  const set = (key: string, value: unknown) => home.set(key, value);
   const runs = async (id: string) => (await json(['automations', 'runs', id, '--limit', '200'])).runs as any[];
 
   beforeEach(async () => {

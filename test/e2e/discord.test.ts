@@ -13,15 +13,8 @@ describe('Discord channel (e2e, the Gateway and REST API of a stand-in of Discor
   let room: string;
   let serial = 0;
 
-  const json = async (args: string[]) => {
-    const result = await home.run([...args, '--json']);
-    expect(result.code, `${args.join(' ')}: ${result.stderr}`).to.equal(0);
-    return result.json;
-  };
-  const set = async (key: string, value: unknown) => {
-    const result = await home.run(['config', 'set', key, JSON.stringify(value)]);
-    expect(result.code, `${key}: ${result.stderr}`).to.equal(0);
-  };
+  const json = (args: string[]) => home.json(args);
+  const set = (key: string, value: unknown) => home.set(key, value);
   const account = async () => (await json(['channels', 'status'])).channels.find((c: any) => c.channel === 'discord');
   const connected = () => waitFor(async () => ((await account())?.state === 'connected' ? true : undefined), 20_000, 'the bot to connect');
   const texts = (channel: string) => discord.sent(channel).map((call) => String(call.body.content));

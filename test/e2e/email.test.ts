@@ -21,10 +21,7 @@ describe('email channel against a real postfix and dovecot (e2e)', function () {
   const person = (name: string) => new MailPerson(servers, `${name}${++serial}`);
   const state = async () => (await home.run(['channels', 'status', '--json'])).json?.channels?.find((c: any) => c.channel === 'email') as { state: string; detail?: string } | undefined;
   const connected = () => waitFor(async () => ((await state())?.state === 'connected' ? true : undefined), 20_000, 'the gateway to connect to dovecot');
-  const set = async (key: string, value: unknown) => {
-    const result = await home.run(['config', 'set', key, JSON.stringify(value)]);
-    expect(result.code, `${key}: ${result.stderr}`).to.equal(0);
-  };
+  const set = (key: string, value: unknown) => home.set(key, value);
   /** A person the operator has approved (paired through a first mail). */
   const approved = async (name: string) => {
     const someone = person(name);

@@ -14,10 +14,7 @@ describe('exec in a bubblewrap sandbox, with approvals (e2e)', function () {
   let listener: Server;
   let listenerPort: number;
   let connections = 0;
-  const set = async (key: string, value: unknown) => {
-    const result = await home.run(['config', 'set', key, JSON.stringify(value)]);
-    expect(result.code, `${key}: ${result.stderr}`).to.equal(0);
-  };
+  const set = (key: string, value: unknown) => home.set(key, value);
   const exec = async (command: string, extra: Record<string, unknown> = {}) => {
     const response = await fetch(`${base}/tools/invoke`, {
       method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify({ tool: 'exec', args: { command, ...extra } }),

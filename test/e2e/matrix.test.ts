@@ -15,15 +15,8 @@ describe('Matrix channel (e2e, a stand-in homeserver of the client-server API)',
   let allowed: string[] = [];
   let serial = 0;
 
-  const json = async (args: string[]) => {
-    const result = await home.run([...args, '--json']);
-    expect(result.code, `${args.join(' ')}: ${result.stderr}`).to.equal(0);
-    return result.json;
-  };
-  const set = async (key: string, value: unknown) => {
-    const result = await home.run(['config', 'set', key, JSON.stringify(value)]);
-    expect(result.code, `${key}: ${result.stderr}`).to.equal(0);
-  };
+  const json = (args: string[]) => home.json(args);
+  const set = (key: string, value: unknown) => home.set(key, value);
   const account = async () => (await json(['channels', 'status'])).channels.find((c: any) => c.channel === 'matrix') as { state: string; detail?: string };
   const connected = () => waitFor(async () => ((await account())?.state === 'connected' ? true : undefined), 20_000, 'the account to sync');
   const person = (name: string) => {
@@ -107,6 +100,15 @@ describe('Matrix channel (e2e, a stand-in homeserver of the client-server API)',
     await bob.say(room, 'hi there');
     await bob.waitFor(room, /^Echo: hi there$/, { from: bot.userId });
 
+    // A group room Bob invites the bot to: joined (Bob may talk), but not his direct room, and not answered (not in rooms).
+    const team = person('team');
+    const made = await bob.api<{ room_id: string }>('POST', '/client/v3/createRoom', { invite: [bot.userId, team.userId], preset: 'private_chat' });
+    const side = made.body.room_id;
+    await team.join(side);
+    await waitFor(() => (hs.membership(side, bot.userId) === 'join' ? true : undefined), 20_000, 'the bot to join the group room');
+    expect(hs.accountData.get(bot.userId)?.get('m.direct')).to.deep.equal({ [bob.userId]: [room] });
+    await bob.say(side, 'Gateway Bot: are you here?');
+
     await waitFor(() => (hs.membership(lobby, bot.userId) === 'join' ? true : undefined), 10_000, 'the bot in its configured room');
     const carol = person('carol');
     const dan = person('dan');
@@ -122,6 +124,7 @@ describe('Matrix channel (e2e, a stand-in homeserver of the client-server API)',
     await sleep(1500);
     const answers = carol.messagesFrom(lobby, bot.userId);
     expect(answers, 'only the two mentions are answered').to.have.length(2);
+    expect(bob.messagesFrom(side, bot.userId), 'a room not in rooms is not answered').to.deep.equal([]);
     expect(answers.find((text) => text.includes('what time'))).to.equal(`Echo: ${carol.userId}: what time is it?`);
     const sessions = (await json(['sessions', 'list'])).sessions as any[];
     expect(sessions.map((s) => s.key)).to.include(`matrix:default:group:${lobby}`);

@@ -9,10 +9,7 @@ describe('memory: an agent searches its own conversations and notes (e2e)', func
   let home: Home;
   let base: string;
   let upstream: ScriptedUpstream;
-  const set = async (key: string, value: unknown) => {
-    const result = await home.run(['config', 'set', key, JSON.stringify(value)]);
-    expect(result.code, `${key}: ${result.stderr}`).to.equal(0);
-  };
+  const set = (key: string, value: unknown) => home.set(key, value);
   const invoke = async (tool: string, args: Record<string, unknown>) => {
     const response = await fetch(`${base}/tools/invoke`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify({ tool, args }) });
     return { status: response.status, body: await response.json() as any };

@@ -17,15 +17,8 @@ describe('Telegram channel (e2e, grammY against a stand-in of the Bot API)', fun
   let serial = 0;
   let port = 0;
 
-  const json = async (args: string[]) => {
-    const result = await home.run([...args, '--json']);
-    expect(result.code, `${args.join(' ')}: ${result.stderr}`).to.equal(0);
-    return result.json;
-  };
-  const set = async (key: string, value: unknown) => {
-    const result = await home.run(['config', 'set', key, JSON.stringify(value)]);
-    expect(result.code, `${key}: ${result.stderr}`).to.equal(0);
-  };
+  const json = (args: string[]) => home.json(args);
+  const set = (key: string, value: unknown) => home.set(key, value);
   const account = async () => (await json(['channels', 'status'])).channels.find((c: any) => c.channel === 'telegram');
   const connected = () => waitFor(async () => ((await account())?.state === 'connected' ? true : undefined), 20_000, 'the bot to connect');
   const person = (): TgUser => ({ id: 5_000_000 + ++serial, first_name: `Ann${serial}`, username: `ann_${serial}` });

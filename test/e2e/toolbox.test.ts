@@ -21,10 +21,7 @@ describe('built-in tools, contained: web.fetch and files.* (e2e)', function () {
   let elsewherePort: number;
   let elsewhere: Server;
   let elsewhereHits = 0;
-  const set = async (key: string, value: unknown) => {
-    const result = await home.run(['config', 'set', key, JSON.stringify(value)]);
-    expect(result.code, `${key}: ${result.stderr}`).to.equal(0);
-  };
+  const set = (key: string, value: unknown) => home.set(key, value);
   const invoke = async (tool: string, args: Record<string, unknown>) => {
     const response = await fetch(`${base}/tools/invoke`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify({ tool, args }) });
     return { status: response.status, body: await response.json() as any };

@@ -24,10 +24,7 @@ describe('XMPP channel against a real Prosody (e2e)', function () {
   };
   const state = async () => (await home.run(['channels', 'status', '--json'])).json?.channels?.find((c: any) => c.channel === 'xmpp') as { state: string; detail?: string } | undefined;
   const connected = () => waitFor(async () => ((await state())?.state === 'connected' ? true : undefined), 20_000, 'the gateway to connect to Prosody');
-  const set = async (key: string, value: unknown) => {
-    const result = await home.run(['config', 'set', key, JSON.stringify(value)]);
-    expect(result.code, `${key}: ${result.stderr}`).to.equal(0);
-  };
+  const set = (key: string, value: unknown) => home.set(key, value);
 
   before(async () => {
     prosody = await Prosody.start();

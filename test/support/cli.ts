@@ -52,6 +52,19 @@ export class Home {
     return runCli(args, { ...options, env: { ...this.env, ...options.env } });
   }
 
+  /** Runs a command with --json that must succeed (exit 0), and returns what it printed, parsed. */
+  async json(args: string[]): Promise<any> {
+    const result = await this.run([...args, '--json']);
+    if (result.code !== 0) throw new Error(`gateway ${args.join(' ')} exited ${result.code}: ${result.stderr}`);
+    return result.json;
+  }
+
+  /** Sets a config key to a value (written as JSON); the command must succeed. */
+  async set(key: string, value: unknown): Promise<void> {
+    const result = await this.run(['config', 'set', key, JSON.stringify(value)]);
+    if (result.code !== 0) throw new Error(`gateway config set ${key} exited ${result.code}: ${result.stderr}`);
+  }
+
   /** The profile's secrets as its file store holds them (profiles on the file backend). */
   secrets(profile = 'default'): Record<string, string> {
     return JSON.parse(readFileSync(this.file('secrets.json', profile), 'utf8')).secrets;

@@ -1,6 +1,7 @@
 /**
  * Matrix over the client-server API (https://spec.matrix.org/v1.11/client-server-api/),
- * with fetch: one long-polled /sync per account, its access token from the
+ * over node:http and node:https (Node's fetch loads undici, about 17 MB of an
+ * idle daemon's memory): one long-polled /sync per account, its access token from the
  * secret store. The sync token is kept in the profile's database only after
  * every event it covers is stored, so a daemon that stops anywhere reads
  * again from where it left off (an event stored already is known by its id).
@@ -13,10 +14,12 @@
  * reason: no prebuilt crypto module installs from the npm registry here.
  */
 import { randomUUID } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
 import { isLoopbackAddress } from '../../shared/config/exposure.ts';
 import { ChannelSendError, type Channel, type ChannelSettings, type InboundAttachment, type InboundMessage, type SendOptions, type SendReceipt } from '../kernel/channel.ts';
 import { AccountChannel, AccountConnection } from './account-channel.ts';
-import { readLimited } from './attachments.ts';
+import { TooLarge } from './attachments.ts';
+import { agentFor } from '../kernel/upstream-fetch.ts';
 import { splitMessage } from './formatting.ts';
 
 export const DEFAULT_ACCOUNT = 'default';
@@ -66,7 +69,7 @@ const ROOM = /^[!#][^:\s]+:[^\s]+$/;
 
 /** Where the account left off: the sync token, and the invites waiting for their sender's approval. */
 interface Cursor { since?: string; waiting?: Record<string, Waiting> }
-interface Waiting { sender: string; at: number }
+interface Waiting { sender: string; at: number; direct?: boolean }
 
 /** An event as /sync hands it over; nothing in it is trusted to have the shape the specification gives. */
 interface RawEvent { type?: unknown; sender?: unknown; event_id?: unknown; state_key?: unknown; origin_server_ts?: unknown; content?: unknown }
@@ -90,6 +93,50 @@ class MatrixError extends Error {
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 const events = (holder: unknown): RawEvent[] => (isObject(holder) && Array.isArray(holder.events) ? holder.events.filter(isObject) as RawEvent[] : []);
 const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+/** The most of a JSON answer read (a first sync of a large account is several megabytes). */
+const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
+
+interface Answer { status: number; headers: IncomingHttpHeaders; body: Buffer }
+
+/**
+ * One HTTP request over node:http or node:https on the kept-alive agents
+ * upstreams share; the answer read whole, up to `maxBytes` (TooLarge past
+ * it). A connection that closes before the answer's end is an error.
+ */
+function request(method: string, url: URL, headers: Record<string, string>, body: string | undefined, signal: AbortSignal, maxBytes: number): Promise<Answer> {
+  const http = process.getBuiltinModule(url.protocol === 'https:' ? 'node:https' : 'node:http') as typeof import('node:http');
+  return new Promise((resolve, reject) => {
+    const sent = http.request(url, {
+      method, agent: agentFor(url.protocol), signal,
+      headers: { accept: 'application/json', ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) }) },
+    }, (response) => {
+      const announced = Number(response.headers['content-length']);
+      if (Number.isFinite(announced) && announced > maxBytes) {
+        response.destroy();
+        reject(new TooLarge(maxBytes));
+        return;
+      }
+      const chunks: Buffer[] = [];
+      let total = 0;
+      response.on('data', (chunk: Buffer) => {
+        total += chunk.length;
+        if (total > maxBytes) {
+          response.destroy();
+          reject(new TooLarge(maxBytes));
+          return;
+        }
+        chunks.push(chunk);
+      });
+      response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers, body: Buffer.concat(chunks, total) }));
+      response.on('error', reject);
+      response.on('close', () => {
+        if (!response.complete) reject(new Error('the connection closed before the answer ended'));
+      });
+    });
+    sent.on('error', reject);
+    sent.end(body);
+  });
+}
 
 /**
  * A reply's text without the quote of the message it answers: clients put
@@ -178,10 +225,7 @@ class MatrixAccount extends AccountConnection<MatrixAccountSettings> {
       wait = max;
     } else {
       if (error instanceof MatrixError && error.retryAfterMs !== undefined) wait = error.retryAfterMs;
-      if (!(error instanceof MatrixError)) {
-        const cause = (error as { cause?: { code?: string; message?: string } })?.cause;
-        detail = `cannot reach the homeserver: ${detail}${cause ? ` (${cause.code ?? cause.message})` : ''}`;
-      }
+      if (!(error instanceof MatrixError)) detail = `cannot reach the homeserver: ${detail}`;
       // Connected before, and not refused: it is reconnecting, and says why.
       this.setState(this.ready ? 'connecting' : 'disconnected', detail);
     }
@@ -203,22 +247,18 @@ class MatrixAccount extends AccountConnection<MatrixAccountSettings> {
 
   /** A client-server API call; a refusal comes back as a MatrixError with the homeserver's errcode and wait. */
   private async api<T>(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
-    const response = await fetch(new URL(`/_matrix/client${path}`, this.homeserver), {
-      method,
-      headers: { authorization: `Bearer ${this.token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      signal: signal ?? AbortSignal.timeout(30_000),
-    });
-    const text = await response.text();
+    const response = await request(method, new URL(`/_matrix/client${path}`, this.homeserver), { authorization: `Bearer ${this.token}` },
+      body === undefined ? undefined : JSON.stringify(body), signal ?? AbortSignal.timeout(30_000), MAX_ANSWER_BYTES);
+    const ok = response.status >= 200 && response.status < 300;
     let payload: unknown;
     try {
-      payload = text ? JSON.parse(text) : {};
+      payload = response.body.length ? JSON.parse(response.body.toString('utf8')) : {};
     } catch {
       throw new MatrixError(response.status, undefined, `the homeserver answered ${response.status} with something that is not JSON`);
     }
-    if (!response.ok) {
+    if (!ok) {
       const problem = isObject(payload) ? payload : {};
-      const retry = typeof problem.retry_after_ms === 'number' ? problem.retry_after_ms : Number(response.headers.get('retry-after')) * 1000 || undefined;
+      const retry = typeof problem.retry_after_ms === 'number' ? problem.retry_after_ms : Number(response.headers['retry-after']) * 1000 || undefined;
       throw new MatrixError(response.status, typeof problem.errcode === 'string' ? problem.errcode : undefined,
         `${typeof problem.errcode === 'string' ? `${problem.errcode}: ` : ''}${typeof problem.error === 'string' ? problem.error.slice(0, 300) : `HTTP ${response.status}`}`,
         response.status === 429 ? Math.max(0, Math.min(retry ?? 5000, 3_600_000)) : undefined);
@@ -353,6 +393,8 @@ class MatrixAccount extends AccountConnection<MatrixAccountSettings> {
     const mine = state.find((event) => event.type === 'm.room.member' && event.state_key === this.me && isObject(event.content) && event.content.membership === 'invite');
     const sender = typeof mine?.sender === 'string' && USER_ID.test(mine.sender) ? mine.sender : undefined;
     if (!sender || this.cursor.waiting?.[roomId]) return false;
+    // A direct chat, as the inviting client says (`is_direct`): the person's room from then on.
+    const direct = isObject(mine!.content) && mine!.content.is_direct === true;
     if (state.some((event) => event.type === 'm.room.encryption')) {
       this.log.warn({ room: roomId, sender }, 'matrix: an invite to an encrypted room refused');
       await this.api('POST', `/v3/rooms/${encodeURIComponent(roomId)}/leave`, { reason: ENCRYPTED_REASON }).catch((error: unknown) => this.log.warn({ err: error }, 'matrix: could not refuse an invite'));
@@ -360,20 +402,20 @@ class MatrixAccount extends AccountConnection<MatrixAccountSettings> {
     }
     const verdict = await this.context.admit({ account: this.name, sender, senderName: sender, ask: true });
     if (verdict === 'allowed') {
-      await this.join(roomId, sender);
+      await this.join(roomId, sender, direct);
       return false;
     }
     this.log.info({ room: roomId, sender, verdict }, 'matrix: an invite waits for its sender to be approved');
-    const waiting = { ...this.cursor.waiting, [roomId]: { sender, at: Date.now() } };
+    const waiting = { ...this.cursor.waiting, [roomId]: { sender, at: Date.now(), ...(direct ? { direct } : {}) } };
     const kept = Object.entries(waiting).sort(([, a], [, b]) => b.at - a.at).slice(0, MAX_WAITING_INVITES);
     this.cursor.waiting = Object.fromEntries(kept);
     return true;
   }
 
-  private async join(roomId: string, sender: string): Promise<void> {
+  private async join(roomId: string, sender: string, direct: boolean): Promise<void> {
     await this.api('POST', `/v3/rooms/${encodeURIComponent(roomId)}/join`, {});
-    this.log.info({ room: roomId, sender }, 'matrix: joined a room on its member\'s invite');
-    await this.rememberDirect(sender, roomId);
+    this.log.info({ room: roomId, sender, direct }, 'matrix: joined a room on its member\'s invite');
+    if (direct) await this.rememberDirect(sender, roomId);
   }
 
   /** The account's own m.direct list (person to rooms), as clients keep it; an empty one when there is none yet. */
@@ -417,13 +459,13 @@ class MatrixAccount extends AccountConnection<MatrixAccountSettings> {
     this.lastRecheck = Date.now();
     for (const [roomId, waiting] of Object.entries(this.cursor.waiting ?? {})) {
       if (await this.context.admit({ account: this.name, sender: waiting.sender, senderName: waiting.sender, ask: false }) !== 'allowed') continue;
-      await this.acceptWaiting(roomId, waiting.sender);
+      await this.acceptWaiting(roomId, waiting);
     }
   }
 
-  private async acceptWaiting(roomId: string, sender: string): Promise<void> {
+  private async acceptWaiting(roomId: string, waiting: Waiting): Promise<void> {
     try {
-      await this.join(roomId, sender);
+      await this.join(roomId, waiting.sender, waiting.direct === true);
     } catch (error) {
       // Withdrawn or gone: nothing to join any more. Anything else is tried again later.
       if (!(error instanceof MatrixError) || (error.status !== 403 && error.status !== 404)) throw error;
@@ -510,15 +552,14 @@ class MatrixAccount extends AccountConnection<MatrixAccountSettings> {
       size: typeof info.size === 'number' ? info.size : undefined,
       fetch: async (maxBytes, signal) => {
         const path = `${encodeURIComponent(mxc[1]!)}/${encodeURIComponent(mxc[2]!)}`;
-        const headers = { authorization: `Bearer ${this.token}` };
-        let response = await fetch(new URL(`/_matrix/client/v1/media/download/${path}`, this.homeserver), { headers, signal });
+        const headers = { authorization: `Bearer ${this.token}`, accept: '*/*' };
+        let response = await request('GET', new URL(`/_matrix/client/v1/media/download/${path}`, this.homeserver), headers, undefined, signal, maxBytes);
         // A homeserver from before authenticated media (Matrix 1.11) serves files at the older address.
         if (response.status === 404 || response.status === 400) {
-          await response.body?.cancel();
-          response = await fetch(new URL(`/_matrix/media/v3/download/${path}`, this.homeserver), { headers, signal });
+          response = await request('GET', new URL(`/_matrix/media/v3/download/${path}`, this.homeserver), headers, undefined, signal, maxBytes);
         }
-        if (!response.ok) throw new Error(`the homeserver answered ${response.status} for the file`);
-        return readLimited(response, maxBytes);
+        if (response.status < 200 || response.status >= 300) throw new Error(`the homeserver answered ${response.status} for the file`);
+        return new Uint8Array(response.body.buffer, response.body.byteOffset, response.body.length);
       },
     };
   }
@@ -551,7 +592,7 @@ class MatrixAccount extends AccountConnection<MatrixAccountSettings> {
     if (known) return known;
     const waiting = Object.entries(this.cursor.waiting ?? {}).find(([, invite]) => invite.sender === peer);
     if (waiting) {
-      await this.acceptWaiting(waiting[0], peer);
+      await this.acceptWaiting(waiting[0], waiting[1]);
       const joined = this.direct.get(peer);
       if (joined) return joined;
     }
