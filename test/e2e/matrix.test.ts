@@ -1,4 +1,8 @@
 import { expect } from 'chai';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { freePort, Home, sleep, waitFor } from '../support/cli.ts';
 import { Homeserver, MatrixPerson } from '../support/matrix-homeserver.ts';
 import { openaiText, ScriptedUpstream } from '../support/scripted-upstream.ts';
@@ -252,6 +256,47 @@ describe('Matrix channel (e2e, a stand-in homeserver of the client-server API)',
     const refused = await waitFor(async () => ((await account())?.state === 'error' ? await account() : undefined), 20_000, 'the account to be refused');
     expect(refused.detail).to.match(/refused the access token.*gateway secrets set channels\.matrix\.accessToken/);
     expect(JSON.stringify(refused)).to.not.include('syt_revoked_token');
+  });
+
+  it('speaks https to a homeserver whose certificate the system trusts, and sends nothing to one it does not', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gateway-matrix-tls-'));
+    const key = join(dir, 'key.pem');
+    const cert = join(dir, 'cert.pem');
+    const made = spawnSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', key, '-out', cert], { encoding: 'utf8' });
+    expect(made.status, made.stderr).to.equal(0);
+    const secure = await new Homeserver({ key: readFileSync(key, 'utf8'), cert: readFileSync(cert, 'utf8') }).start();
+    const tlsBot = secure.register('tlsbot');
+    const jay = new MatrixPerson(secure, 'jay');
+    people.push(jay);
+    const trusting = new Home({ GATEWAY_PORT: String(await freePort()), NODE_EXTRA_CA_CERTS: cert });
+    try {
+      await trusting.set('models.providers.script', { kind: 'openai-compatible', baseUrl: upstream.url, models: ['m'], retries: { max: 0 } });
+      await trusting.set('agents.helper', { model: 'script/m' });
+      await trusting.set('channels.matrix', { enabled: true, homeserver: secure.url, agent: 'helper', allowFrom: [jay.userId], reconnectMaxDelayMs: 2000 });
+      expect((await trusting.run(['secrets', 'set', 'channels.matrix.accessToken'], { input: tlsBot.token })).code).to.equal(0);
+      expect((await trusting.run(['start'])).code).to.equal(0);
+      const room = await jay.directChat(tlsBot.userId);
+      await waitFor(() => (secure.membership(room, tlsBot.userId) === 'join' ? true : undefined), 20_000, 'the bot to join over https');
+      await jay.say(room, 'over TLS?');
+      await jay.waitFor(room, /^Echo: over TLS\?$/, { from: tlsBot.userId });
+
+      // The same homeserver without its certificate trusted: the account says why, and no request reaches it.
+      expect((await trusting.run(['stop'])).code).to.equal(0);
+      const strict = new Home({ GATEWAY_PORT: String(await freePort()) }, trusting.dir);
+      const calls = secure.calls.length;
+      expect((await strict.run(['start'])).code).to.equal(0);
+      const refused = await waitFor(async () => {
+        const status = (await strict.json(['channels', 'status'])).channels.find((c: any) => c.channel === 'matrix');
+        return status?.detail && /certificate/i.test(status.detail) ? status : undefined;
+      }, 20_000, 'the account to refuse the certificate');
+      expect(refused.state).to.not.equal('connected');
+      expect(secure.calls.length, 'nothing was asked of a homeserver whose certificate is not trusted').to.equal(calls);
+      await strict.run(['stop']);
+    } finally {
+      trusting.cleanup();
+      await secure.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('refuses settings it cannot use: a homeserver over http elsewhere than this host, a bad room or user id (exit 2); lists Matrix among the kinds', async () => {

@@ -15,6 +15,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import type { Socket } from 'node:net';
 
 type Membership = 'join' | 'invite' | 'leave';
@@ -50,23 +51,45 @@ export class Homeserver {
   private readonly waiters = new Set<() => void>();
   private readonly sockets = new Set<Socket>();
   private http?: Server;
+  /** With TLS, a plain listener beside it for the people of the tests (whose fetch does not trust the test certificate). */
+  private plain?: Server;
   port = 0;
+  private plainPort = 0;
   private serial = 0;
+  /** With a key and certificate, the homeserver speaks https. */
+  private readonly tls?: { key: string; cert: string };
+
+  constructor(tls?: { key: string; cert: string }) {
+    this.tls = tls;
+  }
 
   get url(): string {
-    return `http://127.0.0.1:${this.port}`;
+    return `${this.tls ? 'https' : 'http'}://127.0.0.1:${this.port}`;
+  }
+
+  /** Where people's clients talk to it. */
+  get peopleUrl(): string {
+    return this.tls ? `http://127.0.0.1:${this.plainPort}` : this.url;
   }
 
   async start(port = 0): Promise<this> {
-    this.http = createServer((req, res) => void this.answer(req, res).catch((error: unknown) => {
+    const handle = (req: IncomingMessage, res: ServerResponse) => void this.answer(req, res).catch((error: unknown) => {
       if (!res.headersSent) problem(res, 500, 'M_UNKNOWN', (error as Error).message);
-    }));
-    this.http.on('connection', (socket) => {
-      this.sockets.add(socket);
-      socket.on('close', () => this.sockets.delete(socket));
     });
+    this.http = this.tls ? createTlsServer(this.tls, handle) : createServer(handle);
+    if (this.tls) this.plain = createServer(handle);
+    for (const server of [this.http, this.plain]) {
+      server?.on('connection', (socket) => {
+        this.sockets.add(socket);
+        socket.on('close', () => this.sockets.delete(socket));
+      });
+    }
     await new Promise<void>((resolve) => this.http!.listen(port, '127.0.0.1', resolve));
     this.port = (this.http.address() as { port: number }).port;
+    if (this.plain) {
+      await new Promise<void>((resolve) => this.plain!.listen(this.plainPort, '127.0.0.1', resolve));
+      this.plainPort = (this.plain.address() as { port: number }).port;
+    }
     return this;
   }
 
@@ -74,7 +97,7 @@ export class Homeserver {
   async halt(): Promise<void> {
     for (const socket of this.sockets) socket.destroy();
     for (const wake of this.waiters) wake();
-    await new Promise<void>((resolve) => this.http?.close(() => resolve()) ?? resolve());
+    await Promise.all([this.http, this.plain].map((server) => new Promise<void>((resolve) => server?.close(() => resolve()) ?? resolve())));
   }
 
   async resume(): Promise<void> {
@@ -428,7 +451,7 @@ export class MatrixPerson {
   }
 
   async api<T = any>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
-    const response = await fetch(`${this.hs.url}/_matrix${path}`, {
+    const response = await fetch(`${this.hs.peopleUrl}/_matrix${path}`, {
       method, headers: { authorization: `Bearer ${this.token}`, 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
     return { status: response.status, body: await response.json() as T };
@@ -437,7 +460,7 @@ export class MatrixPerson {
   private async syncing(): Promise<void> {
     while (!this.abort.signal.aborted) {
       try {
-        const response = await fetch(`${this.hs.url}/_matrix/client/v3/sync?timeout=5000&filter=${encodeURIComponent('{"room":{"timeline":{"limit":500}}}')}${this.since ? `&since=${this.since}` : ''}`, { headers: { authorization: `Bearer ${this.token}` }, signal: this.abort.signal });
+        const response = await fetch(`${this.hs.peopleUrl}/_matrix/client/v3/sync?timeout=5000&filter=${encodeURIComponent('{"room":{"timeline":{"limit":500}}}')}${this.since ? `&since=${this.since}` : ''}`, { headers: { authorization: `Bearer ${this.token}` }, signal: this.abort.signal });
         const sync = await response.json() as any;
         if (!response.ok) throw new Error(sync.error);
         for (const [room, joined] of Object.entries<any>(sync.rooms?.join ?? {})) {
@@ -475,7 +498,7 @@ export class MatrixPerson {
   }
 
   async upload(bytes: Buffer, type: string): Promise<string> {
-    const response = await fetch(`${this.hs.url}/_matrix/media/v3/upload`, { method: 'POST', headers: { authorization: `Bearer ${this.token}`, 'content-type': type }, body: bytes });
+    const response = await fetch(`${this.hs.peopleUrl}/_matrix/media/v3/upload`, { method: 'POST', headers: { authorization: `Bearer ${this.token}`, 'content-type': type }, body: bytes });
     return ((await response.json()) as { content_uri: string }).content_uri;
   }
 
