@@ -132,6 +132,17 @@ describe('product access tokens (e2e)', function () {
     expect(big.body.error).to.equal('payload_too_large');
     const query = await fetch(`${base}/tokens?access_token=${gateway}`);
     expect(query.status).to.equal(400);
+    for (const asked of ['limit=0', 'limit=1001', 'limit=ten', 'limit=1&limit=2', 'owner=someone']) {
+      const listed = await call('GET', `/tokens?${asked}`, gateway);
+      expect(listed.status, asked).to.equal(400);
+      expect(listed.body.error).to.equal('bad_request');
+    }
+    await call('POST', '/tokens', gateway, { name: 'one', scopes: ['tokens:read'] });
+    await call('POST', '/tokens', gateway, { name: 'two', scopes: ['tokens:read'] });
+    const page = await call('GET', '/tokens?limit=1', gateway);
+    expect(page.status).to.equal(200);
+    expect(page.body.tokens).to.have.length(1);
+    expect(page.body.more).to.equal(true);
   });
 
   it('creates, lists, saves and revokes tokens from the CLI', async () => {

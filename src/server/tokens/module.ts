@@ -4,6 +4,7 @@
  * of the configured issuer.
  */
 import { holds } from '../auth/http-auth.ts';
+import jobsModule from '../jobs/module.ts';
 import { DomainError } from '../kernel/errors.ts';
 import { readJsonBody } from '../kernel/body.ts';
 import { errorResponse, jsonResponse, protectedErrors, ref, security } from '../kernel/api-doc.ts';
@@ -12,7 +13,17 @@ import { ROUTE_SCOPES } from '../../shared/api/routes.ts';
 import type { TokenCreated } from '../../shared/protocol/results.ts';
 import { jwtVerifier, serviceKeyVerifier } from './api-credentials.ts';
 import { parseTokenRequest } from './token-request.ts';
-import { TOKEN_MIGRATIONS, TokenStore, type AccessToken } from './token-store.ts';
+import { TOKEN_LIST_LIMIT, TOKEN_MIGRATIONS, TokenStore, type AccessToken } from './token-store.ts';
+
+/** GET /tokens?limit=N: an integer from 1 to 1,000 (default 100); nothing else is taken. */
+function listLimit(query: Record<string, string | string[] | undefined>): number {
+  const unknown = Object.keys(query).filter((key) => key !== 'limit');
+  if (unknown.length > 0) throw new DomainError('invalid', `Unknown query parameters: ${unknown.join(', ')}.`);
+  const given = query.limit;
+  if (given === undefined) return TOKEN_LIST_LIMIT;
+  if (typeof given !== 'string' || !/^\d{1,4}$/.test(given) || Number(given) < 1 || Number(given) > 1000) throw new DomainError('invalid', 'limit must be an integer from 1 to 1000.');
+  return Number(given);
+}
 
 /** Tokens made from the host's CLI belong to the same owner as the gateway credential on HTTP. */
 export const GATEWAY_OWNER = 'gateway';
@@ -23,10 +34,13 @@ const created = (token: AccessToken & { token: string }): TokenCreated => ({
 
 export default defineModule({
   id: 'tokens',
+  needs: [jobsModule],
   migrations: TOKEN_MIGRATIONS,
   async setup(ctx) {
     const { store } = ctx;
     const tokens = new TokenStore(store);
+    // A token revoked or expired longer ago than the store's retention admits no one and is not kept.
+    ctx.use(jobsModule).retention('accessTokens', (retentionMs) => tokens.prune(retentionMs));
     const audit = (kind: string, fields: Parameters<typeof store.audit>[1]) => store.audit(kind, fields);
     const defaultExpiryDays = () => ctx.config().api.tokens.defaultExpiryDays;
 
@@ -58,7 +72,11 @@ export default defineModule({
             requestBody: { required: true, content: { 'application/json': { schema: ref('TokenCreateRequest') } } },
             responses: { 201: jsonResponse('TokenCreated', 'created; the token is shown once'), ...protectedErrors, 413: errorResponse('body too large'), 415: errorResponse('not JSON') },
           },
-          get: { summary: "list the caller's tokens, masked", ...security('GET /tokens'), responses: { 200: jsonResponse('TokenList', 'tokens'), ...protectedErrors } },
+          get: {
+            summary: "list the caller's tokens, masked: those in force first, then revoked and expired ones until retention", ...security('GET /tokens'),
+            parameters: [{ name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 1000, default: TOKEN_LIST_LIMIT } }],
+            responses: { 200: jsonResponse('TokenList', 'tokens'), ...protectedErrors },
+          },
         },
         '/tokens/{id}': {
           delete: {
@@ -94,7 +112,7 @@ export default defineModule({
     });
     ctx.http.route({
       method: 'GET', path: '/tokens', auth: { scope: ROUTE_SCOPES['GET /tokens'] },
-      handler: async (http) => { http.body = { tokens: await tokens.list((http.state.principal as Principal).subject) }; },
+      handler: async (http) => { http.body = await tokens.list((http.state.principal as Principal).subject, listLimit(http.query)); },
     });
     ctx.http.route({
       method: 'DELETE', path: '/tokens/:id', auth: { scope: ROUTE_SCOPES['DELETE /tokens/:id'] },
@@ -119,7 +137,7 @@ export default defineModule({
         return created(token);
       },
     });
-    ctx.rpc.method({ name: 'tokens.list', handler: async () => ({ tokens: await tokens.list(GATEWAY_OWNER) }) });
+    ctx.rpc.method({ name: 'tokens.list', handler: async ({ limit }) => tokens.list(GATEWAY_OWNER, limit ?? TOKEN_LIST_LIMIT) });
     ctx.rpc.method({
       name: 'tokens.revoke',
       handler: async ({ id }, client) => {

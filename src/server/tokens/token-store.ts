@@ -4,6 +4,9 @@ import type { AccessTokenView } from '../../shared/protocol/results.ts';
 import type { Db, Store } from '../store/database.ts';
 import type { Migration } from '../store/migrations.ts';
 
+/** Tokens a list holds unless asked for more (at most 1,000). */
+export const TOKEN_LIST_LIMIT = 100;
+
 /** A token as its owner sees it (never the value). */
 export type AccessToken = AccessTokenView;
 
@@ -79,8 +82,22 @@ export class TokenStore {
     return row ? view(row) : undefined;
   }
 
-  async list(owner: string): Promise<AccessToken[]> {
-    return (await this.store.all('SELECT * FROM access_tokens WHERE owner = ? ORDER BY created_at DESC, id', owner)).map(view);
+  /**
+   * The owner's tokens, those still in force first, then the revoked and
+   * expired ones kept until retention, each newest first: at most `limit`,
+   * and whether there are more.
+   */
+  async list(owner: string, limit = TOKEN_LIST_LIMIT): Promise<{ tokens: AccessToken[]; more: boolean }> {
+    const rows = await this.store.all(`SELECT * FROM access_tokens WHERE owner = ?
+      ORDER BY CASE WHEN revoked_at IS NULL AND expires_at > ? THEN 0 ELSE 1 END, created_at DESC, id LIMIT ?`, owner, this.now(), limit + 1);
+    return { tokens: rows.slice(0, limit).map(view), more: rows.length > limit };
+  }
+
+  /** Forgets tokens revoked or expired more than `retentionMs` ago (they admit no one); returns how many. */
+  async prune(retentionMs: number): Promise<number> {
+    const before = this.now() - retentionMs;
+    const { changes } = await this.store.run('DELETE FROM access_tokens WHERE revoked_at < ? OR expires_at < ?', before, before);
+    return changes;
   }
 
   /** Revokes one of the owner's tokens at once (saying whether it was revoked already); undefined when the owner has no such token. */

@@ -62,7 +62,10 @@ export const schemas = {
   },
   TokenList: {
     type: 'object', required: ['tokens'], additionalProperties: false,
-    properties: { tokens: { type: 'array', items: { $ref: '#/components/schemas/Token' } } },
+    properties: {
+      tokens: { type: 'array', items: { $ref: '#/components/schemas/Token' } },
+      more: { type: 'boolean', description: 'there are more tokens than the limit: ask with a larger one' },
+    },
   },
   TokenRevoked: {
     type: 'object', required: ['id', 'revokedAt', 'alreadyRevoked'], additionalProperties: false,

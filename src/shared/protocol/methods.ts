@@ -50,7 +50,7 @@ export const METHODS = {
     // The token request's own schema (shared/api/schemas.ts) checks the rest, with messages of its own.
     params: { type: 'object', properties: { name: { type: 'string' }, scopes: { type: 'array', items: { type: 'string' } }, expiresAt: { type: 'string' } } },
   },
-  'tokens.list': { scope: 'operator.read', params: none },
+  'tokens.list': { scope: 'operator.read', params: object({ limit: { type: 'integer', minimum: 1, maximum: 1000 } }) },
   'tokens.revoke': { scope: 'operator.admin', params: object({ id }, ['id'] as const) },
   'jobs.list': {
     scope: 'operator.read',

@@ -412,7 +412,7 @@ export interface MethodResults {
   'audit.list': { events: AuditEvent[] };
   'store.status': StoreStatus;
   'tokens.create': TokenCreated;
-  'tokens.list': { tokens: AccessTokenView[] };
+  'tokens.list': { tokens: AccessTokenView[]; more: boolean };
   'tokens.revoke': { id: string; revokedAt: string | null; alreadyRevoked: boolean };
   'jobs.list': JobList;
   'jobs.get': Job;
