@@ -165,6 +165,14 @@ describe('Matrix channel (e2e, a stand-in homeserver of the client-server API)',
     await connected();
     await erin.waitFor(room, /^Delivered after the outage\.$/, { from: bot.userId, timeoutMs: 30_000 });
 
+    // A homeserver that no longer knows the stored sync token: the account starts again from now, and goes on answering.
+    hs.fault(/\/sync$/, { status: 400, body: { errcode: 'M_INVALID_PARAM', error: 'Invalid stream token' } }, bot.userId);
+    await erin.say(room, 'nudge');
+    await waitFor(() => (readFileSync(home.file('gateway.log'), 'utf8').includes('does not know the stored sync token') ? true : undefined), 20_000, 'the account to start again');
+    await connected();
+    await erin.say(room, 'after a forgotten token');
+    await erin.waitFor(room, /^Echo: after a forgotten token$/, { from: bot.userId, timeoutMs: 20_000 });
+
     // A rate limit on send: the reply waits as the homeserver asks, then goes once.
     hs.fault(/\/send\//, { status: 429, body: { errcode: 'M_LIMIT_EXCEEDED', error: 'Too many requests', retry_after_ms: 700 } }, bot.userId);
     await erin.say(room, 'limited');

@@ -76,6 +76,7 @@ interface RawEvent { type?: unknown; sender?: unknown; event_id?: unknown; state
 type Content = Record<string, unknown>;
 
 class Refused extends Error {}
+class SyncTokenUnknown extends Error {}
 
 class MatrixError extends Error {
   readonly status: number;
@@ -223,6 +224,15 @@ class MatrixAccount extends AccountConnection<MatrixAccountSettings> {
       detail = `the homeserver refused the access token (${error.message}); set a valid one: gateway secrets set ${secretFor(this.channelId, this.name)}`;
       this.setState('error', detail);
       wait = max;
+    } else if (error instanceof SyncTokenUnknown) {
+      // The homeserver no longer knows where the account left off (its database restored, or the token damaged): it
+      // starts again from now, as a new account does. What was said in between is not read.
+      this.ready = false;
+      this.cursor.since = undefined;
+      await this.saveCursor().catch((saving: unknown) => this.log.warn({ err: saving }, 'matrix: the cleared sync token could not be stored'));
+      wait = 0;
+      detail = `the homeserver does not know the stored sync token (${error.message}); reading from now on`;
+      this.setState('connecting', detail);
     } else {
       if (error instanceof MatrixError && error.retryAfterMs !== undefined) wait = error.retryAfterMs;
       if (!(error instanceof MatrixError)) detail = `cannot reach the homeserver: ${detail}`;
@@ -324,7 +334,10 @@ class MatrixAccount extends AccountConnection<MatrixAccountSettings> {
   private async syncOnce(): Promise<void> {
     this.abort = new AbortController();
     const signal = AbortSignal.any([this.abort.signal, AbortSignal.timeout(POLL_MS + 30_000)]);
-    const sync = await this.api<Record<string, unknown>>('GET', `/v3/sync?timeout=${this.quick ? 0 : POLL_MS}&since=${encodeURIComponent(this.cursor.since ?? '')}&filter=${encodeURIComponent(FILTER)}`, undefined, signal);
+    const sync = await this.api<Record<string, unknown>>('GET', `/v3/sync?timeout=${this.quick ? 0 : POLL_MS}&since=${encodeURIComponent(this.cursor.since ?? '')}&filter=${encodeURIComponent(FILTER)}`, undefined, signal)
+      .catch((error: unknown) => {
+        throw error instanceof MatrixError && error.status === 400 && (error.errcode === 'M_INVALID_PARAM' || error.errcode === 'M_UNKNOWN') ? new SyncTokenUnknown(error.message) : error;
+      });
     if (typeof sync.next_batch !== 'string') throw new MatrixError(200, undefined, 'the homeserver\'s sync had no next_batch');
     this.quick = false;
     if (this.status.state !== 'connected') this.setState('connected', this.me);
