@@ -186,6 +186,21 @@ describe('Matrix channel (e2e, a stand-in homeserver of the client-server API)',
     expect(shown.messages.filter((m: any) => m.direction === 'in' && m.text === 'first while away')).to.have.length(1);
   });
 
+  it('with streaming on, the reply grows in one message through edits (m.replace) and ends holding all of it', async () => {
+    const { someone: kim, room } = await allowedChat('kim');
+    await set('channels.matrix.streaming', true);
+    const answer = Array.from({ length: 10 }, (_, index) => `Line ${index + 1} of the answer.`).join(' ');
+    upstream.enqueue(openaiText(answer, undefined, { pieces: 10, gapMs: 300 }));
+    await kim.say(room, 'go on');
+    const edits = () => kim.received.filter((event) => event.room_id === room && event.sender === bot.userId && event.content?.['m.relates_to']?.rel_type === 'm.replace');
+    await waitFor(() => (edits().some((event) => event.content['m.new_content']?.body === answer) ? true : undefined), 30_000, 'the whole answer in the message');
+    const first = kim.received.filter((event) => event.room_id === room && event.sender === bot.userId && event.type === 'm.room.message' && !event.content?.['m.relates_to']);
+    expect(first, 'one message, then edits of it').to.have.length(1);
+    expect(edits().length).to.be.at.least(2);
+    expect(edits().every((event) => event.content['m.relates_to'].event_id === first[0]!.event_id)).to.equal(true);
+    expect(edits().every((event) => answer.startsWith(String(event.content['m.new_content'].body)))).to.equal(true);
+  });
+
   it('reads back what a busy room said while it was away, past what one sync holds: the oldest mention is answered, every line kept', async () => {
     await waitFor(() => (hs.membership(lobby, bot.userId) === 'join' ? true : undefined), 10_000, 'the bot in its configured room');
     const ivy = person('ivy');
