@@ -7,6 +7,19 @@
 
 const FENCE = /^(\s*)(`{3,}|~{3,})(.*)$/;
 
+/**
+ * A mention of any of `names` in a room message: the name as a word of its
+ * own (case-insensitive), an @ before it allowed, a : or , after it taken
+ * with it.
+ */
+export function mentionPattern(names: readonly string[]): RegExp {
+  const escaped = names.map((name) => name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+  return new RegExp(`(^|[^\\p{L}\\p{N}_])@?(?:${escaped.join('|')})[:,]?(?=$|[^\\p{L}\\p{N}_])`, 'iu');
+}
+
+/** A room message's text as the agent reads it: the mention `pattern` finds taken out, with the separator after it. */
+export const withoutMention = (text: string, pattern: RegExp): string => text.replace(pattern, '$1').replace(/^\s*[:,]?\s*/, '').trim();
+
 /** Splits text into messages of at most `limit` characters, at a paragraph, a line, a word, in that order of preference. */
 export function splitMessage(text: string, limit: number): string[] {
   if (text.length <= limit) return [text];

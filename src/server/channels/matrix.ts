@@ -20,7 +20,7 @@ import { ChannelSendError, type Channel, type ChannelSettings, type InboundAttac
 import { AccountChannel, AccountConnection } from './account-channel.ts';
 import { TooLarge } from './attachments.ts';
 import { agentFor } from '../kernel/upstream-fetch.ts';
-import { splitMessage } from './formatting.ts';
+import { mentionPattern, splitMessage, withoutMention } from './formatting.ts';
 
 export const DEFAULT_ACCOUNT = 'default';
 /** Longest text sent in one event (an event is at most 64 KiB of JSON, escapes included). */
@@ -93,7 +93,6 @@ class MatrixError extends Error {
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 const events = (holder: unknown): RawEvent[] => (isObject(holder) && Array.isArray(holder.events) ? holder.events.filter(isObject) as RawEvent[] : []);
-const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 /** The most of a JSON answer read (a first sync of a large account is several megabytes). */
 const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
 
@@ -547,9 +546,9 @@ class MatrixAccount extends AccountConnection<MatrixAccountSettings> {
     const me = this.me!;
     const mentions = isObject(content['m.mentions']) && Array.isArray(content['m.mentions'].user_ids) ? content['m.mentions'].user_ids : [];
     const names = [me, ...(this.displayName ? [this.displayName] : []), me.slice(1, me.indexOf(':'))];
-    const pattern = new RegExp(`(^|[^\\p{L}\\p{N}_])@?(${names.map(escape).join('|')})([:,]?)(?=$|[^\\p{L}\\p{N}_])`, 'iu');
+    const pattern = mentionPattern(names);
     if (!mentions.includes(me) && !pattern.test(text)) return undefined;
-    return text.replace(pattern, '$1').replace(/^\s*[:,]?\s*/, '').trim() || text;
+    return withoutMention(text, pattern) || text;
   }
 
   /** A file sent in the room (m.image, m.file, m.audio, m.video): fetched from the homeserver's media store, with the token. */
@@ -572,7 +571,7 @@ class MatrixAccount extends AccountConnection<MatrixAccountSettings> {
           response = await request('GET', new URL(`/_matrix/media/v3/download/${path}`, this.homeserver), headers, undefined, signal, maxBytes);
         }
         if (response.status < 200 || response.status >= 300) throw new Error(`the homeserver answered ${response.status} for the file`);
-        return new Uint8Array(response.body.buffer, response.body.byteOffset, response.body.length);
+        return response.body;
       },
     };
   }

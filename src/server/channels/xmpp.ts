@@ -10,6 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { isLoopbackAddress } from '../../shared/config/exposure.ts';
 import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type InboundMessage, type SendOptions, type SendReceipt } from '../kernel/channel.ts';
 import { AccountChannel, AccountConnection } from './account-channel.ts';
+import { mentionPattern, withoutMention } from './formatting.ts';
 
 export const DEFAULT_ACCOUNT = 'default';
 /** Longest text taken from one inbound message. */
@@ -180,8 +181,8 @@ class XmppAccount extends AccountConnection<XmppAccountSettings> {
       if (!occupant || occupant === this.nickname || stanza.getChild('delay', 'urn:xmpp:delay')) return;
       const rooms = this.settings()?.rooms ?? [];
       if (!rooms.includes('*') && !rooms.map(bareJid).includes(room)) return;
-      const mention = this.nickname ? new RegExp(`(^|[^\\p{L}\\p{N}_])@?${this.nickname.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}([:,]?)(?=$|[^\\p{L}\\p{N}_])`, 'iu') : undefined;
-      const addressed = mention?.test(text) ? { text: text.replace(mention, '$1').replace(/^\s*[:,]?\s*/, '').trim() } : undefined;
+      const mention = this.nickname ? mentionPattern([this.nickname]) : undefined;
+      const addressed = mention?.test(text) ? { text: withoutMention(text, mention) } : undefined;
       await this.context.inbound({
         ...message, kind: 'group', room, sender: `${room}/${occupant}`, senderName: occupant, replyTo: room,
         ...(addressed ? { addressed } : {}), ...(id ? { platformId: `${room}/${occupant}/${id}` } : {}),

@@ -137,7 +137,7 @@ export default defineModule({
         return created(token);
       },
     });
-    ctx.rpc.method({ name: 'tokens.list', handler: async ({ limit }) => tokens.list(GATEWAY_OWNER, limit ?? TOKEN_LIST_LIMIT) });
+    ctx.rpc.method({ name: 'tokens.list', handler: async ({ limit }) => tokens.list(GATEWAY_OWNER, limit) });
     ctx.rpc.method({
       name: 'tokens.revoke',
       handler: async ({ id }, client) => {
