@@ -153,3 +153,89 @@ while time.time() < end:
     }
   });
 });
+
+describe('containment of exec: limits for a command and all it starts, a sandbox without namespaces or host paths (e2e)', function () {
+  this.timeout(120_000);
+  let home: Home;
+  let base: string;
+  const workspace = () => join(home.file('config.json'), '..', 'workspace');
+  const exec = async (command: string, timeout = 60, token = TOKEN) => {
+    const response = await fetch(`${base}/tools/invoke`, {
+      method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ tool: 'exec', args: { command, timeout } }),
+    });
+    return { status: response.status, headers: response.headers, body: await response.json() as any };
+  };
+  const usedMB = (folder: string): number => {
+    let bytes = 0;
+    for (const name of readdirSync(folder)) {
+      const info = lstatSync(join(folder, name));
+      bytes += info.blocks * 512;
+      if (info.isDirectory()) bytes += usedMB(join(folder, name)) * 1024 * 1024;
+    }
+    return bytes / 1024 / 1024;
+  };
+
+  beforeEach(async () => {
+    const port = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    home = new Home({ GATEWAY_PORT: String(port), GATEWAY_TOKEN: TOKEN });
+    await home.set('gateway.tools.allow', ['exec']);
+    await home.set('tools.exec.approval', 'full');
+    expect((await home.run(['start'])).code).to.equal(0);
+  });
+  afterEach(() => home.cleanup());
+
+  it('memory and processes are bounded for the command as a whole: three processes of 700 MB under 1 GB, 40 sleeping processes under 16', async () => {
+    const memory = await exec('for i in 1 2 3; do python3 -c "b = b\'x\' * (700 * 1024 * 1024); import time; time.sleep(3); print(\'held\')" & done; wait; echo done');
+    expect(memory.status).to.equal(200);
+    expect(memory.body.result.limitsPer).to.equal('sandbox');
+    expect(memory.body.result.stdout.match(/held/g)?.length ?? 0, 'at most one process of 700 MB fits in 1 GB').to.be.at.most(1);
+    expect(memory.body.result.note).to.match(/more than tools\.exec\.memoryMB \(1024 MB\) together/);
+
+    await home.set('tools.exec.processes', 16);
+    const processes = await exec('for i in $(seq 1 40); do sleep 3 & done 2>/dev/null; sleep 0.5; ls /proc | grep -c "^[0-9]"', 20);
+    expect(Number(processes.body.result.stdout.trim()), 'processes in the sandbox at once').to.be.at.most(16);
+  });
+
+  it('the workspace holds at most tools.exec.workspaceMB: three writers of 100 MB are stopped, and a command over it can only remove', async () => {
+    await home.set('tools.exec.workspaceMB', 100);
+    const writers = await exec('for i in 1 2 3; do head -c 100M /dev/zero > f$i & done; wait; echo finished');
+    expect(writers.body.result.stdout).to.not.include('finished');
+    expect(writers.body.result.note).to.match(/workspace holds more than tools\.exec\.workspaceMB \(100 MB\)/);
+    const used = usedMB(workspace());
+    console.log(`      ${used.toFixed(1)} MB in the workspace when the writers were stopped`);
+    expect(used, 'what the writers left').to.be.below(200);
+    // Over the bound: nothing grows, but files can be removed.
+    const over = await exec('head -c 1M /dev/zero > more; echo wrote=$?', 20);
+    expect(over.body.result.stdout + (over.body.result.note ?? '')).to.not.include('wrote=0');
+    const freed = await exec('rm -f f1 f2 f3 more; echo freed');
+    expect(freed.body.result.stdout).to.equal('freed\n');
+    expect((await exec('head -c 10M /dev/zero > ok; echo wrote=$?')).body.result.stdout).to.equal('wrote=0\n');
+  });
+
+  it('the sandbox cannot make namespaces, mount, trace or load a filter, and its process 1 names no host path or secret', async () => {
+    const probes = await exec([
+      'unshare -Urm true 2>/dev/null; echo unshare=$?',
+      'unshare -r true 2>/dev/null; echo unshare-user=$?',
+      'python3 -c "import ctypes, os; l = ctypes.CDLL(None, use_errno=True); print(\'ptrace\', l.ptrace(0, 0, 0, 0), ctypes.get_errno()); print(\'bpf\', l.syscall(321, 0, 0, 0), ctypes.get_errno()); print(\'keyctl\', l.syscall(250, 0, 0, 0), ctypes.get_errno()); print(\'mount\', l.mount(b\'none\', b\'/tmp\', b\'tmpfs\', 0, None), ctypes.get_errno())"',
+      'cat /proc/1/cmdline /proc/1/environ /proc/self/environ 2>/dev/null | tr "\\0" " "',
+    ].join('; '));
+    const out = probes.body.result.stdout as string;
+    expect(out).to.include('unshare=1').and.to.include('unshare-user=1');
+    for (const call of ['ptrace', 'bpf', 'keyctl', 'mount']) expect(out, call).to.match(new RegExp(`${call} -1 1\\n`));
+    expect(out, 'no host path in the sandbox\'s processes').to.not.include(home.file('config.json').split('/profiles/')[0]!);
+    expect(out).to.not.include(TOKEN).and.to.not.include('GATEWAY_');
+  });
+
+  it('concurrent commands are bounded per agent and caller: past tools.exec.concurrency, 429 with Retry-After', async () => {
+    await home.set('tools.exec.concurrency', 2);
+    const running = [exec('sleep 3; echo one'), exec('sleep 3; echo two')];
+    await new Promise((resolve) => setTimeout(resolve, 800));
+    const third = await exec('echo three');
+    expect(third.status).to.equal(429);
+    expect(third.headers.get('retry-after')).to.match(/^\d+$/);
+    expect(third.body.message).to.match(/tools\.exec\.concurrency/);
+    expect((await Promise.all(running)).map((answer) => answer.body.result.stdout)).to.deep.equal(['one\n', 'two\n']);
+    expect((await exec('echo four')).body.result.stdout).to.equal('four\n');
+  });
+});

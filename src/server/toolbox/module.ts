@@ -10,7 +10,7 @@
 import { join } from 'node:path';
 import { gatewayVersion } from '../../shared/version.ts';
 import agentsModule from '../agents/module.ts';
-import { DomainError } from '../kernel/errors.ts';
+import { DomainError, rateLimited } from '../kernel/errors.ts';
 import { defineModule, type ToolContext } from '../kernel/module.ts';
 import { systemResolver } from './address-guard.ts';
 import { allowedCommand, Approvals } from './approvals.ts';
@@ -109,6 +109,10 @@ export default defineModule<Toolbox>({
       },
     });
 
+    /** Commands running now, per agent and per caller: each bounded by tools.exec.concurrency. */
+    const running = new Map<string, number>();
+    const MB = 1024 * 1024;
+
     ctx.tools.add({
       name: 'exec',
       description: 'Run a shell command in a sandbox over the workspace (/workspace): the system\'s programs read-only, a private /tmp, no network unless allowed, with CPU, memory, process, time and output limits. Returns exit code, stdout and stderr.',
@@ -139,17 +143,34 @@ export default defineModule<Toolbox>({
           if (decision === 'rejected') throw new DomainError('forbidden', `An operator rejected the command (${id}).`, { code: 'exec_rejected' });
           if (decision === 'expired') throw new DomainError('forbidden', `Nobody approved the command within ${settings.approvalTimeoutSeconds} s (${id}); it did not run.`, { code: 'exec_expired' });
         }
-        const place = workspace(context);
-        const root = await place.realRoot();
-        const result = await runSandboxed(command, root, {
-          timeoutMs: timeoutSeconds * 1000, cpuSeconds: settings.cpuSeconds, memoryBytes: settings.memoryMB * 1024 * 1024, processes: settings.processes,
-          fileBytes: settings.fileMB * 1024 * 1024, tmpBytes: settings.tmpMB * 1024 * 1024, outputBytes: settings.outputBytes, network: settings.network,
-        });
-        context.logger.info({ caller: context.caller, exitCode: result.exitCode, signal: result.signal, timedOut: result.timedOut, ms: result.durationMs }, 'exec ran a command in the sandbox');
-        return {
-          ...result,
-          ...(result.timedOut ? { note: `stopped after ${timeoutSeconds} s of wall time` } : result.truncated ? { note: `stopped after ${settings.outputBytes} bytes of output` } : {}),
-        };
+        // Many calls at once add up: an agent, and a caller, run at most tools.exec.concurrency commands together.
+        const keys = [`agent:${agentId ?? workspaceOf()}`, `caller:${context.caller}`];
+        const busy = keys.find((key) => (running.get(key) ?? 0) >= settings.concurrency);
+        if (busy) {
+          throw rateLimited(1000, `${settings.concurrency} commands of this ${busy.startsWith('agent:') ? 'agent' : 'caller'} are running already (tools.exec.concurrency)`);
+        }
+        for (const key of keys) running.set(key, (running.get(key) ?? 0) + 1);
+        try {
+          const place = workspace(context);
+          const root = await place.realRoot();
+          const result = await runSandboxed(command, root, {
+            timeoutMs: timeoutSeconds * 1000, cpuSeconds: settings.cpuSeconds, memoryBytes: settings.memoryMB * MB, processes: settings.processes,
+            fileBytes: settings.fileMB * MB, tmpBytes: settings.tmpMB * MB, outputBytes: settings.outputBytes, network: settings.network, workspaceBytes: settings.workspaceMB * MB,
+          });
+          context.logger.info({ caller: context.caller, exitCode: result.exitCode, signal: result.signal, timedOut: result.timedOut, stopped: result.stopped, ms: result.durationMs }, 'exec ran a command in the sandbox');
+          const note = result.timedOut ? `stopped after ${timeoutSeconds} s of wall time`
+            : result.truncated ? `stopped after ${settings.outputBytes} bytes of output`
+              : result.stopped === 'workspace' ? `stopped: the workspace holds more than tools.exec.workspaceMB (${settings.workspaceMB} MB); remove files to make room`
+                : result.stopped === 'memory' ? `a process was stopped: the command used more than tools.exec.memoryMB (${settings.memoryMB} MB) together`
+                  : undefined;
+          return { ...result, ...(note ? { note } : {}) };
+        } finally {
+          for (const key of keys) {
+            const left = (running.get(key) ?? 1) - 1;
+            if (left > 0) running.set(key, left);
+            else running.delete(key);
+          }
+        }
       },
     });
     return { workspaceOf };

@@ -4,15 +4,25 @@
  * parts of /etc programs read: never /etc/shadow, home folders or the
  * gateway's profile), the workspace read-write at /workspace, a private /tmp,
  * no network unless allowed, new PID, IPC and UTS namespaces, no new
- * privileges. Resource limits (CPU time, address space, processes, file
- * size) are set with prlimit before the sandbox starts and hold inside it;
- * a daemon running as root runs the command as an unprivileged user, since
- * the kernel does not count root's processes. Wall time and output are
- * bounded here: past either, the whole sandbox is killed.
+ * privileges, a system-call filter (seccomp.ts: no mounts, namespaces,
+ * tracing, keyring, eBPF or modules, so no user namespace of its own), and
+ * bubblewrap's arguments passed on a descriptor with an environment of PATH
+ * alone, so the sandbox's process 1 names no host path or secret.
+ * Per-process limits (CPU time, address space, processes, file size) are set
+ * with prlimit before the sandbox starts; where the daemon can make a control
+ * group, the command and everything it starts share one memory and one
+ * process limit (cgroup.ts). A daemon running as root runs the command as an
+ * unprivileged user, since the kernel does not count root's processes. Wall
+ * time, output and the workspace's size are watched here: past any of them,
+ * the whole sandbox is killed.
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { constants } from 'node:fs';
+import { lstat, open, opendir } from 'node:fs/promises';
 import { delimiter, join } from 'node:path';
+import { sandboxGroup } from './cgroup.ts';
+import { seccompProgram, seccompSupported } from './seccomp.ts';
 
 export interface SandboxLimits {
   timeoutMs: number;
@@ -23,6 +33,8 @@ export interface SandboxLimits {
   tmpBytes: number;
   outputBytes: number;
   network: boolean;
+  /** Most bytes the workspace may hold while the command runs (undefined: no bound). */
+  workspaceBytes?: number;
 }
 
 export interface ExecResult {
@@ -33,6 +45,10 @@ export interface ExecResult {
   truncated: boolean;
   timedOut: boolean;
   durationMs: number;
+  /** Why the sandbox was stopped before the command ended by itself, besides time and output. */
+  stopped?: 'memory' | 'workspace';
+  /** Whether the memory and process limits held for the command as a whole (a control group) or for each process alone. */
+  limitsPer: 'sandbox' | 'process';
 }
 
 /** The user a root daemon's commands run as: nobody. */
@@ -48,6 +64,17 @@ function which(program: string, path = process.env.PATH ?? ''): string | undefin
   return undefined;
 }
 
+/** Whether a bubblewrap takes --disable-userns (0.8 and later), asked once per program. */
+const disablesUserns = new Map<string, boolean>();
+function canDisableUserns(bwrap: string): boolean {
+  let known = disablesUserns.get(bwrap);
+  if (known === undefined) {
+    known = /--disable-userns/.test(spawnSync(bwrap, ['--help'], { encoding: 'utf8', timeout: 5000 }).stdout ?? '');
+    disablesUserns.set(bwrap, known);
+  }
+  return known;
+}
+
 /** The programs the sandbox needs, or why it cannot run. */
 export function sandboxTools(): { bwrap: string; prlimit: string; setpriv?: string } | { missing: string } {
   const bwrap = which('bwrap');
@@ -57,7 +84,35 @@ export function sandboxTools(): { bwrap: string; prlimit: string; setpriv?: stri
   const root = process.getuid?.() === 0;
   const setpriv = root ? which('setpriv') : undefined;
   if (root && !setpriv) return { missing: 'setpriv (util-linux) is not installed; a daemon running as root needs it to run commands as an unprivileged user' };
+  if (!seccompSupported()) return { missing: `no system-call filter is built for ${process.arch}; exec runs only where its sandbox is whole (x64, arm64)` };
   return { bwrap, prlimit, ...(setpriv ? { setpriv } : {}) };
+}
+
+/** Bytes a folder takes on disk, its links not followed (a walk of at most `maxEntries`; past it, what was counted). */
+export async function diskUsage(folder: string, maxEntries = 200_000): Promise<number> {
+  let bytes = 0;
+  let entries = 0;
+  // Each folder entered through the descriptor of the one above it, without following a link: a command changing the
+  // workspace meanwhile cannot send the count outside it.
+  const walk = async (path: string): Promise<void> => {
+    const handle = await open(path, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW).catch(() => undefined);
+    if (!handle) return;
+    try {
+      const dir = await opendir(`/proc/self/fd/${handle.fd}`);
+      for await (const entry of dir) {
+        if (++entries > maxEntries) break;
+        const full = `/proc/self/fd/${handle.fd}/${entry.name}`;
+        const info = await lstat(full).catch(() => undefined);
+        if (!info) continue;
+        bytes += info.blocks * 512;
+        if (info.isDirectory()) await walk(full);
+      }
+    } finally {
+      await handle.close();
+    }
+  };
+  await walk(folder);
+  return bytes;
 }
 
 /** Files and folders of /etc that programs read and that hold no secret. */
@@ -118,71 +173,118 @@ function processesOf(uid: number): number {
 }
 
 /** Runs a command in the sandbox; resolves when it and everything it started are gone. */
-export function runSandboxed(command: string, workspace: string, limits: SandboxLimits): Promise<ExecResult> {
+export async function runSandboxed(command: string, workspace: string, limits: SandboxLimits): Promise<ExecResult> {
   const tools = sandboxTools();
-  if ('missing' in tools) return Promise.reject(new Error(tools.missing));
+  if ('missing' in tools) throw new Error(tools.missing);
   const root = process.getuid?.() === 0;
   const uid = root ? SANDBOX_USER.uid : process.getuid!();
   const gid = root ? SANDBOX_USER.gid : process.getgid!();
   const user = root ? 'nobody' : 'sandbox';
+  // What the workspace holds now: a command may add only what is left under its bound (and a file no larger).
+  const used = limits.workspaceBytes === undefined ? 0 : await diskUsage(workspace);
+  const room = limits.workspaceBytes === undefined ? Infinity : Math.max(0, limits.workspaceBytes - used);
+  // (Never below 64 KiB: bwrap writes the sandbox's passwd under the same limit, and the watch below stops growth past the bound.)
+  const fileBytes = Math.max(64 * 1024, Math.min(limits.fileBytes, room));
+  // bwrap, its reaper and setpriv count as processes of the group too.
+  const group = await sandboxGroup({ memoryBytes: limits.memoryBytes, processes: limits.processes + 3 }).catch(() => undefined);
   // The kernel counts every process of the user: the limit is what the user runs now plus the sandbox's share.
   const processes = processesOf(uid) + limits.processes;
   const prlimit = [
-    `--cpu=${limits.cpuSeconds}`, `--as=${limits.memoryBytes}`, `--nproc=${processes}`, `--fsize=${limits.fileBytes}`, '--core=0',
+    `--cpu=${limits.cpuSeconds}`, `--as=${limits.memoryBytes}`, `--nproc=${processes}`, `--fsize=${fileBytes}`, '--core=0',
   ];
   const inner = root
     ? [tools.setpriv!, `--reuid=${uid}`, `--regid=${gid}`, '--clear-groups', '--inh-caps=-all', '--bounding-set=-all', '--no-new-privs', '--', '/bin/sh', '-c', command]
     : ['/bin/sh', '-c', command];
-  const args = [...prlimit, '--', tools.bwrap, ...(root ? [] : ['--unshare-user', '--uid', String(uid), '--gid', String(gid)]),
-    ...sandboxArgs(workspace, limits, { user, home: '/workspace' }), '--', ...inner];
+  // Everything that names a host path reaches bwrap on a descriptor, not on its command line (which the sandbox can read).
+  const options = [
+    ...(root ? [] : ['--unshare-user', ...(canDisableUserns(tools.bwrap) ? ['--disable-userns'] : []), '--uid', String(uid), '--gid', String(gid)]),
+    ...sandboxArgs(workspace, limits, { user, home: '/workspace' }), '--seccomp', '5',
+  ];
+  const bwrap = [tools.prlimit, ...prlimit, '--', tools.bwrap, '--args', '6', '--', ...inner];
+  // With a group, a shell joins it first and then becomes prlimit: everything the command starts is inside from its first instant.
+  const [program, ...args] = group
+    ? ['/bin/sh', '-c', 'for procs in $GATEWAY_CGROUP_PROCS; do echo $$ > "$procs" || exit 125; done; unset GATEWAY_CGROUP_PROCS; exec "$@"', 'sandbox', ...bwrap]
+    : bwrap;
+  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH ?? '/usr/bin:/bin', ...(group ? { GATEWAY_CGROUP_PROCS: group.procs.join(' ') } : {}) };
   const started = Date.now();
-  return new Promise((resolve, reject) => {
-    const child = spawn(tools.prlimit, args, { stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'], detached: true });
-    // The sandbox's passwd and group, written to the descriptors bwrap reads them from.
-    const [, , , passwdFd, groupFd] = child.stdio as unknown as NodeJS.WritableStream[];
-    passwdFd!.end(`${user}:x:${uid}:${gid}:${user}:/workspace:/bin/sh\n`);
-    groupFd!.end(`${user}:x:${gid}:\n`);
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    let size = 0;
-    let truncated = false;
-    let timedOut = false;
-    const kill = () => {
-      try {
-        process.kill(-child.pid!, 'SIGKILL');
-      } catch {
-        // Gone already.
-      }
-    };
-    const take = (into: Buffer[]) => (chunk: Buffer) => {
-      if (truncated) return;
-      const room = limits.outputBytes - size;
-      if (chunk.length > room) {
-        into.push(chunk.subarray(0, room));
-        size = limits.outputBytes;
-        truncated = true;
+  try {
+    return await new Promise<ExecResult>((resolve, reject) => {
+      const child = spawn(program!, args, { stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe', 'pipe', 'pipe'], detached: true, env });
+      // The sandbox's passwd and group, its system-call filter and bwrap's own arguments, written to the descriptors bwrap reads them from.
+      const [, , , passwdFd, groupFd, seccompFd, argsFd] = child.stdio as unknown as NodeJS.WritableStream[];
+      const quiet = () => undefined;
+      for (const stream of [passwdFd, groupFd, seccompFd, argsFd]) (stream as unknown as NodeJS.EventEmitter).on('error', quiet);
+      passwdFd!.end(`${user}:x:${uid}:${gid}:${user}:/workspace:/bin/sh\n`);
+      groupFd!.end(`${user}:x:${gid}:\n`);
+      seccompFd!.end(seccompProgram());
+      argsFd!.end(options.map((option) => `${option}\0`).join(''));
+      const out: Buffer[] = [];
+      const err: Buffer[] = [];
+      let size = 0;
+      let truncated = false;
+      let timedOut = false;
+      let stopped: ExecResult['stopped'];
+      const kill = () => {
+        try {
+          process.kill(-child.pid!, 'SIGKILL');
+        } catch {
+          // Gone already.
+        }
+      };
+      const take = (into: Buffer[]) => (chunk: Buffer) => {
+        if (truncated) return;
+        const room = limits.outputBytes - size;
+        if (chunk.length > room) {
+          into.push(chunk.subarray(0, room));
+          size = limits.outputBytes;
+          truncated = true;
+          kill();
+          return;
+        }
+        into.push(chunk);
+        size += chunk.length;
+      };
+      child.stdout!.on('data', take(out));
+      child.stderr!.on('data', take(err));
+      const timer = setTimeout(() => {
+        timedOut = true;
         kill();
-        return;
-      }
-      into.push(chunk);
-      size += chunk.length;
-    };
-    child.stdout!.on('data', take(out));
-    child.stderr!.on('data', take(err));
-    const timer = setTimeout(() => {
-      timedOut = true;
-      kill();
-    }, limits.timeoutMs);
-    child.on('error', (error) => {
-      clearTimeout(timer);
-      reject(error);
-    });
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      resolve({
-        exitCode: code, signal, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8'),
-        truncated, timedOut, durationMs: Date.now() - started,
+      }, limits.timeoutMs);
+      // The workspace's size, looked at while the command runs: past its bound (what it held before plus the room left), the sandbox is stopped.
+      let watching = false;
+      const watcher = limits.workspaceBytes === undefined ? undefined : setInterval(() => {
+        if (watching) return;
+        watching = true;
+        void diskUsage(workspace).then((now) => {
+          if (now > Math.max(used, limits.workspaceBytes!)) {
+            stopped = 'workspace';
+            kill();
+          }
+        }).finally(() => {
+          watching = false;
+        });
+      }, 100);
+      watcher?.unref();
+      const done = () => {
+        clearTimeout(timer);
+        if (watcher) clearInterval(watcher);
+      };
+      child.on('error', (error) => {
+        done();
+        reject(error);
+      });
+      child.on('close', (code, signal) => {
+        done();
+        void (async () => {
+          if (!stopped && group && (await group.hitMemory())) stopped = 'memory';
+          resolve({
+            exitCode: code, signal, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8'),
+            truncated, timedOut, durationMs: Date.now() - started, ...(stopped ? { stopped } : {}), limitsPer: group ? 'sandbox' : 'process',
+          });
+        })();
       });
     });
-  });
+  } finally {
+    await group?.remove();
+  }
 }

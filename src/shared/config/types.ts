@@ -114,7 +114,7 @@ export interface GatewayConfig {
     web: { allowPrivate: string[]; maxBytes: number; timeoutMs: number; maxRedirects: number };
     exec: {
       approval: ExecApproval; allow: string[]; network: boolean; timeoutSeconds: number; maxTimeoutSeconds: number; cpuSeconds: number; memoryMB: number;
-      processes: number; outputBytes: number; fileMB: number; tmpMB: number; approvalTimeoutSeconds: number;
+      processes: number; outputBytes: number; fileMB: number; workspaceMB: number; concurrency: number; tmpMB: number; approvalTimeoutSeconds: number;
     };
   };
   automations: Record<string, AutomationSettings>;
