@@ -263,13 +263,39 @@ async function channelsCheck(context: Context): Promise<Check[]> {
     : { name: 'channels', status: 'warn', detail: named(down), fix: `gateway channels status --profile ${context.paths.name}; gateway logs --profile ${context.paths.name}` }];
 }
 
+/** exec's sandbox, when some agent may run commands: bubblewrap there, and whether limits hold per sandbox (a control group) or per process. */
+async function sandboxCheck(context: Context): Promise<Check[]> {
+  const config = context.config;
+  const approvals = [config?.tools.exec.approval ?? 'off', ...Object.values(config?.agents ?? {}).map((agent) => agent.exec?.approval)];
+  if (!approvals.some((approval) => approval && approval !== 'off')) return [];
+  const { accessSync, constants } = await import('node:fs');
+  const onPath = (program: string) => (process.env.PATH ?? '').split(':').some((folder) => {
+    try {
+      accessSync(join(folder, program), constants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+  if (!onPath('bwrap')) return [{ name: 'sandbox', status: 'fail', detail: 'exec is on but bubblewrap is not installed: commands are refused', fix: 'sudo apt-get install bubblewrap' }];
+  const { cgroupSupport } = await import('../shared/cgroup.ts');
+  const support = await cgroupSupport();
+  return [support.available
+    ? { name: 'sandbox', status: 'ok', detail: `bubblewrap; each command's memory and processes bounded together (cgroup v${support.version} under ${support.where})` }
+    : {
+      name: 'sandbox', status: 'warn',
+      detail: `bubblewrap, but memory and process limits hold per process only: ${support.reason} (a command may start several processes each up to tools.exec.memoryMB)`,
+      fix: 'run the daemon as root, or as a systemd service with Delegate=yes (gateway service install), so it can make a control group per command',
+    }];
+}
+
 /** Every check, in the order a person would look. A check that throws is a failure naming what it could not do. */
 export async function runDoctor(paths: ProfilePaths, options: { fix: boolean }): Promise<Check[]> {
   const context: Context = { paths, fix: options.fix, running: false };
   const steps: [string, () => Check | Check[] | Promise<Check[]>][] = [
     ['node', nodeCheck], ['modes', () => modesCheck(context)], ['config', () => configCheck(context)], ['daemon', () => daemonCheck(context)],
     ['secrets', () => secretsCheck(context)], ['service', () => serviceCheck(context)], ['storage', () => storageCheck(context)],
-    ['tokens', () => tokensCheck(context)], ['channels', () => channelsCheck(context)],
+    ['tokens', () => tokensCheck(context)], ['channels', () => channelsCheck(context)], ['sandbox', () => sandboxCheck(context)],
   ];
   const checks: Check[] = [];
   for (const [name, step] of steps) {

@@ -107,6 +107,8 @@ export function systemdUnit(options: UnitOptions): string {
     'TimeoutStopSec=30',
     'UMask=0077',
     'NoNewPrivileges=yes',
+    // The daemon's own control group is its to divide: exec gives each command a group of its own (memory and processes bounded together).
+    'Delegate=yes',
     '',
     '[Install]',
     `WantedBy=${scope === 'system' ? 'multi-user.target' : 'default.target'}`,

@@ -227,6 +227,13 @@ describe('containment of exec: limits for a command and all it starts, a sandbox
     expect(out).to.not.include(TOKEN).and.to.not.include('GATEWAY_');
   });
 
+  it('gateway doctor says where the limits hold: per sandbox in a control group here', async () => {
+    const doctor = await home.run(['doctor', '--json']);
+    const sandbox = doctor.json.checks.find((check: any) => check.name === 'sandbox');
+    expect(sandbox, doctor.stdout).to.include({ status: 'ok' });
+    expect(sandbox.detail).to.match(/memory and processes bounded together \(cgroup v[12]/);
+  });
+
   it('concurrent commands are bounded per agent and caller: past tools.exec.concurrency, 429 with Retry-After', async () => {
     await home.set('tools.exec.concurrency', 2);
     const running = [exec('sleep 3; echo one'), exec('sleep 3; echo two')];

@@ -21,7 +21,7 @@ import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync } from '
 import { constants } from 'node:fs';
 import { lstat, open, opendir } from 'node:fs/promises';
 import { delimiter, join } from 'node:path';
-import { sandboxGroup } from './cgroup.ts';
+import { sandboxGroup } from '../../shared/cgroup.ts';
 import { seccompProgram, seccompSupported } from './seccomp.ts';
 
 export interface SandboxLimits {
