@@ -179,6 +179,29 @@ describe('product access tokens (e2e)', function () {
       }
     });
 
+    it('revokes only tokens whose scopes it holds (403 naming what it lacks); the operator revokes any', async () => {
+      const revoker = await root('revoker', ['tokens:write', 'tokens:read', 'jobs:read']);
+      const wide = await root('wide', ['admin']);
+      const wider = await root('wider', ['jobs:read', 'jobs:write', 'tokens:write']);
+      const narrow = await root('narrow', ['jobs:read']);
+      const refused = await call('DELETE', `/tokens/${wide.id}`, revoker.token);
+      expect(refused.status).to.equal(403);
+      expect(refused.body.error).to.equal('forbidden');
+      expect(refused.body.message).to.include('admin');
+      const partly = await call('DELETE', `/tokens/${wider.id}`, revoker.token);
+      expect(partly.status).to.equal(403);
+      expect(partly.body.message).to.include('jobs:write').and.not.include('tokens:write');
+      for (const token of [wide, wider]) expect((await call('GET', '/jobs', token.token)).status, 'still in force').to.equal(200);
+
+      const allowed = await call('DELETE', `/tokens/${narrow.id}`, revoker.token);
+      expect(allowed.status).to.equal(200);
+      expect((await call('GET', '/jobs', narrow.token)).status).to.equal(401);
+      // An admin token holds every scope, and so may revoke any of its owner's tokens.
+      expect((await call('DELETE', `/tokens/${wider.id}`, wide.token)).status).to.equal(200);
+      expect((await home.run(['tokens', 'revoke', wide.id])).code).to.equal(0);
+      expect((await call('GET', '/jobs', wide.token)).status).to.equal(401);
+    });
+
     it('refuses a child whose request was let in before its parent was revoked and finished after', async () => {
       // The request's headers (and so its credential) are checked at once; its body comes after the revoke.
       const held = (bearer: string, body: unknown) => {

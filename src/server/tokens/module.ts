@@ -87,7 +87,10 @@ export default defineModule({
           delete: {
             summary: 'revoke a token', ...security('DELETE /tokens/:id'),
             parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
-            responses: { 200: jsonResponse('TokenRevoked', 'revoked, with every token made with it'), ...protectedErrors, 404: errorResponse("not one of the caller's tokens") },
+            responses: {
+              200: jsonResponse('TokenRevoked', 'revoked, with every token made with it'), ...protectedErrors,
+              403: errorResponse("the credential lacks the route's scope, or a scope the token to revoke holds"), 404: errorResponse("not one of the caller's tokens"),
+            },
           },
         },
       },
@@ -153,6 +156,14 @@ export default defineModule({
       handler: async (http) => {
         const principal = http.state.principal as Principal;
         const id = http.params.id;
+        const target = await tokens.get(principal.subject, id);
+        if (!target) throw new DomainError('not_found', `No token ${id} of yours.`);
+        // Revoking is power over a credential too: a caller revokes only tokens holding no scope it lacks (their descendants hold no more).
+        const lacking = target.scopes.filter((scope) => !holds(principal, scope));
+        if (lacking.length > 0) {
+          throw new DomainError('forbidden', `Token ${id} holds scopes this credential lacks: ${lacking.join(', ')}. `
+            + 'Revoke it with a credential that holds them, such as the gateway credential or `gateway tokens revoke` on the host.');
+        }
         const revoked = await tokens.revoke(principal.subject, id);
         if (!revoked) throw new DomainError('not_found', `No token ${id} of yours.`);
         await revocation(revoked, principal.subject, http.req.socket.remoteAddress);
