@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { request } from 'node:http';
 import { isWellFormedAccessToken } from '../../src/shared/api/access-token.ts';
 import { freePort, Home } from '../support/cli.ts';
 
@@ -82,6 +83,186 @@ describe('product access tokens (e2e)', function () {
     const unknown = await call('GET', '/tokens', 'gwt_000000000000000000000000000000000000');
     expect(unknown.status).to.equal(401);
     expect((await call('GET', '/tokens', undefined)).status).to.equal(401);
+  });
+
+  describe('a token made with a token never outgrows it', () => {
+    const HOUR = 3_600_000;
+    /** A token the gateway credential makes (it has no parent), expiring in an hour unless told. */
+    const root = async (name: string, scopes: string[], expiresInMs = HOUR) =>
+      (await call('POST', '/tokens', gateway, { name, scopes, expiresAt: new Date(Date.now() + expiresInMs).toISOString() })).body as { id: string; token: string; expiresAt: string };
+    const mint = (parent: string, body: Record<string, unknown>) => call('POST', '/tokens', parent, body);
+    const listed = async (id: string) => ((await call('GET', '/tokens?limit=1000', gateway)).body.tokens as { id: string; parentId: string | null; revokedAt: string | null }[]).find((token) => token.id === id);
+
+    it('ends with its parent: no expiry asked is capped to the parent\'s, a later one is refused naming it', async () => {
+      const parent = await root('expiring parent', ['tokens:write', 'tokens:read']);
+      const capped = await mint(parent.token, { name: 'child', scopes: ['tokens:read'] });
+      expect(capped.status).to.equal(201);
+      expect(capped.body.expiresAt, 'the answer shows the real expiry').to.equal(parent.expiresAt);
+      expect(await listed(capped.body.id)).to.include({ parentId: parent.id, revokedAt: null });
+
+      const later = await mint(parent.token, { name: 'forever', scopes: ['tokens:read'], expiresAt: '2999-01-01T00:00:00Z' });
+      expect(later.status).to.equal(400);
+      expect(later.body.error).to.equal('bad_request');
+      expect(later.body.message).to.include(parent.expiresAt).and.to.include('expiresAt');
+      expect(later.body.message).to.not.include(parent.token);
+
+      const sooner = new Date(Date.parse(parent.expiresAt) - 60_000).toISOString();
+      const asked = await mint(parent.token, { name: 'sooner', scopes: ['tokens:read'], expiresAt: sooner });
+      expect(asked.status).to.equal(201);
+      expect(asked.body.expiresAt).to.equal(sooner);
+      const same = await mint(parent.token, { name: 'as long', scopes: ['tokens:read'], expiresAt: parent.expiresAt });
+      expect(same.status).to.equal(201);
+
+      // Tokens the operator makes have no parent and keep the default expiry.
+      const operator = await call('POST', '/tokens', gateway, { name: 'operator', scopes: ['tokens:read'] });
+      expect(Date.parse(operator.body.expiresAt) - Date.parse(operator.body.createdAt)).to.equal(90 * 86_400_000);
+      expect((await listed(operator.body.id))?.parentId).to.equal(null);
+    });
+
+    it('holds no scope its parent lacks (400 naming it)', async () => {
+      const parent = await root('narrow parent', ['tokens:write', 'jobs:read']);
+      const wider = await mint(parent.token, { name: 'wider', scopes: ['jobs:read', 'jobs:write'] });
+      expect(wider.status).to.equal(400);
+      expect(wider.body.message).to.include('jobs:write');
+      const child = await mint(parent.token, { name: 'child', scopes: ['tokens:write'] });
+      expect(child.status).to.equal(201);
+      const grandchild = await mint(child.body.token, { name: 'grandchild', scopes: ['jobs:read'] });
+      expect(grandchild.status, 'not even one its grandparent holds').to.equal(400);
+      expect(grandchild.body.message).to.include('jobs:read');
+    });
+
+    it('dies with its parent, and a grandchild with its grandparent, in the list and the audit log too', async () => {
+      const parent = await root('parent', ['tokens:write', 'tokens:read']);
+      const child = (await mint(parent.token, { name: 'child', scopes: ['tokens:write', 'tokens:read'] })).body;
+      const grandchild = (await mint(child.token, { name: 'grandchild', scopes: ['tokens:read'] })).body;
+      const sibling = (await mint(parent.token, { name: 'sibling', scopes: ['tokens:read'] })).body;
+      const stranger = await root('stranger', ['tokens:read']);
+      for (const token of [child, grandchild, sibling]) expect((await call('GET', '/tokens', token.token)).status).to.equal(200);
+
+      // Revoking the child takes the grandchild, not the parent nor the sibling.
+      const revokedChild = await call('DELETE', `/tokens/${child.id}`, gateway);
+      expect(revokedChild.status).to.equal(200);
+      expect(revokedChild.body).to.include({ id: child.id, alreadyRevoked: false, descendantsRevoked: 1 });
+      const gone = await call('GET', '/tokens', grandchild.token);
+      expect(gone.status).to.equal(401);
+      expect(gone.body.message).to.equal('The token was revoked.');
+      expect((await call('GET', '/tokens', parent.token)).status).to.equal(200);
+      expect((await call('GET', '/tokens', sibling.token)).status).to.equal(200);
+
+      // The operator's revoke (the CLI, over RPC) takes the whole family too.
+      const cli = await home.json(['tokens', 'revoke', parent.id]);
+      expect(cli).to.include({ id: parent.id, alreadyRevoked: false, descendantsRevoked: 1 });
+      for (const token of [parent, child, grandchild, sibling]) expect((await call('GET', '/tokens', token.token)).status, token.id).to.equal(401);
+      expect((await call('GET', '/tokens', stranger.token)).status).to.equal(200);
+      for (const token of [child, grandchild, sibling]) expect((await listed(token.id))?.revokedAt, token.id).to.be.a('string');
+
+      const { events } = await home.json(['audit', '--limit', '1000']) as { events: { kind: string; subject: string; detail?: Record<string, unknown> }[] };
+      const revocation = (id: string) => events.find((event) => event.kind === 'token.revoked' && event.subject === id);
+      expect(revocation(grandchild.id)?.detail).to.deep.equal({ revokedWith: child.id });
+      expect(revocation(sibling.id)?.detail).to.deep.equal({ revokedWith: parent.id });
+      expect(revocation(parent.id)?.detail).to.deep.equal({ descendants: 1 });
+      expect(JSON.stringify(events)).to.not.include(grandchild.token);
+    });
+
+    it('expires with its parent', async () => {
+      const parent = await root('short parent', ['tokens:write', 'tokens:read'], 2000);
+      const child = (await mint(parent.token, { name: 'child', scopes: ['tokens:write', 'tokens:read'] })).body;
+      const grandchild = (await mint(child.token, { name: 'grandchild', scopes: ['tokens:read'] })).body;
+      expect(child.expiresAt).to.equal(parent.expiresAt);
+      expect(grandchild.expiresAt).to.equal(parent.expiresAt);
+      expect((await call('GET', '/tokens', grandchild.token)).status).to.equal(200);
+      await new Promise((resolve) => setTimeout(resolve, Date.parse(parent.expiresAt) - Date.now() + 100));
+      for (const token of [parent, child, grandchild]) {
+        const refused = await call('GET', '/tokens', token.token);
+        expect(refused.status).to.equal(401);
+        expect(refused.body.message).to.equal('The token has expired.');
+      }
+    });
+
+    it('revokes only tokens whose scopes it holds (403 naming what it lacks); the operator revokes any', async () => {
+      const revoker = await root('revoker', ['tokens:write', 'tokens:read', 'jobs:read']);
+      const wide = await root('wide', ['admin']);
+      const wider = await root('wider', ['jobs:read', 'jobs:write', 'tokens:write']);
+      const narrow = await root('narrow', ['jobs:read']);
+      const refused = await call('DELETE', `/tokens/${wide.id}`, revoker.token);
+      expect(refused.status).to.equal(403);
+      expect(refused.body.error).to.equal('forbidden');
+      expect(refused.body.message).to.include('admin');
+      const partly = await call('DELETE', `/tokens/${wider.id}`, revoker.token);
+      expect(partly.status).to.equal(403);
+      expect(partly.body.message).to.include('jobs:write').and.not.include('tokens:write');
+      for (const token of [wide, wider]) expect((await call('GET', '/jobs', token.token)).status, 'still in force').to.equal(200);
+
+      const allowed = await call('DELETE', `/tokens/${narrow.id}`, revoker.token);
+      expect(allowed.status).to.equal(200);
+      expect((await call('GET', '/jobs', narrow.token)).status).to.equal(401);
+      // An admin token holds every scope, and so may revoke any of its owner's tokens.
+      expect((await call('DELETE', `/tokens/${wider.id}`, wide.token)).status).to.equal(200);
+      expect((await home.run(['tokens', 'revoke', wide.id])).code).to.equal(0);
+      expect((await call('GET', '/jobs', wide.token)).status).to.equal(401);
+    });
+
+    it('refuses a child whose request was let in before its parent was revoked and finished after', async () => {
+      // The request's headers (and so its credential) are checked at once; its body comes after the revoke.
+      const held = (bearer: string, body: unknown) => {
+        const text = JSON.stringify(body);
+        const req = request(`${base}/tokens`, {
+          method: 'POST', headers: { authorization: `Bearer ${bearer}`, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)) },
+        });
+        const answer = new Promise<{ status: number; body: { token?: string; message?: string } }>((resolve, reject) => {
+          req.on('response', (response) => {
+            let data = '';
+            response.setEncoding('utf8').on('data', (chunk: string) => { data += chunk; }).on('end', () => resolve({ status: response.statusCode!, body: JSON.parse(data) }));
+          });
+          req.on('error', reject);
+        });
+        req.write(text.slice(0, 2));
+        return { finish: () => req.end(text.slice(2)), answer };
+      };
+      const parent = await root('held parent', ['tokens:write', 'tokens:read']);
+      const child = (await mint(parent.token, { name: 'child', scopes: ['tokens:write', 'tokens:read'] })).body;
+      const byParent = held(parent.token, { name: 'held child', scopes: ['tokens:read'] });
+      const byChild = held(child.token, { name: 'held grandchild', scopes: ['tokens:read'] });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect((await call('DELETE', `/tokens/${parent.id}`, gateway)).status).to.equal(200);
+      byParent.finish();
+      byChild.finish();
+      for (const { answer } of [byParent, byChild]) {
+        const made = await answer;
+        expect(made.status, JSON.stringify(made.body)).to.equal(401);
+        expect(made.body.message).to.equal('The token was revoked.');
+      }
+    });
+
+    it('leaves no working child when its parent is revoked while children are being made', async () => {
+      for (let round = 0; round < 3; round++) {
+        const parent = await root(`racing parent ${round}`, ['tokens:write', 'tokens:read']);
+        const first = await mint(parent.token, { name: 'first', scopes: ['tokens:write', 'tokens:read'] });
+        expect(first.status).to.equal(201);
+        const minted: string[] = [first.body.token];
+        const refused: number[] = [];
+        // Children and grandchildren made without pause by several callers, before, during and after the revoke.
+        let revoked = false;
+        const maker = async (index: number) => {
+          for (let n = 0; ; n++) {
+            const late = revoked;
+            const made = await mint((index + n) % 2 ? parent.token : first.body.token, { name: `racer ${index}.${n}`, scopes: ['tokens:read'] });
+            if (made.status === 201) minted.push(made.body.token);
+            else refused.push(made.status);
+            if (late) return;
+          }
+        };
+        const makers = Array.from({ length: 6 }, (_, index) => maker(index));
+        while (minted.length < 8 + round * 4) await new Promise((resolve) => setTimeout(resolve, 1));
+        const revoke = await call('DELETE', `/tokens/${parent.id}`, gateway);
+        revoked = true;
+        expect(revoke.status).to.equal(200);
+        await Promise.all(makers);
+        expect(refused.length, 'the makers went on after the revoke').to.be.at.least(6);
+        expect(refused.every((status) => status === 401), String(refused)).to.equal(true);
+        for (const token of minted) expect((await call('GET', '/tokens', token)).status, 'a child of a revoked parent').to.equal(401);
+      }
+    });
   });
 
   it('keeps one owner\'s tokens from another', async () => {

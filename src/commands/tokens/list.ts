@@ -3,7 +3,7 @@ import { BaseCommand } from '../../cli/base-command.ts';
 import { table } from '../../cli/table.ts';
 
 export interface TokenList {
-  tokens: { id: string; name: string; scopes: string[]; createdAt: string; expiresAt: string; lastUsedAt: string | null; revokedAt: string | null; masked: string }[];
+  tokens: { id: string; name: string; scopes: string[]; createdAt: string; expiresAt: string; lastUsedAt: string | null; revokedAt: string | null; parentId: string | null; masked: string }[];
   more: boolean;
 }
 

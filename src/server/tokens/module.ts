@@ -10,10 +10,10 @@ import { readJsonBody } from '../kernel/body.ts';
 import { errorResponse, jsonResponse, protectedErrors, ref, security } from '../kernel/api-doc.ts';
 import { defineModule, type BearerVerifier, type Principal } from '../kernel/module.ts';
 import { ROUTE_SCOPES } from '../../shared/api/routes.ts';
-import type { TokenCreated } from '../../shared/protocol/results.ts';
+import type { TokenCreated, TokenRevoked } from '../../shared/protocol/results.ts';
 import { jwtVerifier, serviceKeyVerifier } from './api-credentials.ts';
 import { parseTokenRequest } from './token-request.ts';
-import { TOKEN_LIST_LIMIT, TOKEN_MIGRATIONS, TokenStore, type AccessToken } from './token-store.ts';
+import { TOKEN_LIST_LIMIT, TOKEN_MIGRATIONS, TokenStore, type CreatedToken, type Revoked } from './token-store.ts';
 
 /** GET /tokens?limit=N: an integer from 1 to 1,000 (default 100); nothing else is taken. */
 function listLimit(query: Record<string, string | string[] | undefined>): number {
@@ -28,9 +28,16 @@ function listLimit(query: Record<string, string | string[] | undefined>): number
 /** Tokens made from the host's CLI belong to the same owner as the gateway credential on HTTP. */
 export const GATEWAY_OWNER = 'gateway';
 
-const created = (token: AccessToken & { token: string }): TokenCreated => ({
+const created = (token: CreatedToken): TokenCreated => ({
   id: token.id, name: token.name, scopes: token.scopes, createdAt: token.createdAt, expiresAt: token.expiresAt, token: token.token,
 });
+
+/** How a product token's principal names it (credentialId), and the token's id back from a principal. */
+const credentialOf = (id: string) => `token:${id}`;
+const tokenIdOf = (principal: Principal): string | undefined =>
+  principal.kind === 'token' && principal.credentialId?.startsWith('token:') ? principal.credentialId.slice('token:'.length) : undefined;
+
+const REFUSED = { expired: 'The token has expired.', revoked: 'The token was revoked.' } as const;
 
 export default defineModule({
   id: 'tokens',
@@ -54,10 +61,8 @@ export default defineModule({
 
     const tokenVerifier: BearerVerifier = async (value) => {
       const check = await tokens.check(value);
-      if (check.ok) return { kind: 'token', subject: check.token.owner, scopes: new Set(check.token.scopes), credentialId: `token:${check.token.id}` };
-      if (check.reason === 'expired') return 'The token has expired.';
-      if (check.reason === 'revoked') return 'The token was revoked.';
-      return undefined;
+      if (check.ok) return { kind: 'token', subject: check.token.owner, scopes: new Set(check.token.scopes), credentialId: credentialOf(check.token.id) };
+      return check.reason === 'unknown' ? undefined : REFUSED[check.reason];
     };
     ctx.http.bearer(tokenVerifier);
     ctx.http.bearer(serviceKeyVerifier(() => secrets.serviceKey));
@@ -82,7 +87,10 @@ export default defineModule({
           delete: {
             summary: 'revoke a token', ...security('DELETE /tokens/:id'),
             parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
-            responses: { 200: jsonResponse('TokenRevoked', 'revoked'), ...protectedErrors, 404: errorResponse("not one of the caller's tokens") },
+            responses: {
+              200: jsonResponse('TokenRevoked', 'revoked, with every token made with it'), ...protectedErrors,
+              403: errorResponse("the credential lacks the route's scope, or a scope the token to revoke holds"), 404: errorResponse("not one of the caller's tokens"),
+            },
           },
         },
       },
@@ -93,9 +101,21 @@ export default defineModule({
         ctx.log.warn({ token: id, error: (error as Error).message }, 'the saved copy of a revoked token could not be removed');
       });
     };
-    const revokedView = ({ token, alreadyRevoked }: { token: { id: string; revokedAt: string | null }; alreadyRevoked: boolean }) => ({
-      id: token.id, revokedAt: token.revokedAt, alreadyRevoked,
+    const revokedView = ({ token, alreadyRevoked, descendants }: Revoked): TokenRevoked => ({
+      id: token.id, revokedAt: token.revokedAt, alreadyRevoked, descendantsRevoked: descendants.length,
     });
+    /**
+     * Records a revocation, and each token revoked with it under its own id
+     * (so a search by token finds why it stopped working). Their saved copies
+     * need no removing: only the operator's tokens are saved, and those have
+     * no parent.
+     */
+    const revocation = async (revoked: Revoked, actor: string | undefined, address: string | undefined) => {
+      if (revoked.alreadyRevoked) return;
+      const { id } = revoked.token;
+      await audit('token.revoked', { actor, subject: id, address, ...(revoked.descendants.length > 0 ? { detail: { descendants: revoked.descendants.length } } : {}) });
+      for (const descendant of revoked.descendants) await audit('token.revoked', { actor, subject: descendant, address, detail: { revokedWith: id } });
+    };
 
     ctx.http.route({
       method: 'POST', path: '/tokens', auth: { scope: ROUTE_SCOPES['POST /tokens'] },
@@ -104,8 +124,25 @@ export default defineModule({
         const body = await readJsonBody(http.req, ctx.config().gateway.http.maxBodyBytes, () => http.set('connection', 'close'));
         const now = Date.now();
         const request = await parseTokenRequest(body, { defaultExpiryDays: defaultExpiryDays(), now, grantable: (scope) => holds(principal, scope) });
-        const token = await tokens.create(principal.subject, request, now);
-        await audit('token.created', { actor: principal.subject, subject: token.id, address: http.req.socket.remoteAddress, detail: { name: token.name, scopes: token.scopes } });
+        // A token made with a token records it, ends no later than it, and dies with it (DESIGN.md, "a credential never grows").
+        const parent = tokenIdOf(principal);
+        let token: CreatedToken;
+        if (parent === undefined) {
+          token = await tokens.create(principal.subject, request, now);
+        } else {
+          const made = await tokens.createChild(principal.subject, parent, request, now);
+          // The parent stopped working after it was checked for this request: answered as if it had been then.
+          if (!made.ok) {
+            throw new DomainError('unauthorized', made.reason === 'unknown' ? 'The credential is not valid.' : REFUSED[made.reason], {
+              headers: { 'www-authenticate': 'Bearer error="invalid_token"' },
+            });
+          }
+          token = made.token;
+        }
+        await audit('token.created', {
+          actor: principal.subject, subject: token.id, address: http.req.socket.remoteAddress,
+          detail: { name: token.name, scopes: token.scopes, ...(parent === undefined ? {} : { parent }) },
+        });
         http.status = 201;
         http.body = created(token);
       },
@@ -119,9 +156,17 @@ export default defineModule({
       handler: async (http) => {
         const principal = http.state.principal as Principal;
         const id = http.params.id;
+        const target = await tokens.get(principal.subject, id);
+        if (!target) throw new DomainError('not_found', `No token ${id} of yours.`);
+        // Revoking is power over a credential too: a caller revokes only tokens holding no scope it lacks (their descendants hold no more).
+        const lacking = target.scopes.filter((scope) => !holds(principal, scope));
+        if (lacking.length > 0) {
+          throw new DomainError('forbidden', `Token ${id} holds scopes this credential lacks: ${lacking.join(', ')}. `
+            + 'Revoke it with a credential that holds them, such as the gateway credential or `gateway tokens revoke` on the host.');
+        }
         const revoked = await tokens.revoke(principal.subject, id);
         if (!revoked) throw new DomainError('not_found', `No token ${id} of yours.`);
-        if (!revoked.alreadyRevoked) await audit('token.revoked', { actor: principal.subject, subject: id, address: http.req.socket.remoteAddress });
+        await revocation(revoked, principal.subject, http.req.socket.remoteAddress);
         await forgetSaved(id);
         http.body = revokedView(revoked);
       },
@@ -143,7 +188,7 @@ export default defineModule({
       handler: async ({ id }, client) => {
         const revoked = await tokens.revoke(GATEWAY_OWNER, id);
         if (!revoked) throw new DomainError('not_found', `No token ${id}.`);
-        if (!revoked.alreadyRevoked) await audit('token.revoked', { actor: client.deviceId, subject: id, address: client.address });
+        await revocation(revoked, client.deviceId, client.address);
         await forgetSaved(id);
         return revokedView(revoked);
       },

@@ -7,6 +7,8 @@ export interface TokenRequest {
   name: string;
   scopes: string[];
   expiresAt: number;
+  /** Whether the caller named expiresAt (else it is the default). */
+  expiryAsked: boolean;
 }
 
 const DAY_MS = 86_400_000;
@@ -30,7 +32,23 @@ export async function parseTokenRequest(body: unknown, options: { defaultExpiryD
     expires = Date.parse(expiresAt);
     if (expires <= options.now) throw invalid('expiresAt is in the past.');
   }
-  return { name: name.trim(), scopes, expiresAt: expires };
+  return { name: name.trim(), scopes, expiresAt: expires, expiryAsked: expiresAt !== undefined };
+}
+
+/**
+ * A token made with a token (its parent) lives no longer than the parent.
+ * Without expiresAt it ends with the parent when the default would outlast
+ * it; an expiresAt after the parent's is refused rather than quietly moved
+ * earlier, because a caller who named a time plans around it.
+ */
+export function withinParent(request: TokenRequest, parent: { id: string; expiresAt: number }): TokenRequest {
+  if (request.expiresAt <= parent.expiresAt) return request;
+  const ends = new Date(parent.expiresAt).toISOString();
+  if (request.expiryAsked) {
+    throw invalid(`expiresAt is after ${ends}, when token ${parent.id} that makes this one expires, and a token never outlives the token that made it: `
+      + `ask for ${ends} or earlier, or leave expiresAt out to end with it.`);
+  }
+  return { ...request, expiresAt: parent.expiresAt };
 }
 
 /** Schema errors in words a caller can act on. */

@@ -1,8 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { generateAccessToken, isWellFormedAccessToken, maskAccessToken } from '../../shared/api/access-token.ts';
 import type { AccessTokenView } from '../../shared/protocol/results.ts';
-import type { Db, Store } from '../store/database.ts';
+import type { Db, Store, Tx } from '../store/database.ts';
 import type { Migration } from '../store/migrations.ts';
+import { withinParent, type TokenRequest } from './token-request.ts';
 
 /** Tokens a list holds unless asked for more (at most 1,000). */
 export const TOKEN_LIST_LIMIT = 100;
@@ -17,6 +18,16 @@ export interface VerifiedToken {
 }
 
 export type TokenCheck = { ok: true; token: VerifiedToken } | { ok: false; reason: 'unknown' | 'expired' | 'revoked' };
+
+export type CreatedToken = AccessToken & { token: string };
+
+export interface Revoked {
+  token: AccessToken;
+  /** The token had been revoked before; nothing changed. */
+  alreadyRevoked: boolean;
+  /** Tokens made with it, directly or not, revoked with it now. */
+  descendants: string[];
+}
 
 const hash = (value: string): string => createHash('sha256').update(value).digest('hex');
 const iso = (ms: unknown) => (ms === null || ms === undefined ? null : new Date(Number(ms)).toISOString());
@@ -33,6 +44,7 @@ const view = (row: Row): AccessToken => ({
   expiresAt: iso(row.expires_at)!,
   lastUsedAt: iso(row.last_used_at),
   revokedAt: iso(row.revoked_at),
+  parentId: row.parent_id === null || row.parent_id === undefined ? null : String(row.parent_id),
   masked: maskAccessToken(`x${String(row.last_four)}`),
 });
 
@@ -55,7 +67,38 @@ export const TOKEN_MIGRATIONS: readonly Migration[] = [{
     );
     CREATE INDEX access_tokens_owner ON access_tokens (owner, created_at);
   `,
+}, {
+  version: 2,
+  name: 'the token each token was made with',
+  // Null for a token the operator made, and for every token made before this version (their parents were not recorded).
+  sql: `
+    ALTER TABLE access_tokens ADD COLUMN parent_id TEXT;
+    CREATE INDEX access_tokens_parent ON access_tokens (parent_id);
+  `,
 }];
+
+/**
+ * A token's descendants still in force, revoked: those made with it, those
+ * made with them, and so on. Parameters: the token's id, the time.
+ */
+const REVOKE_DESCENDANTS = `WITH RECURSIVE family (id) AS (
+    SELECT id FROM access_tokens WHERE parent_id = ?
+    UNION ALL
+    SELECT t.id FROM access_tokens t JOIN family f ON t.parent_id = f.id
+  )
+  UPDATE access_tokens SET revoked_at = ? WHERE id IN (SELECT id FROM family) AND revoked_at IS NULL RETURNING id`;
+
+/**
+ * Making a token with a token and revoking a token take turns within one
+ * owner (a family never spans owners), so a revoke finds every child
+ * committed before it and a child made after it finds its parent revoked:
+ * no child of a revoked token slips between the two. SQLite's one writer
+ * makes transactions take turns already; PostgreSQL's run side by side, so
+ * there they take the owner's advisory lock until they end.
+ */
+async function takeTurn(tx: Tx, owner: string): Promise<void> {
+  if (tx.kind === 'postgres') await tx.get('SELECT pg_advisory_xact_lock(hashtext(?)) AS taken', `gateway.tokens ${owner}`);
+}
 
 /** Product access tokens: only a SHA-256 hash of each is stored. */
 export class TokenStore {
@@ -67,13 +110,37 @@ export class TokenStore {
     this.now = now;
   }
 
-  /** Creates a token; the value is returned here once and never again. */
-  async create(owner: string, input: { name: string; scopes: string[]; expiresAt: number }, createdAt = this.now(), db: Db = this.store): Promise<AccessToken & { token: string }> {
+  /** Creates a token with no parent (the operator's); the value is returned here once and never again. */
+  create(owner: string, input: { name: string; scopes: string[]; expiresAt: number }, createdAt = this.now()): Promise<CreatedToken> {
+    return this.insert(this.store, owner, input, createdAt, null);
+  }
+
+  /**
+   * Creates a token with one of the owner's tokens (its parent), which it
+   * records: its expiry is fitted within the parent's (withinParent), and it
+   * is made only while the parent is in force, checked in the same
+   * transaction. The caller has checked the scopes against the parent's.
+   */
+  async createChild(owner: string, parentId: string, request: TokenRequest, createdAt = this.now()): Promise<
+    { ok: true; token: CreatedToken } | { ok: false; reason: 'unknown' | 'expired' | 'revoked' }
+  > {
+    return this.store.transaction(async (tx) => {
+      await takeTurn(tx, owner);
+      const parent = await tx.get('SELECT expires_at, revoked_at FROM access_tokens WHERE id = ? AND owner = ?', parentId, owner);
+      if (!parent) return { ok: false, reason: 'unknown' };
+      if (parent.revoked_at !== null) return { ok: false, reason: 'revoked' };
+      if (Number(parent.expires_at) <= createdAt) return { ok: false, reason: 'expired' };
+      const input = withinParent(request, { id: parentId, expiresAt: Number(parent.expires_at) });
+      return { ok: true, token: await this.insert(tx, owner, input, createdAt, parentId) };
+    });
+  }
+
+  private async insert(db: Db, owner: string, input: { name: string; scopes: string[]; expiresAt: number }, createdAt: number, parent: string | null): Promise<CreatedToken> {
     const token = generateAccessToken();
     const id = `tok_${randomBytes(9).toString('base64url')}`;
     const scopes = [...new Set(input.scopes)].sort();
-    await db.run(`INSERT INTO access_tokens (id, owner, name, scopes, token_hash, last_four, created_at, expires_at)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, id, owner, input.name, JSON.stringify(scopes), hash(token), token.slice(-4), createdAt, input.expiresAt);
+    await db.run(`INSERT INTO access_tokens (id, owner, name, scopes, token_hash, last_four, created_at, expires_at, parent_id)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, id, owner, input.name, JSON.stringify(scopes), hash(token), token.slice(-4), createdAt, input.expiresAt, parent);
     return { ...(await this.get(owner, id, db))!, token };
   }
 
@@ -100,11 +167,21 @@ export class TokenStore {
     return changes;
   }
 
-  /** Revokes one of the owner's tokens at once (saying whether it was revoked already); undefined when the owner has no such token. */
-  async revoke(owner: string, id: string): Promise<{ token: AccessToken; alreadyRevoked: boolean } | undefined> {
-    const { changes } = await this.store.run('UPDATE access_tokens SET revoked_at = ? WHERE id = ? AND owner = ? AND revoked_at IS NULL', this.now(), id, owner);
-    const token = await this.get(owner, id);
-    return token && { token, alreadyRevoked: changes === 0 };
+  /**
+   * Revokes one of the owner's tokens at once, and in the same transaction
+   * every token made with it, directly or not; undefined when the owner has
+   * no such token. A token revoked before took its descendants then.
+   */
+  async revoke(owner: string, id: string): Promise<Revoked | undefined> {
+    return this.store.transaction(async (tx) => {
+      await takeTurn(tx, owner);
+      const now = this.now();
+      const { changes } = await tx.run('UPDATE access_tokens SET revoked_at = ? WHERE id = ? AND owner = ? AND revoked_at IS NULL', now, id, owner);
+      const token = await this.get(owner, id, tx);
+      if (!token) return undefined;
+      const descendants = changes === 0 ? [] : (await tx.all<{ id: string }>(REVOKE_DESCENDANTS, id, now)).map((row) => String(row.id));
+      return { token, alreadyRevoked: changes === 0, descendants };
+    });
   }
 
   /** Checks a presented value: its shape and checksum first, offline, then the stored hash. */

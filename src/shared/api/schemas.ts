@@ -37,7 +37,11 @@ export const schemas = {
     properties: {
       name: { type: 'string', minLength: 1, maxLength: 100, pattern: '\\S' },
       scopes: { type: 'array', minItems: 1, uniqueItems: true, items: { type: 'string', enum: [...TOKEN_SCOPES] } },
-      expiresAt: { type: 'string', format: 'date-time', description: 'default: now + api.tokens.defaultExpiryDays (90 days)' },
+      expiresAt: {
+        type: 'string', format: 'date-time',
+        description: 'default: now + api.tokens.defaultExpiryDays (90 days). A token made with a token expires no later than it: '
+          + 'without expiresAt it then ends with that token when sooner, and an expiresAt after that token\'s is refused (400)',
+      },
     },
   },
   TokenCreated: {
@@ -52,11 +56,12 @@ export const schemas = {
   },
   Token: {
     type: 'object',
-    required: ['id', 'name', 'scopes', 'createdAt', 'expiresAt', 'lastUsedAt', 'revokedAt', 'masked'],
+    required: ['id', 'name', 'scopes', 'createdAt', 'expiresAt', 'lastUsedAt', 'revokedAt', 'parentId', 'masked'],
     additionalProperties: false,
     properties: {
       id: { type: 'string' }, name: { type: 'string' }, scopes: { type: 'array', items: { type: 'string' } },
       createdAt: isoTime, expiresAt: isoTime, lastUsedAt: nullable(isoTime), revokedAt: nullable(isoTime),
+      parentId: { ...nullable({ type: 'string' }), description: 'the token this one was made with; null for one made with any other credential' },
       masked: { type: 'string', description: 'prefix and last four characters' },
     },
   },
@@ -68,8 +73,11 @@ export const schemas = {
     },
   },
   TokenRevoked: {
-    type: 'object', required: ['id', 'revokedAt', 'alreadyRevoked'], additionalProperties: false,
-    properties: { id: { type: 'string' }, revokedAt: isoTime, alreadyRevoked: { type: 'boolean', description: 'the token had been revoked before; nothing changed' } },
+    type: 'object', required: ['id', 'revokedAt', 'alreadyRevoked', 'descendantsRevoked'], additionalProperties: false,
+    properties: {
+      id: { type: 'string' }, revokedAt: isoTime, alreadyRevoked: { type: 'boolean', description: 'the token had been revoked before; nothing changed' },
+      descendantsRevoked: { type: 'integer', minimum: 0, description: 'tokens made with it, directly or not, revoked with it now' },
+    },
   },
   Job: {
     type: 'object',

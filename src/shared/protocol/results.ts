@@ -104,8 +104,19 @@ export interface AccessTokenView {
   expiresAt: string;
   lastUsedAt: string | null;
   revokedAt: string | null;
+  /** The token this one was made with (POST /tokens with a token); null for one made with any other credential (the operator's, a JWT...). */
+  parentId: string | null;
   /** The prefix and last four characters; never the token. */
   masked: string;
+}
+
+export interface TokenRevoked {
+  id: string;
+  revokedAt: string | null;
+  /** The token had been revoked before; nothing changed. */
+  alreadyRevoked: boolean;
+  /** Tokens made with it, directly or not, revoked with it now. */
+  descendantsRevoked: number;
 }
 
 export interface TokenCreated {
@@ -413,7 +424,7 @@ export interface MethodResults {
   'store.status': StoreStatus;
   'tokens.create': TokenCreated;
   'tokens.list': { tokens: AccessTokenView[]; more: boolean };
-  'tokens.revoke': { id: string; revokedAt: string | null; alreadyRevoked: boolean };
+  'tokens.revoke': TokenRevoked;
   'jobs.list': JobList;
   'jobs.get': Job;
   'jobs.retry': Job;

@@ -32,7 +32,7 @@ export class TokensPage extends Page {
   }
 
   private async revoke(token: AccessTokenView): Promise<void> {
-    if (!confirm(`Revoke the token ${token.name}? Callers using it are refused at once.`)) return;
+    if (!confirm(`Revoke the token ${token.name}? Callers using it, or a token made with it, are refused at once.`)) return;
     await this.guard(async () => {
       await this.call('tokens.revoke', { id: token.id });
       this.notice = `Revoked ${token.name}.`;
