@@ -4,6 +4,7 @@ import { ExitCode } from '../shared/exit-codes.ts';
 import { gatewayHome, profilePaths, type ProfilePaths } from '../shared/profile.ts';
 import { requireProfile, selectProfileName } from '../shared/profiles.ts';
 import { suggestions } from '../shared/suggest.ts';
+import { visibleJson } from '../shared/visible-text.ts';
 import type { RpcClient } from './rpc-client.ts';
 
 /** The bounds oclif's own parse() declares. */
@@ -143,7 +144,7 @@ export abstract class BaseCommand<T> extends Command {
   }
 
   override logJson(json: unknown): void {
-    process.stdout.write(`${JSON.stringify(json, null, 2)}\n`);
+    process.stdout.write(`${visibleJson(json, 2)}\n`);
   }
 
   override async catch(error: Error & { oclif?: { exit?: number }; exitCode?: number }): Promise<unknown> {

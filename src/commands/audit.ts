@@ -2,6 +2,7 @@ import { Flags } from '@oclif/core';
 import { BaseCommand } from '../cli/base-command.ts';
 import { table } from '../cli/table.ts';
 import type { MethodResults } from '../shared/protocol/results.ts';
+import { visibleJson, visibleText } from '../shared/visible-text.ts';
 
 export type AuditResult = MethodResults['audit.list'];
 
@@ -21,7 +22,7 @@ export default class Audit extends BaseCommand<AuditResult> {
     const client = await this.rpc(this.selectProfile(flags.profile), flags.url);
     const result = await client.call('audit.list', { since, limit: flags.limit });
     this.say(result.events.length ? table(['TIME', 'EVENT', 'SUBJECT', 'FROM', 'DETAIL'], result.events.map((e) => [
-      e.at, e.kind, String(e.subject ?? '-'), String(e.address ?? '-'), e.detail ? JSON.stringify(e.detail) : '',
+      e.at, e.kind, visibleText(String(e.subject ?? '-')), visibleText(String(e.address ?? '-')), e.detail ? visibleJson(e.detail) : '',
     ])) : 'No audit events.');
     return result;
   }

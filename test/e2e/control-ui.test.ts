@@ -327,7 +327,7 @@ describe('the Control UI and WebChat (e2e, in Chromium)', function () {
     await context.close();
   });
 
-  it('a command exec waits to run shows on the Overview, and Approve there runs it', async () => {
+  it('a command exec waits to run shows on the Overview whole, its hidden characters escaped, and Approve there runs it', async () => {
     expect((await home.run(['config', 'set', 'tools.exec.approval', 'ask'])).code).to.equal(0);
     const { page, context, problems } = await signedIn();
     await go(page, 'overview');
@@ -344,6 +344,15 @@ describe('the Control UI and WebChat (e2e, in Chromium)', function () {
     expect(result.json.result.stdout).to.equal('approved in the browser\n');
     await page.getByText('Approved: echo approved in the browser').waitFor();
     expect(await card.count(), 'the card leaves once nothing waits').to.equal(0);
+
+    // A command that hides its tail (a line break, a terminal escape, a right-to-left override) is shown whole, escaped.
+    const hiding = `echo harmless${' '.repeat(60)}\ntouch hidden \x1b[8m\u202eexe.txt`;
+    const hidden = home.run(['tools', 'invoke', 'exec', '--args', JSON.stringify({ command: hiding }), '--json']);
+    const shown = page.getByTestId('approval-command');
+    await shown.waitFor({ timeout: 10_000 });
+    expect(await shown.textContent()).to.equal(`echo harmless${' '.repeat(60)}\\ntouch hidden \\x1b[8m\\u202eexe.txt`);
+    await page.getByRole('button', { name: /^Reject / }).click();
+    expect((await hidden).code).to.not.equal(0);
     expect(problems.console).to.deep.equal([]);
     expect((await home.run(['config', 'unset', 'tools.exec.approval'])).code).to.equal(0);
     await context.close();

@@ -165,6 +165,51 @@ describe('exec in a bubblewrap sandbox, with approvals (e2e)', function () {
     }
   });
 
+  it('allowlist: a pattern matches what will run, so `git *` never covers git -c running a shell command; approvers see every character', async () => {
+    await set('tools.exec.approval', 'allowlist');
+    await set('tools.exec.allow', ['git *']);
+    await set('tools.exec.approvalTimeoutSeconds', 60);
+    const plain = await exec('git --version');
+    expect(plain.status, JSON.stringify(plain.body)).to.equal(200);
+    expect(plain.body.result.stdout).to.match(/^git version /);
+
+    // The attacker's form: git's own option defines an alias that runs a shell command.
+    let settled = false;
+    const attack = exec("git -c alias.x='!touch pwned.txt' x").finally(() => {
+      settled = true;
+    });
+    const asked = await waitFor(async () => (await home.run(['approvals', 'list', '--json'])).json?.approvals?.[0], 10_000, 'git -c to wait for approval');
+    expect(asked.command).to.equal("git -c alias.x='!touch pwned.txt' x");
+    expect(asked.why).to.equal('the command matches no tools.exec.allow pattern');
+    await sleep(500);
+    expect(settled, 'the call waits for an operator').to.equal(false);
+    expect(existsSync(join(workspace(), 'pwned.txt')), 'nothing ran unasked').to.equal(false);
+    expect((await home.run(['approvals', 'reject', asked.id])).code).to.equal(0);
+    const refused = await attack;
+    expect(refused.status).to.equal(403);
+    expect(refused.body.message).to.match(/rejected the command/);
+    expect(existsSync(join(workspace(), 'pwned.txt'))).to.equal(false);
+
+    // A command hiding its tail behind a line break and terminal escapes is shown whole, every such character escaped.
+    const hiding = `git status${' '.repeat(100)}\ntouch hidden.txt \x1b[8m\u202e invisible tail ${'x'.repeat(120)}`;
+    const waiting = exec(hiding);
+    const pending = await waitFor(async () => (await home.run(['approvals', 'list', '--json'])).json?.approvals?.[0], 10_000, 'the hiding command to wait');
+    expect(pending.command, 'JSON gives the command as it is').to.equal(hiding);
+    const listed = await home.run(['approvals', 'list']);
+    expect(listed.code, listed.stderr).to.equal(0);
+    expect(listed.stdout).to.not.match(/[\x1b\u202e]/);
+    const row = listed.stdout.split('\n').find((line) => line.startsWith(pending.id))!;
+    expect(row, 'one line per command').to.be.a('string');
+    expect(row.endsWith(`git status${' '.repeat(100)}\\ntouch hidden.txt \\x1b[8m\\u202e invisible tail ${'x'.repeat(120)}`), row).to.equal(true);
+    const json = await home.run(['approvals', 'list', '--json']);
+    expect(json.stdout, 'raw JSON holds no ESC or bidi override either').to.not.match(/[\x1b\u202e]/);
+    expect(json.json.approvals[0].command).to.equal(hiding);
+    const rejected = await home.run(['approvals', 'reject', pending.id]);
+    expect(rejected.stdout).to.include(`Rejected ${pending.id}: git status`).and.include('\\ntouch hidden.txt \\x1b[8m\\u202e');
+    expect((await waiting).status).to.equal(403);
+    expect(existsSync(join(workspace(), 'hidden.txt'))).to.equal(false);
+  });
+
   it('without bubblewrap exec is unavailable and says why; it never runs the command unsandboxed', async () => {
     home.cleanup();
     const port = await freePort();

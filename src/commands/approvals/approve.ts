@@ -1,6 +1,7 @@
 import { Args } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.ts';
 import type { ExecApprovalView } from '../../shared/protocol/results.ts';
+import { visibleText } from '../../shared/visible-text.ts';
 
 export default class ApprovalsApprove extends BaseCommand<ExecApprovalView> {
   static override summary = 'Approve a waiting command: exec runs it, in its sandbox.';
@@ -12,7 +13,7 @@ export default class ApprovalsApprove extends BaseCommand<ExecApprovalView> {
     const { args, flags } = await this.parse(ApprovalsApprove);
     const client = await this.rpc(this.selectProfile(flags.profile), flags.url);
     const decided = await client.call('approvals.decide', { id: args.id, approve: true });
-    this.say(`Approved ${decided.id}: ${decided.command}`);
+    this.say(`Approved ${decided.id}: ${visibleText(decided.command)}`);
     return decided;
   }
 }

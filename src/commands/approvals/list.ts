@@ -1,6 +1,7 @@
 import { BaseCommand } from '../../cli/base-command.ts';
 import { table } from '../../cli/table.ts';
 import type { ExecApprovalView } from '../../shared/protocol/results.ts';
+import { visibleText } from '../../shared/visible-text.ts';
 
 export default class ApprovalsList extends BaseCommand<{ approvals: ExecApprovalView[] }> {
   static override summary = 'List commands waiting for an operator before exec runs them.';
@@ -11,8 +12,9 @@ export default class ApprovalsList extends BaseCommand<{ approvals: ExecApproval
     const { flags } = await this.parse(ApprovalsList);
     const client = await this.rpc(this.selectProfile(flags.profile), flags.url);
     const result = await client.call('approvals.list');
-    this.say(result.approvals.length ? table(['ID', 'CALLER', 'COMMAND', 'EXPIRES'], result.approvals.map((approval) => [
-      approval.id, approval.caller, approval.command.length > 80 ? `${approval.command.slice(0, 79)}…` : approval.command, approval.expiresAt,
+    // The command whole and last, its line breaks, escapes and invisible characters shown as escapes: what is approved is what is read.
+    this.say(result.approvals.length ? table(['ID', 'CALLER', 'EXPIRES', 'COMMAND'], result.approvals.map((approval) => [
+      approval.id, visibleText(approval.caller), approval.expiresAt, visibleText(approval.command),
     ])) : 'No command waits for approval.');
     return result;
   }

@@ -1,6 +1,7 @@
 import { Args } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.ts';
 import type { ExecApprovalView } from '../../shared/protocol/results.ts';
+import { visibleText } from '../../shared/visible-text.ts';
 
 export default class ApprovalsReject extends BaseCommand<ExecApprovalView> {
   static override summary = 'Reject a waiting command: it does not run, and the caller is told.';
@@ -12,7 +13,7 @@ export default class ApprovalsReject extends BaseCommand<ExecApprovalView> {
     const { args, flags } = await this.parse(ApprovalsReject);
     const client = await this.rpc(this.selectProfile(flags.profile), flags.url);
     const decided = await client.call('approvals.decide', { id: args.id, approve: false });
-    this.say(`Rejected ${decided.id}: ${decided.command}`);
+    this.say(`Rejected ${decided.id}: ${visibleText(decided.command)}`);
     return decided;
   }
 }

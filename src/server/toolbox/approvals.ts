@@ -8,6 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import type { ExecApprovalView } from '../../shared/protocol/results.ts';
 import { DomainError } from '../kernel/errors.ts';
+import { allowlistVerdict } from './allowlist.ts';
 
 export type Decision = 'approved' | 'rejected' | 'expired';
 
@@ -67,12 +68,11 @@ export class Approvals {
   }
 }
 
-/** Whether a command matches an allowlist pattern: exact, or with * for any text; never one with shell operators. */
+/**
+ * Whether a command runs without asking under the allowlist patterns: its
+ * words, as /bin/sh will run them, match a pattern's, and no word that runs
+ * another command is covered by a `*` (see allowlist.ts).
+ */
 export function allowedCommand(command: string, patterns: readonly string[]): boolean {
-  if (/[;|&$`<>\n\r(){}\\]/.test(command)) return false;
-  const normal = command.trim().replace(/\s+/g, ' ');
-  return patterns.some((pattern) => {
-    const regex = new RegExp(`^${pattern.trim().replace(/\s+/g, ' ').split('*').map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`);
-    return regex.test(normal);
-  });
+  return allowlistVerdict(command, patterns).allowed;
 }

@@ -495,7 +495,7 @@ export const configSchema: SchemaNode = object({
     }),
     exec: object({
       approval: oneOf(EXEC_APPROVALS, 'off', 'whether exec runs commands: off (refused), ask (an operator approves each: gateway approvals approve <id>), allowlist (commands matching tools.exec.allow run, others ask) or full (every command runs); always in the sandbox'),
-      allow: list({ type: 'string', minLength: 1, maxLength: 512 }, 'commands that run without asking under the allowlist approval: exact, or with * for any text (git status, ls *, npm test); a command with ; | & $ ` < > or a line break always asks'),
+      allow: list({ type: 'string', minLength: 1, maxLength: 512 }, 'commands that run without asking under the allowlist approval, matched word by word against what will run: the program exactly, then each argument exactly, * alone for one or more arguments, * inside a word for any characters of one (git status, git log *, ls *, npm run test:*); a * never covers an option that runs another command (git -c, find -exec, ssh -o: docs/security.md), and a command with ; | & $ ` < > ( ) an unquoted glob or a line break always asks'),
       network: bool(false, 'let sandboxed commands reach the network'),
       timeoutSeconds: int(30, 1, 3600, 'wall time a command gets when the call names none'),
       maxTimeoutSeconds: int(300, 1, 3600, 'most wall time a call may ask for'),

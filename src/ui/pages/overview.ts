@@ -6,6 +6,7 @@
 import { html, nothing } from 'lit';
 import { duration, LEVEL_NAMES, Page, when } from '../page.ts';
 import type { ChannelStatus, ExecApprovalView, LogEntry, MetricsSummary, StatusPayload } from '../../shared/protocol/results.ts';
+import { visibleText } from '../../shared/visible-text.ts';
 
 export class OverviewPage extends Page {
   static override properties = { status: { state: true }, channels: { state: true }, errors: { state: true }, now: { state: true }, approvals: { state: true }, figures: { state: true } };
@@ -68,7 +69,7 @@ export class OverviewPage extends Page {
     await this.guard(async () => {
       await this.call('approvals.decide', { id: approval.id, approve });
       this.approvals = this.approvals.filter((a) => a.id !== approval.id);
-      this.notice = `${approve ? 'Approved' : 'Rejected'}: ${approval.command}`;
+      this.notice = `${approve ? 'Approved' : 'Rejected'}: ${visibleText(approval.command)}`;
     });
   }
 
@@ -78,8 +79,8 @@ export class OverviewPage extends Page {
     return html`<section class="card" aria-labelledby="approvals-title">
       <h2 id="approvals-title">Waiting for approval</h2>
       <ul class="plain" data-testid="approvals">${this.approvals.map((approval) => html`<li>
-        <code class="wrap">${approval.command}</code>
-        <div class="muted">${approval.caller}${approval.sessionKey ? html` in ${approval.sessionKey}` : nothing} · ${approval.why} · until ${when(approval.expiresAt)}</div>
+        <code class="wrap" data-testid="approval-command">${visibleText(approval.command)}</code>
+        <div class="muted">${visibleText(approval.caller)}${approval.sessionKey ? html` in ${visibleText(approval.sessionKey)}` : nothing} · ${approval.why} · until ${when(approval.expiresAt)}</div>
         ${admin ? html`<div class="row">
           <button aria-label=${`Approve ${approval.id}`} @click=${() => void this.decide(approval, true)}>Approve</button>
           <button class="secondary" aria-label=${`Reject ${approval.id}`} @click=${() => void this.decide(approval, false)}>Reject</button></div>`
