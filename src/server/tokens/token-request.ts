@@ -45,8 +45,8 @@ export function withinParent(request: TokenRequest, parent: { id: string; expire
   if (request.expiresAt <= parent.expiresAt) return request;
   const ends = new Date(parent.expiresAt).toISOString();
   if (request.expiryAsked) {
-    throw invalid(`expiresAt is after ${ends}, when token ${parent.id} that makes this one expires, and a token never outlives the token that made it: `
-      + `ask for ${ends} or earlier, or leave expiresAt out to end with it.`);
+    const fix = `ask for ${ends} or earlier, or leave expiresAt out to end with it`;
+    throw invalid(`expiresAt is after ${ends}, when token ${parent.id} that makes this one expires, and a token never outlives the token that made it: ${fix}.`);
   }
   return { ...request, expiresAt: parent.expiresAt };
 }
