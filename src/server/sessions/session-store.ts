@@ -39,6 +39,8 @@ export interface SessionMessage {
   data: Record<string, unknown> | null;
   /** The agent run this message belongs to. */
   runId: string | null;
+  /** Whose words a turn is (src/server/kernel/person.ts); null for the agent's messages, steps of runs, and turns of no one known. */
+  person: string | null;
 }
 
 /** Where a session lives: a channel's peer or room, or an agent conversation (channel "chat" or "api"). */
@@ -62,6 +64,8 @@ export interface NewEntry {
   messageKind?: MessageKind;
   data?: Record<string, unknown>;
   runId?: string;
+  /** Whose words the turn is, when they are a person's. */
+  person?: string;
 }
 
 export type NewMessage = SessionAddress & NewEntry;
@@ -85,6 +89,7 @@ const toMessage = (row: Row): SessionMessage => {
     kind: (str(row.kind) ?? 'message') as MessageKind,
     data: row.data === null || row.data === undefined ? null : JSON.parse(String(row.data)) as Record<string, unknown>,
     runId: str(row.run_id),
+    person: str(row.person),
   };
 };
 
@@ -100,7 +105,7 @@ export const messageView = (message: SessionMessage): MessageView => ({
   role: message.role, kind: message.kind, ...(message.data ? { data: message.data } : {}), ...(message.runId ? { runId: message.runId } : {}),
 });
 
-const INSERT_MESSAGE = 'INSERT INTO session_messages (session_key, direction, sender, sender_name, text, at, via, role, kind, data, run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *';
+const INSERT_MESSAGE = 'INSERT INTO session_messages (session_key, direction, sender, sender_name, text, at, via, role, kind, data, run_id, person) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *';
 
 /** Conversations with their history, in the profile's database. */
 export class SessionStore {
@@ -144,7 +149,7 @@ export class SessionStore {
   private async insert(tx: Db, key: string, entry: NewEntry): Promise<{ session: Session; message: SessionMessage }> {
     await tx.run('UPDATE sessions SET updated_at = ?, message_count = message_count + 1 WHERE key = ?', entry.at, key);
     const row = await tx.get<Row>(INSERT_MESSAGE, key, entry.direction, entry.sender, entry.senderName ?? null, entry.text, entry.at, entry.via ?? null,
-      entry.role ?? null, entry.messageKind ?? null, entry.data === undefined ? null : JSON.stringify(entry.data), entry.runId ?? null);
+      entry.role ?? null, entry.messageKind ?? null, entry.data === undefined ? null : JSON.stringify(entry.data), entry.runId ?? null, entry.person ?? null);
     return { session: (await this.get(key, tx))!, message: toMessage(row!) };
   }
 

@@ -30,6 +30,8 @@ export interface ToolCaller {
   admin: boolean;
   /** The agent whose run calls the tool. */
   agent?: string;
+  /** Whom the call acts for, derived by the daemon (src/server/kernel/person.ts). */
+  person: string;
 }
 
 /** Checks a request's own shape (not the tool's args): 400 naming the field. */
@@ -191,7 +193,7 @@ export class ToolRunner {
       tool: tool.name, surface: caller.surface, startedAt, endedAt: Date.now(), ...(request.runId ? { runId: request.runId } : {}), ...(error ? { error } : {}),
     }));
     try {
-      const result = await tool.handler(args, { caller: caller.name, surface: caller.surface, sessionKey: request.sessionKey, logger, ...(caller.agent ? { agent: caller.agent } : {}) });
+      const result = await tool.handler(args, { caller: caller.name, surface: caller.surface, person: caller.person, sessionKey: request.sessionKey, logger, ...(caller.agent ? { agent: caller.agent } : {}) });
       told();
       return result === undefined ? null : JSON.parse(JSON.stringify(result));
     } catch (thrown) {
