@@ -113,6 +113,7 @@ const toolPatterns = (settings: AgentSettings): readonly string[] => (settings.t
 /** A bare model as an agent of one step with no tools of its own. */
 const directSettings = (model: string): AgentSettings => ({
   model, fallbacks: [], instructions: '', tools: [], maxSteps: 1, toolChoice: 'auto', queue: 'followup', history: 0, clientTools: true, models: [], exec: {},
+  memory: { scope: 'person' },
 });
 
 const definedOf = <T extends object>(value: T): Partial<T> => Object.fromEntries(Object.entries(value).filter(([, entry]) => entry !== undefined)) as Partial<T>;
