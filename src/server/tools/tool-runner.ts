@@ -79,7 +79,7 @@ export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60_000;
 /** Runs tools under the policy: deny lists, dangerous tools, argument schemas, idempotency keys. */
 export class ToolRunner {
   private readonly deps: ToolRunnerDeps;
-  private readonly inFlight = new Map<string, Promise<unknown>>();
+  private readonly inFlight = new Map<string, { fingerprint: string; work: Promise<unknown> }>();
   private readonly loggers = new Map<string, Logger>();
   private readonly sources: ToolSource[] = [];
 
@@ -156,7 +156,8 @@ export class ToolRunner {
     if (!request.idempotencyKey) return { result: await this.run(tool, args, request, caller) };
 
     const key = `${caller.name}\n${request.idempotencyKey}`;
-    const fingerprint = createHash('sha256').update(JSON.stringify([tool.name, args, request.sessionKey ?? null])).digest('hex');
+    // Whom the call acts for is part of it: one person's result is never replayed to another under the same key.
+    const fingerprint = createHash('sha256').update(JSON.stringify([tool.name, args, request.sessionKey ?? null, caller.person])).digest('hex');
     const now = this.deps.now?.() ?? Date.now();
     const earlier = await this.deps.store.get<{ fingerprint: string; result: string }>('SELECT fingerprint, result FROM tool_invocations WHERE caller = ? AND key = ? AND created_at > ?',
       caller.name, request.idempotencyKey, now - IDEMPOTENCY_TTL_MS);
@@ -165,7 +166,10 @@ export class ToolRunner {
       return { result: JSON.parse(earlier.result), replayed: true };
     }
     const running = this.inFlight.get(key);
-    if (running) return { result: await running, replayed: true };
+    if (running) {
+      if (running.fingerprint !== fingerprint) throw new DomainError('conflict', 'This idempotencyKey is in use for a different call; use a new key.');
+      return { result: await running.work, replayed: true };
+    }
     const work = this.run(tool, args, request, caller).then(async (result) => {
       await this.deps.store.run(`
         INSERT INTO tool_invocations (caller, key, tool, fingerprint, result, created_at) VALUES (?, ?, ?, ?, ?, ?)
@@ -173,7 +177,7 @@ export class ToolRunner {
       `, caller.name, request.idempotencyKey!, tool.name, fingerprint, JSON.stringify(result ?? null), now);
       return result;
     });
-    this.inFlight.set(key, work);
+    this.inFlight.set(key, { fingerprint, work });
     try {
       return { result: await work };
     } finally {
