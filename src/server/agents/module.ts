@@ -12,6 +12,7 @@ import { WindowCounter } from '../auth/throttle.ts';
 import { DomainError, toDomainError } from '../kernel/errors.ts';
 import { type AgentRunObserved, observe, observed } from '../kernel/observe.ts';
 import { defineModule, type ModuleContext } from '../kernel/module.ts';
+import { OPERATOR, peerPerson } from '../kernel/person.ts';
 import modelsModule, { type ChatMessage, type ToolSpec, type UserPart } from '../models/module.ts';
 import sessionsModule, { type SessionAddress } from '../sessions/module.ts';
 import toolsModule from '../tools/module.ts';
@@ -35,7 +36,18 @@ export interface AgentRunRequest {
   recordedId?: number;
   /** Nothing to record as the turn (the caller's last message answers a tool call). */
   noTurn?: boolean;
-  sender?: { id: string; name?: string };
+  /**
+   * Who says the new turn; `person` when the turn is a person's own words,
+   * recorded with it so memory finds the session for them (an automation's
+   * prompt in a conversation it continues is no one's).
+   */
+  sender?: { id: string; name?: string; person?: string };
+  /**
+   * Whom the run acts for: its tool calls, memory's included, act for this
+   * person. Derived by the daemon from where the run came from
+   * (src/server/kernel/person.ts), never from the model or a request body.
+   */
+  person: string;
   /** The whole conversation, the new turn included, when the caller keeps it (the inference API): used instead of the session's history. */
   conversation?: ChatMessage[];
   /** System text of the caller's, after the agent's instructions. */
@@ -101,6 +113,7 @@ const toolPatterns = (settings: AgentSettings): readonly string[] => (settings.t
 /** A bare model as an agent of one step with no tools of its own. */
 const directSettings = (model: string): AgentSettings => ({
   model, fallbacks: [], instructions: '', tools: [], maxSteps: 1, toolChoice: 'auto', queue: 'followup', history: 0, clientTools: true, models: [], exec: {},
+  memory: { scope: 'person' },
 });
 
 const definedOf = <T extends object>(value: T): Partial<T> => Object.fromEntries(Object.entries(value).filter(([, entry]) => entry !== undefined)) as Partial<T>;
@@ -193,7 +206,7 @@ export default defineModule<Agents>({
       const room = (address ?? existing)!.kind === 'group';
 
       return runtime.submit({
-        runId: request.runId, agentId, sessionKey, text: request.text, signal: request.signal, turnIds: request.recordedId === undefined ? [] : [request.recordedId],
+        runId: request.runId, agentId, sessionKey, person: request.person, text: request.text, signal: request.signal, turnIds: request.recordedId === undefined ? [] : [request.recordedId],
         tools: toolPatterns(settings).length > 0,
         start: async ({ runId, text, turnIds, signal }) => {
           const started = Date.now();
@@ -221,7 +234,10 @@ export default defineModule<Agents>({
           const begin = (): Promise<void> => {
             begun ??= ctx.store.transaction(async (tx) => {
               await runs.started({ id: runId, agent: agentId, sessionKey, surface: request.surface, at: started }, tx);
-              const turn = { direction: 'in' as const, sender: request.sender?.id ?? 'operator', senderName: request.sender?.name, text, at: arrived, role: 'user' as const, messageKind: 'message' as const, runId };
+              const turn = {
+                direction: 'in' as const, sender: request.sender?.id ?? 'operator', senderName: request.sender?.name, person: request.sender?.person, text, at: arrived,
+                role: 'user' as const, messageKind: 'message' as const, runId,
+              };
               if (request.recordedId !== undefined || request.noTurn) {
                 if (address) await sessions.store.ensure(address, arrived, tx);
               } else if (address) await sessions.record({ ...address, ...turn }, tx);
@@ -255,7 +271,7 @@ export default defineModule<Agents>({
             const system = [settings.instructions, request.system, summarised].filter((part) => part && part.trim()).join('\n\n') || undefined;
             const agent = { ...settings, ...definedOf(request.overrides ?? {}) } as AgentSettings & { toolChoice: AgentSettings['toolChoice'] | { name: string } };
             const result = await executeRun({
-              runId, agentId, agent, sessionKey, messages, system,
+              runId, agentId, agent, sessionKey, person: request.person, messages, system,
               models: [request.model ?? settings.model!, ...settings.fallbacks.filter((ref) => ref !== (request.model ?? settings.model))],
               tools: toolsFor(settings), clientTools: request.clientTools ?? [],
               meta: { agent: agentId, sessionKey, subject: request.subject, surface: request.surface, runId },
@@ -304,7 +320,7 @@ export default defineModule<Agents>({
         const existing = params.sessionKey ? await sessions.store.get(params.sessionKey) : undefined;
         const outcome = await run({
           agentId, runId: params.runId, text: params.message, surface: 'chat', signal: client.closed,
-          sender: { id: `device:${client.deviceId}`, name: client.clientId },
+          sender: { id: `device:${client.deviceId}`, name: client.clientId, person: OPERATOR }, person: OPERATOR,
           session: existing ? { key: existing.key } : { channel: 'chat', account: agentId, kind: 'direct', peer: params.sessionKey ?? 'cli' },
         });
         const { pendingClientCalls: _pending, finishReason: _finish, ...result } = outcome;
@@ -411,6 +427,8 @@ function answerChannels(ctx: ModuleContext, channels: ChannelManager, run: Agent
     try {
       const result = await run({
         agentId: job.agentId, session: { key: job.sessionKey }, text: job.text, recordedId: job.recordedId, surface: 'channel', sender: job.sender,
+        // In a room too: the person who spoke the message answered, never the room.
+        person: peerPerson(job.channel, job.account, job.sender.id),
         ...(stream ? { onEvent: (event: { type: string; text?: string }) => { if (event.type === 'delta') stream.push(event.text!); } } : {}),
       });
       clearInterval(typing);

@@ -25,6 +25,8 @@ export interface RunSpec {
   agentId: string;
   agent: Omit<AgentSettings, 'toolChoice'> & { toolChoice: AgentSettings['toolChoice'] | { name: string } };
   sessionKey: string;
+  /** Whom the run acts for: every tool call it makes acts for them (src/server/kernel/person.ts). */
+  person: string;
   /** The conversation so far, the new turn included. */
   messages: ChatMessage[];
   system?: string;
@@ -146,7 +148,9 @@ async function runTool(call: ToolCallRecord, spec: RunSpec, deps: RunDeps): Prom
   if (!spec.tools.some((tool) => tool.name === call.name)) return { error: `Tool ${call.name} is not available to this agent.` };
   const args = call.args && typeof call.args === 'object' && !Array.isArray(call.args) ? call.args as Record<string, unknown> : {};
   try {
-    const { result } = await deps.runner.invoke({ tool: call.name, args, sessionKey: spec.sessionKey, runId: spec.runId }, { name: `agent:${spec.agentId}`, surface: 'agent', admin: false, agent: spec.agentId });
+    const { result } = await deps.runner.invoke({ tool: call.name, args, sessionKey: spec.sessionKey, runId: spec.runId }, {
+      name: `agent:${spec.agentId}`, surface: 'agent', admin: false, agent: spec.agentId, person: spec.person,
+    });
     return { result };
   } catch (thrown) {
     if (spec.signal.aborted) throw spec.signal.reason;

@@ -16,6 +16,8 @@ export interface RunRequest {
   runId?: string;
   agentId: string;
   sessionKey: string;
+  /** Whom the run acts for: only turns of one person are merged into one run. */
+  person?: string;
   /** The user's text; collected requests are merged into one turn. */
   text: string;
   /** The turn's messages when they are in the session already (a channel recorded them on arrival). */
@@ -85,7 +87,8 @@ export class AgentRuntime {
       };
       const waiter = { resolve: settle(resolve), reject: settle(reject) };
       const last = lane.queue.at(-1);
-      if (queue === 'collect' && last && last.request.agentId === request.agentId) {
+      // In a room, turns of different people are never merged: a run acts for one person, with that person's memory.
+      if (queue === 'collect' && last && last.request.agentId === request.agentId && last.request.person === request.person) {
         last.texts.push(request.text);
         last.turnIds.push(...request.turnIds);
         last.waiters.push(waiter);

@@ -20,6 +20,7 @@ import hooksModule, { renderTemplate } from '../hooks/module.ts';
 import jobsModule from '../jobs/module.ts';
 import { DomainError } from '../kernel/errors.ts';
 import { defineModule } from '../kernel/module.ts';
+import { automationPerson } from '../kernel/person.ts';
 import sessionsModule from '../sessions/module.ts';
 import type { Db, Tx } from '../store/database.ts';
 import webhooksModule from '../webhooks/module.ts';
@@ -251,7 +252,9 @@ export default defineModule({
       const to = await destination(settings, sessionKey);
       const outcome = await agents.run({
         agentId: action.agent, text: prompt, surface: 'automation', subject: `automation:${firing.automation}`,
-        sender: { id: `automation:${firing.automation}`, name: firing.automation },
+        // The automation acts for itself; its prompt is its own words only in a session of its own, not in one it continues.
+        person: automationPerson(firing.automation),
+        sender: { id: `automation:${firing.automation}`, name: firing.automation, ...(sessionKey ? {} : { person: automationPerson(firing.automation) }) },
         session: sessionKey ? { key: sessionKey } : { channel: 'automation', account: firing.automation, kind: 'direct', peer: firing.key },
       });
       if (outcome.status !== 'succeeded') throw new DomainError('unavailable', `The run ${outcome.runId} ended ${outcome.status}${outcome.error ? `: ${outcome.error}` : ''}.`);

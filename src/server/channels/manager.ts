@@ -5,6 +5,7 @@ import type { ChannelInfo, ChannelStatus, DmPairingRequestView, PairApproved } f
 import type { AccountStatus, Channel, ChannelKind, ChannelRequest, ChannelResponse, ChannelSettings, InboundMessage } from '../kernel/channel.ts';
 import { DomainError } from '../kernel/errors.ts';
 import { STARTED_LATE } from '../kernel/threads.ts';
+import { peerPerson } from '../kernel/person.ts';
 import { observe, observed, type ChannelMessageObserved } from '../kernel/observe.ts';
 import diagnostics from 'node:diagnostics_channel';
 import type { DecisionFailure, DmPairing, DmPairingRequest } from './dm-pairing.ts';
@@ -287,7 +288,10 @@ export class ChannelManager {
           ...(message.platformId ? { platformId: message.platformId } : {}),
           ...(files.length ? { attachments: files.map((file) => file.view) } : {}),
         };
-        const entry = { direction: 'in' as const, sender: message.sender, senderName: message.senderName, text: message.text, at: message.at, ...(Object.keys(data).length ? { data } : {}) };
+        const entry = {
+          direction: 'in' as const, sender: message.sender, senderName: message.senderName, person: peerPerson(channel, message.account, message.sender), text: message.text, at: message.at,
+          ...(Object.keys(data).length ? { data } : {}),
+        };
         const keep = async (recorded: { session: Session; message: SessionMessage }) => {
           await this.deps.attachments.save(channel, message.account, recorded.session.key, files, tx);
           return recorded;
@@ -346,7 +350,7 @@ export class ChannelManager {
     return this.deps.attachments.fetch(attachments, Number(settings?.maxAttachmentBytes ?? 10 * 1024 * 1024), log);
   }
 
-  private record(channel: string, account: string, kind: 'direct' | 'group', peer: string, peerName: string, message: { direction: 'in' | 'out'; sender: string; senderName?: string; text: string; at: number; via?: string; data?: Record<string, unknown> }, db?: Db) {
+  private record(channel: string, account: string, kind: 'direct' | 'group', peer: string, peerName: string, message: { direction: 'in' | 'out'; sender: string; senderName?: string; person?: string; text: string; at: number; via?: string; data?: Record<string, unknown> }, db?: Db) {
     return this.deps.sessions.record({ channel, account, kind, peer, peerName, ...message }, db);
   }
 

@@ -10,6 +10,7 @@ import type { GatewayConfig } from '../../shared/config/types.ts';
 import type { RunUsage } from '../../shared/protocol/results.ts';
 import type { AgentRunRequest, Agents, RunEvent, RunOutcome } from '../agents/module.ts';
 import { DomainError, toDomainError } from '../kernel/errors.ts';
+import { apiPerson } from '../kernel/person.ts';
 import type { Principal, RouteContext } from '../kernel/module.ts';
 import type { ChatMessage, ToolSpec } from '../models/module.ts';
 import { modelNotFound } from '../models/module.ts';
@@ -76,6 +77,8 @@ export function targetOf(model: string, deps: Pick<CallDeps, 'agents' | 'offered
 export function prepareCall<R extends { model: string; user?: string }>(http: RouteContext, request: R, deps: CallDeps): InferenceCall<R> {
   const principal = http.state.principal as Principal;
   const subject = subjectOf(principal);
+  // The person is the request's user within its credential; without one, the credential itself, which shares nothing with its users.
+  const person = apiPerson(principal, request.user);
   const target = targetOf(request.model, deps);
   const override = http.get('x-gateway-model') || undefined;
   if (override && !target.agentId) throw badField('x-gateway-model', 'x-gateway-model chooses the backend model of an agent; this request names a model already.');
@@ -116,8 +119,9 @@ export function prepareCall<R extends { model: string; user?: string }>(http: Ro
       const outcome = await deps.agents.run({
         ...target, model: override, conversation: options.conversation, system: options.system, text: options.turn ?? '',
         noTurn: options.turn === undefined,
-        session: { channel: 'api', account: target.agentId ?? 'direct', kind: 'direct', peer: `${principal.subject}/${conversationName}` },
-        sender: { id: subject }, clientTools: options.clientTools, overrides: options.overrides, surface: 'api', subject,
+        // A credential's conversations are its own, as its people are (a product token's are not its owner's other tokens').
+        session: { channel: 'api', account: target.agentId ?? 'direct', kind: 'direct', peer: `${subject}/${conversationName}` },
+        sender: { id: subject, person }, person, clientTools: options.clientTools, overrides: options.overrides, surface: 'api', subject,
         signal: gone.signal, onEvent: options.onEvent,
       });
       if (metered(principal)) deps.limits.spent(subject, (outcome.usage.inputTokens ?? 0) + (outcome.usage.outputTokens ?? 0));

@@ -122,6 +122,12 @@ export interface ToolContext {
   surface: 'http' | 'ws' | 'agent';
   /** The agent whose run calls the tool (surface agent). */
   agent?: string;
+  /**
+   * Whom the call acts for (src/server/kernel/person.ts): the person of the
+   * run's conversation, or the caller itself over HTTP and the WebSocket.
+   * Set by the daemon, never from the call's arguments.
+   */
+  person: string;
   sessionKey?: string;
   logger: Logger;
 }

@@ -74,4 +74,25 @@ export const SESSION_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX session_messages_via ON session_messages (via, session_key);
     `,
   },
+  {
+    version: 5,
+    name: 'the person who said each turn',
+    // What earlier messages tell: a channel's inbound message is its sender's (peer:<channel>:<account>:<sender>); a
+    // turn of `gateway chat` is the operator's; an automation's prompt in a session of its own is the automation's.
+    // A turn of the inference API names no user: it stays no one's, so its session is found only by an agent whose
+    // memory is shared (agents.<id>.memory.scope agent).
+    sql: `
+      ALTER TABLE session_messages ADD COLUMN person TEXT;
+      UPDATE session_messages SET person = (
+        SELECT 'peer:' || s.channel || ':' || s.account || ':' || session_messages.sender FROM sessions s
+        WHERE s.key = session_messages.session_key AND s.channel NOT IN ('chat', 'api', 'automation')
+      ) WHERE direction = 'in' AND role IS NULL;
+      UPDATE session_messages SET person = 'operator'
+      WHERE direction = 'in' AND COALESCE(role, 'user') = 'user' AND COALESCE(kind, 'message') = 'message' AND session_key LIKE 'chat:%';
+      UPDATE session_messages SET person = sender
+      WHERE direction = 'in' AND COALESCE(role, 'user') = 'user' AND COALESCE(kind, 'message') = 'message' AND session_key LIKE 'automation:%' AND sender LIKE 'automation:%';
+      CREATE INDEX session_messages_person ON session_messages (person, session_key) WHERE person IS NOT NULL;
+      CREATE INDEX session_messages_session_person ON session_messages (session_key, person) WHERE person IS NOT NULL;
+    `,
+  },
 ];

@@ -9,7 +9,7 @@ import { inTransaction, type Db } from '../store/database.ts';
 import { SESSION_MIGRATIONS } from './migrations.ts';
 import { messageView, SessionStore, sessionView, type NewEntry, type NewMessage, type Session, type SessionMessage } from './session-store.ts';
 
-export type { MessageKind, MessageRole, NewEntry, NewMessage, Session, SessionAddress, SessionMessage, SessionStore } from './session-store.ts';
+export type { MessageKind, MessageRole, NewEntry, NewMessage, Recall, Session, SessionAddress, SessionMessage, SessionStore } from './session-store.ts';
 export { searchWords } from './session-store.ts';
 export { messageView, sessionView };
 

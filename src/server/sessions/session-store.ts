@@ -39,6 +39,8 @@ export interface SessionMessage {
   data: Record<string, unknown> | null;
   /** The agent run this message belongs to. */
   runId: string | null;
+  /** Whose words a turn is (src/server/kernel/person.ts); null for the agent's messages, steps of runs, and turns of no one known. */
+  person: string | null;
 }
 
 /** Where a session lives: a channel's peer or room, or an agent conversation (channel "chat" or "api"). */
@@ -62,6 +64,8 @@ export interface NewEntry {
   messageKind?: MessageKind;
   data?: Record<string, unknown>;
   runId?: string;
+  /** Whose words the turn is, when they are a person's. */
+  person?: string;
 }
 
 export type NewMessage = SessionAddress & NewEntry;
@@ -85,6 +89,7 @@ const toMessage = (row: Row): SessionMessage => {
     kind: (str(row.kind) ?? 'message') as MessageKind,
     data: row.data === null || row.data === undefined ? null : JSON.parse(String(row.data)) as Record<string, unknown>,
     runId: str(row.run_id),
+    person: str(row.person),
   };
 };
 
@@ -100,7 +105,24 @@ export const messageView = (message: SessionMessage): MessageView => ({
   role: message.role, kind: message.kind, ...(message.data ? { data: message.data } : {}), ...(message.runId ? { runId: message.runId } : {}),
 });
 
-const INSERT_MESSAGE = 'INSERT INTO session_messages (session_key, direction, sender, sender_name, text, at, via, role, kind, data, run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *';
+const INSERT_MESSAGE = 'INSERT INTO session_messages (session_key, direction, sender, sender_name, text, at, via, role, kind, data, run_id, person) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *';
+
+/**
+ * The sessions a person may recall: each room they spoke in (its history is
+ * shared by those in it), and each direct conversation they spoke in that no
+ * one else spoke in (two people in one direct session, through a shared
+ * session name, recall it neither of them).
+ */
+const RECALLABLE = `SELECT mine.session_key FROM (SELECT DISTINCT session_key FROM session_messages WHERE person = ?) mine
+  JOIN sessions s ON s.key = mine.session_key
+  WHERE s.kind = 'group' OR NOT EXISTS (SELECT 1 FROM session_messages other WHERE other.session_key = mine.session_key AND other.person <> ?)`;
+
+/** Whose memory a search or a read is in: the sessions someone took part in (`via`, such as agent:<id>), and, unless shared, those a person may recall. */
+export interface Recall {
+  via: string;
+  /** Absent: every session `via` took part in. */
+  person?: string;
+}
 
 /** Conversations with their history, in the profile's database. */
 export class SessionStore {
@@ -144,7 +166,7 @@ export class SessionStore {
   private async insert(tx: Db, key: string, entry: NewEntry): Promise<{ session: Session; message: SessionMessage }> {
     await tx.run('UPDATE sessions SET updated_at = ?, message_count = message_count + 1 WHERE key = ?', entry.at, key);
     const row = await tx.get<Row>(INSERT_MESSAGE, key, entry.direction, entry.sender, entry.senderName ?? null, entry.text, entry.at, entry.via ?? null,
-      entry.role ?? null, entry.messageKind ?? null, entry.data === undefined ? null : JSON.stringify(entry.data), entry.runId ?? null);
+      entry.role ?? null, entry.messageKind ?? null, entry.data === undefined ? null : JSON.stringify(entry.data), entry.runId ?? null, entry.person ?? null);
     return { session: (await this.get(key, tx))!, message: toMessage(row!) };
   }
 
@@ -179,28 +201,28 @@ export class SessionStore {
   }
 
   /**
-   * Messages of the sessions someone took part in (`via`, such as
-   * agent:<id>) whose text holds every word of a query, best first (FTS5's
-   * bm25 on SQLite, ts_rank on PostgreSQL), each with an excerpt around what
-   * matched. The query's words are words, never operators of either engine's
-   * syntax.
+   * Messages of the sessions in a memory (see Recall) whose text holds every
+   * word of a query, best first (FTS5's bm25 on SQLite, ts_rank on
+   * PostgreSQL), each with an excerpt around what matched. The query's words
+   * are words, never operators of either engine's syntax.
    */
-  async search(query: string, via: string, limit: number): Promise<(SessionMessage & { excerpt: string })[]> {
+  async search(query: string, recall: Recall, limit: number): Promise<(SessionMessage & { excerpt: string })[]> {
     const words = searchWords(query);
     if (words.length === 0) return [];
-    const theirs = 'SELECT DISTINCT session_key FROM session_messages WHERE via = ?';
+    const scope = recall.person === undefined ? [recall.via] : [recall.via, recall.person, recall.person];
+    const theirs = `SELECT DISTINCT session_key FROM session_messages WHERE via = ?${recall.person === undefined ? '' : ` AND session_key IN (${RECALLABLE})`}`;
     if (this.store.kind === 'postgres') {
       const rows = await this.store.all<Row & { excerpt: string }>(`SELECT m.*, ts_headline('simple', m.text, q, 'StartSel=[, StopSel=], MaxWords=24, MinWords=8') AS excerpt
         FROM session_messages m, plainto_tsquery('simple', ?) q
         WHERE to_tsvector('simple', m.text) @@ q AND m.session_key IN (${theirs})
-        ORDER BY ts_rank(to_tsvector('simple', m.text), q) DESC, m.id DESC LIMIT ?`, words.join(' '), via, limit);
+        ORDER BY ts_rank(to_tsvector('simple', m.text), q) DESC, m.id DESC LIMIT ?`, words.join(' '), ...scope, limit);
       return rows.map((row) => ({ ...toMessage(row), excerpt: String(row.excerpt) }));
     }
     const match = words.map((word) => `"${word}"`).join(' ');
     const rows = await this.store.all<Row & { excerpt: string }>(`SELECT m.*, snippet(session_messages_fts, 0, '[', ']', '…', 16) AS excerpt
       FROM session_messages_fts JOIN session_messages m ON m.id = session_messages_fts.rowid
       WHERE session_messages_fts MATCH ? AND m.session_key IN (${theirs})
-      ORDER BY session_messages_fts.rank LIMIT ?`, match, via, limit);
+      ORDER BY session_messages_fts.rank LIMIT ?`, match, ...scope, limit);
     return rows.map((row) => ({ ...toMessage(row), excerpt: String(row.excerpt) }));
   }
 
@@ -223,6 +245,15 @@ export class SessionStore {
   /** Whether someone took part in a session (a message of theirs is in it). */
   async tookPart(key: string, via: string): Promise<boolean> {
     return (await this.store.get('SELECT 1 AS found FROM session_messages WHERE via = ? AND session_key = ? LIMIT 1', via, key)) !== undefined;
+  }
+
+  /** Whether a session is in a memory (see Recall). */
+  async recalls(key: string, recall: Recall): Promise<boolean> {
+    if (!(await this.tookPart(key, recall.via))) return false;
+    if (recall.person === undefined) return true;
+    return (await this.store.get(`SELECT 1 AS found FROM sessions s WHERE s.key = ?
+      AND EXISTS (SELECT 1 FROM session_messages mine WHERE mine.session_key = s.key AND mine.person = ?)
+      AND (s.kind = 'group' OR NOT EXISTS (SELECT 1 FROM session_messages other WHERE other.session_key = s.key AND other.person <> ?))`, key, recall.person, recall.person)) !== undefined;
   }
 
   /** One message by id, with the session it is in. */

@@ -7,6 +7,7 @@ import { ROUTE_SCOPES } from '../../shared/api/routes.ts';
 import { readJsonBody } from '../kernel/body.ts';
 import { errorResponse, jsonResponse, ref, security } from '../kernel/api-doc.ts';
 import { defineModule, type Principal } from '../kernel/module.ts';
+import { callerPerson, OPERATOR } from '../kernel/person.ts';
 import jobsModule from '../jobs/module.ts';
 import { parseToolRequest, toolAnswer, ToolRunner } from './tool-runner.ts';
 
@@ -68,7 +69,7 @@ export default defineModule<{ runner: ToolRunner }>({
         const header = http.get('idempotency-key');
         if (header && !request.idempotencyKey) request.idempotencyKey = header;
         const admin = principal.scopes === 'all' || principal.scopes.has('admin');
-        http.body = toolAnswer(await runner.invoke(request, { name: principal.subject, surface: 'http', admin }));
+        http.body = toolAnswer(await runner.invoke(request, { name: principal.subject, surface: 'http', admin, person: callerPerson(principal) }));
       },
     });
 
@@ -76,7 +77,7 @@ export default defineModule<{ runner: ToolRunner }>({
     ctx.rpc.method({
       name: 'tools.invoke',
       handler: async (params, client) => toolAnswer(await runner.invoke(parseToolRequest(params), {
-        name: `device:${client.deviceId}`, surface: 'ws', admin: client.scopes.has('operator.admin'),
+        name: `device:${client.deviceId}`, surface: 'ws', admin: client.scopes.has('operator.admin'), person: OPERATOR,
       })),
     });
 

@@ -30,6 +30,8 @@ export interface ToolCaller {
   admin: boolean;
   /** The agent whose run calls the tool. */
   agent?: string;
+  /** Whom the call acts for, derived by the daemon (src/server/kernel/person.ts). */
+  person: string;
 }
 
 /** Checks a request's own shape (not the tool's args): 400 naming the field. */
@@ -77,7 +79,7 @@ export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60_000;
 /** Runs tools under the policy: deny lists, dangerous tools, argument schemas, idempotency keys. */
 export class ToolRunner {
   private readonly deps: ToolRunnerDeps;
-  private readonly inFlight = new Map<string, Promise<unknown>>();
+  private readonly inFlight = new Map<string, { fingerprint: string; work: Promise<unknown> }>();
   private readonly loggers = new Map<string, Logger>();
   private readonly sources: ToolSource[] = [];
 
@@ -154,7 +156,8 @@ export class ToolRunner {
     if (!request.idempotencyKey) return { result: await this.run(tool, args, request, caller) };
 
     const key = `${caller.name}\n${request.idempotencyKey}`;
-    const fingerprint = createHash('sha256').update(JSON.stringify([tool.name, args, request.sessionKey ?? null])).digest('hex');
+    // Whom the call acts for is part of it: one person's result is never replayed to another under the same key.
+    const fingerprint = createHash('sha256').update(JSON.stringify([tool.name, args, request.sessionKey ?? null, caller.person])).digest('hex');
     const now = this.deps.now?.() ?? Date.now();
     const earlier = await this.deps.store.get<{ fingerprint: string; result: string }>('SELECT fingerprint, result FROM tool_invocations WHERE caller = ? AND key = ? AND created_at > ?',
       caller.name, request.idempotencyKey, now - IDEMPOTENCY_TTL_MS);
@@ -163,7 +166,10 @@ export class ToolRunner {
       return { result: JSON.parse(earlier.result), replayed: true };
     }
     const running = this.inFlight.get(key);
-    if (running) return { result: await running, replayed: true };
+    if (running) {
+      if (running.fingerprint !== fingerprint) throw new DomainError('conflict', 'This idempotencyKey is in use for a different call; use a new key.');
+      return { result: await running.work, replayed: true };
+    }
     const work = this.run(tool, args, request, caller).then(async (result) => {
       await this.deps.store.run(`
         INSERT INTO tool_invocations (caller, key, tool, fingerprint, result, created_at) VALUES (?, ?, ?, ?, ?, ?)
@@ -171,7 +177,7 @@ export class ToolRunner {
       `, caller.name, request.idempotencyKey!, tool.name, fingerprint, JSON.stringify(result ?? null), now);
       return result;
     });
-    this.inFlight.set(key, work);
+    this.inFlight.set(key, { fingerprint, work });
     try {
       return { result: await work };
     } finally {
@@ -191,7 +197,7 @@ export class ToolRunner {
       tool: tool.name, surface: caller.surface, startedAt, endedAt: Date.now(), ...(request.runId ? { runId: request.runId } : {}), ...(error ? { error } : {}),
     }));
     try {
-      const result = await tool.handler(args, { caller: caller.name, surface: caller.surface, sessionKey: request.sessionKey, logger, ...(caller.agent ? { agent: caller.agent } : {}) });
+      const result = await tool.handler(args, { caller: caller.name, surface: caller.surface, person: caller.person, sessionKey: request.sessionKey, logger, ...(caller.agent ? { agent: caller.agent } : {}) });
       told();
       return result === undefined ? null : JSON.parse(JSON.stringify(result));
     } catch (thrown) {

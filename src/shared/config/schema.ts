@@ -52,6 +52,8 @@ export type ProviderKind = (typeof PROVIDER_KINDS)[number];
 export const QUEUE_MODES = ['followup', 'collect', 'interrupt'] as const;
 export const TOOL_PROFILES = ['minimal', 'messaging', 'coding', 'full'] as const;
 export const EXEC_APPROVALS = ['off', 'ask', 'allowlist', 'full'] as const;
+export const MEMORY_SCOPES = ['person', 'agent'] as const;
+export type MemoryScope = (typeof MEMORY_SCOPES)[number];
 export type ExecApproval = (typeof EXEC_APPROVALS)[number];
 export type ToolProfile = (typeof TOOL_PROFILES)[number];
 export type QueueMode = (typeof QUEUE_MODES)[number];
@@ -322,6 +324,9 @@ const agent: SchemaNode = object({
   toolProfile: oneOf(TOOL_PROFILES, undefined, 'a shorthand added to tools: minimal (memory), messaging (memory, messages, reminders), coding (memory, files, web.fetch, exec) or full (every tool); gateway.tools.allow and deny still apply'),
   workspace: text('folder the agent\'s files.* and exec work in (default: workspaces/<agent> in the profile\'s folder)', { maxLength: 4096 }),
   exec: object({ approval: oneOf(EXEC_APPROVALS, undefined, 'this agent\'s exec approval, over tools.exec.approval') }),
+  memory: object({
+    scope: oneOf(MEMORY_SCOPES, 'person', 'whose conversations and notes memory.search, memory.get and memory.note read and keep: each person\'s own (person), or one memory all the agent\'s people share (agent)'),
+  }),
 }, 'an agent');
 
 /** A duration of `every`: a whole number of seconds, minutes, hours or days. */

@@ -1,4 +1,4 @@
-import type { AuthMode, BindMode, ExecApproval, LogLevel, ProviderKind, QueueMode, SecretBackendName, ToolProfile } from './schema.ts';
+import type { AuthMode, BindMode, ExecApproval, LogLevel, MemoryScope, ProviderKind, QueueMode, SecretBackendName, ToolProfile } from './schema.ts';
 
 export interface ProviderSettings {
   kind?: ProviderKind;
@@ -29,6 +29,7 @@ export interface AgentSettings {
   toolProfile?: ToolProfile;
   workspace?: string;
   exec: { approval?: ExecApproval };
+  memory: { scope: MemoryScope };
 }
 
 export interface AutomationTrigger {

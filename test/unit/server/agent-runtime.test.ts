@@ -46,3 +46,29 @@ describe('the agent runtime\'s bounds', () => {
     expect(started).to.deep.equal(['x', 'y', 'z']);
   });
 });
+
+describe('the agent runtime\'s queue', () => {
+  it('merges waiting turns of one person under collect, never turns of two people in one room', async () => {
+    const runtime = new AgentRuntime(() => effectiveConfig({}) as GatewayConfig);
+    const runs: { person?: string; text: string }[] = [];
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => { release = resolve; });
+    const submit = (person: string, text: string) => runtime.submit({
+      agentId: 'a', sessionKey: 'telegram:default:group:-1', person, text, turnIds: [],
+      start: async ({ runId, text: merged }) => {
+        runs.push({ person, text: merged });
+        if (runs.length === 1) await held;
+        return { runId, text: merged } as unknown as RunOutcome;
+      },
+    }, 'collect');
+    const all = [submit('peer:telegram:default:1', 'first'), submit('peer:telegram:default:1', 'a'), submit('peer:telegram:default:1', 'b'), submit('peer:telegram:default:2', 'c')];
+    await sleep(20);
+    release();
+    await Promise.all(all);
+    expect(runs).to.deep.equal([
+      { person: 'peer:telegram:default:1', text: 'first' },
+      { person: 'peer:telegram:default:1', text: 'a\n\nb' },
+      { person: 'peer:telegram:default:2', text: 'c' },
+    ]);
+  });
+});
