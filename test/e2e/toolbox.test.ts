@@ -91,7 +91,7 @@ describe('built-in tools, contained: web.fetch and files.* (e2e)', function () {
     }
   });
 
-  it('web.fetch refuses loopback addresses, by address, by name and behind a redirect, before connecting', async () => {
+  it('web.fetch refuses loopback addresses, by address in any spelling, by name and behind a redirect, before connecting', async () => {
     const refusals: [string, RegExp][] = [
       [`http://127.0.0.1:${elsewherePort}/secret`, /127\.0\.0\.1 is a loopback address/],
       [`http://[::1]:${elsewherePort}/secret`, /::1 is a loopback address/],
@@ -99,6 +99,19 @@ describe('built-in tools, contained: web.fetch and files.* (e2e)', function () {
       [`http://127.1.2.3:${elsewherePort}/secret`, /127\.1\.2\.3 is a loopback address/],
       [`http://0.0.0.0:${elsewherePort}/secret`, /is an unspecified address/],
       [`http://[::ffff:127.0.0.1]:${elsewherePort}/secret`, /is a loopback address/],
+      // Every other spelling of a loopback address, as the URL parser reads it and the guard judges it.
+      [`http://2130706433:${elsewherePort}/secret`, /127\.0\.0\.1 is a loopback address/],
+      [`http://0177.0.0.1:${elsewherePort}/secret`, /127\.0\.0\.1 is a loopback address/],
+      [`http://0x7f.1:${elsewherePort}/secret`, /127\.0\.0\.1 is a loopback address/],
+      [`http://127.1:${elsewherePort}/secret`, /127\.0\.0\.1 is a loopback address/],
+      [`http://[::FFFF:7F00:0001]:${elsewherePort}/secret`, /::ffff:7f00:1 is a loopback address/],
+      [`http://[::127.0.0.1]:${elsewherePort}/secret`, /::7f00:1 is an IPv4-compatible address/],
+      [`http://[0:0:0:0:0:0:7f00:1]:${elsewherePort}/secret`, /::7f00:1 is an IPv4-compatible address/],
+      [`http://[64:ff9b::127.0.0.1]:${elsewherePort}/secret`, /64:ff9b::7f00:1 is a loopback address/],
+      [`http://[64:ff9b:1::7f00:1]:${elsewherePort}/secret`, /local-use NAT64/],
+      [`http://[2002:7f00:1::1]:${elsewherePort}/secret`, /6to4/],
+      [`http://[2001:0:7f00:1::1]:${elsewherePort}/secret`, /Teredo/],
+      [`http://[::ffff:127.0.0.1%25eth0]:${elsewherePort}/secret`, /is not an address/],
       // Allowed is one host and port: the same host on another port is not.
       [`http://127.0.0.1:${elsewherePort}/`, /tools\.web\.allowPrivate \["127\.0\.0\.1:\d+"\]/],
       [`http://127.0.0.1:${pagesPort}/to-loopback`, /127\.0\.0\.1 is a loopback address/],
