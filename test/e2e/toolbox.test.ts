@@ -4,6 +4,7 @@ import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { freePort, Home } from '../support/cli.ts';
+import { RawSocket } from '../support/ws-client.ts';
 import { openaiText, openaiToolCalls, ScriptedUpstream } from '../support/scripted-upstream.ts';
 
 const TOKEN = 'toolbox-gateway-token-for-tests';
@@ -123,6 +124,31 @@ describe('built-in tools, contained: web.fetch and files.* (e2e)', function () {
       expect(refused.body.message, url).to.match(why);
     }
     expect(elsewhereHits, 'nothing reached the loopback server').to.equal(0);
+  });
+
+  it('a file or folder name longer than the file system takes is the caller\'s to shorten: 400 over HTTP, INVALID_REQUEST over the WebSocket, exit 2 in the CLI', async () => {
+    await set('gateway.tools.allow', ['files.write']);
+    const long = 'n'.repeat(256);
+    const multibyte = 'é'.repeat(128); // 128 characters, 256 bytes
+    for (const [tool, args] of [
+      ['files.read', { path: long }], ['files.read', { path: `${multibyte}.md` }], ['files.list', { path: long }],
+      ['files.write', { path: `${long}/todo.md`, content: 'x' }], ['files.write', { path: `notes/${multibyte}`, content: 'x' }],
+    ] as [string, Record<string, unknown>][]) {
+      const answer = await invoke(tool, args);
+      expect(answer.status, `${tool} ${JSON.stringify(args).slice(0, 40)}`).to.equal(400);
+      expect(answer.body).to.include({ ok: false, error: 'bad_request' });
+      expect(answer.body.message).to.match(/longer than the file system takes \(255 bytes a name/).and.not.include(home.file(''));
+    }
+    const socket = new RawSocket(`ws://${base.slice('http://'.length)}/`);
+    expect((await socket.connect({ token: TOKEN })).ok).to.equal(true);
+    const refused = await socket.call('tools.invoke', { tool: 'files.read', args: { path: long } });
+    expect(refused.error).to.deep.include({ code: 'INVALID_REQUEST', details: { reason: 'name_too_long' } });
+    socket.close();
+    const cli = await home.run(['tools', 'invoke', 'files.read', '--args', JSON.stringify({ path: long })]);
+    expect(cli.code, cli.stderr).to.equal(2);
+    expect(cli.stderr).to.include('longer than the file system takes');
+    // A name of 255 bytes is one the file system takes.
+    expect((await invoke('files.write', { path: `notes/${'m'.repeat(255)}`, content: 'fits' })).body.result).to.include({ created: true });
   });
 
   it('files.* act in the workspace only: reads, atomic writes, edits and lists; .., absolute paths, symlinks and other profiles refused', async () => {
