@@ -41,6 +41,11 @@ describe('built-in tools, contained: web.fetch and files.* (e2e)', function () {
       if (req.url === '/image') return void res.writeHead(200, { 'content-type': 'image/png' }).end(Buffer.alloc(100));
       if (req.url === '/bomb') return void res.writeHead(200, { 'content-type': 'text/plain', 'content-encoding': 'gzip' }).end(gzipSync(Buffer.alloc(50 * 1024 * 1024, 'a')));
       if (req.url === '/slow') return; // never answers
+      if (req.url === '/gone') return void res.writeHead(404).end();
+      if (req.url === '/broken') return void res.writeHead(500, { 'content-type': 'text/plain' }).end('the page broke');
+      if (req.url === '/bad-redirect') return void res.writeHead(302, { location: 'http://[not an address' }).end();
+      if (req.url === '/ftp-redirect') return void res.writeHead(302, { location: 'ftp://example.com/file' }).end();
+      if (req.url === '/cut') return void req.socket.destroy();
       res.writeHead(404).end();
     });
     elsewhere = createServer((_req, res) => {
@@ -83,13 +88,58 @@ describe('built-in tools, contained: web.fetch and files.* (e2e)', function () {
     expect(image.status).to.equal(400);
     expect(image.body.message).to.match(/image\/png, not a page or text/);
     const loop = await invoke('web.fetch', { url: `http://127.0.0.1:${pagesPort}/loop` });
-    expect(loop.body.message).to.match(/More than 5 redirects/);
+    expect(loop.status).to.equal(502);
+    expect(loop.body.message).to.match(/redirected more than 5 times/);
     const slow = await invoke('web.fetch', { url: `http://127.0.0.1:${pagesPort}/slow` });
-    expect(slow.status).to.equal(503);
+    expect(slow.status).to.equal(502);
     expect(slow.body.message).to.match(/did not answer within 2000 ms/);
     for (const url of ['file:///etc/passwd', 'ftp://example.com/', `http://user:pw@127.0.0.1:${pagesPort}/page`, 'not a url']) {
       expect((await invoke('web.fetch', { url })).status, url).to.equal(400);
     }
+  });
+
+  it('a tool\'s outcome is its result and a server it works against failing is 502, the same over HTTP and the WebSocket; 500 is kept for the gateway\'s own faults', async () => {
+    const closed = await freePort();
+    await set('tools.web.allowPrivate', [`127.0.0.1:${pagesPort}`, `127.0.0.1:${closed}`]);
+    // The page answered: whatever its status, that is the result.
+    const gone = await invoke('web.fetch', { url: `http://127.0.0.1:${pagesPort}/gone` });
+    expect(gone.status, JSON.stringify(gone.body)).to.equal(200);
+    expect(gone.body.result).to.include({ status: 404, content: '', bytes: 0 });
+    const broken = await invoke('web.fetch', { url: `http://127.0.0.1:${pagesPort}/broken` });
+    expect(broken.status).to.equal(200);
+    expect(broken.body.result).to.include({ status: 500, content: 'the page broke' });
+    // The server failed the call: 502, saying how, never 500.
+    const failures: [string, RegExp, string][] = [
+      [`http://127.0.0.1:${closed}/`, /could not be reached \(ECONNREFUSED\)/, 'fetch_failed'],
+      [`http://127.0.0.1:${pagesPort}/cut`, /could not be reached \(ECONNRESET\)/, 'fetch_failed'],
+      ['http://no-such-host.invalid/', /no-such-host\.invalid could not be reached \((ENOTFOUND|EAI_AGAIN)\)/, 'fetch_failed'],
+      [`http://127.0.0.1:${pagesPort}/bad-redirect`, /redirected to "http:\/\/\[not an address", which is not an address/, 'fetch_bad_redirect'],
+      [`http://127.0.0.1:${pagesPort}/ftp-redirect`, /redirected to an address web\.fetch does not follow \(web\.fetch takes http and https addresses, not ftp\)/, 'fetch_bad_redirect'],
+    ];
+    const socket = new RawSocket(`ws://${base.slice('http://'.length)}/`);
+    expect((await socket.connect({ token: TOKEN })).ok).to.equal(true);
+    for (const [url, why, reason] of failures) {
+      const failed = await invoke('web.fetch', { url });
+      expect(failed.status, url).to.equal(502);
+      expect(failed.body, url).to.include({ ok: false, error: 'unavailable', statusCode: 502 });
+      expect(failed.body.message, url).to.match(why);
+      const rpc = await socket.call('tools.invoke', { tool: 'web.fetch', args: { url } });
+      expect(rpc.ok, url).to.equal(false);
+      expect(rpc.error, url).to.deep.include({ code: 'UNAVAILABLE', details: { kind: 'upstream', reason } });
+      expect(rpc.error.message, url).to.match(why);
+    }
+    // The caller's request refused: 400 and INVALID_REQUEST.
+    const refusedHttp = await invoke('web.fetch', { url: 'ftp://example.com/' });
+    expect(refusedHttp.status).to.equal(400);
+    const refusedRpc = await socket.call('tools.invoke', { tool: 'web.fetch', args: { url: `http://127.0.0.1:${elsewherePort}/` } });
+    expect(refusedRpc.error).to.deep.include({ code: 'INVALID_REQUEST', details: { reason: 'fetch_refused' } });
+    // A job that is not there is not found, on both.
+    expect((await invoke('jobs.get', { id: 'job_nothing' })).status).to.equal(404);
+    expect((await socket.call('tools.invoke', { tool: 'jobs.get', args: { id: 'job_nothing' } })).error.code).to.equal('NOT_FOUND');
+    socket.close();
+    expect(elsewhereHits).to.equal(0);
+    const log = (await home.run(['logs', '-n', '200', '--raw'])).stdout;
+    expect(log, 'no outcome was logged as a failure of the gateway').to.not.include('tool failed');
   });
 
   it('web.fetch refuses loopback addresses, by address in any spelling, by name and behind a redirect, before connecting', async () => {
