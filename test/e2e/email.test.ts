@@ -102,6 +102,12 @@ describe('email channel against a real postfix and dovecot (e2e)', function () {
     const seen = (await alice.inbox()).length;
     await alice.send({ to: bot.address, subject: 'Out of office', text: 'I am away until Monday.', headers: { 'Auto-Submitted': 'auto-replied' } });
     await alice.send({ to: bot.address, subject: 'Newsletter', text: 'News of the week.', headers: { Precedence: 'bulk' } });
+    // Every Auto-Submitted header counts, not the first; Precedence is read without its comment, auto_reply and junk included.
+    const raw = (subject: string, headers: string[]) => [`From: ${alice.address}`, `To: ${bot.address}`, `Subject: ${subject}`, ...headers, '', 'Sent by a machine.', ''].join('\r\n');
+    await alice.send({ to: bot.address, raw: raw('Away, said twice', ['Auto-Submitted: no', 'Auto-Submitted: auto-replied (vacation)']) });
+    await alice.send({ to: bot.address, subject: 'Offers', text: 'Cheap.', headers: { Precedence: 'bulk (sent by our mailer)' } });
+    await alice.send({ to: bot.address, subject: 'Away', text: 'Back on Monday.', headers: { Precedence: 'auto_reply' } });
+    await alice.send({ to: bot.address, subject: 'Spam', text: 'Buy now.', headers: { Precedence: 'junk' } });
     await alice.send({ to: bot.address, subject: 'Digest', text: 'List traffic.', headers: { 'List-Id': '<talk.example.test>' } });
     await alice.send({ to: bot.address, subject: 'Undelivered Mail Returned to Sender', text: 'This is the mail system.', envelope: '' });
     await bot.send({ to: bot.address, subject: 'Note to self', text: 'my own mail' });
@@ -112,6 +118,10 @@ describe('email channel against a real postfix and dovecot (e2e)', function () {
     expect(replies.map((mail) => mail.subject), 'only the person was answered').to.deep.equal(['Re: Real question']);
     expect((await bot.inbox()).filter((mail) => mail.from === bot.address).map((mail) => mail.subject), 'the bot did not answer itself').to.deep.equal(['Note to self']);
     await waitFor(async () => ((await bot.inbox()).every((mail) => mail.seen) ? true : undefined), 10_000, 'the skipped mail marked seen');
+    const log = (await home.run(['logs', '-n', '300', '--raw'])).stdout;
+    for (const reason of ['it is auto-submitted (auto-replied (vacation))', 'it is bulk mail', 'it is an automatic reply (Precedence: auto_reply)', 'it is junk mail']) {
+      expect(log, reason).to.include(`email: not answered: ${reason}`);
+    }
   });
 
   it('takes the envelope sender, not a forged From: a stranger posing as an approved person is asked to pair', async () => {

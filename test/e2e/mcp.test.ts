@@ -289,6 +289,7 @@ describe('MCP servers as tool sources, with their OAuth login (e2e)', function (
         },
       },
       { name: 'crash', description: 'Fails', inputSchema: text, run: () => { throw new Error('the tool broke'); } },
+      { name: 'declines', description: 'Says the work could not be done', inputSchema: text, run: () => ({ content: [{ type: 'text', text: 'no such city' }], isError: true }) },
       { name: 'slow', description: 'Takes its time', inputSchema: text, run: async () => { await sleep(2500); return { content: [] }; } },
     ];
     calls.tools.push(...tools);
@@ -324,6 +325,10 @@ describe('MCP servers as tool sources, with their OAuth login (e2e)', function (
     const crashed = await invoke('mcp.calls.crash', { text: 'x' });
     expect(crashed.status).to.equal(502);
     expect(crashed.body.message).to.match(/failed the call: .*the tool broke/);
+    // A tool that ran and says its work could not be done (isError) is an outcome, not a failure of the call: the caller reads it.
+    const declined = await invoke('mcp.calls.declines', { text: 'Atlantis' });
+    expect(declined.status, JSON.stringify(declined.body)).to.equal(200);
+    expect(declined.body).to.deep.equal({ ok: true, result: { content: [{ type: 'text', text: 'no such city' }], isError: true } });
 
     const announced = await invoke('mcp.calls.announce', { text: 'news' });
     expect(announced.body.result.content[0].text).to.equal('news');

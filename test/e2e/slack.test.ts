@@ -157,7 +157,7 @@ describe('Slack channel (e2e, @slack/socket-mode and @slack/web-api against a st
     expect([posted[0]!.body.text, ...updates.map((call) => call.body.text)].every((text) => answer.startsWith(String(text)))).to.equal(true);
   });
 
-  it('over the Events API, answers only requests Slack signed within five minutes, stores an event before the 200, and answers a redelivery once', async () => {
+  it('over the Events API, answers only requests Slack signed within five minutes, refuses JSON nested too deep as every route does, stores an event before the 200, and answers a redelivery once', async () => {
     await set('channels.slack.agent', 'helper');
     await set('channels.slack.events', 'http');
     expect((await home.run(['restart'])).code).to.equal(0);
@@ -186,6 +186,11 @@ describe('Slack channel (e2e, @slack/socket-mode and @slack/web-api against a st
     expect((await slack.post(url, forged, { timestamp: Math.floor(Date.now() / 1000) - 600 })).status, 'a replay from ten minutes ago').to.equal(401);
     const unsigned = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(forged) });
     expect(unsigned.status).to.equal(401);
+    // Signed, but nested deeper than any route of the gateway takes: the same 400 as elsewhere.
+    const deep = await slack.post(url, `{"type":"event_callback","event":${'{"a":'.repeat(10_000)}1${'}'.repeat(10_000)}}`);
+    expect(deep.status).to.equal(400);
+    expect(deep.body).to.deep.equal({ error: 'bad_request', message: 'The body nests deeper than 64 levels; the gateway takes at most 64.', statusCode: 400 });
+    expect((await slack.post(url, '{"type":')).body).to.include({ statusCode: 400, message: 'The body is not valid JSON.' });
     await sleep(1000);
     expect(texts(cy.dm)).to.deep.equal(['Answer: over http']);
     const session = await json(['sessions', 'show', `slack:default:dm:${cy.user}`]);

@@ -4,6 +4,7 @@ import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { freePort, Home } from '../support/cli.ts';
+import { RawSocket } from '../support/ws-client.ts';
 import { openaiText, openaiToolCalls, ScriptedUpstream } from '../support/scripted-upstream.ts';
 
 const TOKEN = 'toolbox-gateway-token-for-tests';
@@ -40,6 +41,11 @@ describe('built-in tools, contained: web.fetch and files.* (e2e)', function () {
       if (req.url === '/image') return void res.writeHead(200, { 'content-type': 'image/png' }).end(Buffer.alloc(100));
       if (req.url === '/bomb') return void res.writeHead(200, { 'content-type': 'text/plain', 'content-encoding': 'gzip' }).end(gzipSync(Buffer.alloc(50 * 1024 * 1024, 'a')));
       if (req.url === '/slow') return; // never answers
+      if (req.url === '/gone') return void res.writeHead(404).end();
+      if (req.url === '/broken') return void res.writeHead(500, { 'content-type': 'text/plain' }).end('the page broke');
+      if (req.url === '/bad-redirect') return void res.writeHead(302, { location: 'http://[not an address' }).end();
+      if (req.url === '/ftp-redirect') return void res.writeHead(302, { location: 'ftp://example.com/file' }).end();
+      if (req.url === '/cut') return void req.socket.destroy();
       res.writeHead(404).end();
     });
     elsewhere = createServer((_req, res) => {
@@ -82,16 +88,61 @@ describe('built-in tools, contained: web.fetch and files.* (e2e)', function () {
     expect(image.status).to.equal(400);
     expect(image.body.message).to.match(/image\/png, not a page or text/);
     const loop = await invoke('web.fetch', { url: `http://127.0.0.1:${pagesPort}/loop` });
-    expect(loop.body.message).to.match(/More than 5 redirects/);
+    expect(loop.status).to.equal(502);
+    expect(loop.body.message).to.match(/redirected more than 5 times/);
     const slow = await invoke('web.fetch', { url: `http://127.0.0.1:${pagesPort}/slow` });
-    expect(slow.status).to.equal(503);
+    expect(slow.status).to.equal(502);
     expect(slow.body.message).to.match(/did not answer within 2000 ms/);
     for (const url of ['file:///etc/passwd', 'ftp://example.com/', `http://user:pw@127.0.0.1:${pagesPort}/page`, 'not a url']) {
       expect((await invoke('web.fetch', { url })).status, url).to.equal(400);
     }
   });
 
-  it('web.fetch refuses loopback addresses, by address, by name and behind a redirect, before connecting', async () => {
+  it('a tool\'s outcome is its result and a server it works against failing is 502, the same over HTTP and the WebSocket; 500 is kept for the gateway\'s own faults', async () => {
+    const closed = await freePort();
+    await set('tools.web.allowPrivate', [`127.0.0.1:${pagesPort}`, `127.0.0.1:${closed}`]);
+    // The page answered: whatever its status, that is the result.
+    const gone = await invoke('web.fetch', { url: `http://127.0.0.1:${pagesPort}/gone` });
+    expect(gone.status, JSON.stringify(gone.body)).to.equal(200);
+    expect(gone.body.result).to.include({ status: 404, content: '', bytes: 0 });
+    const broken = await invoke('web.fetch', { url: `http://127.0.0.1:${pagesPort}/broken` });
+    expect(broken.status).to.equal(200);
+    expect(broken.body.result).to.include({ status: 500, content: 'the page broke' });
+    // The server failed the call: 502, saying how, never 500.
+    const failures: [string, RegExp, string][] = [
+      [`http://127.0.0.1:${closed}/`, /could not be reached \(ECONNREFUSED\)/, 'fetch_failed'],
+      [`http://127.0.0.1:${pagesPort}/cut`, /could not be reached \(ECONNRESET\)/, 'fetch_failed'],
+      ['http://no-such-host.invalid/', /no-such-host\.invalid could not be reached \((ENOTFOUND|EAI_AGAIN)\)/, 'fetch_failed'],
+      [`http://127.0.0.1:${pagesPort}/bad-redirect`, /redirected to "http:\/\/\[not an address", which is not an address/, 'fetch_bad_redirect'],
+      [`http://127.0.0.1:${pagesPort}/ftp-redirect`, /redirected to an address web\.fetch does not follow \(web\.fetch takes http and https addresses, not ftp\)/, 'fetch_bad_redirect'],
+    ];
+    const socket = new RawSocket(`ws://${base.slice('http://'.length)}/`);
+    expect((await socket.connect({ token: TOKEN })).ok).to.equal(true);
+    for (const [url, why, reason] of failures) {
+      const failed = await invoke('web.fetch', { url });
+      expect(failed.status, url).to.equal(502);
+      expect(failed.body, url).to.include({ ok: false, error: 'unavailable', statusCode: 502 });
+      expect(failed.body.message, url).to.match(why);
+      const rpc = await socket.call('tools.invoke', { tool: 'web.fetch', args: { url } });
+      expect(rpc.ok, url).to.equal(false);
+      expect(rpc.error, url).to.deep.include({ code: 'UNAVAILABLE', details: { kind: 'upstream', reason } });
+      expect(rpc.error.message, url).to.match(why);
+    }
+    // The caller's request refused: 400 and INVALID_REQUEST.
+    const refusedHttp = await invoke('web.fetch', { url: 'ftp://example.com/' });
+    expect(refusedHttp.status).to.equal(400);
+    const refusedRpc = await socket.call('tools.invoke', { tool: 'web.fetch', args: { url: `http://127.0.0.1:${elsewherePort}/` } });
+    expect(refusedRpc.error).to.deep.include({ code: 'INVALID_REQUEST', details: { reason: 'fetch_refused' } });
+    // A job that is not there is not found, on both.
+    expect((await invoke('jobs.get', { id: 'job_nothing' })).status).to.equal(404);
+    expect((await socket.call('tools.invoke', { tool: 'jobs.get', args: { id: 'job_nothing' } })).error.code).to.equal('NOT_FOUND');
+    socket.close();
+    expect(elsewhereHits).to.equal(0);
+    const log = (await home.run(['logs', '-n', '200', '--raw'])).stdout;
+    expect(log, 'no outcome was logged as a failure of the gateway').to.not.include('tool failed');
+  });
+
+  it('web.fetch refuses loopback addresses, by address in any spelling, by name and behind a redirect, before connecting', async () => {
     const refusals: [string, RegExp][] = [
       [`http://127.0.0.1:${elsewherePort}/secret`, /127\.0\.0\.1 is a loopback address/],
       [`http://[::1]:${elsewherePort}/secret`, /::1 is a loopback address/],
@@ -99,6 +150,19 @@ describe('built-in tools, contained: web.fetch and files.* (e2e)', function () {
       [`http://127.1.2.3:${elsewherePort}/secret`, /127\.1\.2\.3 is a loopback address/],
       [`http://0.0.0.0:${elsewherePort}/secret`, /is an unspecified address/],
       [`http://[::ffff:127.0.0.1]:${elsewherePort}/secret`, /is a loopback address/],
+      // Every other spelling of a loopback address, as the URL parser reads it and the guard judges it.
+      [`http://2130706433:${elsewherePort}/secret`, /127\.0\.0\.1 is a loopback address/],
+      [`http://0177.0.0.1:${elsewherePort}/secret`, /127\.0\.0\.1 is a loopback address/],
+      [`http://0x7f.1:${elsewherePort}/secret`, /127\.0\.0\.1 is a loopback address/],
+      [`http://127.1:${elsewherePort}/secret`, /127\.0\.0\.1 is a loopback address/],
+      [`http://[::FFFF:7F00:0001]:${elsewherePort}/secret`, /::ffff:7f00:1 is a loopback address/],
+      [`http://[::127.0.0.1]:${elsewherePort}/secret`, /::7f00:1 is an IPv4-compatible address/],
+      [`http://[0:0:0:0:0:0:7f00:1]:${elsewherePort}/secret`, /::7f00:1 is an IPv4-compatible address/],
+      [`http://[64:ff9b::127.0.0.1]:${elsewherePort}/secret`, /64:ff9b::7f00:1 is a loopback address/],
+      [`http://[64:ff9b:1::7f00:1]:${elsewherePort}/secret`, /local-use NAT64/],
+      [`http://[2002:7f00:1::1]:${elsewherePort}/secret`, /6to4/],
+      [`http://[2001:0:7f00:1::1]:${elsewherePort}/secret`, /Teredo/],
+      [`http://[::ffff:127.0.0.1%25eth0]:${elsewherePort}/secret`, /is not an address/],
       // Allowed is one host and port: the same host on another port is not.
       [`http://127.0.0.1:${elsewherePort}/`, /tools\.web\.allowPrivate \["127\.0\.0\.1:\d+"\]/],
       [`http://127.0.0.1:${pagesPort}/to-loopback`, /127\.0\.0\.1 is a loopback address/],
@@ -110,6 +174,31 @@ describe('built-in tools, contained: web.fetch and files.* (e2e)', function () {
       expect(refused.body.message, url).to.match(why);
     }
     expect(elsewhereHits, 'nothing reached the loopback server').to.equal(0);
+  });
+
+  it('a file or folder name longer than the file system takes is the caller\'s to shorten: 400 over HTTP, INVALID_REQUEST over the WebSocket, exit 2 in the CLI', async () => {
+    await set('gateway.tools.allow', ['files.write']);
+    const long = 'n'.repeat(256);
+    const multibyte = 'é'.repeat(128); // 128 characters, 256 bytes
+    for (const [tool, args] of [
+      ['files.read', { path: long }], ['files.read', { path: `${multibyte}.md` }], ['files.list', { path: long }],
+      ['files.write', { path: `${long}/todo.md`, content: 'x' }], ['files.write', { path: `notes/${multibyte}`, content: 'x' }],
+    ] as [string, Record<string, unknown>][]) {
+      const answer = await invoke(tool, args);
+      expect(answer.status, `${tool} ${JSON.stringify(args).slice(0, 40)}`).to.equal(400);
+      expect(answer.body).to.include({ ok: false, error: 'bad_request' });
+      expect(answer.body.message).to.match(/longer than the file system takes \(255 bytes a name/).and.not.include(home.file(''));
+    }
+    const socket = new RawSocket(`ws://${base.slice('http://'.length)}/`);
+    expect((await socket.connect({ token: TOKEN })).ok).to.equal(true);
+    const refused = await socket.call('tools.invoke', { tool: 'files.read', args: { path: long } });
+    expect(refused.error).to.deep.include({ code: 'INVALID_REQUEST', details: { reason: 'name_too_long' } });
+    socket.close();
+    const cli = await home.run(['tools', 'invoke', 'files.read', '--args', JSON.stringify({ path: long })]);
+    expect(cli.code, cli.stderr).to.equal(2);
+    expect(cli.stderr).to.include('longer than the file system takes');
+    // A name of 255 bytes is one the file system takes.
+    expect((await invoke('files.write', { path: `notes/${'m'.repeat(255)}`, content: 'fits' })).body.result).to.include({ created: true });
   });
 
   it('files.* act in the workspace only: reads, atomic writes, edits and lists; .., absolute paths, symlinks and other profiles refused', async () => {

@@ -108,10 +108,10 @@ export class SlackApi {
   /**
    * The Events API: posts a payload to the app's request URL signed as Slack
    * signs it (v0=HMAC-SHA256 of "v0:<timestamp>:<body>" with the signing
-   * secret); the status and body the app answered.
+   * secret); the status and body the app answered. A string is posted as it is.
    */
-  async post(url: string, payload: Record<string, unknown>, options: { secret?: string; timestamp?: number; retry?: number } = {}): Promise<{ status: number; body: any }> {
-    const body = JSON.stringify(payload);
+  async post(url: string, payload: Record<string, unknown> | string, options: { secret?: string; timestamp?: number; retry?: number } = {}): Promise<{ status: number; body: any }> {
+    const body = typeof payload === 'string' ? payload : JSON.stringify(payload);
     const timestamp = String(options.timestamp ?? Math.floor(Date.now() / 1000));
     const signature = `v0=${createHmac('sha256', options.secret ?? this.signingSecret).update(`v0:${timestamp}:${body}`).digest('hex')}`;
     const response = await fetch(url, {

@@ -120,22 +120,39 @@ function envelopeAddress(value: string | undefined): string | undefined {
   return (inside ? inside[1]! : value).trim().toLowerCase();
 }
 
+/** A structured header's value without its comments ("bulk (from the list)" is bulk) and parameters, lower-cased. */
+export function headerToken(value: string): string {
+  let text = value;
+  // Comments nest: removed from the innermost out.
+  for (let before = ''; before !== text;) {
+    before = text;
+    text = text.replace(/\((?:[^()\\]|\\.)*\)/g, ' ');
+  }
+  return text.split(';')[0]!.trim().toLowerCase();
+}
+
+/** Precedence values that mark mail no one should answer automatically. */
+const UNANSWERED_PRECEDENCE = new Set(['bulk', 'list', 'junk', 'auto_reply']);
+
 /**
  * Why a message is not to be answered: it says it was sent automatically, it
  * went to a list or in bulk, it is a bounce, or it is the account's own.
+ * Every occurrence of a header counts (an "Auto-Submitted: no" before an
+ * "Auto-Submitted: auto-replied" does not make a message a person's), and a
+ * value is read without its comments.
  */
-export function unanswerable(headers: Map<string, string>, sender: string, own: string): string | undefined {
-  const auto = headers.get('auto-submitted');
-  if (auto !== undefined && auto.trim().toLowerCase() !== 'no') return `it is auto-submitted (${auto.trim().slice(0, 40)})`;
+export function unanswerable(headers: ReadonlyMap<string, readonly string[]>, sender: string, own: string): string | undefined {
+  const values = (name: string) => headers.get(name) ?? [];
+  const automatic = values('auto-submitted').find((value) => headerToken(value) !== 'no');
+  if (automatic !== undefined) return `it is auto-submitted (${automatic.trim().slice(0, 40)})`;
   if (sender === '') return 'it is a bounce (empty envelope sender)';
   if (sender === own) return 'it is the account\'s own';
   if (/^(mailer-daemon|postmaster)@/i.test(sender)) return 'it is from a mail server';
-  const precedence = headers.get('precedence')?.trim().toLowerCase();
-  if (precedence === 'bulk' || precedence === 'junk' || precedence === 'list') return `it is ${precedence} mail`;
+  const precedence = values('precedence').map(headerToken).find((value) => UNANSWERED_PRECEDENCE.has(value));
+  if (precedence !== undefined) return precedence === 'auto_reply' ? 'it is an automatic reply (Precedence: auto_reply)' : `it is ${precedence} mail`;
   if (headers.has('list-id') || headers.has('list-unsubscribe')) return 'it came through a mailing list';
   if (headers.has('x-autoreply') || headers.has('x-autorespond')) return 'it is an automatic reply';
-  const suppress = headers.get('x-auto-response-suppress');
-  if (suppress && /\b(all|autoreply|oof)\b/i.test(suppress)) return 'it asks not to be answered automatically';
+  if (values('x-auto-response-suppress').some((value) => /\b(all|autoreply|oof)\b/i.test(value))) return 'it asks not to be answered automatically';
   return undefined;
 }
 
@@ -334,14 +351,20 @@ class EmailAccount extends AccountConnection<EmailAccountSettings> {
   private async read(raw: Buffer, settings: EmailAccountSettings, oversize: number | undefined, uid: number, uidValidity: bigint | undefined): Promise<InboundMessage | undefined> {
     const { default: PostalMime } = await import('postal-mime');
     const parsed = await PostalMime.parse(oversize === undefined ? raw : Buffer.concat([raw, Buffer.from('\r\n')]), { attachmentEncoding: 'arraybuffer', maxNestingDepth: 64, maxRfc822NestingDepth: 5 });
-    const headers = new Map<string, string>();
-    for (const header of parsed.headers) if (!headers.has(header.key)) headers.set(header.key, header.value);
+    // Every value of each header, in order: the loop guard reads them all; the rest read the first.
+    const every = new Map<string, string[]>();
+    for (const header of parsed.headers) {
+      const values = every.get(header.key);
+      if (values) values.push(header.value);
+      else every.set(header.key, [header.value]);
+    }
+    const headers = new Map([...every].map(([key, values]) => [key, values[0]!]));
     const own = addressOf(settings.address!);
     const from = parsed.from?.address ? addressOf(parsed.from.address) : undefined;
     // The envelope sender, as the delivering server recorded it; the From only when there is none.
     const envelope = envelopeAddress(headers.get('return-path'));
     const sender = envelope ?? from ?? '';
-    const skip = unanswerable(headers, sender, own) ?? (from === own ? 'it is the account\'s own' : undefined);
+    const skip = unanswerable(every, sender, own) ?? (from === own ? 'it is the account\'s own' : undefined);
     if (skip) {
       this.log.info({ uid, sender: sender || undefined }, `email: not answered: ${skip}`);
       return undefined;

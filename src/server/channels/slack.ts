@@ -13,7 +13,7 @@ import type { ChannelState } from '../../shared/channels.ts';
 import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type ChannelRequest, type ChannelResponse, type InboundAttachment, type InboundMessage, type SendOptions, type SendReceipt } from '../kernel/channel.ts';
 import { readLimited } from './attachments.ts';
 import { AccountChannel, AccountConnection } from './account-channel.ts';
-import { refusal, sameSecret, storeThenAcknowledge } from './webhook.ts';
+import { deliveredJson, refusal, sameSecret, storeThenAcknowledge } from './webhook.ts';
 import { markdownToSlackMrkdwn, splitMessage } from './formatting.ts';
 
 export const DEFAULT_ACCOUNT = 'default';
@@ -206,12 +206,9 @@ class SlackAccount extends AccountConnection<AccountSettings> {
     if (!/^\d{1,12}$/.test(timestamp) || Math.abs(Date.now() / 1000 - Number(timestamp)) > SIGNATURE_MAX_AGE_S) return refused('The request\'s timestamp is not within five minutes of now.');
     const expected = `v0=${createHmac('sha256', secret).update(`v0:${timestamp}:`).update(request.body).digest('hex')}`;
     if (!sameSecret(signature, expected)) return refused('The request\'s signature does not match the signing secret.');
-    let payload: { type?: string; challenge?: unknown; event?: SlackEvent; event_id?: string };
-    try {
-      payload = JSON.parse(request.body.toString('utf8')) as typeof payload;
-    } catch {
-      return refusal(400, 'bad_request', 'The body is not JSON.');
-    }
+    const read = deliveredJson(request.body);
+    if (read.refused) return read.refused;
+    const payload = read.value as { type?: string; challenge?: unknown; event?: SlackEvent; event_id?: string } | null;
     if (!payload || typeof payload !== 'object') return refusal(400, 'bad_request', 'The body is not a Slack request.');
     if (payload.type === 'url_verification') return { status: 200, body: { challenge: payload.challenge } };
     if (payload.type !== 'event_callback') return { status: 200, body: {} };

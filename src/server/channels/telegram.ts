@@ -10,7 +10,7 @@ import type { ChannelState } from '../../shared/channels.ts';
 import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type ChannelRequest, type ChannelResponse, type InboundAttachment, type InboundMessage, type SendOptions, type SendReceipt } from '../kernel/channel.ts';
 import { readLimited } from './attachments.ts';
 import { AccountChannel, AccountConnection } from './account-channel.ts';
-import { refusal, sameSecret, storeThenAcknowledge } from './webhook.ts';
+import { deliveredJson, refusal, sameSecret, storeThenAcknowledge } from './webhook.ts';
 import { markdownToTelegramHtml, plainText, splitMessage } from './formatting.ts';
 
 export const DEFAULT_ACCOUNT = 'default';
@@ -282,12 +282,9 @@ class TelegramAccount extends AccountConnection<AccountSettings> {
     if (typeof given !== 'string' || !sameSecret(given, expected)) {
       return refusal(401, 'unauthorized', 'The X-Telegram-Bot-Api-Secret-Token header is missing or wrong.');
     }
-    let update: Update;
-    try {
-      update = JSON.parse(request.body.toString('utf8')) as Update;
-    } catch {
-      return refusal(400, 'bad_request', 'The body is not JSON.');
-    }
+    const read = deliveredJson(request.body);
+    if (read.refused) return read.refused;
+    const update = read.value as Update | null;
     if (!update || typeof update !== 'object' || typeof update.update_id !== 'number') return refusal(400, 'bad_request', 'The body is not a Telegram update.');
     return storeThenAcknowledge(this.context, this.inbound(update), this.log, 'a Telegram update');
   }

@@ -2,6 +2,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { ERROR_CATEGORIES } from '../../shared/api/schemas.ts';
+import { parseJson } from '../kernel/body.ts';
 import type { ChannelContext, ChannelResponse, InboundMessage } from '../kernel/channel.ts';
 
 /** Compares a secret or signature in constant time, whatever the lengths. */
@@ -11,6 +12,18 @@ export function sameSecret(given: string, expected: string): boolean {
 
 /** An answer refusing a delivery, in the gateway's error shape ({error, message, statusCode}). */
 export const refusal = (status: number, error: (typeof ERROR_CATEGORIES)[number], message: string): ChannelResponse => ({ status, body: { error, message, statusCode: status } });
+
+/**
+ * A delivery's JSON body, read within the bounds every route of the gateway
+ * keeps (nested at most MAX_JSON_DEPTH deep), or the same 400 they answer.
+ */
+export function deliveredJson(body: Buffer): { value: unknown; refused?: undefined } | { refused: ChannelResponse } {
+  try {
+    return { value: parseJson(body.toString('utf8')) };
+  } catch (error) {
+    return { refused: refusal(400, 'bad_request', (error as Error).message) };
+  }
+}
 
 /**
  * Stores what a delivery carries (when anything), and only then answers

@@ -48,6 +48,15 @@ export function toDomainError(error: unknown): { error: GatewayError; unexpected
       unexpected: false,
     };
   }
+  // A file or folder name past what the file system takes (255 bytes, 4,096 a path) came with the request: the caller's to shorten.
+  if ((error as NodeJS.ErrnoException | null)?.code === 'ENAMETOOLONG') {
+    return {
+      error: new DomainError('invalid', 'A file or folder name in the request is longer than the file system takes (255 bytes a name, 4,096 a whole path); use a shorter one.', {
+        code: 'name_too_long', cause: error,
+      }),
+      unexpected: false,
+    };
+  }
   if (typeof status === 'number' && status >= 400 && status < 500) {
     const headers = (error as { headers?: unknown }).headers;
     return {

@@ -4,6 +4,12 @@
  * The connection is made to the address the guard passed (address-guard.ts),
  * through the request's own lookup, so a name cannot resolve one way when
  * checked and another when connected.
+ *
+ * What it answers: a server that answered, whatever its status (a 404, a
+ * 500), is the result, its status in it; an address or a request web.fetch
+ * does not take is the caller's (400); a server that could not be reached,
+ * did not answer in time, sent what cannot be read or a redirect that cannot
+ * be followed failed the call (502, upstream).
  */
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import type { LookupAddress } from 'node:dns';
@@ -130,6 +136,16 @@ const decodeEntities = (text: string) => text.replace(/&(amp|lt|gt|quot|#39|#x27
 
 const refused = (message: string) => new DomainError('invalid', message, { code: 'fetch_refused' });
 
+/** The server asked failed the call: the request was one web.fetch takes, what came back (or did not) is not a page. */
+const failed = (message: string, code: string) => new DomainError('upstream', message, { code });
+
+/** Why web.fetch does not take a parsed address (its scheme, credentials in it), or undefined. */
+function unfetchable(url: URL): string | undefined {
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return `web.fetch takes http and https addresses, not ${url.protocol.replace(/:$/, '')}`;
+  if (url.username || url.password) return 'web.fetch takes no credentials in the address';
+  return undefined;
+}
+
 /** Checks an address before anything is sent: a scheme and a form web.fetch takes. */
 export function fetchableUrl(raw: string): URL {
   let url: URL;
@@ -138,9 +154,22 @@ export function fetchableUrl(raw: string): URL {
   } catch {
     throw refused(`${JSON.stringify(raw.slice(0, 200))} is not an address.`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw refused(`web.fetch takes http and https addresses, not ${url.protocol.replace(/:$/, '')}.`);
-  if (url.username || url.password) throw refused('web.fetch takes no credentials in the address.');
+  const problem = unfetchable(url);
+  if (problem) throw refused(`${problem}.`);
   return url;
+}
+
+/** Where a redirect leads, or the failure it is: the server's answer, not the caller's request. */
+function redirectTarget(location: string, from: URL): URL {
+  let next: URL;
+  try {
+    next = new URL(location, from);
+  } catch {
+    throw failed(`${from.host} redirected to ${JSON.stringify(location.slice(0, 200))}, which is not an address.`, 'fetch_bad_redirect');
+  }
+  const problem = unfetchable(next);
+  if (problem) throw failed(`${from.host} redirected to an address web.fetch does not follow (${problem}).`, 'fetch_bad_redirect');
+  return next;
 }
 
 /** Fetches a page, following redirects (each one checked like the first). */
@@ -154,15 +183,15 @@ export async function fetchPage(raw: string, limits: FetchLimits, resolve: Resol
       response = await get(url, limits, resolve, signal);
     } catch (error) {
       if (error instanceof AddressRefused) throw refused(error.message);
-      if (signal.aborted) throw new DomainError('unavailable', `${url.host} did not answer within ${limits.timeoutMs} ms.`, { code: 'fetch_timeout' });
+      if (signal.aborted) throw failed(`${url.host} did not answer within ${limits.timeoutMs} ms.`, 'fetch_timeout');
       const code = (error as NodeJS.ErrnoException).code;
-      throw new DomainError('unavailable', `${url.host} could not be reached${code ? ` (${code})` : ''}.`, { code: 'fetch_failed' });
+      throw failed(`${url.host} could not be reached${code ? ` (${code})` : ''}.`, 'fetch_failed');
     }
     const status = response.statusCode ?? 0;
     if (status >= 300 && status < 400 && response.headers.location) {
       response.destroy();
-      if (redirects.length >= limits.maxRedirects) throw refused(`More than ${limits.maxRedirects} redirects from ${raw}.`);
-      const next = fetchableUrl(new URL(response.headers.location, url).toString());
+      if (redirects.length >= limits.maxRedirects) throw failed(`${url.host} redirected more than ${limits.maxRedirects} times (from ${raw}).`, 'fetch_redirects');
+      const next = redirectTarget(response.headers.location, url);
       redirects.push(next.toString());
       url = next;
       continue;
@@ -170,14 +199,16 @@ export async function fetchPage(raw: string, limits: FetchLimits, resolve: Resol
     const contentType = String(response.headers['content-type'] ?? 'application/octet-stream');
     if (!TEXTUAL.test(contentType)) {
       response.destroy();
+      // A page that answered with an error and no text (a bare 404) is still an answer: its status is the result.
+      if (status < 200 || status >= 300) return { url: url.toString(), status, contentType, title: null, content: '', bytes: 0, truncated: false, redirects };
       throw refused(`${url} is ${contentType.split(';')[0]}, not a page or text; web.fetch reads text only.`);
     }
     let read: { body: Buffer; truncated: boolean };
     try {
       read = await readBody(response, limits.maxBytes);
     } catch (error) {
-      if (signal.aborted) throw new DomainError('unavailable', `${url.host} did not finish within ${limits.timeoutMs} ms.`, { code: 'fetch_timeout' });
-      throw new DomainError('unavailable', `${url.host} sent a body that could not be read (${(error as Error).message}).`, { code: 'fetch_failed' });
+      if (signal.aborted) throw failed(`${url.host} did not finish within ${limits.timeoutMs} ms.`, 'fetch_timeout');
+      throw failed(`${url.host} sent a body that could not be read (${(error as Error).message}).`, 'fetch_failed');
     }
     const charset = /charset=["']?([\w-]+)/i.exec(contentType)?.[1]?.toLowerCase();
     let text: string;

@@ -201,8 +201,9 @@ export class ToolRunner {
       told();
       return result === undefined ? null : JSON.parse(JSON.stringify(result));
     } catch (thrown) {
-      // A handler's own refusal (a DomainError, or an error with a status of 400-499) answers as it says, as does a server the tool
-      // depends on that failed or is away (502, 503); anything else is the tool failing.
+      // What a tool says of the call answers as it says: the caller's request refused (a DomainError, an error with a status of
+      // 400-499), the server it works against failed (502) or is away (503). Only what nobody expected is 500, its inside logged.
+      // An outcome of the tool's work (a page's 404, a command's exit code, an MCP tool's isError) is no error: it is the result.
       const { error, unexpected } = toDomainError(thrown);
       told(error.kind);
       if (!unexpected && (error.status < 500 || error.kind === 'upstream' || error.kind === 'unavailable')) throw error;

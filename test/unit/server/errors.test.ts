@@ -52,5 +52,10 @@ describe('error catalog: one mapping for HTTP, RPC and exit codes', () => {
     expect(hidden.error.kind).to.equal('internal');
     expect(hidden.error.message).to.not.include('/secret/path');
     expect(toDomainError(Object.assign(new Error('db down'), { status: 503 })).unexpected).to.equal(true);
+    // A name the file system refuses for its length came with the request: 400, without the path.
+    const long = toDomainError(Object.assign(new Error(`ENAMETOOLONG: name too long, open '/home/someone/${'a'.repeat(300)}'`), { code: 'ENAMETOOLONG' }));
+    expect(long.unexpected).to.equal(false);
+    expect(long.error).to.include({ kind: 'invalid', reason: 'name_too_long' });
+    expect(long.error.message).to.match(/longer than the file system takes \(255 bytes a name/).and.not.include('/home/someone');
   });
 });
