@@ -8,7 +8,7 @@
  * where systemd delegated its group. Where no group can be made, the limits
  * stay per process; `gateway doctor` and the exec result say so.
  */
-import { mkdir, readFile, rmdir, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -81,6 +81,7 @@ function findLayout(): Promise<Layout | { reason: string }> {
     }
     if (tries.length === 0) return { reason: 'no cgroup v2 or v1 memory and pids hierarchy is mounted' };
     const reasons: string[] = [];
+    for (const candidate of tries) await sweep(candidate);
     for (const candidate of tries) {
       const probe = await makeGroup(candidate, `gateway-probe-${process.pid}`, { memoryBytes: 64 * 1024 * 1024, processes: 8 }).catch((error: NodeJS.ErrnoException) => {
         reasons.push(`v${candidate.version} at ${candidate.memory}: ${error.code ?? error.message}`);
@@ -93,6 +94,18 @@ function findLayout(): Promise<Layout | { reason: string }> {
     return { reason: `no group could be made (${reasons.join('; ')})` };
   })();
   return layout;
+}
+
+/** Removes the groups a daemon that is gone left behind (killed before it could remove them): their names hold its process id. */
+async function sweep(where: Layout): Promise<void> {
+  for (const folder of new Set([where.memory, where.pids])) {
+    const names = await readdir(folder).catch(() => [] as string[]);
+    for (const name of names) {
+      const match = /^gateway-(?:exec|probe)-(\d+)(?:-\d+)?$/.exec(name);
+      if (!match || Number(match[1]) === process.pid || existsSync(`/proc/${match[1]}`)) continue;
+      await rmdir(join(folder, name)).catch(() => undefined);
+    }
+  }
 }
 
 /** Whether sandboxes get a group of their own here, and where (or why not). */
