@@ -105,6 +105,17 @@ describe('inference API with the official openai client, a real model and a scri
     expect(missing.error).to.include({ code: 'previous_response_not_found', param: 'previous_response_id', type: 'invalid_request_error' });
   });
 
+  it('a stored response is continued only by the person it was for: another user of the same credential gets 404', async () => {
+    const alices = await openai.responses.create({ model: 'gateway', input: 'My locker code is 4471', user: 'alice' });
+    const bobs = await failure(openai.responses.create({ model: 'gateway', input: 'What is the locker code?', previous_response_id: alices.id, user: 'bob' }));
+    expect(bobs.status).to.equal(404);
+    expect(bobs.error).to.include({ code: 'previous_response_not_found' });
+    const anonymous = await failure(openai.responses.create({ model: 'gateway', input: 'And now?', previous_response_id: alices.id }));
+    expect(anonymous.status, 'the credential without a user is not alice either').to.equal(404);
+    const again = await openai.responses.create({ model: 'gateway', input: 'Thanks', previous_response_id: alices.id, user: 'alice' });
+    expect(again.previous_response_id).to.equal(alices.id);
+  });
+
   it('lists agents and offered models, and answers embeddings as the model gives them, float or base64', async () => {
     const listed = (await openai.models.list()).data.map((entry) => entry.id);
     expect(listed).to.include.members(['gateway', 'gateway/main', 'gateway/tooly', 'local/stories', 'script/m']);

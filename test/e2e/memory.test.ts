@@ -225,8 +225,19 @@ describe('memory: each person\'s own, shared only when the agent says so (e2e)',
       expect((await invoke('memory.search', { query: 'PIN' })).body.result.results).to.deep.equal([]);
       expect((await invoke('memory.get', { id: aliceNote })).status).to.equal(404);
 
+      // Who else talks to the agent is not Bob's to list: his own conversations and the room, not Alice's DM.
+      await set('agents.helper.toolProfile', 'messaging');
+      script('sessions_list', {});
+      await dm(bob, 'Whom do you talk to?');
+      const listed = lastToolResult().sessions.map((session: any) => session.key);
+      expect(listed).to.include.members([`telegram:default:dm:${bob.id}`, `telegram:default:group:${ROOM}`]);
+      expect(listed).to.not.include(`telegram:default:dm:${alice.id}`);
+
       // With the agent's memory shared, they share it.
       await set('agents.helper.memory.scope', 'agent');
+      script('sessions_list', {});
+      await dm(bob, 'And now?');
+      expect(lastToolResult().sessions.map((session: any) => session.key)).to.include(`telegram:default:dm:${alice.id}`);
       script('memory_search', { query: 'PIN' });
       await dm(bob, 'Look it up again.');
       expect(lastToolResult().results.map((result: any) => result.id)).to.include(aliceNote);

@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { isJsonObject, parseJsonWithin } from '../../shared/json.ts';
 import type { Agents, RunEvent } from '../agents/module.ts';
 import { DomainError } from '../kernel/errors.ts';
+import { apiPerson, callerPerson } from '../kernel/person.ts';
 import type { ChatMessage, ToolCallRecord, ToolSpec } from '../models/module.ts';
 import type { Store } from '../store/database.ts';
 import type { Migration } from '../store/migrations.ts';
@@ -31,6 +32,11 @@ export const RESPONSE_MIGRATIONS: readonly Migration[] = [{
     );
     CREATE INDEX responses_created ON responses (created_at);
   `,
+}, {
+  version: 2,
+  name: 'the person each stored response was for',
+  // Responses stored before are continued only by their owner acting for itself (no user): the person they were for was not kept.
+  sql: 'ALTER TABLE responses ADD COLUMN person TEXT',
 }];
 
 const FIELDS = new Set([
@@ -136,9 +142,9 @@ export class ResponseStore {
     this.store = store;
   }
 
-  async save(entry: { id: string; owner: string; previousId?: string; messages: ChatMessage[]; response: Record<string, unknown> }): Promise<void> {
-    await this.store.run('INSERT INTO responses (id, owner, previous_id, messages, response, created_at) VALUES (?, ?, ?, ?, ?, ?)',
-      entry.id, entry.owner, entry.previousId ?? null, JSON.stringify(entry.messages), JSON.stringify(entry.response), Date.now());
+  async save(entry: { id: string; owner: string; person: string; previousId?: string; messages: ChatMessage[]; response: Record<string, unknown> }): Promise<void> {
+    await this.store.run('INSERT INTO responses (id, owner, person, previous_id, messages, response, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      entry.id, entry.owner, entry.person, entry.previousId ?? null, JSON.stringify(entry.messages), JSON.stringify(entry.response), Date.now());
   }
 
   /** A stored response of this owner, or undefined (another owner's is as absent as a missing one). */
@@ -147,12 +153,19 @@ export class ResponseStore {
     return row ? JSON.parse(row.response) as Record<string, unknown> : undefined;
   }
 
-  /** The conversation up to and with a response: every turn of its chain, oldest first. */
-  async conversation(id: string, owner: string): Promise<ChatMessage[] | undefined> {
+  /**
+   * The conversation up to and with a response: every turn of its chain,
+   * oldest first. Only the person it was for continues it: one user of a
+   * credential never has another's conversation put into their run (an
+   * older response, whose person was not kept, only by its owner acting for
+   * itself).
+   */
+  async conversation(id: string, owner: string, person: string, ownPerson: string): Promise<ChatMessage[] | undefined> {
     const turns: ChatMessage[][] = [];
     let next: string | null = id;
     for (let depth = 0; next && depth < 1000; depth++) {
-      const row: { previous_id: string | null; messages: string } | undefined = await this.store.get('SELECT previous_id, messages FROM responses WHERE id = ? AND owner = ?', next, owner);
+      const row: { previous_id: string | null; messages: string } | undefined = await this.store.get(
+        'SELECT previous_id, messages FROM responses WHERE id = ? AND owner = ? AND (person = ? OR (person IS NULL AND ? = ?))', next, owner, person, person, ownPerson);
       if (!row) return depth === 0 ? undefined : turns.reverse().flat();
       turns.push(JSON.parse(row.messages) as ChatMessage[]);
       next = row.previous_id;
@@ -169,9 +182,10 @@ export class ResponseStore {
 export async function createResponse(call: InferenceCall<ResponsesRequest>, agents: Agents, store: ResponseStore): Promise<void> {
   const { request, http } = call;
   const owner = call.principal.subject;
+  const person = apiPerson(call.principal, request.user);
   let history: ChatMessage[] = [];
   if (request.previousId) {
-    const found = await store.conversation(request.previousId, owner);
+    const found = await store.conversation(request.previousId, owner, person, callerPerson(call.principal));
     if (!found) throw new DomainError('not_found', `Previous response with id '${request.previousId}' not found.`, { code: 'previous_response_not_found', details: { param: 'previous_response_id' } });
     history = found;
   }
@@ -221,7 +235,7 @@ export async function createResponse(call: InferenceCall<ResponsesRequest>, agen
     const response = base('completed', output, call.usageOf(outcome.usage, 'responses'));
     if (request.store) {
       const turn: ChatMessage[] = [...input, { role: 'assistant', content: outcome.text, ...(pending.length ? { toolCalls: pending } : {}) }];
-      await store.save({ id, owner, previousId: request.previousId, messages: turn, response });
+      await store.save({ id, owner, person, previousId: request.previousId, messages: turn, response });
     }
     if (stream) {
       if (outcome.text || calls.length === 0) {

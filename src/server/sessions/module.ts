@@ -5,6 +5,7 @@
 import type { MessageView } from '../../shared/protocol/results.ts';
 import { DomainError } from '../kernel/errors.ts';
 import { defineModule } from '../kernel/module.ts';
+import { OPERATOR } from '../kernel/person.ts';
 import { inTransaction, type Db } from '../store/database.ts';
 import { SESSION_MIGRATIONS } from './migrations.ts';
 import { messageView, SessionStore, sessionView, type NewEntry, type NewMessage, type Session, type SessionMessage } from './session-store.ts';
@@ -63,9 +64,15 @@ export default defineModule<Sessions>({
       name: 'sessions.list',
       description: 'Conversations with approved senders, rooms and agents, most recent first.',
       inputSchema: { type: 'object', additionalProperties: false, properties: { channel: CHANNEL_ID, limit: { type: 'integer', minimum: 1, maximum: 1000 } } },
-      handler: async (args) => ({
-        sessions: (await store.list({ channel: args.channel as string | undefined, limit: Number(args.limit ?? 100) })).map((session) => sessionView(session)),
-      }),
+      handler: async (args, context) => {
+        // One person's run lists only the conversations that person may recall (who else talks to the agent is theirs to know),
+        // unless the agent's memory is shared; the operator, who reads every session anyway, lists all.
+        const shared = context.agent !== undefined && ctx.config().agents[context.agent]?.memory.scope === 'agent';
+        const person = context.person === OPERATOR || shared ? undefined : context.person;
+        return {
+          sessions: (await store.list({ channel: args.channel as string | undefined, limit: Number(args.limit ?? 100), ...(person === undefined ? {} : { person }) })).map((session) => sessionView(session)),
+        };
+      },
     });
 
     return {

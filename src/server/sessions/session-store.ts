@@ -176,10 +176,19 @@ export class SessionStore {
   }
 
   /** Sessions, most recently active first. */
-  async list(options: { channel?: string; limit: number }): Promise<Session[]> {
-    const rows = options.channel === undefined
-      ? await this.store.all<Row>('SELECT * FROM sessions ORDER BY updated_at DESC, key LIMIT ?', options.limit)
-      : await this.store.all<Row>('SELECT * FROM sessions WHERE channel = ? ORDER BY updated_at DESC, key LIMIT ?', options.channel, options.limit);
+  /** Sessions, most recent first: of a channel, and only those a person may recall when one is named. */
+  async list(options: { channel?: string; limit: number; person?: string }): Promise<Session[]> {
+    const where: string[] = [];
+    const params: string[] = [];
+    if (options.channel !== undefined) {
+      where.push('channel = ?');
+      params.push(options.channel);
+    }
+    if (options.person !== undefined) {
+      where.push(`key IN (${RECALLABLE})`);
+      params.push(options.person, options.person);
+    }
+    const rows = await this.store.all<Row>(`SELECT * FROM sessions${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY updated_at DESC, key LIMIT ?`, ...params, options.limit);
     return rows.map(toSession);
   }
 
