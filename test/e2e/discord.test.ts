@@ -180,6 +180,19 @@ describe('Discord channel (e2e, the Gateway and REST API of a stand-in of Discor
     expect(texts(cat.dm)).to.deep.equal(['Answer: first', 'Answer: while away', 'Answer: after a reconnect']);
   });
 
+  it('gateway message send while Discord is out of reach is queued, and posted once when the account is back', async () => {
+    await discord.stop();
+    await waitFor(async () => ((await account())?.state !== 'connected' ? true : undefined), 20_000, 'the account to notice');
+    const queued = await home.run(['message', 'send', '--channel', 'discord', '--to', room, 'Said while Discord was away', '--json']);
+    expect(queued.code, queued.stderr).to.equal(0);
+    expect(queued.json, JSON.stringify(queued.json)).to.include({ sent: false });
+    await discord.start(discord.port);
+    await connected();
+    await replyIn(room, 0, /Said while Discord was away/);
+    await sleep(1500);
+    expect(texts(room), 'posted once').to.deep.equal(['Said while Discord was away']);
+  });
+
   it('kill -9 with messages in flight: the next daemon resumes the session, and every message is answered exactly once', async () => {
     const dan = person();
     await set('channels.discord.allowFrom', [dan.id]);

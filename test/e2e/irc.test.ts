@@ -130,11 +130,20 @@ describe('IRC channel, DM pairing and sessions against ngircd (e2e)', function (
     expect(await state(), 'text cannot smuggle IRC commands').to.equal('connected');
   });
 
-  it('tells the truth about delivery: an offline nick is not "sent", an offline sender is not "notified", an unknown channel is named', async () => {
-    const gone = await home.run(['message', 'send', '--channel', 'irc', '--to', 'nobody-online-here', 'hello?', '--json']);
-    expect(gone.code).to.equal(1);
-    expect(gone.json.error.message).to.include('nobody-online-here cannot be reached').and.include('not delivered');
-    expect(await session('nobody-online-here'), 'an undelivered message is not recorded as said').to.equal(undefined);
+  it('tells the truth about delivery: a message to an offline nick is queued, not "sent", and reaches them when they come; an offline sender is not "notified"; an unknown channel is named', async () => {
+    const gone = await home.run(['message', 'send', '--channel', 'irc', '--to', 'latecomer', 'hello?', '--json']);
+    expect(gone.code, gone.stderr).to.equal(0);
+    expect(gone.json).to.include({ sent: false });
+    expect(gone.json.delivery).to.include({ status: 'pending', attempts: 1 });
+    expect(gone.json.delivery.error).to.include('latecomer cannot be reached');
+    expect((await session('latecomer')).messages.map((m: any) => m.text), 'the operator said it; it waits in the outbox').to.deep.equal(['hello?']);
+    const human = await home.run(['message', 'send', '--channel', 'irc', '--to', 'latecomer', 'still there?']);
+    expect(human.stdout).to.match(/^Queued for latecomer on irc: not delivered yet/);
+    // The nick comes online: the outbox's next try reaches it, in the order said, once each.
+    const latecomer = await IrcUser.connect(ircd.port, 'latecomer');
+    users.push(latecomer);
+    await latecomer.waitFor(/still there\?/, { timeoutMs: 30_000 });
+    expect(latecomer.received.map((message) => message.text)).to.deep.equal(['hello?', 'still there?']);
 
     const leaver = await person('Leaver');
     const code = await codeFor(leaver);
@@ -319,16 +328,24 @@ describe('IRC channel, DM pairing and sessions against ngircd (e2e)', function (
 
     await ircd.halt();
     await waitFor(async () => (await state()) !== 'connected', 10_000, 'the gateway to notice');
+    // What the operator says while the account is down waits in the outbox.
+    const away = await home.run(['message', 'send', '--channel', 'irc', '--to', stranger.nick, 'sent while the server was away', '--json']);
+    expect(away.code, away.stderr).to.equal(0);
+    expect(away.json.sent).to.equal(false);
     await ircd.resume();
     await connected();
 
-    // The same person comes back under the same nick: no new code, straight into the session.
+    // The same person comes back under the same nick: no new code, straight into the session; the message said meanwhile reaches them.
     const back = await IrcUser.connect(ircd.port, stranger.nick);
     users.push(back);
     back.say(nick, 'I am back');
-    const shown = await waitFor(() => session(back.nick), 10_000, 'a message after the reconnect');
-    expect(shown.messages.map((m: any) => m.text)).to.deep.equal(['I am back']);
-    expect(back.received, 'no pairing code for an approved sender').to.deep.equal([]);
+    const shown = await waitFor(async () => {
+      const found = await session(back.nick);
+      return found?.messages.some((m: any) => m.text === 'I am back') ? found : undefined;
+    }, 10_000, 'a message after the reconnect');
+    expect(shown.messages.map((m: any) => m.text)).to.deep.equal(['sent while the server was away', 'I am back']);
+    await waitFor(() => [...back.received, ...stranger.received].some((message) => message.text.includes('sent while the server was away')) || undefined, 30_000, 'the message said while away');
+    expect(back.received.filter((message) => /code/i.test(message.text)), 'no pairing code for an approved sender').to.deep.equal([]);
   });
 
   it('keeps pending codes and the allow-list across a daemon restart', async () => {

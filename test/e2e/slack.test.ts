@@ -195,6 +195,16 @@ describe('Slack channel (e2e, @slack/socket-mode and @slack/web-api against a st
     expect(texts(cy.dm)).to.deep.equal(['Answer: over http']);
     const session = await json(['sessions', 'show', `slack:default:dm:${cy.user}`]);
     expect(session.messages.filter((m: any) => m.direction === 'in').map((m: any) => m.text)).to.deep.equal(['over http']);
+
+    // Slack's Web API out of reach: what the operator says is queued, and posted once when Slack answers again.
+    await slack.stop();
+    const queued = await home.run(['message', 'send', '--channel', 'slack', '--to', cy.dm, 'Said while Slack was away', '--json']);
+    expect(queued.code, queued.stderr).to.equal(0);
+    expect(queued.json, JSON.stringify(queued.json)).to.include({ sent: false });
+    await slack.start(slack.port);
+    await replyIn(cy.dm, 1, /Said while Slack was away/);
+    await sleep(1500);
+    expect(texts(cy.dm)).to.deep.equal(['Answer: over http', 'Said while Slack was away']);
   });
 
   it('waits as long as a 429 says, and splits a reply past 40,000 characters without breaking its code block', async () => {

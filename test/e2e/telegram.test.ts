@@ -290,6 +290,29 @@ describe('Telegram channel (e2e, grammY against a stand-in of the Bot API)', fun
     expect(api.requests.some((request) => request.method === 'deleteWebhook')).to.equal(true);
   });
 
+  it('gateway message send while Telegram is out of reach is queued, and delivered once when the account is back', async () => {
+    const user = person();
+    // A chat Telegram knows: the person wrote to the bot (and got a pairing code).
+    dm(user, 'hello');
+    await replyFor(user.id, 0);
+    const before = texts(user.id).length;
+    await api.stop();
+    await waitFor(async () => ((await account())?.state !== 'connected' ? true : undefined), 20_000, 'the account to notice');
+    const queued = await home.run(['message', 'send', '--channel', 'telegram', '--to', String(user.id), 'Said while Telegram was away', '--json']);
+    expect(queued.code, queued.stderr).to.equal(0);
+    expect(queued.json, JSON.stringify(queued.json)).to.include({ sent: false });
+    expect(queued.json.delivery.status).to.equal('pending');
+    expect(texts(user.id)).to.have.length(before);
+    await api.start(api.port);
+    await connected();
+    await replyFor(user.id, before, /Said while Telegram was away/);
+    await sleep(1500);
+    expect(texts(user.id).slice(before), 'sent once').to.deep.equal(['Said while Telegram was away']);
+    const sent = await home.run(['message', 'send', '--channel', 'telegram', '--to', String(user.id), 'And now at once', '--json']);
+    expect(sent.json, JSON.stringify(sent.json)).to.include({ sent: true });
+    expect(sent.json.delivery.receipts).to.have.length(1);
+  });
+
   it('kill -9 with messages in flight: after a restart every message is answered exactly once, none lost', async () => {
     const dan = person();
     await set('channels.telegram.allowFrom', [String(dan.id)]);

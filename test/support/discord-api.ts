@@ -47,14 +47,15 @@ export class DiscordApi {
     return `http://127.0.0.1:${this.port}`;
   }
 
-  async start(): Promise<this> {
+  /** Listens on a free port, or on `port` (the same API back after stop, with its channels and sessions). */
+  async start(port = 0): Promise<this> {
     this.server = createServer((req, res) => void this.answer(req, res));
     this.wss = new WebSocketServer({ noServer: true });
     this.server.on('upgrade', (req, socket, head) => {
       if (!req.url?.startsWith('/gateway')) return socket.destroy();
       this.wss!.handleUpgrade(req, socket, head, (ws) => this.connected(ws));
     });
-    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    await new Promise<void>((resolve) => this.server!.listen(port, '127.0.0.1', resolve));
     this.port = (this.server.address() as { port: number }).port;
     return this;
   }

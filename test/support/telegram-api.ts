@@ -85,13 +85,14 @@ export class TelegramApi {
     return `http://127.0.0.1:${this.port}`;
   }
 
-  async start(): Promise<this> {
+  /** Listens on a free port, or on `port` (the same API back after stop, with its bots and chats). */
+  async start(port = 0): Promise<this> {
     this.server = createServer((req, res) => void this.answer(req, res));
     this.server.on('connection', (socket) => {
       this.sockets.add(socket);
       socket.on('close', () => this.sockets.delete(socket));
     });
-    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    await new Promise<void>((resolve) => this.server!.listen(port, '127.0.0.1', resolve));
     this.port = (this.server.address() as { port: number }).port;
     return this;
   }

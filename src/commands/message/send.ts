@@ -4,7 +4,7 @@ import { usageError } from '../../shared/errors.ts';
 
 export default class MessageSend extends BaseCommand<Record<string, unknown>> {
   static override summary = 'Send a message to a peer or room through a channel; it is recorded in the session.';
-  static override description = 'Pass the text as an argument, or "-" to read it from stdin.';
+  static override description = 'Pass the text as an argument, or "-" to read it from stdin. The message goes through the channel\'s outbox: it waits for its first attempt (up to 10 s) and says whether the platform took it; one that could not go yet is kept and sent as soon as the channel takes it (exit 0; --json says sent: false and why).';
   static override examples = [
     '<%= config.bin %> message send --channel irc --to alice "Back in five minutes"',
     'uptime | <%= config.bin %> message send --channel irc --to "#ops" -',
@@ -31,7 +31,11 @@ export default class MessageSend extends BaseCommand<Record<string, unknown>> {
     const result = await client.call('message.send', {
       channel: flags.channel, to: flags.to, text, ...(flags.account ? { account: flags.account } : {}),
     });
-    this.say(`Sent to ${flags.to} on ${flags.channel} (session ${result.sessionKey}).`);
+    if (result.sent) this.say(`Sent to ${flags.to} on ${flags.channel} (session ${result.sessionKey}).`);
+    else {
+      const retry = result.delivery.nextAttemptAt ? `; tried again from ${result.delivery.nextAttemptAt}` : '';
+      this.say(`Queued for ${flags.to} on ${flags.channel}: not delivered yet (${result.delivery.error ?? 'waiting its turn'})${retry}, and sent as soon as the channel takes it (session ${result.sessionKey}; gateway channels status).`);
+    }
     return result;
   }
 }

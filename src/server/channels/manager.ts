@@ -37,6 +37,9 @@ export interface ChannelManagerDeps {
   now?: () => number;
 }
 
+/** How long an operator's send waits for its message's first attempt before answering that it is queued. */
+const SEND_WAIT_MS = 10_000;
+
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 export const pairRequestView = (request: DmPairingRequest): DmPairingRequestView => ({
@@ -422,29 +425,31 @@ export class ChannelManager {
     throw new DomainError('invalid', `Channel ${channel.id} has several accounts (${accounts.join(', ')}); name one.`);
   }
 
-  /** An operator's message: delivered through the channel, then recorded in its session. */
-  async send(input: { channel: string; account?: string; to: string; text: string; via: string }) {
-    const delivered = await this.deliver(input);
-    return this.record(input.channel, delivered.account, delivered.kind, delivered.peer, input.to, { direction: 'out', sender: 'operator', text: input.text, at: this.now(), via: input.via });
-  }
-
   /**
-   * Delivers text through a channel without recording it (an agent records
-   * its turns itself): long text is split to the channel's line limits.
+   * An operator's message (gateway message send, a tool, a hook): recorded in
+   * its session and queued in the outbox in one transaction, so it is sent,
+   * and tried again, like every reply; the answer waits for its first attempt
+   * and says what became of it. A message whose account is down is sent once
+   * the account is back.
    */
-  async deliver(input: { channel: string; account?: string; to: string; text: string }): Promise<{ account: string; kind: 'direct' | 'group'; peer: string }> {
+  async send(input: { channel: string; account?: string; to: string; text: string; via: string }) {
     const channel = this.channel(input.channel);
     const account = this.account(channel, input.account);
     const problem = channel.checkPeer(input.to);
     if (problem) throw new DomainError('invalid', `Recipient ${JSON.stringify(input.to)} ${problem}.`);
     if (input.text.trim().length === 0) throw new DomainError('invalid', 'The message is empty.');
     if (input.text.length > MAX_MESSAGE_CHARS) throw new DomainError('invalid', `The message is longer than ${MAX_MESSAGE_CHARS} characters.`);
-    try {
-      await channel.send(account, input.to, input.text);
-    } catch (error) {
-      throw new DomainError('unavailable', (error as Error).message);
-    }
-    return { account, kind: channel.isRoom(input.to) ? 'group' : 'direct', peer: channel.normalizePeer(input.to) };
+    const kind = channel.isRoom(input.to) ? 'group' : 'direct';
+    const { recorded, id } = await this.deps.store.transaction(async (tx) => {
+      const recorded = await this.record(input.channel, account, kind, channel.normalizePeer(input.to), input.to,
+        { direction: 'out', sender: 'operator', text: input.text, at: this.now(), via: input.via }, tx);
+      const id = await this.deps.outbox.queue({ channel: input.channel, account, to: input.to, text: input.text, sessionKey: recorded.session.key }, tx);
+      return { recorded, id: id! };
+    });
+    const delivery = await this.deps.outbox.firstAttempt(id, SEND_WAIT_MS);
+    // Given up at once (the platform refused it for good): the caller hears why, as before.
+    if (delivery.status === 'failed') throw new DomainError('unavailable', `${delivery.error ?? 'The platform refused the message'} (outbox ${id}).`);
+    return { ...recorded, delivery };
   }
 
   /** Approves a code; with notify, tells the sender. Failures name why the code cannot be approved. */
@@ -461,9 +466,14 @@ export class ChannelManager {
     let notifyError: string | undefined;
     if (notify) {
       try {
-        // The sender's id reaches them on every channel (a folded IRC nick, a Telegram user's chat).
-        await this.channel(channelId).send(request.account, request.sender, 'You are approved: this gateway now accepts your messages.');
-        notified = true;
+        this.channel(channelId);
+        // The sender's id reaches them on every channel (a folded IRC nick, a Telegram user's chat); sent through the outbox, once.
+        const id = await this.deps.outbox.queue({ channel: channelId, account: request.account, to: request.sender, text: 'You are approved: this gateway now accepts your messages.', key: `pair-approved:${channelId}:${request.code}` });
+        if (id !== undefined) {
+          const delivery = await this.deps.outbox.firstAttempt(id, SEND_WAIT_MS);
+          notified = delivery.status === 'sent';
+          if (!notified) notifyError = delivery.status === 'pending' ? `${delivery.error ?? 'not sent yet'}; it is sent when it can be (outbox ${id})` : delivery.error ?? 'not delivered';
+        }
       } catch (error) {
         notifyError = (error as Error).message;
       }

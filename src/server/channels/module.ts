@@ -225,8 +225,8 @@ export default defineModule<Channels>({
       name: 'message.send',
       handler: async (params, client) => {
         const sent = await channels.send({ channel: params.channel, account: params.account, to: params.to, text: params.text, via: client.deviceId });
-        await audit('message.sent', client, sent.session.key, { messageId: sent.message.id });
-        return { sent: true, sessionKey: sent.session.key, message: messageView(sent.message) };
+        await audit('message.sent', client, sent.session.key, { messageId: sent.message.id, outbox: sent.delivery.id, status: sent.delivery.status });
+        return { sent: sent.delivery.status === 'sent', sessionKey: sent.session.key, message: messageView(sent.message), delivery: sent.delivery };
       },
     });
 
@@ -248,7 +248,11 @@ export default defineModule<Channels>({
           channel: String(args.channel), to: String(args.to), text: String(args.text), via: `tool:${context.caller}`,
           ...(args.account ? { account: String(args.account) } : {}),
         });
-        return { sent: true, sessionKey: sent.session.key, messageId: sent.message.id };
+        const delivery = sent.delivery;
+        return {
+          sent: delivery.status === 'sent', sessionKey: sent.session.key, messageId: sent.message.id,
+          ...(delivery.status === 'sent' ? {} : { note: `not delivered yet (${delivery.error ?? 'waiting its turn'}); it is sent when the channel can take it` }),
+        };
       },
     });
 

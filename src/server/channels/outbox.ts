@@ -118,6 +118,8 @@ export class Outbox {
   private readonly store: Store;
   private readonly logger: Logger;
   private readonly pumps = new Map<string, Pump>();
+  /** Who waits on a message's first attempt, by its id. */
+  private readonly attempts = new Map<number, Set<(view: OutboxEntryView) => void>>();
   private readonly now: () => number;
   /** Told after a commit that queued replies for a channel (another daemon may run it). */
   private readonly announce: (channel: string) => void;
@@ -131,22 +133,63 @@ export class Outbox {
 
   /** Queues a reply in the caller's transaction (or on its own); false when its key was queued already. */
   async enqueue(item: OutboxItem, db: Db = this.store): Promise<boolean> {
+    return (await this.queue(item, db)) !== undefined;
+  }
+
+  /** Queues a message as enqueue does, and says its id (undefined when its key was queued already). */
+  async queue(item: OutboxItem, db: Db = this.store): Promise<number | undefined> {
     const now = this.now();
-    const { changes } = await db.run(`INSERT INTO channel_outbox (channel, account, recipient, text, dedupe_key, session_key, run_id, turn_id, edit_of, status, next_at, created_at)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT (dedupe_key) DO NOTHING`,
+    const row = await db.get<{ id: number | bigint }>(`INSERT INTO channel_outbox (channel, account, recipient, text, dedupe_key, session_key, run_id, turn_id, edit_of, status, next_at, created_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT (dedupe_key) DO NOTHING RETURNING id`,
     item.channel, item.account, item.to, item.text, item.key ?? null, item.sessionKey ?? null, item.runId ?? null, item.turnId ?? null, item.editOf ?? null, now, now);
-    if (changes === 1) {
+    if (row) {
       const wake = () => this.wake(item.channel);
       if (inTransaction(db)) db.afterCommit(wake);
       else wake();
     }
-    return changes === 1;
+    return row ? Number(row.id) : undefined;
+  }
+
+  /**
+   * What became of a queued message's first attempt, for a caller that
+   * answers someone (an operator's send, a pairing notice): sent, waiting to
+   * be tried again (and why), or given up (and why). Told at once by this
+   * daemon's pump; a message another daemon sends is looked at in the
+   * store. Past `waitMs` without an attempt (its recipient's earlier
+   * messages first, the platform asked to wait), it is still queued.
+   */
+  async firstAttempt(id: number, waitMs: number): Promise<OutboxEntryView> {
+    const deadline = this.now() + waitMs;
+    let told: OutboxEntryView | undefined;
+    const tell = (view: OutboxEntryView) => {
+      told = view;
+    };
+    const listeners = this.attempts.get(id) ?? new Set();
+    listeners.add(tell);
+    this.attempts.set(id, listeners);
+    try {
+      for (;;) {
+        const row = told ? undefined : await this.store.get<Row>('SELECT * FROM channel_outbox WHERE id = ?', id);
+        const view = told ?? (row ? toView(row) : undefined);
+        if (!view) throw new Error(`outbox message ${id} is gone`);
+        if (view.status !== 'pending' || view.attempts > 0 || this.now() >= deadline) return view;
+        await new Promise((resolve) => setTimeout(resolve, Math.min(100, Math.max(0, deadline - this.now()))));
+      }
+    } finally {
+      listeners.delete(tell);
+      if (listeners.size === 0) this.attempts.delete(id);
+    }
+  }
+
+  /** The pump tried a message: whoever waits on it is told. */
+  private attempted(view: OutboxEntryView): void {
+    for (const tell of this.attempts.get(view.id) ?? []) tell(view);
   }
 
   /** Sends what waits for this channel, while this daemon runs it. */
   attach(channel: Channel): void {
     this.detach(channel.id);
-    const pump = new Pump(channel, this.store, this.logger.child({ channel: channel.id }), this.now);
+    const pump = new Pump(channel, this.store, this.logger.child({ channel: channel.id }), this.now, (view) => this.attempted(view));
     this.pumps.set(channel.id, pump);
     pump.start();
   }
@@ -269,12 +312,14 @@ class Pump {
   private readonly store: Store;
   private readonly logger: Logger;
   private readonly now: () => number;
+  private readonly attempted: (view: OutboxEntryView) => void;
 
-  constructor(channel: Channel, store: Store, logger: Logger, now: () => number) {
+  constructor(channel: Channel, store: Store, logger: Logger, now: () => number, attempted: (view: OutboxEntryView) => void) {
     this.channel = channel;
     this.store = store;
     this.logger = logger;
     this.now = now;
+    this.attempted = attempted;
   }
 
   start(): void {
@@ -350,8 +395,10 @@ class Pump {
         // Each part is written down as it goes: a retry resumes after it.
         if (sent + 1 < parts.length) await this.store.run('UPDATE channel_outbox SET parts_sent = ?, receipts = ? WHERE id = ?', sent + 1, JSON.stringify(receipts), id);
       }
+      const sentAt = this.now();
       await this.store.run("UPDATE channel_outbox SET status = 'sent', parts_sent = ?, receipts = ?, attempts = ?, sent_at = ?, error = NULL WHERE id = ?",
-        parts.length, JSON.stringify(receipts), attempts, this.now(), id);
+        parts.length, JSON.stringify(receipts), attempts, sentAt, id);
+      this.attempted(toView({ ...row, status: 'sent', parts_sent: parts.length, receipts: JSON.stringify(receipts), attempts, sent_at: sentAt, error: null }));
       observe(observed.channelMessage, (): ChannelMessageObserved => ({ channel: this.channel.id, direction: 'out' }));
       return true;
     } catch (thrown) {
@@ -363,6 +410,7 @@ class Pump {
       const nextAt = now + (error?.retryAfterMs ?? backoff(attempts));
       await this.store.run('UPDATE channel_outbox SET status = ?, attempts = ?, parts_sent = ?, receipts = ?, next_at = ?, error = ? WHERE id = ?',
         giveUp ? 'failed' : 'pending', attempts, sent, JSON.stringify(receipts), nextAt, message, id);
+      this.attempted(toView({ ...row, status: giveUp ? 'failed' : 'pending', attempts, parts_sent: sent, receipts: JSON.stringify(receipts), next_at: nextAt, error: message }));
       if (giveUp) this.logger.warn({ reply: id, to: String(row.recipient), attempts, error: message }, 'a reply could not be delivered; given up');
       else this.logger.info({ reply: id, attempts, retryInMs: nextAt - now, error: message }, 'a reply could not be delivered yet; retrying');
       return giveUp;

@@ -206,6 +206,6 @@ export class HooksIngress {
       target = { channel: session.channel, account: session.account, to: session.peerName ?? session.peer };
     }
     const sent = await this.deps.channels.send({ ...target, text, via: `hook:${name}` });
-    return { action: 'message', sessionKey: sent.session.key, messageId: sent.message.id };
+    return { action: 'message', sessionKey: sent.session.key, messageId: sent.message.id, sent: sent.delivery.status === 'sent' };
   }
 }

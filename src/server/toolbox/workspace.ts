@@ -70,6 +70,9 @@ const typeOf = (info: { isSymbolicLink(): boolean; isDirectory(): boolean; isFil
 
 const code = (error: unknown) => (error as NodeJS.ErrnoException).code;
 
+/** The real path of each workspace root seen (a root is the operator's setting, not something a command can move: the sandbox shows it as a mount point). */
+const knownRoots = new Map<string, string>();
+
 export class Workspace {
   readonly root: string;
   /** Who owns what is made here (a root daemon's sandbox runs commands as an unprivileged user, who must reach the files). */
@@ -84,7 +87,21 @@ export class Workspace {
   async realRoot(): Promise<string> {
     await mkdir(this.root, { recursive: true, mode: 0o700 });
     if (this.owner) await chown(this.root, this.owner.uid, this.owner.gid);
-    return realpath(this.root);
+    const real = await realpath(this.root);
+    knownRoots.set(this.root, real);
+    return real;
+  }
+
+  /** The root held open: by its real path known from before (made again if it went), else found and made now. */
+  private async openRoot(): Promise<{ real: string; root: FileHandle }> {
+    const known = knownRoots.get(this.root);
+    if (known) {
+      const root = await open(known, FOLDER).catch(() => undefined);
+      if (root) return { real: known, root };
+      knownRoots.delete(this.root);
+    }
+    const real = await this.realRoot();
+    return { real, root: await open(real, FOLDER) };
   }
 
   /**
@@ -129,8 +146,7 @@ export class Workspace {
    * says so. The caller closes what the place holds (`release`).
    */
   private async walk(path: string, options: { make?: boolean; keepLast?: boolean } = {}): Promise<Found> {
-    const realRoot = await this.realRoot();
-    const root = await open(realRoot, FOLDER);
+    const { real: realRoot, root } = await this.openRoot();
     const place: Found = { folders: [root], names: [], name: '', type: 'folder' };
     try {
       const queue = this.parts(path, realRoot);

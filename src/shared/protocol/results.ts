@@ -448,7 +448,8 @@ export interface MethodResults {
   'pair.allowed': { senders: AllowedSenderView[] };
   'sessions.list': { sessions: SessionView[] };
   'sessions.history': { session: SessionView; messages: MessageView[] };
-  'message.send': { sent: true; sessionKey: string; message: MessageView };
+  /** sent: the platform took it; else it waits in the outbox (delivery says why and when it is tried again). */
+  'message.send': { sent: boolean; sessionKey: string; message: MessageView; delivery: OutboxEntryView };
   reload: ReloadResult;
   'plugins.list': { plugins: PluginInfo[]; lastReload: BuildOutcome | null };
   'tools.catalog': { tools: ToolCatalogEntry[] };

@@ -219,17 +219,25 @@ describe('channel manager: DM policy, pairing codes and sessions', () => {
     await manager.revoke('irc', 'Dave').then(() => expect.fail(), (e: Error) => { expect(e).to.be.instanceOf(DomainError); expect(e.message).to.match(/allowFrom in the config/); });
   });
 
-  it('records operator messages in the session and refuses bad recipients, empty text and a disconnected channel', async () => {
+  it('records operator messages in the session, sends them through the outbox, queues them while the account is down, and refuses bad recipients and empty text', async () => {
     const sent = await manager.send({ channel: 'irc', to: 'Erin', text: 'hello Erin', via: 'dev1' });
     expect(sent.session.key).to.equal('irc:default:dm:erin');
     expect(sent.message).to.include({ direction: 'out', text: 'hello Erin', via: 'dev1' });
+    expect(sent.delivery).to.include({ status: 'sent', attempts: 1 });
+    expect(channel.sent.map((message) => message.text)).to.deep.equal(['hello Erin']);
     const room = await manager.send({ channel: 'irc', to: '#Ops', text: 'deploy done', via: 'dev1' });
     expect(room.session.key).to.equal('irc:default:group:#ops');
     await manager.send({ channel: 'irc', to: 'a b', text: 'x', via: 'd' }).then(() => expect.fail(), (e: DomainError) => expect(e.kind).to.equal('invalid'));
     await manager.send({ channel: 'irc', to: 'erin', text: '  ', via: 'd' }).then(() => expect.fail(), (e: DomainError) => expect(e.kind).to.equal('invalid'));
     await manager.send({ channel: 'nope', to: 'erin', text: 'x', via: 'd' }).then(() => expect.fail(), (e: DomainError) => expect(e.kind).to.equal('not_found'));
     channel.connected = false;
-    await manager.send({ channel: 'irc', to: 'erin', text: 'x', via: 'd' }).then(() => expect.fail(), (e: DomainError) => expect(e.kind).to.equal('unavailable'));
-    expect((await sessions.get('irc:default:dm:erin'))!.messageCount, 'an unsent message is not recorded').to.equal(1);
+    const queued = await manager.send({ channel: 'irc', to: 'erin', text: 'while away', via: 'd' });
+    expect(queued.delivery).to.include({ status: 'pending', attempts: 1, error: 'not connected' });
+    expect((await sessions.get('irc:default:dm:erin'))!.messageCount, 'said, and waiting in the outbox').to.equal(2);
+    // The account is back: its waiting messages go at once, not when their backoff ends.
+    channel.connected = true;
+    await outbox.retryNow('irc', 'default');
+    await outbox.idle();
+    expect(channel.sent.map((message) => message.text)).to.deep.equal(['hello Erin', 'deploy done', 'while away']);
   });
 });
