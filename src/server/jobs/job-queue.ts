@@ -3,6 +3,7 @@ import type { Job, JobStatus } from '../../shared/protocol/results.ts';
 import { DomainError } from '../kernel/errors.ts';
 import type { Db, Store, Tx } from '../store/database.ts';
 import { inTransaction } from '../store/engine.ts';
+import { inBatches } from '../store/retention.ts';
 import { anyDueJob, claimDueJobs, type JobLane, nextDueJob, PG_INSERT_JOBS, PG_SUCCEED_JOBS } from './job-sql.ts';
 
 export interface ClaimedJob {
@@ -105,6 +106,8 @@ const SUCCEED = "UPDATE jobs SET status = 'succeeded', finished_at = ?, result =
 const RETRY_LATER = "UPDATE jobs SET status = 'queued', run_at = ?, error = ?, claimed_by = NULL, lease_expires_at = NULL WHERE id = ? AND status = 'running' AND claimed_by = ?";
 const FAIL = "UPDATE jobs SET status = 'failed', finished_at = ?, error = ?, lease_expires_at = NULL WHERE id = ? AND status = 'running' AND claimed_by = ?";
 const PAYLOAD = 'SELECT payload FROM job_payloads WHERE job_id = ?';
+/** A batch of finished jobs past the retention (a time, a batch's size). */
+const PRUNABLE = "SELECT id FROM jobs WHERE status IN ('succeeded', 'failed') AND finished_at < ? ORDER BY id LIMIT ?";
 
 /** Durable jobs in the profile's database: queued -> running -> succeeded | failed, with retries and backoff. */
 export class JobQueue {
@@ -425,12 +428,16 @@ export class JobQueue {
     return this.get(id);
   }
 
-  /** Deletes finished jobs older than the retention; says how many. */
+  /**
+   * Deletes finished jobs older than the retention, with their payloads, in
+   * bounded batches (see inBatches); says how many. Each batch is one
+   * transaction whose two statements pick the same jobs: the first ones by id.
+   */
   async prune(retentionDays: number): Promise<number> {
     const before = this.now() - retentionDays * 86_400_000;
-    return this.store.transaction(async (tx) => {
-      await tx.run("DELETE FROM job_payloads WHERE job_id IN (SELECT id FROM jobs WHERE status IN ('succeeded', 'failed') AND finished_at < ?)", before);
-      return (await tx.run("DELETE FROM jobs WHERE status IN ('succeeded', 'failed') AND finished_at < ?", before)).changes;
-    });
+    return inBatches((limit) => this.store.transaction(async (tx) => {
+      await tx.run(`DELETE FROM job_payloads WHERE job_id IN (${PRUNABLE})`, before, limit);
+      return (await tx.run(`DELETE FROM jobs WHERE id IN (${PRUNABLE})`, before, limit)).changes;
+    }));
   }
 }

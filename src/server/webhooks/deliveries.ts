@@ -1,6 +1,7 @@
 import type { FirstAttempt, JobQueue } from '../jobs/module.ts';
 import { JsonTooDeep, parseJsonWithin } from '../../shared/json.ts';
 import type { Store, Tx } from '../store/database.ts';
+import { pruneRows } from '../store/retention.ts';
 import { PG_CLAIM_DELIVERIES, PG_DELIVERY_JOBS } from './delivery-sql.ts';
 
 import { DomainError } from '../kernel/errors.ts';
@@ -203,7 +204,7 @@ export async function acceptDeliveries(store: Store, queue: JobQueue, raws: RawD
 
 /** Deletes the records of deliveries older than the retention (their jobs go with the jobs' own); says how many. */
 export async function pruneDeliveries(store: Store, retentionMs: number): Promise<number> {
-  return (await store.run('DELETE FROM webhook_deliveries WHERE received_at < ?', Date.now() - retentionMs)).changes;
+  return pruneRows(store, 'webhook_deliveries', 'hook_id, delivery_id', 'received_at < ?', Date.now() - retentionMs);
 }
 
 interface Pending {
