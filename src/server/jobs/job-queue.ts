@@ -147,7 +147,7 @@ export class JobQueue {
    */
   useLane(lane: JobLane): void {
     this.lane = lane;
-    this.claimSql = claimDueJobs(this.store.kind, lane);
+    this.claimSql = claimDueJobs(this.store.dialect, lane);
     this.nextSql = nextDueJob(lane);
     this.dueSql = anyDueJob(lane);
   }
@@ -242,13 +242,14 @@ export class JobQueue {
 
   /**
    * Adds several jobs at once (see enqueue), as the last write of the
-   * caller's transaction: on PostgreSQL one statement for the whole group,
-   * sent with the transaction's COMMIT in one round trip (Tx.send).
+   * caller's transaction: where parameters may be arrays (PostgreSQL) one
+   * statement for the whole group, sent with the transaction's COMMIT in one
+   * round trip (Tx.send).
    */
   queueMany(jobs: (NewJob & { id: string; serialized: string })[], tx: Tx): void {
     if (jobs.length === 0) return;
     const now = this.now();
-    if (tx.kind !== 'postgres') {
+    if (!tx.dialect.arrays) {
       for (const job of jobs) {
         const state = this.stateOf(job, now);
         tx.send(INSERT_JOB, job.id, job.kind, state.maxAttempts, now, job.source ?? null, state.status, state.attempts, state.runAt, state.startedAt,
@@ -290,9 +291,10 @@ export class JobQueue {
   }
 
   /**
-   * Takes up to `limit` due jobs, atomically, marking them running: on
-   * PostgreSQL one statement with their payloads, on SQLite a transaction
-   * (the caller's, when it gives one).
+   * Takes up to `limit` due jobs, atomically, marking them running: where a
+   * statement is a round trip (PostgreSQL) one statement with their payloads,
+   * else a transaction (the caller's, when it gives one) that reads the
+   * payloads it does not hold parsed.
    */
   async claim(limit = 1, db: Db = this.store): Promise<ClaimedJob[]> {
     const now = this.now();
@@ -303,7 +305,7 @@ export class JobQueue {
       for (const row of rows) {
         const id = String(row.id);
         const attempts = Number(row.attempts);
-        const stored = tx.kind === 'postgres' || this.parsed.has(id) ? row.payload : (await tx.get<Row>(PAYLOAD, id))?.payload;
+        const stored = !tx.dialect.oneWriter || this.parsed.has(id) ? row.payload : (await tx.get<Row>(PAYLOAD, id))?.payload;
         claimed.push({ id, kind: String(row.kind), attempts, maxAttempts: Number(row.max_attempts), payload: this.payloadOf(id, attempts, () => stored) });
       }
       // Every due job is taken: what is left here is for jobs not yet due, or ones whose transaction was rolled back. The store has them.
@@ -313,7 +315,7 @@ export class JobQueue {
       }
       return claimed;
     };
-    return db.kind === 'postgres' || db !== this.store ? take(db) : this.store.transaction(take);
+    return !db.dialect.oneWriter || db !== this.store ? take(db) : this.store.transaction(take);
   }
 
   /** When the next queued job is due, if any. */
@@ -335,11 +337,12 @@ export class JobQueue {
 
   /**
    * Records the outcomes of several jobs that succeeded (see succeed); returns
-   * the ids whose claim was lost. On PostgreSQL one statement for them all.
+   * the ids whose claim was lost. Where parameters may be arrays
+   * (PostgreSQL) one statement for them all.
    */
   async succeedMany(outcomes: [id: string, result: unknown][], db: Db = this.store): Promise<string[]> {
     if (outcomes.length === 0) return [];
-    if (db.kind !== 'postgres') {
+    if (!db.dialect.arrays) {
       const lost: string[] = [];
       for (const [id, result] of outcomes) if (!(await this.succeed(id, result, db))) lost.push(id);
       return lost;

@@ -220,19 +220,12 @@ export class SessionStore {
     if (words.length === 0) return [];
     const scope = recall.person === undefined ? [recall.via] : [recall.via, recall.person, recall.person];
     const theirs = `SELECT DISTINCT session_key FROM session_messages WHERE via = ?${recall.person === undefined ? '' : ` AND session_key IN (${RECALLABLE})`}`;
-    if (this.store.kind === 'postgres') {
-      const rows = await this.store.all<Row & { excerpt: string }>(`SELECT m.*, ts_headline('simple', m.text, q, 'StartSel=[, StopSel=], MaxWords=24, MinWords=8') AS excerpt
-        FROM session_messages m, plainto_tsquery('simple', ?) q
-        WHERE to_tsvector('simple', m.text) @@ q AND m.session_key IN (${theirs})
-        ORDER BY ts_rank(to_tsvector('simple', m.text), q) DESC, m.id DESC LIMIT ?`, words.join(' '), ...scope, limit);
-      return rows.map((row) => ({ ...toMessage(row), excerpt: String(row.excerpt) }));
-    }
-    const match = words.map((word) => `"${word}"`).join(' ');
-    const rows = await this.store.all<Row & { excerpt: string }>(`SELECT m.*, snippet(session_messages_fts, 0, '[', ']', '…', 16) AS excerpt
-      FROM session_messages_fts JOIN session_messages m ON m.id = session_messages_fts.rowid
-      WHERE session_messages_fts MATCH ? AND m.session_key IN (${theirs})
-      ORDER BY session_messages_fts.rank LIMIT ?`, match, ...scope, limit);
-    return rows.map((row) => ({ ...toMessage(row), excerpt: String(row.excerpt) }));
+    const match = this.store.dialect.fullText({ table: 'session_messages', alias: 'm', column: 'text', index: 'session_messages_fts', words });
+    const rows = await this.store.all<Row & { excerpt: string }>(`SELECT m.*, ${match.excerpt} AS excerpt
+      FROM ${match.from}
+      WHERE ${match.where} AND m.session_key IN (${theirs})
+      ORDER BY ${match.rank}, m.id DESC LIMIT ?`, match.param, ...scope, limit);
+    return rows.map((row) => ({ ...toMessage(row), excerpt: row.excerpt }));
   }
 
   /** The latest summary of a session's earlier messages, if it has one. */

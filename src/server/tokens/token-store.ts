@@ -97,8 +97,8 @@ const REVOKE_DESCENDANTS = `WITH RECURSIVE family (id) AS (
  * makes transactions take turns already; PostgreSQL's run side by side, so
  * there they take the owner's advisory lock until they end.
  */
-async function takeTurn(tx: Tx, owner: string): Promise<void> {
-  if (tx.kind === 'postgres') await tx.get('SELECT pg_advisory_xact_lock(hashtext(?)) AS taken', `gateway.tokens ${owner}`);
+function takeTurn(tx: Tx, owner: string): Promise<void> {
+  return tx.dialect.takeTurn(tx, `gateway.tokens ${owner}`);
 }
 
 /** Product access tokens: only a SHA-256 hash of each is stored. */

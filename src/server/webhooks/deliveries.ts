@@ -103,7 +103,8 @@ type DeliveryRow = { hook_id: string; delivery_id: string; job_id: string };
  * of the first delivery of its key. Without a hook id the key is the delivery
  * id alone: stored as "", since SQL NULLs never collide. Of two daemons
  * taking the same delivery at once (a shared store), the second waits for the
- * first's commit and then inserts nothing. On PostgreSQL, two statements
+ * first's commit and then inserts nothing. Where parameters may be arrays
+ * (PostgreSQL), two statements
  * whatever the group's size, its rows in the order of their keys: two daemons
  * writing overlapping groups then take the keys' locks in one order, and
  * never deadlock.
@@ -111,7 +112,7 @@ type DeliveryRow = { hook_id: string; delivery_id: string; job_id: string };
 async function claimKeys(tx: Tx, deliveries: DeliveryInput[], ids: string[]): Promise<string[]> {
   const hooks = deliveries.map((delivery) => delivery.hookId ?? '');
   const now = Date.now();
-  if (tx.kind !== 'postgres') {
+  if (!tx.dialect.arrays) {
     const jobs: string[] = [];
     for (const [index, delivery] of deliveries.entries()) {
       const { changes } = await tx.run(CLAIM_DELIVERY, hooks[index]!, delivery.deliveryId, delivery.event, now, ids[index]!);
