@@ -1,9 +1,10 @@
 /**
- * What differs between the two engines, side by side in one place. The
- * statements the features write are portable SQL with `?` parameters; these
- * functions turn them into what PostgreSQL takes. Nothing here rewrites a
- * statement's meaning: only its spelling. Also PostgreSQL's own views the
- * store reads for `gateway store status`.
+ * What differs between the two engines, side by side in one place: each
+ * engine's Dialect (what features ask instead of the engine's name: see
+ * engine.ts), and the functions that turn the portable SQL with `?`
+ * parameters the features write into what PostgreSQL takes. Nothing here
+ * rewrites a statement's meaning: only its spelling. Also PostgreSQL's own
+ * views the store reads for `gateway store status`.
  */
 
 import type { Dialect, EngineKind, FullTextSearch, Tx } from './engine.ts';
