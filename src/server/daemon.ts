@@ -126,7 +126,7 @@ export class Daemon {
 
     await this.loadCredentials();
     this.store = await openStore({ paths: this.paths, config: this.config, secrets: this.secrets, instanceId: this.instanceId, logger: this.logger });
-    if (this.store.kind === 'sqlite') this.checkpointer = new Checkpointer(this.store, { path: this.paths.db, synchronous: this.config.store.synchronous, logger: this.logger });
+    if (!this.store.dialect.shared) this.checkpointer = new Checkpointer(this.store, { path: this.paths.db, synchronous: this.config.store.synchronous, logger: this.logger });
     const store = this.store;
     store.onUnexpected = (error, what) => this.logger.error({ err: error }, `${what} could not be stored`);
     const audit = (kind: string, fields: AuditFields) => store.audit(kind, fields);

@@ -145,6 +145,15 @@ describe('architecture: the import arrows', () => {
     expect(features.filter((feature) => !compose.includes(`'./${feature}/module.ts'`)), 'feature folders missing from compose.ts').to.deep.equal([]);
   });
 
+  it('no file outside the store names an engine: features ask the store\'s Dialect for what they need', () => {
+    // A branch on the engine's name, or a look at which engine class is under the store.
+    const NAMES_ENGINE = /\bkind\s*[!=]==?\s*['"](?:sqlite|postgres)['"]|['"](?:sqlite|postgres)['"]\s*[!=]==?\s*[\w.]*kind\b|instanceof\s+(?:Sqlite|Postgres)(?:Engine|Tx)\b/;
+    const found = files(join(SRC, 'server')).filter((file) => !relative(SRC, file).startsWith('server/store/'))
+      .flatMap((file) => readFileSync(file, 'utf8').split('\n').map((line, index) => [relative(SRC, file), index + 1, line] as const))
+      .filter(([, , line]) => NAMES_ENGINE.test(line)).map(([file, line, text]) => `${file}:${line}: ${text.trim()}`);
+    expect(found).to.deep.equal([]);
+  });
+
   it('TLS loads when a connection needs it: nothing the daemon or the CLI loads takes node:https or node:tls at its top level', () => {
     // Loading them costs a daemon about 2.5 MB before it has made a single connection.
     const TOP_LEVEL = /^(?:import\s+(?!type\b)[^;]*?from\s+|const\s[^=]+=\s*process\.getBuiltinModule\(\s*)['"]node:(?:https|tls)['"]/m;

@@ -2,6 +2,7 @@
 import type { RunResult, RunUsage } from '../../shared/protocol/results.ts';
 import type { Db, Store } from '../store/database.ts';
 import type { Migration } from '../store/migrations.ts';
+import { pruneRows } from '../store/retention.ts';
 
 export const RUN_MIGRATIONS: readonly Migration[] = [{
   version: 1,
@@ -71,6 +72,6 @@ export class RunStore {
   }
 
   async prune(retentionMs: number): Promise<number> {
-    return (await this.store.run("DELETE FROM agent_runs WHERE status <> 'running' AND started_at < ?", Date.now() - retentionMs)).changes;
+    return pruneRows(this.store, 'agent_runs', 'id', "status <> 'running' AND started_at < ?", Date.now() - retentionMs);
   }
 }

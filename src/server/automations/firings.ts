@@ -6,6 +6,7 @@
  */
 import type { Db, Store } from '../store/database.ts';
 import type { Migration } from '../store/migrations.ts';
+import { pruneRows } from '../store/retention.ts';
 
 export const AUTOMATION_MIGRATIONS: readonly Migration[] = [{
   version: 1,
@@ -129,6 +130,6 @@ export class Firings {
 
   /** Deletes firings older than the retention; says how many. */
   async prune(retentionMs: number): Promise<number> {
-    return (await this.store.run('DELETE FROM automation_firings WHERE created_at < ?', Date.now() - retentionMs)).changes;
+    return pruneRows(this.store, 'automation_firings', 'automation, firing_key', 'created_at < ?', Date.now() - retentionMs);
   }
 }

@@ -4,6 +4,7 @@ import {
 } from '../../shared/channels.ts';
 import type { Db, Store } from '../store/database.ts';
 import type { Migration } from '../store/migrations.ts';
+import { pruneRows } from '../store/retention.ts';
 
 export type DmRequestStatus = 'pending' | 'approved' | 'rejected';
 
@@ -199,6 +200,6 @@ export class DmPairing {
   /** Forgets decided and expired requests older than the retention. */
   async prune(olderThanMs: number): Promise<number> {
     const cutoff = this.now() - olderThanMs;
-    return (await this.store.run('DELETE FROM channel_pairing_requests WHERE expires_at < ?', cutoff)).changes;
+    return pruneRows(this.store, 'channel_pairing_requests', 'channel, code', 'expires_at < ?', cutoff);
   }
 }

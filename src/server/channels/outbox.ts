@@ -16,6 +16,7 @@ import type { OutboxEntryView } from '../../shared/protocol/results.ts';
 import { ChannelSendError, type Channel } from '../kernel/channel.ts';
 import { inTransaction, type Db, type Store } from '../store/database.ts';
 import type { Migration } from '../store/migrations.ts';
+import { pruneRows } from '../store/retention.ts';
 import { observe, observed, type ChannelMessageObserved } from '../kernel/observe.ts';
 
 export const OUTBOX_MIGRATIONS: readonly Migration[] = [{
@@ -288,9 +289,9 @@ export class Outbox {
 
   async prune(retentionMs: number): Promise<number> {
     const before = this.now() - retentionMs;
-    const sent = await this.store.run("DELETE FROM channel_outbox WHERE status <> 'pending' AND created_at < ?", before);
-    const seen = await this.store.run('DELETE FROM channel_inbound_seen WHERE seen_at < ?', before);
-    return sent.changes + seen.changes;
+    const sent = await pruneRows(this.store, 'channel_outbox', 'id', "status <> 'pending' AND created_at < ?", before);
+    const seen = await pruneRows(this.store, 'channel_inbound_seen', 'channel, account, platform_id', 'seen_at < ?', before);
+    return sent + seen;
   }
 }
 

@@ -36,7 +36,7 @@ export default defineModule({
         const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
         return {
           backend: store.kind,
-          location: store.kind === 'postgres' ? redactedUrl(process.env.GATEWAY_STORE_URL || ctx.config().store.url || '') : daemon.paths.db,
+          location: store.dialect.shared ? redactedUrl(process.env.GATEWAY_STORE_URL || ctx.config().store.url || '') : daemon.paths.db,
           schemaVersion: await store.schemaVersion(),
           modules: await store.moduleVersions(),
           sizeBytes: await store.sizeBytes(daemon.paths.db),

@@ -12,6 +12,7 @@ import jobsModule from '../jobs/module.ts';
 import sessionsModule from '../sessions/module.ts';
 import type { HookFollower, HooksIngress } from './hooks-ingress.ts';
 import { hooksBase } from './hooks-path.ts';
+import { pruneRows } from '../store/retention.ts';
 
 export type { HookFollower };
 export { renderTemplate } from './template.ts';
@@ -44,7 +45,7 @@ export default defineModule<Hooks>({
   async setup(ctx) {
     const { queue, handles, retention } = ctx.use(jobsModule);
     // An idempotency key is remembered as long as deliveries are: a request repeated after that runs again.
-    retention('hookRequests', async (retentionMs) => (await ctx.store.run('DELETE FROM hook_requests WHERE created_at < ?', Date.now() - retentionMs)).changes);
+    retention('hookRequests', (retentionMs) => pruneRows(ctx.store, 'hook_requests', 'hook, key', 'created_at < ?', Date.now() - retentionMs));
     const { channels } = ctx.use(channelsModule);
     const sessions = ctx.use(sessionsModule).store;
     // A mapping that queues jobs nothing runs is refused when it is set, not failed at every call.

@@ -13,6 +13,7 @@ import { apiPerson, callerPerson } from '../kernel/person.ts';
 import type { ChatMessage, ToolCallRecord, ToolSpec } from '../models/module.ts';
 import type { Store } from '../store/database.ts';
 import type { Migration } from '../store/migrations.ts';
+import { pruneRows } from '../store/retention.ts';
 import { clientTool, toolChoiceOf, type ChatRequest } from './chat-completions.ts';
 import { badField } from './errors.ts';
 import type { InferenceCall } from './call.ts';
@@ -174,7 +175,7 @@ export class ResponseStore {
   }
 
   async prune(retentionMs: number): Promise<number> {
-    return (await this.store.run('DELETE FROM responses WHERE created_at < ?', Date.now() - retentionMs)).changes;
+    return pruneRows(this.store, 'responses', 'id', 'created_at < ?', Date.now() - retentionMs);
   }
 }
 

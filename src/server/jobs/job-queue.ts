@@ -3,6 +3,7 @@ import type { Job, JobStatus } from '../../shared/protocol/results.ts';
 import { DomainError } from '../kernel/errors.ts';
 import type { Db, Store, Tx } from '../store/database.ts';
 import { inTransaction } from '../store/engine.ts';
+import { inBatches } from '../store/retention.ts';
 import { anyDueJob, claimDueJobs, type JobLane, nextDueJob, PG_INSERT_JOBS, PG_SUCCEED_JOBS } from './job-sql.ts';
 
 export interface ClaimedJob {
@@ -25,17 +26,34 @@ export const JOB_LIMITS = {
   defaultListLimit: 50,
 } as const;
 
-type Row = Record<string, unknown>;
+/** A row of jobs as both engines read it (their integers, BIGINT included, come as numbers). */
+interface JobRow {
+  id: string;
+  kind: string;
+  status: JobStatus;
+  attempts: number;
+  max_attempts: number;
+  run_at: number;
+  created_at: number;
+  started_at: number | null;
+  finished_at: number | null;
+  result: string | null;
+  error: string | null;
+  source: string | null;
+}
+
+/** What a claim returns of each job it took; its payload too where the claim reads it in the same statement (claimDueJobs). */
+type ClaimRow = Pick<JobRow, 'id' | 'kind' | 'attempts' | 'max_attempts' | 'run_at' | 'created_at'> & { payload?: string | null };
+
 /** How long a job waits after its n-th failed attempt: doubling from the base, capped. */
 const retryDelay = (attempts: number) => Math.min(JOB_LIMITS.backoffBaseMs * 2 ** (attempts - 1), JOB_LIMITS.backoffMaxMs);
-const iso = (ms: unknown) => (ms === null || ms === undefined ? null : new Date(Number(ms)).toISOString());
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
-function view(row: Row): Job {
+function view(row: JobRow): Job {
   return {
-    id: String(row.id), kind: String(row.kind), status: String(row.status) as JobStatus, attempts: Number(row.attempts),
-    maxAttempts: Number(row.max_attempts), runAt: iso(row.run_at)!, createdAt: iso(row.created_at)!, startedAt: iso(row.started_at),
-    finishedAt: iso(row.finished_at), error: row.error === null ? null : String(row.error),
-    result: row.result === null ? null : JSON.parse(String(row.result)), source: row.source === null ? null : String(row.source),
+    id: row.id, kind: row.kind, status: row.status, attempts: row.attempts, maxAttempts: row.max_attempts,
+    runAt: iso(row.run_at)!, createdAt: iso(row.created_at)!, startedAt: iso(row.started_at), finishedAt: iso(row.finished_at),
+    error: row.error, result: row.result === null ? null : JSON.parse(row.result), source: row.source,
   };
 }
 
@@ -105,6 +123,8 @@ const SUCCEED = "UPDATE jobs SET status = 'succeeded', finished_at = ?, result =
 const RETRY_LATER = "UPDATE jobs SET status = 'queued', run_at = ?, error = ?, claimed_by = NULL, lease_expires_at = NULL WHERE id = ? AND status = 'running' AND claimed_by = ?";
 const FAIL = "UPDATE jobs SET status = 'failed', finished_at = ?, error = ?, lease_expires_at = NULL WHERE id = ? AND status = 'running' AND claimed_by = ?";
 const PAYLOAD = 'SELECT payload FROM job_payloads WHERE job_id = ?';
+/** A batch of finished jobs past the retention (a time, a batch's size). */
+const PRUNABLE = "SELECT id FROM jobs WHERE status IN ('succeeded', 'failed') AND finished_at < ? ORDER BY id LIMIT ?";
 
 /** Durable jobs in the profile's database: queued -> running -> succeeded | failed, with retries and backoff. */
 export class JobQueue {
@@ -144,7 +164,7 @@ export class JobQueue {
    */
   useLane(lane: JobLane): void {
     this.lane = lane;
-    this.claimSql = claimDueJobs(this.store.kind, lane);
+    this.claimSql = claimDueJobs(this.store.dialect, lane);
     this.nextSql = nextDueJob(lane);
     this.dueSql = anyDueJob(lane);
   }
@@ -239,13 +259,14 @@ export class JobQueue {
 
   /**
    * Adds several jobs at once (see enqueue), as the last write of the
-   * caller's transaction: on PostgreSQL one statement for the whole group,
-   * sent with the transaction's COMMIT in one round trip (Tx.send).
+   * caller's transaction: where parameters may be arrays (PostgreSQL) one
+   * statement for the whole group, sent with the transaction's COMMIT in one
+   * round trip (Tx.send).
    */
   queueMany(jobs: (NewJob & { id: string; serialized: string })[], tx: Tx): void {
     if (jobs.length === 0) return;
     const now = this.now();
-    if (tx.kind !== 'postgres') {
+    if (!tx.dialect.arrays) {
       for (const job of jobs) {
         const state = this.stateOf(job, now);
         tx.send(INSERT_JOB, job.id, job.kind, state.maxAttempts, now, job.source ?? null, state.status, state.attempts, state.runAt, state.startedAt,
@@ -276,32 +297,31 @@ export class JobQueue {
   }
 
   /** A claimed job's payload: the parsed copy kept at its first attempt, else the stored one. */
-  private payloadOf(id: string, attempts: number, stored: () => unknown): unknown {
+  private payloadOf(id: string, attempts: number, stored: () => string | null | undefined): unknown {
     const cached = this.parsed.get(id);
     if (cached !== undefined) {
       this.parsed.delete(id);
       this.parsedBytes -= cached.bytes;
       if (attempts === 1) return cached.value;
     }
-    return JSON.parse(String(stored() ?? 'null'));
+    return JSON.parse(stored() ?? 'null');
   }
 
   /**
-   * Takes up to `limit` due jobs, atomically, marking them running: on
-   * PostgreSQL one statement with their payloads, on SQLite a transaction
-   * (the caller's, when it gives one).
+   * Takes up to `limit` due jobs, atomically, marking them running: where a
+   * statement is a round trip (PostgreSQL) one statement with their payloads,
+   * else a transaction (the caller's, when it gives one) that reads the
+   * payloads it does not hold parsed.
    */
   async claim(limit = 1, db: Db = this.store): Promise<ClaimedJob[]> {
     const now = this.now();
     const take = async (tx: Db) => {
-      const rows = (await tx.all(this.claimSql, now, this.owner, now + this.leaseMs, now, limit))
-        .sort((a, b) => Number(a.run_at) - Number(b.run_at) || Number(a.created_at) - Number(b.created_at) || (String(a.id) < String(b.id) ? -1 : 1));
+      const rows = (await tx.all<ClaimRow>(this.claimSql, now, this.owner, now + this.leaseMs, now, limit))
+        .sort((a, b) => a.run_at - b.run_at || a.created_at - b.created_at || (a.id < b.id ? -1 : 1));
       const claimed: ClaimedJob[] = [];
-      for (const row of rows) {
-        const id = String(row.id);
-        const attempts = Number(row.attempts);
-        const stored = tx.kind === 'postgres' || this.parsed.has(id) ? row.payload : (await tx.get<Row>(PAYLOAD, id))?.payload;
-        claimed.push({ id, kind: String(row.kind), attempts, maxAttempts: Number(row.max_attempts), payload: this.payloadOf(id, attempts, () => stored) });
+      for (const { id, kind, attempts, max_attempts: maxAttempts, payload } of rows) {
+        const stored = !tx.dialect.oneWriter || this.parsed.has(id) ? payload : (await tx.get<{ payload: string }>(PAYLOAD, id))?.payload;
+        claimed.push({ id, kind, attempts, maxAttempts, payload: this.payloadOf(id, attempts, () => stored) });
       }
       // Every due job is taken: what is left here is for jobs not yet due, or ones whose transaction was rolled back. The store has them.
       if (rows.length < limit && this.parsed.size > 0) {
@@ -310,13 +330,12 @@ export class JobQueue {
       }
       return claimed;
     };
-    return db.kind === 'postgres' || db !== this.store ? take(db) : this.store.transaction(take);
+    return !db.dialect.oneWriter || db !== this.store ? take(db) : this.store.transaction(take);
   }
 
   /** When the next queued job is due, if any. */
   async nextRunAt(): Promise<number | undefined> {
-    const row = await this.store.get(this.nextSql);
-    return row?.next === null || row?.next === undefined ? undefined : Number(row.next);
+    return (await this.store.get<{ next: number | null }>(this.nextSql))?.next ?? undefined;
   }
 
   /**
@@ -332,18 +351,19 @@ export class JobQueue {
 
   /**
    * Records the outcomes of several jobs that succeeded (see succeed); returns
-   * the ids whose claim was lost. On PostgreSQL one statement for them all.
+   * the ids whose claim was lost. Where parameters may be arrays
+   * (PostgreSQL) one statement for them all.
    */
   async succeedMany(outcomes: [id: string, result: unknown][], db: Db = this.store): Promise<string[]> {
     if (outcomes.length === 0) return [];
-    if (db.kind !== 'postgres') {
+    if (!db.dialect.arrays) {
       const lost: string[] = [];
       for (const [id, result] of outcomes) if (!(await this.succeed(id, result, db))) lost.push(id);
       return lost;
     }
-    const done = await db.all(PG_SUCCEED_JOBS, this.now(), outcomes.map(([id]) => id), outcomes.map(([, result]) => JSON.stringify(result ?? null)), this.owner);
+    const done = await db.all<{ id: string }>(PG_SUCCEED_JOBS, this.now(), outcomes.map(([id]) => id), outcomes.map(([, result]) => JSON.stringify(result ?? null)), this.owner);
     this.changed();
-    const recorded = new Set(done.map((row) => String(row.id)));
+    const recorded = new Set(done.map((row) => row.id));
     return outcomes.filter(([id]) => !recorded.has(id)).map(([id]) => id);
   }
 
@@ -374,10 +394,10 @@ export class JobQueue {
 
   /** Jobs by kind and state, and for the queued ones the age of the oldest (for metrics). */
   async stats(): Promise<{ kind: string; status: string; count: number; oldestAt?: number }[]> {
-    const rows = await this.store.all<{ kind: string; status: string; n: number | string; oldest: number | string | null }>(
+    const rows = await this.store.all<{ kind: string; status: string; n: number; oldest: number | null }>(
       "SELECT kind, status, COUNT(*) AS n, MIN(CASE WHEN status = 'queued' THEN created_at END) AS oldest FROM jobs GROUP BY kind, status",
     );
-    return rows.map((row) => ({ kind: String(row.kind), status: String(row.status), count: Number(row.n), ...(row.oldest === null ? {} : { oldestAt: Number(row.oldest) }) }));
+    return rows.map((row) => ({ kind: row.kind, status: row.status, count: row.n, ...(row.oldest === null ? {} : { oldestAt: row.oldest }) }));
   }
 
   /** Renews this daemon's claims on the jobs it runs. */
@@ -392,7 +412,7 @@ export class JobQueue {
   }
 
   async get(id: string, db: Db = this.store): Promise<Job | undefined> {
-    const row = await db.get('SELECT * FROM jobs WHERE id = ?', id);
+    const row = await db.get<JobRow>('SELECT * FROM jobs WHERE id = ?', id);
     return row ? view(row) : undefined;
   }
 
@@ -408,10 +428,10 @@ export class JobQueue {
       where.push('(created_at < ? OR (created_at = ? AND id < ?))');
       values.push(createdAt, createdAt, id);
     }
-    const rows = await this.store.all(`SELECT * FROM jobs ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY created_at DESC, id DESC LIMIT ?`, ...values, limit + 1);
+    const rows = await this.store.all<JobRow>(`SELECT * FROM jobs ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY created_at DESC, id DESC LIMIT ?`, ...values, limit + 1);
     const page = rows.slice(0, limit);
     const last = page.at(-1);
-    return { jobs: page.map(view), nextCursor: rows.length > limit && last ? encodeCursor(Number(last.created_at), String(last.id)) : null };
+    return { jobs: page.map(view), nextCursor: rows.length > limit && last ? encodeCursor(last.created_at, last.id) : null };
   }
 
   /** Queues a failed job again with a fresh set of attempts; undefined when there is no such job. */
@@ -425,12 +445,16 @@ export class JobQueue {
     return this.get(id);
   }
 
-  /** Deletes finished jobs older than the retention; says how many. */
+  /**
+   * Deletes finished jobs older than the retention, with their payloads, in
+   * bounded batches (see inBatches); says how many. Each batch is one
+   * transaction whose two statements pick the same jobs: the first ones by id.
+   */
   async prune(retentionDays: number): Promise<number> {
     const before = this.now() - retentionDays * 86_400_000;
-    return this.store.transaction(async (tx) => {
-      await tx.run("DELETE FROM job_payloads WHERE job_id IN (SELECT id FROM jobs WHERE status IN ('succeeded', 'failed') AND finished_at < ?)", before);
-      return (await tx.run("DELETE FROM jobs WHERE status IN ('succeeded', 'failed') AND finished_at < ?", before)).changes;
-    });
+    return inBatches((limit) => this.store.transaction(async (tx) => {
+      await tx.run(`DELETE FROM job_payloads WHERE job_id IN (${PRUNABLE})`, before, limit);
+      return (await tx.run(`DELETE FROM jobs WHERE id IN (${PRUNABLE})`, before, limit)).changes;
+    }));
   }
 }

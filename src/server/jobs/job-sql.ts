@@ -1,9 +1,10 @@
 /**
  * The jobs' SQL that differs by engine or is built for a lane: claims, due
- * jobs, and the group statements of PostgreSQL (arrays are PostgreSQL's; those
- * statements number their own parameters).
+ * jobs, and the group statements for an engine whose parameters may be arrays
+ * (Dialect.arrays: PostgreSQL's; those statements number their own
+ * parameters).
  */
-import type { EngineKind } from '../store/dialect.ts';
+import type { Dialect } from '../store/database.ts';
 
 /**
  * Which job kinds a worker takes: every kind, the kinds under a prefix
@@ -41,18 +42,19 @@ export function laneIndex(name: string, lane: Exclude<JobLane, undefined>): stri
 }
 
 /**
- * The statement that takes due jobs (of a lane): on PostgreSQL the rows are
- * locked as they are picked, skipping rows another daemon is taking, so no two
- * daemons claim one job and none waits on another; the payloads come in the
- * same statement, one round trip for the whole claim. RETURNING gives rows in
- * no set order: the caller sorts them by the columns it returns.
+ * The statement that takes due jobs (of a lane): where daemons share the
+ * database the rows are skipped while another daemon is taking them
+ * (Dialect.skipLocked), so no two daemons claim one job and none waits on
+ * another; where a statement is a round trip the payloads come in the same
+ * statement, one round trip for the whole claim. RETURNING gives rows in no set
+ * order: the caller sorts them by the columns it returns.
  */
-export function claimDueJobs(kind: EngineKind, lane?: JobLane): string {
-  const lock = kind === 'postgres' ? ' FOR UPDATE SKIP LOCKED' : '';
+export function claimDueJobs(dialect: Dialect, lane?: JobLane): string {
+  const due = dialect.skipLocked(`SELECT id FROM jobs WHERE status = 'queued' AND run_at <= ?${andLane(lane)} ORDER BY run_at, created_at, id LIMIT ?`);
   const claim = `UPDATE jobs SET status = 'running', started_at = ?, attempts = attempts + 1, claimed_by = ?, lease_expires_at = ?
-    WHERE id IN (SELECT id FROM jobs WHERE status = 'queued' AND run_at <= ?${andLane(lane)} ORDER BY run_at, created_at, id LIMIT ?${lock})
+    WHERE id IN (${due})
     RETURNING id, kind, attempts, max_attempts, run_at, created_at`;
-  return kind === 'postgres' ? `WITH claimed AS (${claim}) SELECT c.*, p.payload FROM claimed c LEFT JOIN job_payloads p ON p.job_id = c.id` : claim;
+  return dialect.oneWriter ? claim : `WITH claimed AS (${claim}) SELECT c.*, p.payload FROM claimed c LEFT JOIN job_payloads p ON p.job_id = c.id`;
 }
 
 /** A queued job of a lane that is due now, if any (the lane's partial index answers it). */

@@ -88,7 +88,7 @@ export class JobWorker {
     const { queue, store, logger } = this.options;
     // Alone on its SQLite file, a daemon that starts knows every running job was left by a previous run; sharing a
     // database, it takes back only jobs whose daemon stopped renewing their lease, now and every few seconds.
-    const shared = store.kind === 'postgres';
+    const { shared } = store.dialect;
     if (this.options.requeueAtStart !== false) {
       await store.bookkeeping(async () => {
         const requeued = await queue.requeueInterrupted({ all: !shared });
@@ -167,10 +167,11 @@ export class JobWorker {
         await this.unrecorded[0]!();
         this.unrecorded.shift();
       }
-      // On SQLite, only when a job is due: an empty claim still takes the database's one write lock, and an idle
-      // worker's poll would wait behind another thread's stream of commits; a read never waits.
-      if (free > 0 && (store.kind !== 'sqlite' || (await queue.hasDue()))) {
-        claimed = store.kind === 'sqlite' ? await this.claimInTransaction(free) : await this.claimAndRun(free);
+      // With one writer (SQLite), only when a job is due: an empty claim still takes the database's one write lock,
+      // and an idle worker's poll would wait behind another thread's stream of commits; a read never waits.
+      const { oneWriter } = store.dialect;
+      if (free > 0 && (!oneWriter || (await queue.hasDue()))) {
+        claimed = oneWriter ? await this.claimInTransaction(free) : await this.claimAndRun(free);
       }
       this.recovered();
     } catch (error) {
@@ -203,7 +204,7 @@ export class JobWorker {
   }
 
   /**
-   * SQLite: claims a group and runs its store-only handlers in one
+   * With one writer (SQLite): claims a group and runs its store-only handlers in one
    * transaction, each handler a savepoint of it, so one failing job undoes
    * only its own work; their outcomes commit with them. The other handlers
    * start once the transaction committed.
@@ -236,7 +237,7 @@ export class JobWorker {
   }
 
   /**
-   * PostgreSQL: claims a group in one statement, runs its store-only handlers
+   * Side by side (PostgreSQL): claims a group in one statement, runs its store-only handlers
    * side by side (their statements travel together; jobs of an ordered kind
    * one after another) and records their outcomes in one statement; the other
    * handlers run on their own.
@@ -308,7 +309,7 @@ export class JobWorker {
       if (kind.ordered && !(inOrder ??= await ordered())) continue;
       runnable.push({ job, kind });
     }
-    if (tx.kind === 'postgres') {
+    if (!tx.dialect.oneWriter) {
       const results = await Promise.all(runnable.map(({ job, kind }) => attempt(kind, job, 1, tx)));
       runnable.forEach(({ job }, index) => outcomes.set(job.id, { status: 'succeeded', result: results[index] }));
       return outcomes;

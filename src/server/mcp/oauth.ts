@@ -11,6 +11,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { OAuthClientProvider, OAuthDiscoveryState, Tool } from '@modelcontextprotocol/client';
 import type { McpServerSettings } from '../../shared/config/types.ts';
 import type { Store } from '../store/database.ts';
+import { pruneRows } from '../store/retention.ts';
 import type { KeptClient, McpCredentials } from './credentials.ts';
 
 /** How long a login flow's state stays valid. */
@@ -99,7 +100,7 @@ export class FlowStore {
   }
 
   async prune(): Promise<number> {
-    return (await this.store.run('DELETE FROM mcp_oauth_flows WHERE expires_at < ?', this.now())).changes;
+    return pruneRows(this.store, 'mcp_oauth_flows', 'state_hash', 'expires_at < ?', this.now());
   }
 
   /** The tools an MCP server offered when it was last connected: the gateway offers them before it connects again. */

@@ -104,15 +104,9 @@ export default defineModule({
       const words = searchWords(query);
       if (words.length === 0) return [];
       const { where, params } = notesOf(memory);
-      if (store.kind === 'postgres') {
-        return store.all<NoteRow & { excerpt: string }>(`SELECT n.*, ts_headline('simple', n.text, q, 'StartSel=[, StopSel=], MaxWords=24, MinWords=8') AS excerpt
-          FROM memory_notes n, plainto_tsquery('simple', ?) q WHERE ${where} AND to_tsvector('simple', n.text) @@ q
-          ORDER BY ts_rank(to_tsvector('simple', n.text), q) DESC, n.id DESC LIMIT ?`, words.join(' '), ...params, limit);
-      }
-      return store.all<NoteRow & { excerpt: string }>(`SELECT n.*, snippet(memory_notes_fts, 0, '[', ']', '…', 16) AS excerpt
-        FROM memory_notes_fts JOIN memory_notes n ON n.id = memory_notes_fts.rowid
-        WHERE memory_notes_fts MATCH ? AND ${where} ORDER BY bm25(memory_notes_fts), n.id DESC LIMIT ?`,
-      words.map((word) => `"${word}"`).join(' '), ...params, limit);
+      const match = store.dialect.fullText({ table: 'memory_notes', alias: 'n', column: 'text', index: 'memory_notes_fts', words });
+      return store.all<NoteRow & { excerpt: string }>(`SELECT n.*, ${match.excerpt} AS excerpt FROM ${match.from}
+        WHERE ${match.where} AND ${where} ORDER BY ${match.rank}, n.id DESC LIMIT ?`, match.param, ...params, limit);
     };
 
     ctx.tools.add({

@@ -2,6 +2,7 @@
 import type { UsageGroup, UsageSummary } from '../../shared/protocol/results.ts';
 import type { Migration } from '../store/migrations.ts';
 import type { Store } from '../store/database.ts';
+import { pruneRows } from '../store/retention.ts';
 
 export const USAGE_MIGRATIONS: readonly Migration[] = [{
   version: 1,
@@ -105,6 +106,6 @@ export class UsageLog {
   }
 
   async prune(retentionMs: number): Promise<number> {
-    return (await this.store.run('DELETE FROM model_calls WHERE at < ?', Date.now() - retentionMs)).changes;
+    return pruneRows(this.store, 'model_calls', 'id', 'at < ?', Date.now() - retentionMs);
   }
 }

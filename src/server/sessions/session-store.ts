@@ -70,28 +70,48 @@ export interface NewEntry {
 
 export type NewMessage = SessionAddress & NewEntry;
 
-type Row = Record<string, string | number | bigint | null>;
-const str = (value: unknown): string | null => (value === null || value === undefined ? null : String(value));
+/** A row of sessions as both engines read it (their integers, BIGINT included, come as numbers). */
+interface SessionRow {
+  key: string;
+  channel: string;
+  account: string;
+  kind: SessionKind;
+  peer: string;
+  peer_name: string | null;
+  created_at: number;
+  updated_at: number;
+  message_count: number;
+}
+
+/** A row of session_messages; role and kind are null on messages from before they were kept. */
+interface MessageRow {
+  id: number;
+  session_key: string;
+  direction: 'in' | 'out';
+  sender: string;
+  sender_name: string | null;
+  text: string;
+  at: number;
+  via: string | null;
+  role: MessageRole | null;
+  kind: MessageKind | null;
+  data: string | null;
+  run_id: string | null;
+  person: string | null;
+}
+
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
-const toSession = (row: Row): Session => ({
-  key: String(row.key), channel: String(row.channel), account: String(row.account), kind: String(row.kind) as SessionKind,
-  peer: String(row.peer), peerName: str(row.peer_name), createdAt: Number(row.created_at), updatedAt: Number(row.updated_at),
-  messageCount: Number(row.message_count),
+const toSession = (row: SessionRow): Session => ({
+  key: row.key, channel: row.channel, account: row.account, kind: row.kind, peer: row.peer, peerName: row.peer_name,
+  createdAt: row.created_at, updatedAt: row.updated_at, messageCount: row.message_count,
 });
 
-const toMessage = (row: Row): SessionMessage => {
-  const direction = String(row.direction) as 'in' | 'out';
-  return {
-    id: Number(row.id), sessionKey: String(row.session_key), direction, sender: String(row.sender),
-    senderName: str(row.sender_name), text: String(row.text), at: Number(row.at), via: str(row.via),
-    role: (str(row.role) ?? (direction === 'in' ? 'user' : 'assistant')) as MessageRole,
-    kind: (str(row.kind) ?? 'message') as MessageKind,
-    data: row.data === null || row.data === undefined ? null : JSON.parse(String(row.data)) as Record<string, unknown>,
-    runId: str(row.run_id),
-    person: str(row.person),
-  };
-};
+const toMessage = (row: MessageRow): SessionMessage => ({
+  id: row.id, sessionKey: row.session_key, direction: row.direction, sender: row.sender, senderName: row.sender_name, text: row.text,
+  at: row.at, via: row.via, role: row.role ?? (row.direction === 'in' ? 'user' : 'assistant'), kind: row.kind ?? 'message',
+  data: row.data === null ? null : JSON.parse(row.data) as Record<string, unknown>, runId: row.run_id, person: row.person,
+});
 
 export const sessionView = (session: Session, last?: SessionMessage): SessionView => ({
   key: session.key, channel: session.channel, account: session.account, kind: session.kind, peer: session.peer,
@@ -165,13 +185,13 @@ export class SessionStore {
 
   private async insert(tx: Db, key: string, entry: NewEntry): Promise<{ session: Session; message: SessionMessage }> {
     await tx.run('UPDATE sessions SET updated_at = ?, message_count = message_count + 1 WHERE key = ?', entry.at, key);
-    const row = await tx.get<Row>(INSERT_MESSAGE, key, entry.direction, entry.sender, entry.senderName ?? null, entry.text, entry.at, entry.via ?? null,
+    const row = await tx.get<MessageRow>(INSERT_MESSAGE, key, entry.direction, entry.sender, entry.senderName ?? null, entry.text, entry.at, entry.via ?? null,
       entry.role ?? null, entry.messageKind ?? null, entry.data === undefined ? null : JSON.stringify(entry.data), entry.runId ?? null, entry.person ?? null);
     return { session: (await this.get(key, tx))!, message: toMessage(row!) };
   }
 
   async get(key: string, db: Db = this.store): Promise<Session | undefined> {
-    const row = await db.get<Row>('SELECT * FROM sessions WHERE key = ?', key);
+    const row = await db.get<SessionRow>('SELECT * FROM sessions WHERE key = ?', key);
     return row ? toSession(row) : undefined;
   }
 
@@ -188,13 +208,13 @@ export class SessionStore {
       where.push(`key IN (${RECALLABLE})`);
       params.push(options.person, options.person);
     }
-    const rows = await this.store.all<Row>(`SELECT * FROM sessions${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY updated_at DESC, key LIMIT ?`, ...params, options.limit);
+    const rows = await this.store.all<SessionRow>(`SELECT * FROM sessions${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY updated_at DESC, key LIMIT ?`, ...params, options.limit);
     return rows.map(toSession);
   }
 
   /** The last `limit` messages of a session before message id `before` (all when absent), oldest first. */
   async history(key: string, options: { limit: number; before?: number }): Promise<SessionMessage[]> {
-    const rows = await this.store.all<Row>('SELECT * FROM session_messages WHERE session_key = ? AND id < ? ORDER BY id DESC LIMIT ?',
+    const rows = await this.store.all<MessageRow>('SELECT * FROM session_messages WHERE session_key = ? AND id < ? ORDER BY id DESC LIMIT ?',
       key, options.before ?? Number.MAX_SAFE_INTEGER, options.limit);
     return rows.reverse().map(toMessage);
   }
@@ -220,35 +240,28 @@ export class SessionStore {
     if (words.length === 0) return [];
     const scope = recall.person === undefined ? [recall.via] : [recall.via, recall.person, recall.person];
     const theirs = `SELECT DISTINCT session_key FROM session_messages WHERE via = ?${recall.person === undefined ? '' : ` AND session_key IN (${RECALLABLE})`}`;
-    if (this.store.kind === 'postgres') {
-      const rows = await this.store.all<Row & { excerpt: string }>(`SELECT m.*, ts_headline('simple', m.text, q, 'StartSel=[, StopSel=], MaxWords=24, MinWords=8') AS excerpt
-        FROM session_messages m, plainto_tsquery('simple', ?) q
-        WHERE to_tsvector('simple', m.text) @@ q AND m.session_key IN (${theirs})
-        ORDER BY ts_rank(to_tsvector('simple', m.text), q) DESC, m.id DESC LIMIT ?`, words.join(' '), ...scope, limit);
-      return rows.map((row) => ({ ...toMessage(row), excerpt: String(row.excerpt) }));
-    }
-    const match = words.map((word) => `"${word}"`).join(' ');
-    const rows = await this.store.all<Row & { excerpt: string }>(`SELECT m.*, snippet(session_messages_fts, 0, '[', ']', '…', 16) AS excerpt
-      FROM session_messages_fts JOIN session_messages m ON m.id = session_messages_fts.rowid
-      WHERE session_messages_fts MATCH ? AND m.session_key IN (${theirs})
-      ORDER BY session_messages_fts.rank LIMIT ?`, match, ...scope, limit);
-    return rows.map((row) => ({ ...toMessage(row), excerpt: String(row.excerpt) }));
+    const match = this.store.dialect.fullText({ table: 'session_messages', alias: 'm', column: 'text', index: 'session_messages_fts', words });
+    const rows = await this.store.all<MessageRow & { excerpt: string }>(`SELECT m.*, ${match.excerpt} AS excerpt
+      FROM ${match.from}
+      WHERE ${match.where} AND m.session_key IN (${theirs})
+      ORDER BY ${match.rank}, m.id DESC LIMIT ?`, match.param, ...scope, limit);
+    return rows.map((row) => ({ ...toMessage(row), excerpt: row.excerpt }));
   }
 
   /** The latest summary of a session's earlier messages, if it has one. */
   async latestSummary(key: string): Promise<SessionMessage | undefined> {
-    const row = await this.store.get<Row>("SELECT * FROM session_messages WHERE session_key = ? AND kind = 'summary' ORDER BY id DESC LIMIT 1", key);
+    const row = await this.store.get<MessageRow>("SELECT * FROM session_messages WHERE session_key = ? AND kind = 'summary' ORDER BY id DESC LIMIT 1", key);
     return row ? toMessage(row) : undefined;
   }
 
   /** How many messages of a session come after one. */
   async countAfter(key: string, id: number): Promise<number> {
-    return Number((await this.store.get<{ count: number }>('SELECT COUNT(*) AS count FROM session_messages WHERE session_key = ? AND id > ?', key, id))?.count ?? 0);
+    return (await this.store.get<{ count: number }>('SELECT COUNT(*) AS count FROM session_messages WHERE session_key = ? AND id > ?', key, id))?.count ?? 0;
   }
 
   /** The messages of a session after one, oldest first. */
   async after(key: string, id: number, limit: number): Promise<SessionMessage[]> {
-    return (await this.store.all<Row>('SELECT * FROM session_messages WHERE session_key = ? AND id > ? ORDER BY id LIMIT ?', key, id, limit)).map(toMessage);
+    return (await this.store.all<MessageRow>('SELECT * FROM session_messages WHERE session_key = ? AND id > ? ORDER BY id LIMIT ?', key, id, limit)).map(toMessage);
   }
 
   /** Whether someone took part in a session (a message of theirs is in it). */
@@ -267,7 +280,7 @@ export class SessionStore {
 
   /** One message by id, with the session it is in. */
   async message(id: number): Promise<SessionMessage | undefined> {
-    const row = await this.store.get<Row>('SELECT * FROM session_messages WHERE id = ?', id);
+    const row = await this.store.get<MessageRow>('SELECT * FROM session_messages WHERE id = ?', id);
     return row ? toMessage(row) : undefined;
   }
 }

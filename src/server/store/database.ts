@@ -3,7 +3,7 @@ import diagnostics from 'node:diagnostics_channel';
 import { statSync } from 'node:fs';
 import { daemonOfApplicationName } from '../../shared/store-url.ts';
 import { ATTACHED_DAEMONS, DATABASE_SIZE, type EngineKind, SINGLETON_HOLDER } from './dialect.ts';
-import type { Db, Parameter, Row, RunResult, Tx } from './engine.ts';
+import type { Db, Dialect, Parameter, Row, RunResult, Tx } from './engine.ts';
 import { StorageHealth } from './faults.ts';
 import { applyMigrations, type Migration, type ModuleMigrations, STORE_MIGRATIONS } from './migrations.ts';
 import { type PostgresCoordinator, type Singleton, SINGLETON_LOCK_CLASS } from './postgres-coordinator.ts';
@@ -11,7 +11,7 @@ import { PostgresEngine } from './postgres-engine.ts';
 import { DEFAULT_AUTOCHECKPOINT_PAGES, SqliteEngine } from './sqlite-engine.ts';
 import type { WriterTurns } from './writer-turns.ts';
 
-export type { Db, Row, Tx };
+export type { Db, Dialect, Row, Tx };
 
 /** A statement or a transaction of the store, finished: what it was, on which engine, how long it took. Published only while someone (the metrics module) listens. */
 export interface StatementObserved { engine: EngineKind; operation: 'read' | 'write' | 'transaction'; outcome: 'ok' | 'error'; seconds: number }
@@ -74,6 +74,7 @@ async function marked<T>(work: (tx: Tx) => Promise<T>, tx: Tx): Promise<T> {
  */
 export class Store implements Db {
   readonly kind: EngineKind;
+  readonly dialect: Dialect;
   private readonly engine: SqliteEngine | PostgresEngine;
   /** The last storage failure (a full disk, a database out of reach), until a write works again. */
   readonly health = new StorageHealth();
@@ -85,6 +86,7 @@ export class Store implements Db {
   private constructor(engine: SqliteEngine | PostgresEngine) {
     this.engine = engine;
     this.kind = engine.kind;
+    this.dialect = engine.dialect;
     if (engine instanceof PostgresEngine) {
       engine.onConnection((state) => {
         if (state.up) this.health.succeeded();

@@ -1,12 +1,50 @@
 /**
- * What differs between the two engines, side by side in one place. The
- * statements the features write are portable SQL with `?` parameters; these
- * functions turn them into what PostgreSQL takes. Nothing here rewrites a
- * statement's meaning: only its spelling. Also PostgreSQL's own views the
- * store reads for `gateway store status`.
+ * What differs between the two engines, side by side in one place: each
+ * engine's Dialect (what features ask instead of the engine's name: see
+ * engine.ts), and the functions that turn the portable SQL with `?`
+ * parameters the features write into what PostgreSQL takes. Nothing here
+ * rewrites a statement's meaning: only its spelling. Also PostgreSQL's own
+ * views the store reads for `gateway store status`.
  */
 
-export type EngineKind = 'sqlite' | 'postgres';
+import type { Dialect, EngineKind, FullTextSearch, Tx } from './engine.ts';
+
+export type { EngineKind };
+
+export const SQLITE_DIALECT: Dialect = {
+  kind: 'sqlite',
+  shared: false,
+  oneWriter: true,
+  arrays: false,
+  skipLocked: (select) => select,
+  takeTurn: () => Promise.resolve(),
+  fullText: ({ table, alias, index, words }: FullTextSearch) => ({
+    from: `${index} JOIN ${table} ${alias} ON ${alias}.id = ${index}.rowid`,
+    where: `${index} MATCH ?`,
+    excerpt: `snippet(${index}, 0, '[', ']', '…', 16)`,
+    rank: `${index}.rank`,
+    // Each word a phrase of its own: FTS5's operators (AND, NEAR, *, ^) are then plain words.
+    param: words.map((word) => `"${word}"`).join(' '),
+  }),
+};
+
+export const POSTGRES_DIALECT: Dialect = {
+  kind: 'postgres',
+  shared: true,
+  oneWriter: false,
+  arrays: true,
+  skipLocked: (select) => `${select} FOR UPDATE SKIP LOCKED`,
+  takeTurn: async (tx: Tx, name: string) => {
+    await tx.get('SELECT pg_advisory_xact_lock(hashtext(?)) AS taken', name);
+  },
+  fullText: ({ table, alias, column, words }: FullTextSearch) => ({
+    from: `${table} ${alias}, plainto_tsquery('simple', ?) q`,
+    where: `to_tsvector('simple', ${alias}.${column}) @@ q`,
+    excerpt: `ts_headline('simple', ${alias}.${column}, q, 'StartSel=[, StopSel=], MaxWords=24, MinWords=8')`,
+    rank: `ts_rank(to_tsvector('simple', ${alias}.${column}), q) DESC`,
+    param: words.join(' '),
+  }),
+};
 
 /**
  * `?` parameters become `$1`, `$2`...: question marks inside string literals,

@@ -14,7 +14,7 @@
 import type pg from 'pg';
 import { GatewayError } from '../../shared/errors.ts';
 import { redactedUrl, withPassword } from '../../shared/store-url.ts';
-import { numberedParameters } from './dialect.ts';
+import { numberedParameters, POSTGRES_DIALECT } from './dialect.ts';
 import type { Parameter, Row, RunResult, Tx } from './engine.ts';
 
 export interface PostgresOptions {
@@ -91,6 +91,7 @@ export type ConnectionState = { up: boolean; message?: string; code?: string };
 
 export class PostgresEngine {
   readonly kind = 'postgres' as const;
+  readonly dialect = POSTGRES_DIALECT;
   private readonly pg: typeof pg;
   private readonly config: pg.ClientConfig;
   private shared: pg.Client[] = [];
@@ -298,6 +299,7 @@ const pending = (client: pg.Client): number => {
  */
 class PostgresTx implements Tx {
   readonly kind = 'postgres' as const;
+  readonly dialect = POSTGRES_DIALECT;
   readonly lost = false;
   private readonly engine: PostgresEngine;
   private connection?: Promise<pg.PoolClient>;

@@ -1,6 +1,7 @@
 import { statSync } from 'node:fs';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { GatewayError } from '../../shared/errors.ts';
+import { SQLITE_DIALECT } from './dialect.ts';
 import type { Parameter, Row, RunResult, Tx } from './engine.ts';
 import type { WriterTurns } from './writer-turns.ts';
 
@@ -86,6 +87,7 @@ export interface SqliteOptions {
  */
 export class SqliteEngine {
   readonly kind = 'sqlite' as const;
+  readonly dialect = SQLITE_DIALECT;
   readonly db: DatabaseSync;
   private readonly prepared = new Map<string, Prepared>();
   /** Whether a transaction (or a statement waiting for the write lock) holds the connection. */
@@ -238,6 +240,7 @@ const settled = (work: () => unknown): Promise<any> => {
 /** A transaction on the connection (or a savepoint of it): its statements run at once, the connection being its own. */
 class SqliteTx implements Tx {
   readonly kind = 'sqlite' as const;
+  readonly dialect = SQLITE_DIALECT;
   private readonly engine: SqliteEngine;
   private readonly depth: number;
   private readonly committed: (() => void)[];

@@ -3,6 +3,7 @@ import { generateAccessToken, isWellFormedAccessToken, maskAccessToken } from '.
 import type { AccessTokenView } from '../../shared/protocol/results.ts';
 import type { Db, Store, Tx } from '../store/database.ts';
 import type { Migration } from '../store/migrations.ts';
+import { pruneRows } from '../store/retention.ts';
 import { withinParent, type TokenRequest } from './token-request.ts';
 
 /** Tokens a list holds unless asked for more (at most 1,000). */
@@ -96,8 +97,8 @@ const REVOKE_DESCENDANTS = `WITH RECURSIVE family (id) AS (
  * makes transactions take turns already; PostgreSQL's run side by side, so
  * there they take the owner's advisory lock until they end.
  */
-async function takeTurn(tx: Tx, owner: string): Promise<void> {
-  if (tx.kind === 'postgres') await tx.get('SELECT pg_advisory_xact_lock(hashtext(?)) AS taken', `gateway.tokens ${owner}`);
+function takeTurn(tx: Tx, owner: string): Promise<void> {
+  return tx.dialect.takeTurn(tx, `gateway.tokens ${owner}`);
 }
 
 /** Product access tokens: only a SHA-256 hash of each is stored. */
@@ -163,8 +164,7 @@ export class TokenStore {
   /** Forgets tokens revoked or expired more than `retentionMs` ago (they admit no one); returns how many. */
   async prune(retentionMs: number): Promise<number> {
     const before = this.now() - retentionMs;
-    const { changes } = await this.store.run('DELETE FROM access_tokens WHERE revoked_at < ? OR expires_at < ?', before, before);
-    return changes;
+    return pruneRows(this.store, 'access_tokens', 'id', 'revoked_at < ? OR expires_at < ?', before, before);
   }
 
   /**

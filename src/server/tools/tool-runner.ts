@@ -9,6 +9,7 @@ import type { ToolDef } from '../kernel/module.ts';
 import type { RegistryTable } from '../kernel/registry.ts';
 import { compileSchema, describeProblems, loadSchemaCompiler } from '../kernel/schema.ts';
 import type { Store } from '../store/database.ts';
+import { pruneRows } from '../store/retention.ts';
 
 const invalid = (message: string) => new DomainError('invalid', message);
 
@@ -214,6 +215,6 @@ export class ToolRunner {
 
   async prune(): Promise<number> {
     const cutoff = (this.deps.now?.() ?? Date.now()) - IDEMPOTENCY_TTL_MS;
-    return (await this.deps.store.run('DELETE FROM tool_invocations WHERE created_at < ?', cutoff)).changes;
+    return pruneRows(this.deps.store, 'tool_invocations', 'caller, key', 'created_at < ?', cutoff);
   }
 }

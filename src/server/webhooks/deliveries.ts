@@ -1,6 +1,7 @@
 import type { FirstAttempt, JobQueue } from '../jobs/module.ts';
 import { JsonTooDeep, parseJsonWithin } from '../../shared/json.ts';
 import type { Store, Tx } from '../store/database.ts';
+import { pruneRows } from '../store/retention.ts';
 import { PG_CLAIM_DELIVERIES, PG_DELIVERY_JOBS } from './delivery-sql.ts';
 
 import { DomainError } from '../kernel/errors.ts';
@@ -102,7 +103,8 @@ type DeliveryRow = { hook_id: string; delivery_id: string; job_id: string };
  * of the first delivery of its key. Without a hook id the key is the delivery
  * id alone: stored as "", since SQL NULLs never collide. Of two daemons
  * taking the same delivery at once (a shared store), the second waits for the
- * first's commit and then inserts nothing. On PostgreSQL, two statements
+ * first's commit and then inserts nothing. Where parameters may be arrays
+ * (PostgreSQL), two statements
  * whatever the group's size, its rows in the order of their keys: two daemons
  * writing overlapping groups then take the keys' locks in one order, and
  * never deadlock.
@@ -110,7 +112,7 @@ type DeliveryRow = { hook_id: string; delivery_id: string; job_id: string };
 async function claimKeys(tx: Tx, deliveries: DeliveryInput[], ids: string[]): Promise<string[]> {
   const hooks = deliveries.map((delivery) => delivery.hookId ?? '');
   const now = Date.now();
-  if (tx.kind !== 'postgres') {
+  if (!tx.dialect.arrays) {
     const jobs: string[] = [];
     for (const [index, delivery] of deliveries.entries()) {
       const { changes } = await tx.run(CLAIM_DELIVERY, hooks[index]!, delivery.deliveryId, delivery.event, now, ids[index]!);
@@ -203,7 +205,7 @@ export async function acceptDeliveries(store: Store, queue: JobQueue, raws: RawD
 
 /** Deletes the records of deliveries older than the retention (their jobs go with the jobs' own); says how many. */
 export async function pruneDeliveries(store: Store, retentionMs: number): Promise<number> {
-  return (await store.run('DELETE FROM webhook_deliveries WHERE received_at < ?', Date.now() - retentionMs)).changes;
+  return pruneRows(store, 'webhook_deliveries', 'hook_id, delivery_id', 'received_at < ?', Date.now() - retentionMs);
 }
 
 interface Pending {

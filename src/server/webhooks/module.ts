@@ -44,7 +44,7 @@ export default defineModule<Webhooks>({
 
     // On SQLite, deliveries are parsed, checked and written, and their jobs run, on a thread of their own (thread-client.ts), once one comes.
     const { store } = ctx;
-    const thread = store.kind === 'sqlite'
+    const thread = !store.dialect.shared
       ? new WebhookThread({
         store, queue, logger: ctx.log,
         settings: () => ({
