@@ -6,6 +6,7 @@
  */
 import type { ChannelState } from '../../shared/channels.ts';
 import { ChannelSendError, type AccountStatus, type ChannelContext, type ChannelRequest, type ChannelResponse, type ChannelSettings } from '../kernel/channel.ts';
+import { Reconnect } from './reconnect.ts';
 import { refusal } from './webhook.ts';
 
 /** One account's connection, as the channel holds it. */
@@ -26,13 +27,16 @@ export abstract class AccountConnection<S> {
   protected readonly channelId: string;
   protected readonly settings: () => S | undefined;
   protected readonly context: ChannelContext;
+  /** When to try again after a failure: backoff up to the channel's reconnectMaxDelayMs (60 s by default). */
+  protected readonly reconnect: Reconnect;
 
-  constructor(channelId: string, name: string, settings: () => S | undefined, context: ChannelContext) {
+  constructor(channelId: string, name: string, settings: () => S | undefined, context: ChannelContext, backoff: { jitter?: number } = {}) {
     this.channelId = channelId;
     this.name = name;
     this.settings = settings;
     this.context = context;
     this.status = { account: name, state: 'disconnected', since: Date.now() };
+    this.reconnect = new Reconnect({ maxDelayMs: () => Number(context.settings().reconnectMaxDelayMs ?? 60_000), ...backoff });
   }
 
   get current(): AccountStatus {

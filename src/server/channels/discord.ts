@@ -14,12 +14,12 @@ import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettin
 import { splitMessage } from './formatting.ts';
 import { readLimited } from './attachments.ts';
 import { AccountChannel, AccountConnection } from './account-channel.ts';
+import { FIRST_RETRY_MS } from './reconnect.ts';
 
 export const DEFAULT_ACCOUNT = 'default';
 /** Discord's longest message. */
 export const DISCORD_LIMIT = 2000;
 const MAX_INBOUND_CHARS = 16_384;
-const FIRST_RETRY_MS = 1000;
 const INTENTS = GatewayIntentBits.Guilds | GatewayIntentBits.GuildMessages | GatewayIntentBits.DirectMessages | GatewayIntentBits.MessageContent;
 
 interface AccountSettings { enabled: boolean; apiRoot?: string; rooms: string[] }
@@ -47,8 +47,6 @@ class DiscordAccount extends AccountConnection<AccountSettings> {
   private stopped = false;
   private socket?: import('ws').WebSocket;
   private heartbeat?: NodeJS.Timeout;
-  private retry?: NodeJS.Timeout;
-  private attempt = 0;
   private token?: string;
   private me?: APIUser;
   private cursor?: Cursor;
@@ -119,8 +117,8 @@ class DiscordAccount extends AccountConnection<AccountSettings> {
   private failed(error: unknown, waitMs?: number): void {
     if (this.stopped) return;
     this.close();
-    const max = (this.context.settings().reconnectMaxDelayMs as number | undefined) ?? 60_000;
-    let wait = waitMs ?? Math.min(FIRST_RETRY_MS * 2 ** this.attempt++, max);
+    const max = this.reconnect.longest;
+    let wait = waitMs ?? this.reconnect.next();
     let state: ChannelState = 'disconnected';
     let detail = error instanceof Error ? error.message : String(error);
     if (error instanceof Refused) {
@@ -140,8 +138,7 @@ class DiscordAccount extends AccountConnection<AccountSettings> {
     }
     this.setState(state, detail);
     this.log.warn({ error: detail }, 'discord account not connected; retrying');
-    this.retry = setTimeout(() => void this.connect(), wait);
-    this.retry.unref();
+    this.reconnect.schedule(() => void this.connect(), wait);
   }
 
   private close(code = 4000): void {
@@ -240,12 +237,12 @@ class DiscordAccount extends AccountConnection<AccountSettings> {
       this.me = ready.user;
       this.cursor = { sessionId: ready.session_id, seq, resumeUrl: ready.resume_gateway_url };
       await this.saveCursor();
-      this.attempt = 0;
+      this.reconnect.succeeded();
       this.setState('connected', this.selfName);
       return;
     }
     if (type === GatewayDispatchEvents.Resumed) {
-      this.attempt = 0;
+      this.reconnect.succeeded();
       this.setState('connected', this.selfName);
       this.advance(seq, false);
       return;
@@ -395,7 +392,7 @@ class DiscordAccount extends AccountConnection<AccountSettings> {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    clearTimeout(this.retry);
+    this.reconnect.stop();
     // Closed with a code that keeps the session resumable, for the next start.
     this.close(4000);
     await this.handling.catch(() => undefined);

@@ -18,13 +18,13 @@ import { createHash, randomUUID } from 'node:crypto';
 import { isLoopbackAddress } from '../../shared/config/exposure.ts';
 import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type InboundAttachment, type InboundMessage, type SendOptions, type SendReceipt } from '../kernel/channel.ts';
 import { AccountChannel, AccountConnection } from './account-channel.ts';
+import { Reconnect } from './reconnect.ts';
 
 export const DEFAULT_ACCOUNT = 'default';
 /** Longest text taken from one message. */
 const MAX_INBOUND_CHARS = 32_768;
 /** At most this many ids of a thread go in a reply's References: the first (the thread's root) and the latest. */
 const MAX_REFERENCES = 10;
-const FIRST_RETRY_MS = 1000;
 
 interface EmailAccountSettings {
   enabled: boolean;
@@ -196,13 +196,10 @@ class EmailAccount extends AccountConnection<EmailAccountSettings> {
   private client?: ImapClient;
   private transport?: Transport;
   private stopped = false;
-  private retry?: NodeJS.Timeout;
-  private delayMs = FIRST_RETRY_MS;
   private draining?: Promise<void>;
   private again = false;
-  /** A read of the mailbox that stopped (the store refused a message) is tried again after this wait, doubling. */
-  private redrainMs = FIRST_RETRY_MS;
-  private redrain?: NodeJS.Timeout;
+  /** A read of the mailbox that stopped (the store refused a message) is tried again with backoff, as a connection is. */
+  private readonly redrain = new Reconnect({ maxDelayMs: () => this.reconnect.longest });
   private readonly ImapFlow: typeof import('imapflow').ImapFlow;
   /** How to reach the SMTP server; the (pooled) transport is made at the first send. */
   private smtp?: SmtpOptions;
@@ -226,14 +223,8 @@ class EmailAccount extends AccountConnection<EmailAccountSettings> {
   }
 
   private later(): void {
-    if (this.stopped || this.retry) return;
-    const max = this.settings()?.reconnectMaxDelayMs ?? 60_000;
-    const delay = this.delayMs;
-    this.delayMs = Math.min(max, this.delayMs * 2);
-    this.retry = setTimeout(() => {
-      this.retry = undefined;
-      this.start();
-    }, delay);
+    if (this.stopped || this.reconnect.pending) return;
+    this.reconnect.schedule(() => this.start());
   }
 
   private async connect(): Promise<void> {
@@ -289,7 +280,7 @@ class EmailAccount extends AccountConnection<EmailAccountSettings> {
       }
       throw error;
     }
-    this.delayMs = FIRST_RETRY_MS;
+    this.reconnect.succeeded();
     this.setState('connected', `${settings.address} (${settings.mailbox})`);
     this.drain();
   }
@@ -311,17 +302,13 @@ class EmailAccount extends AccountConnection<EmailAccountSettings> {
           await this.take(client, uid);
         }
       } while (this.again);
-      this.redrainMs = FIRST_RETRY_MS;
+      this.redrain.succeeded();
     })().catch((error: unknown) => {
       if (this.stopped) return;
       // What is left unseen is read again: after a while, or sooner on the next arrival or connection.
-      const wait = this.redrainMs;
-      const max = this.settings()?.reconnectMaxDelayMs ?? 60_000;
-      this.redrainMs = Math.min(max, this.redrainMs * 2);
+      const wait = this.redrain.next();
       this.log.warn({ error: (error as Error)?.message, retryInMs: wait }, 'email: reading the mailbox stopped; it is read again');
-      clearTimeout(this.redrain);
-      this.redrain = setTimeout(() => this.drain(), wait);
-      this.redrain.unref();
+      this.redrain.schedule(() => this.drain(), wait);
     }).finally(() => {
       this.draining = undefined;
     });
@@ -443,8 +430,8 @@ class EmailAccount extends AccountConnection<EmailAccountSettings> {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    clearTimeout(this.retry);
-    clearTimeout(this.redrain);
+    this.reconnect.stop();
+    this.redrain.stop();
     const client = this.client;
     this.client = undefined;
     await client?.logout().catch(() => client.close());

@@ -2,12 +2,12 @@ import { createRequire } from 'node:module';
 import type { ChannelState } from '../../shared/channels.ts';
 import { ChannelSendError, type AccountStatus, type Channel, type ChannelContext, type ChannelSettings } from '../kernel/channel.ts';
 import { checkIrcTarget, ircFold, isIrcRoom } from './irc-names.ts';
+import { Reconnect } from './reconnect.ts';
 
 /** The account the top-level `channels.<id>` settings describe; others live under `.accounts.<name>`. */
 export const DEFAULT_ACCOUNT = 'default';
 
 const QUIT_WAIT_MS = 2000;
-const FIRST_RETRY_MS = 1000;
 /** How long a send waits for the server to confirm it (the answer to a PING sent behind it). */
 const CONFIRM_WAIT_MS = 10_000;
 /** Server errors that mean a message did not reach its target. */
@@ -65,8 +65,7 @@ type IrcClient = {
 class IrcAccount {
   private client?: IrcClient;
   private status: AccountStatus;
-  private attempt = 0;
-  private retry?: NodeJS.Timeout;
+  private readonly reconnect: Reconnect;
   private stopped = false;
   private registered = false;
   private closed?: () => void;
@@ -85,6 +84,7 @@ class IrcAccount {
     this.context = context;
     this.Client = Client;
     this.status = { account: name, state: 'disconnected', since: Date.now() };
+    this.reconnect = new Reconnect({ maxDelayMs: () => Number(context.settings().reconnectMaxDelayMs ?? 60_000), jitter: 0.2 });
   }
 
   get current(): AccountStatus {
@@ -130,7 +130,7 @@ class IrcAccount {
     this.client = client;
     client.on('registered', (event: { nick: string }) => {
       this.registered = true;
-      this.attempt = 0;
+      this.reconnect.succeeded();
       this.setState('connected', `${settings.host}:${port} as ${event.nick}`);
       this.log.info({ server: `${settings.host}:${port}`, nick: event.nick }, 'IRC connected');
       for (const room of settings.rooms) client.join(room);
@@ -207,11 +207,9 @@ class IrcAccount {
 
   private scheduleRetry(): void {
     if (this.stopped) return;
-    const max = Number(this.context.settings().reconnectMaxDelayMs ?? 60_000);
-    const delay = Math.min(FIRST_RETRY_MS * 2 ** this.attempt, max) * (0.8 + Math.random() * 0.4);
-    this.attempt = Math.min(this.attempt + 1, 30);
+    const delay = this.reconnect.next();
     this.log.info({ inMs: Math.round(delay) }, 'IRC reconnect scheduled');
-    this.retry = setTimeout(() => void this.connect(), delay);
+    this.reconnect.schedule(() => void this.connect(), delay);
   }
 
   /** The nick this account has on the server now. */
@@ -257,7 +255,7 @@ class IrcAccount {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    clearTimeout(this.retry);
+    this.reconnect.stop();
     const client = this.client;
     if (!client) {
       this.setState('disconnected');

@@ -28,7 +28,6 @@ export const MATRIX_LIMIT = 8000;
 const MAX_INBOUND_CHARS = 16_384;
 /** How long a /sync waits on the homeserver for something to happen. */
 const POLL_MS = 30_000;
-const FIRST_RETRY_MS = 1000;
 /** How often invites waiting for their sender's approval are looked at again. */
 const RECHECK_MS = 15_000;
 /** Invites kept waiting at most (the oldest are forgotten first). */
@@ -172,9 +171,7 @@ class MatrixAccount extends AccountConnection<MatrixAccountSettings> {
   private me?: string;
   private displayName?: string;
   private cursor: Cursor = {};
-  private attempt = 0;
   private abort?: AbortController;
-  private wake?: () => void;
   private loop?: Promise<void>;
   private lastRecheck = 0;
   /** After a failure, the next sync asks without waiting: the account knows at once whether the homeserver is back. */
@@ -201,7 +198,7 @@ class MatrixAccount extends AccountConnection<MatrixAccountSettings> {
       try {
         if (!this.ready) await this.setUp();
         await this.syncOnce();
-        this.attempt = 0;
+        this.reconnect.succeeded();
       } catch (error) {
         if (this.stopped) return;
         await this.failed(error);
@@ -211,8 +208,8 @@ class MatrixAccount extends AccountConnection<MatrixAccountSettings> {
 
   /** Waits before trying again: the homeserver's own wait, backoff, or (a refused token or setting) the longest wait. */
   private async failed(error: unknown): Promise<void> {
-    const max = (this.context.settings().reconnectMaxDelayMs as number | undefined) ?? 60_000;
-    let wait = Math.min(FIRST_RETRY_MS * 2 ** this.attempt++, max);
+    const max = this.reconnect.longest;
+    let wait = this.reconnect.next();
     let detail = error instanceof Error ? error.message : String(error);
     if (error instanceof Refused) {
       this.ready = false;
@@ -240,18 +237,7 @@ class MatrixAccount extends AccountConnection<MatrixAccountSettings> {
     }
     this.quick = true;
     this.log.warn({ error: detail, retryInMs: wait }, 'matrix account not syncing; retrying');
-    await this.pause(wait);
-  }
-
-  private pause(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      timer.unref();
-      this.wake = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
+    await this.reconnect.wait(wait);
   }
 
   /** A client-server API call; a refusal comes back as a MatrixError with the homeserver's errcode and wait. */
@@ -649,7 +635,7 @@ class MatrixAccount extends AccountConnection<MatrixAccountSettings> {
   async stop(): Promise<void> {
     this.stopped = true;
     this.abort?.abort();
-    this.wake?.();
+    this.reconnect.stop();
     await this.loop?.catch(() => undefined);
     this.setState('disconnected');
   }

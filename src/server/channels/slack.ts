@@ -20,7 +20,6 @@ export const DEFAULT_ACCOUNT = 'default';
 /** Slack cuts a message's text past 40,000 characters. */
 export const SLACK_LIMIT = 40_000;
 const MAX_INBOUND_CHARS = 40_000;
-const FIRST_RETRY_MS = 1000;
 
 interface AccountSettings {
   enabled: boolean;
@@ -98,8 +97,6 @@ class SlackAccount extends AccountConnection<AccountSettings> {
   /** The bot token, for Slack's private file addresses. */
   private botToken?: string;
   private botName?: string;
-  private retry?: NodeJS.Timeout;
-  private attempt = 0;
   private readonly names = new Map<string, string>();
 
   private readonly sdk: { socketMode: SocketMode; webApi: WebApi };
@@ -145,14 +142,15 @@ class SlackAccount extends AccountConnection<AccountSettings> {
       socket.on('slack_event', (envelope: { ack: () => Promise<void>; type: string; body?: { event?: SlackEvent; event_id?: string } }) => void this.onEnvelope(envelope));
       this.socket = socket;
       await socket.start();
-      this.attempt = 0;
+      this.reconnect.succeeded();
       this.setState('connected', this.selfName);
       socket.once('disconnected', () => {
         if (this.stopped || this.socket !== socket) return;
-        // Slack recycles connections regularly (a disconnect message, then a new URL): connect again at once.
+        // Slack recycles connections regularly (a disconnect message, then a new URL): connect again at once. It counts
+        // as a try: should the new connection fail, the wait after it is the second one.
         this.setState('connecting', 'Slack closed the connection; connecting again');
-        this.retry = setTimeout(() => void this.connect(), Math.min(FIRST_RETRY_MS * this.attempt++, 5000));
-        this.retry.unref();
+        this.reconnect.next();
+        this.reconnect.schedule(() => void this.connect(), 0);
       });
     } catch (error) {
       if (this.stopped) return;
@@ -161,8 +159,7 @@ class SlackAccount extends AccountConnection<AccountSettings> {
       this.log.warn({ error: detail }, 'slack account not connected; retrying');
       await this.socket?.disconnect().catch(() => undefined);
       this.socket = undefined;
-      this.retry = setTimeout(() => void this.connect(), waitMs);
-      this.retry.unref();
+      this.reconnect.schedule(() => void this.connect(), waitMs);
     }
   }
 
@@ -185,7 +182,7 @@ class SlackAccount extends AccountConnection<AccountSettings> {
     this.botUserId = identity.user_id;
     this.botName = identity.user;
     this.signingSecret = signingSecret;
-    this.attempt = 0;
+    this.reconnect.succeeded();
     this.setState('connected', `${this.selfName} (Events API)`);
   }
 
@@ -221,8 +218,8 @@ class SlackAccount extends AccountConnection<AccountSettings> {
   }
 
   private classify(error: unknown): { state: ChannelState; detail: string; waitMs: number } {
-    const max = (this.context.settings().reconnectMaxDelayMs as number | undefined) ?? 60_000;
-    const backoff = Math.min(FIRST_RETRY_MS * 2 ** this.attempt++, max);
+    const backoff = this.reconnect.next();
+    const max = this.reconnect.longest;
     if (error instanceof Setup) return { state: 'error', detail: error.message, waitMs: max };
     const code = (error as { data?: { error?: string } })?.data?.error;
     if (code && ['invalid_auth', 'not_authed', 'account_inactive', 'token_revoked', 'token_expired', 'not_allowed_token_type'].includes(code)) {
@@ -364,7 +361,7 @@ class SlackAccount extends AccountConnection<AccountSettings> {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    clearTimeout(this.retry);
+    this.reconnect.stop();
     await this.socket?.disconnect().catch(() => undefined);
     this.setState('disconnected');
   }

@@ -10,6 +10,7 @@ import type { ChannelState } from '../../shared/channels.ts';
 import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type ChannelRequest, type ChannelResponse, type InboundAttachment, type InboundMessage, type SendOptions, type SendReceipt } from '../kernel/channel.ts';
 import { readLimited } from './attachments.ts';
 import { AccountChannel, AccountConnection } from './account-channel.ts';
+import { FIRST_RETRY_MS } from './reconnect.ts';
 import { deliveredJson, refusal, sameSecret, storeThenAcknowledge } from './webhook.ts';
 import { markdownToTelegramHtml, plainText, splitMessage } from './formatting.ts';
 
@@ -19,7 +20,6 @@ export const TELEGRAM_LIMIT = 4096;
 /** Longest text taken from one inbound message; Telegram's own limit, with room for a caption. */
 const MAX_INBOUND_CHARS = 16_384;
 const POLL_SECONDS = 25;
-const FIRST_RETRY_MS = 1000;
 
 interface AccountSettings {
   enabled: boolean;
@@ -73,7 +73,6 @@ class TelegramAccount extends AccountConnection<AccountSettings> {
   /** In webhook mode, the secret Telegram sends with each update (X-Telegram-Bot-Api-Secret-Token). */
   private webhookSecret?: string;
   private offset?: number;
-  private attempt = 0;
 
   private readonly grammy: Grammy;
 
@@ -101,8 +100,8 @@ class TelegramAccount extends AccountConnection<AccountSettings> {
     while (!this.stopped) {
       try {
         await this.connect();
-        this.attempt = 0;
-        if (this.webhookSecret !== undefined) await this.sleep(2 ** 31 - 1);
+        this.reconnect.succeeded();
+        if (this.webhookSecret !== undefined) await this.reconnect.wait(2 ** 31 - 1);
         else await this.poll();
       } catch (error) {
         if (this.stopped) return;
@@ -114,7 +113,7 @@ class TelegramAccount extends AccountConnection<AccountSettings> {
         }
         this.setState(outcome.state, outcome.detail);
         this.log.warn({ error: outcome.detail }, 'telegram account not connected; retrying');
-        await this.sleep(outcome.waitMs);
+        await this.reconnect.wait(outcome.waitMs);
       }
     }
   }
@@ -247,8 +246,8 @@ class TelegramAccount extends AccountConnection<AccountSettings> {
 
   /** What a failure means for the account: its state, what to tell, how long to wait. */
   private classify(error: unknown): { state: ChannelState; detail: string; waitMs: number } {
-    const max = this.context.settings().reconnectMaxDelayMs as number | undefined ?? 60_000;
-    const backoff = Math.min(FIRST_RETRY_MS * 2 ** this.attempt++, max);
+    const backoff = this.reconnect.next();
+    const max = this.reconnect.longest;
     if (error instanceof Setup) return { state: 'error', detail: error.message, waitMs: max };
     if (error instanceof this.grammy.GrammyError) {
       const grammyError = error as GrammyErrorType;
@@ -262,14 +261,6 @@ class TelegramAccount extends AccountConnection<AccountSettings> {
     }
     const reason = error instanceof this.grammy.HttpError ? describeHttp(error) : (error as Error)?.message ?? String(error);
     return { state: 'disconnected', detail: `cannot reach Telegram: ${reason}`, waitMs: backoff };
-  }
-
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      timer.unref();
-      this.abort.signal.addEventListener('abort', () => { clearTimeout(timer); resolve(); }, { once: true });
-    });
   }
 
   /** An update Telegram posted (webhook mode): its secret checked, stored, and only then answered 200. */
@@ -343,6 +334,7 @@ class TelegramAccount extends AccountConnection<AccountSettings> {
   async stop(): Promise<void> {
     this.stopped = true;
     this.abort.abort();
+    this.reconnect.stop();
     await this.polling?.catch(() => undefined);
     this.setState('disconnected');
   }
