@@ -14,9 +14,9 @@ import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettin
 import { splitMessage } from './formatting.ts';
 import { readLimited } from './attachments.ts';
 import { AccountChannel, AccountConnection } from './account-channel.ts';
+import { accountsOf, settingPath } from './accounts.ts';
 import { FIRST_RETRY_MS } from './reconnect.ts';
 
-export const DEFAULT_ACCOUNT = 'default';
 /** Discord's longest message. */
 export const DISCORD_LIMIT = 2000;
 const MAX_INBOUND_CHARS = 16_384;
@@ -25,17 +25,10 @@ const INTENTS = GatewayIntentBits.Guilds | GatewayIntentBits.GuildMessages | Gat
 interface AccountSettings { enabled: boolean; apiRoot?: string; rooms: string[] }
 
 export function discordAccounts(settings: ChannelSettings): Map<string, AccountSettings> {
-  const base = settings as unknown as Partial<AccountSettings> & { accounts?: Record<string, Partial<AccountSettings>> };
-  const accounts = new Map<string, AccountSettings>();
-  accounts.set(DEFAULT_ACCOUNT, { enabled: true, apiRoot: base.apiRoot, rooms: base.rooms ?? [] });
-  for (const [name, account] of Object.entries(base.accounts ?? {})) {
-    accounts.set(name, { enabled: account.enabled ?? true, apiRoot: account.apiRoot ?? base.apiRoot, rooms: account.rooms ?? [] });
-  }
-  return accounts;
+  return accountsOf<AccountSettings>(settings, { keys: ['apiRoot', 'rooms'], inherited: { apiRoot: true }, defaults: { rooms: [] } });
 }
 
-const secretFor = (channelId: string, account: string) =>
-  account === DEFAULT_ACCOUNT ? `channels.${channelId}.botToken` : `channels.${channelId}.accounts.${account}.botToken`;
+const secretFor = (channelId: string, account: string) => settingPath(channelId, account, 'botToken');
 
 /** Where a session stands, kept between connections and restarts. */
 interface Cursor { sessionId: string; seq: number; resumeUrl: string }

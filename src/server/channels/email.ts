@@ -18,9 +18,9 @@ import { createHash, randomUUID } from 'node:crypto';
 import { isLoopbackAddress } from '../../shared/config/exposure.ts';
 import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type InboundAttachment, type InboundMessage, type SendOptions, type SendReceipt } from '../kernel/channel.ts';
 import { AccountChannel, AccountConnection } from './account-channel.ts';
+import { accountsOf, settingPath } from './accounts.ts';
 import { Reconnect } from './reconnect.ts';
 
-export const DEFAULT_ACCOUNT = 'default';
 /** Longest text taken from one message. */
 const MAX_INBOUND_CHARS = 32_768;
 /** At most this many ids of a thread go in a reply's References: the first (the thread's root) and the latest. */
@@ -36,33 +36,20 @@ interface EmailAccountSettings {
   mailbox: string;
   fromName?: string;
   maxMessageBytes: number;
-  reconnectMaxDelayMs: number;
 }
 
 /** The accounts of an email channel's settings: the top level (its address) and each of `accounts`. */
 export function emailAccounts(settings: ChannelSettings): Map<string, EmailAccountSettings> {
-  type Given = Partial<EmailAccountSettings>;
-  const base = settings as unknown as Given & { accounts?: Record<string, Given> };
-  const common = {
-    mailbox: base.mailbox ?? 'INBOX', maxMessageBytes: base.maxMessageBytes ?? 25 * 1024 * 1024, reconnectMaxDelayMs: base.reconnectMaxDelayMs ?? 60_000,
-  };
-  const accounts = new Map<string, EmailAccountSettings>();
-  if (base.address) {
-    accounts.set(DEFAULT_ACCOUNT, {
-      ...common, enabled: true, address: base.address, user: base.user, imap: base.imap, smtp: base.smtp, allowPlaintext: base.allowPlaintext ?? false, fromName: base.fromName,
-    });
-  }
-  for (const [name, account] of Object.entries(base.accounts ?? {})) {
-    accounts.set(name, {
-      ...common, enabled: account.enabled ?? true, address: account.address, user: account.user, imap: account.imap ?? base.imap, smtp: account.smtp ?? base.smtp,
-      allowPlaintext: account.allowPlaintext ?? base.allowPlaintext ?? false, mailbox: account.mailbox ?? common.mailbox, fromName: account.fromName ?? base.fromName,
-    });
-  }
-  return accounts;
+  return accountsOf<EmailAccountSettings>(settings, {
+    keys: ['address', 'user', 'imap', 'smtp', 'allowPlaintext', 'mailbox', 'fromName', 'maxMessageBytes'],
+    // maxMessageBytes is the channel's alone (an account's entry has no such key).
+    inherited: { imap: true, smtp: true, allowPlaintext: true, mailbox: true, fromName: true, maxMessageBytes: true },
+    defaults: { allowPlaintext: false, mailbox: 'INBOX', maxMessageBytes: 25 * 1024 * 1024 },
+    hasDefault: (top) => Boolean(top.address),
+  });
 }
 
-const settingFor = (channelId: string, account: string, key: string) => (account === DEFAULT_ACCOUNT ? `channels.${channelId}.${key}` : `channels.${channelId}.accounts.${account}.${key}`);
-const secretFor = (channelId: string, account: string) => settingFor(channelId, account, 'password');
+const secretFor = (channelId: string, account: string) => settingPath(channelId, account, 'password');
 
 const ADDRESS = /^[^@\s<>]{1,128}@[^@\s<>]{1,255}$/;
 /** An address as a peer: lower case (the local part is case-sensitive in theory, never in practice). */
@@ -229,7 +216,7 @@ class EmailAccount extends AccountConnection<EmailAccountSettings> {
 
   private async connect(): Promise<void> {
     const settings = this.settings();
-    if (!settings?.address || !ADDRESS.test(settings.address)) throw new Error(`set the mailbox's address: gateway config set ${settingFor(this.channelId, this.name, 'address')} bot@example.org`);
+    if (!settings?.address || !ADDRESS.test(settings.address)) throw new Error(`set the mailbox's address: gateway config set ${settingPath(this.channelId, this.name, 'address')} bot@example.org`);
     const imap = serverOf(settings.imap, 'imap');
     const smtp = serverOf(settings.smtp, 'smtp');
     if (settings.allowPlaintext && !(local(imap.host) && local(smtp.host))) {

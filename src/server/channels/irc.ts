@@ -1,11 +1,10 @@
 import { createRequire } from 'node:module';
 import type { ChannelState } from '../../shared/channels.ts';
 import { ChannelSendError, type AccountStatus, type Channel, type ChannelContext, type ChannelSettings } from '../kernel/channel.ts';
+import { accountsOf, settingPath } from './accounts.ts';
 import { checkIrcTarget, ircFold, isIrcRoom } from './irc-names.ts';
 import { Reconnect } from './reconnect.ts';
 
-/** The account the top-level `channels.<id>` settings describe; others live under `.accounts.<name>`. */
-export const DEFAULT_ACCOUNT = 'default';
 
 const QUIT_WAIT_MS = 2000;
 /** How long a send waits for the server to confirm it (the answer to a PING sent behind it). */
@@ -26,25 +25,15 @@ interface AccountSettings {
   enabled: boolean;
 }
 
-/** The accounts of an IRC channel's settings: the top level (when it names a host) and each entry of `accounts`. */
+/** The accounts of an IRC channel's settings: the top level (when it names a host, or there is no other) and each entry of `accounts`. */
 export function ircAccounts(settings: ChannelSettings): Map<string, AccountSettings> {
-  const base = settings as unknown as AccountSettings & { accounts?: Record<string, Partial<AccountSettings>> };
-  const pick = (from: Partial<AccountSettings>, fallback: Partial<AccountSettings>): AccountSettings => ({
-    host: from.host ?? fallback.host,
-    port: from.port ?? fallback.port,
-    tls: from.tls ?? fallback.tls ?? false,
-    nick: from.nick ?? fallback.nick,
-    username: from.username ?? fallback.username,
-    realname: from.realname ?? fallback.realname,
-    sasl: from.sasl ?? fallback.sasl ?? false,
-    rooms: from.rooms ?? fallback.rooms ?? [],
-    enabled: from.enabled ?? true,
+  return accountsOf<AccountSettings>(settings, {
+    keys: ['host', 'port', 'tls', 'nick', 'username', 'realname', 'sasl', 'rooms'],
+    // Rooms are each account's own.
+    inherited: { host: true, port: true, tls: true, nick: true, username: true, realname: true, sasl: true },
+    defaults: { tls: false, sasl: false, rooms: [] },
+    hasDefault: (top, others) => top.host !== undefined || others.length === 0,
   });
-  const accounts = new Map<string, AccountSettings>();
-  const extra = base.accounts ?? {};
-  if (base.host !== undefined || Object.keys(extra).length === 0) accounts.set(DEFAULT_ACCOUNT, pick(base, {}));
-  for (const [name, account] of Object.entries(extra)) accounts.set(name, pick(account, { ...base, rooms: [] }));
-  return accounts;
 }
 
 type IrcClient = {
@@ -105,10 +94,10 @@ class IrcAccount {
     if (this.stopped) return;
     const settings = this.settings();
     if (!settings?.host || !settings.nick) {
-      this.setState('error', `set channels.${this.channelId}${this.name === DEFAULT_ACCOUNT ? '' : `.accounts.${this.name}`}.host and .nick`);
+      this.setState('error', `set ${settingPath(this.channelId, this.name, 'host')} and .nick`);
       return;
     }
-    const secretName = this.name === DEFAULT_ACCOUNT ? `channels.${this.channelId}.password` : `channels.${this.channelId}.accounts.${this.name}.password`;
+    const secretName = settingPath(this.channelId, this.name, 'password');
     let password: string | undefined;
     try {
       password = await this.context.secret(secretName);

@@ -18,11 +18,11 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { isLoopbackAddress } from '../../shared/config/exposure.ts';
 import { ChannelSendError, type Channel, type ChannelSettings, type InboundAttachment, type InboundMessage, type SendOptions, type SendReceipt } from '../kernel/channel.ts';
 import { AccountChannel, AccountConnection } from './account-channel.ts';
+import { accountsOf, settingPath } from './accounts.ts';
 import { TooLarge } from './attachments.ts';
 import { agentFor } from '../kernel/upstream-fetch.ts';
 import { mentionPattern, splitMessage, withoutMention } from './formatting.ts';
 
-export const DEFAULT_ACCOUNT = 'default';
 /** Longest text sent in one event (an event is at most 64 KiB of JSON, escapes included). */
 export const MATRIX_LIMIT = 8000;
 const MAX_INBOUND_CHARS = 16_384;
@@ -53,16 +53,12 @@ interface MatrixAccountSettings { enabled: boolean; homeserver?: string; userId?
 
 /** The accounts of a Matrix channel's settings: the top level (its homeserver) and each of `accounts`. */
 export function matrixAccounts(settings: ChannelSettings): Map<string, MatrixAccountSettings> {
-  const base = settings as unknown as Partial<MatrixAccountSettings> & { accounts?: Record<string, Partial<MatrixAccountSettings>> };
-  const accounts = new Map<string, MatrixAccountSettings>();
-  if (base.homeserver) accounts.set(DEFAULT_ACCOUNT, { enabled: true, homeserver: base.homeserver, userId: base.userId, rooms: base.rooms ?? [] });
-  for (const [name, account] of Object.entries(base.accounts ?? {})) {
-    accounts.set(name, { enabled: account.enabled ?? true, homeserver: account.homeserver ?? base.homeserver, userId: account.userId, rooms: account.rooms ?? [] });
-  }
-  return accounts;
+  return accountsOf<MatrixAccountSettings>(settings, {
+    keys: ['homeserver', 'userId', 'rooms'], inherited: { homeserver: true }, defaults: { rooms: [] }, hasDefault: (top) => Boolean(top.homeserver),
+  });
 }
 
-const secretFor = (channelId: string, account: string) => (account === DEFAULT_ACCOUNT ? `channels.${channelId}.accessToken` : `channels.${channelId}.accounts.${account}.accessToken`);
+const secretFor = (channelId: string, account: string) => settingPath(channelId, account, 'accessToken');
 const USER_ID = /^@[^:\s]+:[^\s]+$/;
 const ROOM = /^[!#][^:\s]+:[^\s]+$/;
 

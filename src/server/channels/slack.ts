@@ -13,10 +13,10 @@ import type { ChannelState } from '../../shared/channels.ts';
 import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type ChannelRequest, type ChannelResponse, type InboundAttachment, type InboundMessage, type SendOptions, type SendReceipt } from '../kernel/channel.ts';
 import { readLimited } from './attachments.ts';
 import { AccountChannel, AccountConnection } from './account-channel.ts';
+import { accountsOf, settingPath } from './accounts.ts';
 import { deliveredJson, refusal, sameSecret, storeThenAcknowledge } from './webhook.ts';
 import { markdownToSlackMrkdwn, splitMessage } from './formatting.ts';
 
-export const DEFAULT_ACCOUNT = 'default';
 /** Slack cuts a message's text past 40,000 characters. */
 export const SLACK_LIMIT = 40_000;
 const MAX_INBOUND_CHARS = 40_000;
@@ -30,21 +30,13 @@ interface AccountSettings {
 }
 
 export function slackAccounts(settings: ChannelSettings): Map<string, AccountSettings> {
-  const base = settings as unknown as Partial<AccountSettings> & { accounts?: Record<string, Partial<AccountSettings>> };
-  const accounts = new Map<string, AccountSettings>();
-  const events = base.events ?? 'socket';
-  accounts.set(DEFAULT_ACCOUNT, { enabled: true, apiRoot: base.apiRoot, events, rooms: base.rooms ?? [] });
-  for (const [name, account] of Object.entries(base.accounts ?? {})) {
-    accounts.set(name, { enabled: account.enabled ?? true, apiRoot: account.apiRoot ?? base.apiRoot, events: account.events ?? events, rooms: account.rooms ?? [] });
-  }
-  return accounts;
+  return accountsOf<AccountSettings>(settings, { keys: ['apiRoot', 'events', 'rooms'], inherited: { apiRoot: true, events: true }, defaults: { events: 'socket', rooms: [] } });
 }
 
 /** How old a signed Events API request may be (Slack's advice: five minutes), against replays. */
 const SIGNATURE_MAX_AGE_S = 300;
 
-const secretFor = (channelId: string, account: string, name: 'botToken' | 'appToken' | 'signingSecret') =>
-  account === DEFAULT_ACCOUNT ? `channels.${channelId}.${name}` : `channels.${channelId}.accounts.${account}.${name}`;
+const secretFor = (channelId: string, account: string, name: 'botToken' | 'appToken' | 'signingSecret') => settingPath(channelId, account, name);
 
 type SocketMode = typeof import('@slack/socket-mode');
 type WebApi = typeof import('@slack/web-api');

@@ -10,11 +10,11 @@ import type { ChannelState } from '../../shared/channels.ts';
 import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type ChannelRequest, type ChannelResponse, type InboundAttachment, type InboundMessage, type SendOptions, type SendReceipt } from '../kernel/channel.ts';
 import { readLimited } from './attachments.ts';
 import { AccountChannel, AccountConnection } from './account-channel.ts';
+import { accountsOf, settingPath } from './accounts.ts';
 import { FIRST_RETRY_MS } from './reconnect.ts';
 import { deliveredJson, refusal, sameSecret, storeThenAcknowledge } from './webhook.ts';
 import { markdownToTelegramHtml, plainText, splitMessage } from './formatting.ts';
 
-export const DEFAULT_ACCOUNT = 'default';
 /** Telegram's longest message. */
 export const TELEGRAM_LIMIT = 4096;
 /** Longest text taken from one inbound message; Telegram's own limit, with room for a caption. */
@@ -32,18 +32,10 @@ interface AccountSettings {
 
 /** The accounts of a Telegram channel's settings: the top level (the bot whose token is channels.<id>.botToken) and each of `accounts`. */
 export function telegramAccounts(settings: ChannelSettings): Map<string, AccountSettings> {
-  const base = settings as unknown as Partial<AccountSettings> & { accounts?: Record<string, Partial<AccountSettings>> };
-  const accounts = new Map<string, AccountSettings>();
-  const extra = base.accounts ?? {};
-  accounts.set(DEFAULT_ACCOUNT, { enabled: true, apiRoot: base.apiRoot, webhookUrl: base.webhookUrl, rooms: base.rooms ?? [] });
-  for (const [name, account] of Object.entries(extra)) {
-    accounts.set(name, { enabled: account.enabled ?? true, apiRoot: account.apiRoot ?? base.apiRoot, webhookUrl: account.webhookUrl, rooms: account.rooms ?? [] });
-  }
-  return accounts;
+  return accountsOf<AccountSettings>(settings, { keys: ['apiRoot', 'webhookUrl', 'rooms'], inherited: { apiRoot: true }, defaults: { rooms: [] } });
 }
 
-const secretFor = (channelId: string, account: string, name: 'botToken' | 'webhookSecret' = 'botToken') =>
-  account === DEFAULT_ACCOUNT ? `channels.${channelId}.${name}` : `channels.${channelId}.accounts.${account}.${name}`;
+const secretFor = (channelId: string, account: string, name: 'botToken' | 'webhookSecret' = 'botToken') => settingPath(channelId, account, name);
 
 type Grammy = typeof import('grammy');
 

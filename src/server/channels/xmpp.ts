@@ -10,9 +10,9 @@ import { randomUUID } from 'node:crypto';
 import { isLoopbackAddress } from '../../shared/config/exposure.ts';
 import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type InboundMessage, type SendOptions, type SendReceipt } from '../kernel/channel.ts';
 import { AccountChannel, AccountConnection } from './account-channel.ts';
+import { accountsOf, settingPath } from './accounts.ts';
 import { mentionPattern, withoutMention } from './formatting.ts';
 
-export const DEFAULT_ACCOUNT = 'default';
 /** Longest text taken from one inbound message. */
 const MAX_INBOUND_CHARS = 16_384;
 /** Longest message sent at once; longer replies are split. */
@@ -33,19 +33,16 @@ interface XmppAccountSettings {
 
 /** The accounts of an XMPP channel's settings: the top level (its jid) and each of `accounts`. */
 export function xmppAccounts(settings: ChannelSettings): Map<string, XmppAccountSettings> {
-  const base = settings as unknown as Partial<XmppAccountSettings> & { accounts?: Record<string, Partial<XmppAccountSettings>> };
-  const accounts = new Map<string, XmppAccountSettings>();
-  if (base.jid) accounts.set(DEFAULT_ACCOUNT, { enabled: true, jid: base.jid, service: base.service, allowPlaintext: base.allowPlaintext ?? false, nick: base.nick, rooms: base.rooms ?? [] });
-  for (const [name, account] of Object.entries(base.accounts ?? {})) {
-    accounts.set(name, {
-      enabled: account.enabled ?? true, jid: account.jid, service: account.service ?? (account.jid?.split('@')[1] === base.jid?.split('@')[1] ? base.service : undefined),
-      allowPlaintext: account.allowPlaintext ?? base.allowPlaintext ?? false, nick: account.nick, rooms: account.rooms ?? [],
-    });
-  }
-  return accounts;
+  return accountsOf<XmppAccountSettings>(settings, {
+    keys: ['jid', 'service', 'allowPlaintext', 'nick', 'rooms'],
+    // The channel's server serves another account of the same domain only.
+    inherited: { allowPlaintext: true, service: (account, top) => account.jid?.split('@')[1] === top.jid?.split('@')[1] },
+    defaults: { allowPlaintext: false, rooms: [] },
+    hasDefault: (top) => Boolean(top.jid),
+  });
 }
 
-const secretFor = (channelId: string, account: string) => (account === DEFAULT_ACCOUNT ? `channels.${channelId}.password` : `channels.${channelId}.accounts.${account}.password`);
+const secretFor = (channelId: string, account: string) => settingPath(channelId, account, 'password');
 /** A JID without its resource, as a peer: lower case (XMPP's nodeprep folds case for the local part and the domain). */
 export const bareJid = (jid: string) => jid.split('/')[0]!.trim().toLowerCase();
 
@@ -85,7 +82,7 @@ class XmppAccount extends AccountConnection<XmppAccountSettings> {
 
   private async connect(): Promise<void> {
     const settings = this.settings();
-    if (!settings?.jid || !/^[^@/\s]+@[^@/\s]+$/.test(settings.jid)) throw new Error(`set the account's JID: gateway config set ${this.name === DEFAULT_ACCOUNT ? `channels.${this.channelId}.jid` : `channels.${this.channelId}.accounts.${this.name}.jid`} bot@example.org`);
+    if (!settings?.jid || !/^[^@/\s]+@[^@/\s]+$/.test(settings.jid)) throw new Error(`set the account's JID: gateway config set ${settingPath(this.channelId, this.name, 'jid')} bot@example.org`);
     const service = serviceOf(settings);
     if (service.protocol !== 'xmpp:' && service.protocol !== 'xmpps:') throw new Error(`the service must be an xmpp:// or xmpps:// address (got ${service.protocol})`);
     const host = service.hostname.replace(/^\[|\]$/g, '');
