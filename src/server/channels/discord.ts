@@ -167,7 +167,7 @@ class DiscordAccount extends AccountConnection<AccountSettings> {
     });
   }
 
-  private send(payload: unknown): void {
+  private emit(payload: unknown): void {
     if (this.socket?.readyState === 1) this.socket.send(JSON.stringify(payload));
   }
 
@@ -185,13 +185,13 @@ class DiscordAccount extends AccountConnection<AccountSettings> {
             return;
           }
           this.acked = false;
-          this.send({ op: GatewayOpcodes.Heartbeat, d: this.received });
+          this.emit({ op: GatewayOpcodes.Heartbeat, d: this.received });
         }, interval);
         this.heartbeat.unref();
         if (this.cursor) {
-          this.send({ op: GatewayOpcodes.Resume, d: { token: this.token, session_id: this.cursor.sessionId, seq: this.cursor.seq } });
+          this.emit({ op: GatewayOpcodes.Resume, d: { token: this.token, session_id: this.cursor.sessionId, seq: this.cursor.seq } });
         } else {
-          this.send({ op: GatewayOpcodes.Identify, d: { token: this.token, intents: INTENTS, properties: { os: process.platform, browser: 'gateway', device: 'gateway' } } });
+          this.emit({ op: GatewayOpcodes.Identify, d: { token: this.token, intents: INTENTS, properties: { os: process.platform, browser: 'gateway', device: 'gateway' } } });
         }
         return;
       }
@@ -199,7 +199,7 @@ class DiscordAccount extends AccountConnection<AccountSettings> {
         this.acked = true;
         return;
       case GatewayOpcodes.Heartbeat:
-        this.send({ op: GatewayOpcodes.Heartbeat, d: this.received });
+        this.emit({ op: GatewayOpcodes.Heartbeat, d: this.received });
         return;
       case GatewayOpcodes.Reconnect:
         this.failed(new Error('Discord asked for a new connection'), 0);
@@ -346,7 +346,7 @@ class DiscordAccount extends AccountConnection<AccountSettings> {
     return { channel };
   }
 
-  async sendMessage(to: string, text: string, options: SendOptions = {}): Promise<SendReceipt> {
+  async send(to: string, text: string, options: SendOptions = {}): Promise<SendReceipt> {
     if (!this.token || this.status.state !== 'connected') throw new ChannelSendError(`${this.channelId} account ${this.name} is ${this.status.state}; the message was not sent`);
     try {
       const { channel, reference } = await this.target(to);
@@ -419,24 +419,12 @@ export class DiscordChannel extends AccountChannel<DiscordAccount, AccountSettin
 
   readonly edits = true;
 
-  async send(account: string, to: string, text: string, options?: SendOptions): Promise<SendReceipt> {
-    return this.running(account).sendMessage(to, text, options);
-  }
-
   split(text: string): string[] {
     return splitMessage(text, DISCORD_LIMIT);
   }
 
-  async typing(account: string, to: string): Promise<void> {
-    await this.live.get(account)?.typing(to).catch(() => undefined);
-  }
-
   normalizePeer(peer: string): string {
     return peer.trim().replace(/^<@!?(\d+)>$/, '@$1');
-  }
-
-  selfName(account: string): string | undefined {
-    return this.live.get(account)?.selfName;
   }
 
   /** A channel id is a room; a person is @<user id> (their DM). */

@@ -387,7 +387,7 @@ class EmailAccount extends AccountConnection<EmailAccountSettings> {
     };
   }
 
-  async send(to: string, text: string, idempotencyKey?: string): Promise<SendReceipt> {
+  async send(to: string, text: string, { idempotencyKey }: SendOptions = {}): Promise<SendReceipt> {
     const settings = this.settings();
     if (!settings?.address || !this.smtp) throw new ChannelSendError(`${this.channelId} account ${this.name} is ${this.status.state}; the message was not sent`);
     const transport = this.transport ??= (await import('nodemailer')).createTransport(this.smtp);
@@ -444,10 +444,6 @@ export class EmailChannel extends AccountChannel<EmailAccount, EmailAccountSetti
     // The IMAP client now; SMTP at the first reply, the MIME parser at the first mail, HTML to text at the first HTML mail.
     ({ ImapFlow: this.ImapFlow } = await import('imapflow'));
     await super.start();
-  }
-
-  async send(account: string, to: string, text: string, options: SendOptions = {}): Promise<SendReceipt> {
-    return this.running(account).send(to, text, options.idempotencyKey);
   }
 
   normalizePeer(peer: string): string {

@@ -650,24 +650,12 @@ export class MatrixChannel extends AccountChannel<MatrixAccount, MatrixAccountSe
     return account;
   }
 
-  async send(account: string, to: string, text: string, options?: SendOptions): Promise<SendReceipt> {
-    return this.running(account).send(to, text, options);
-  }
-
   split(text: string): string[] {
     return splitMessage(text, MATRIX_LIMIT);
   }
 
-  async typing(account: string, to: string): Promise<void> {
-    await this.live.get(account)?.typing(to).catch(() => undefined);
-  }
-
   normalizePeer(peer: string): string {
     return peer.trim();
-  }
-
-  selfName(account: string): string | undefined {
-    return this.live.get(account)?.selfName;
   }
 
   /** A room id (!...) or alias (#...) is a room; a person is their user id (@name:server). */

@@ -318,7 +318,7 @@ class SlackAccount extends AccountConnection<AccountSettings> {
     }
   }
 
-  async send(to: string, text: string, editOf?: string): Promise<SendReceipt> {
+  async send(to: string, text: string, { editOf }: SendOptions = {}): Promise<SendReceipt> {
     const web = this.web;
     if (!web || this.status.state !== 'connected') throw new ChannelSendError(`${this.channelId} account ${this.name} is ${this.status.state}; the message was not sent`);
     const [channel, thread] = to.split('/') as [string, string | undefined];
@@ -381,10 +381,6 @@ export class SlackChannel extends AccountChannel<SlackAccount, AccountSettings> 
 
   readonly edits = true;
 
-  async send(account: string, to: string, text: string, options: SendOptions = {}): Promise<SendReceipt> {
-    return this.running(account).send(to, text, options.editOf);
-  }
-
   receive(request: ChannelRequest): Promise<ChannelResponse> {
     return this.handOver(request);
   }
@@ -395,10 +391,6 @@ export class SlackChannel extends AccountChannel<SlackAccount, AccountSettings> 
 
   normalizePeer(peer: string): string {
     return peer.trim().toUpperCase();
-  }
-
-  selfName(account: string): string | undefined {
-    return this.live.get(account)?.selfName;
   }
 
   /** Conversations: C (channels), G (private channels), D (direct messages); a reply may name a thread: C123/1700000000.000100. */

@@ -78,8 +78,8 @@ class TelegramAccount extends AccountConnection<AccountSettings> {
     return this.abort.signal as never;
   }
 
-  get username(): string | undefined {
-    return this.me?.username;
+  get selfName(): string | undefined {
+    return this.me?.username ? `@${this.me.username}` : undefined;
   }
 
   start(): void {
@@ -272,7 +272,7 @@ class TelegramAccount extends AccountConnection<AccountSettings> {
     return storeThenAcknowledge(this.context, this.inbound(update), this.log, 'a Telegram update');
   }
 
-  async send(to: string, text: string, editOf?: string): Promise<SendReceipt> {
+  async send(to: string, text: string, { editOf }: SendOptions = {}): Promise<SendReceipt> {
     const api = this.api;
     if (!api || this.status.state !== 'connected') throw new ChannelSendError(`${this.channelId} account ${this.name} is ${this.status.state}; the message was not sent`);
     const post = async (body: string, html: boolean): Promise<SendReceipt> => {
@@ -361,10 +361,6 @@ export class TelegramChannel extends AccountChannel<TelegramAccount, AccountSett
 
   readonly edits = true;
 
-  async send(account: string, to: string, text: string, options: SendOptions = {}): Promise<SendReceipt> {
-    return this.running(account).send(to, text, options.editOf);
-  }
-
   receive(request: ChannelRequest): Promise<ChannelResponse> {
     return this.handOver(request);
   }
@@ -373,19 +369,10 @@ export class TelegramChannel extends AccountChannel<TelegramAccount, AccountSett
     return splitMessage(text, TELEGRAM_LIMIT);
   }
 
-  async typing(account: string, to: string): Promise<void> {
-    await this.live.get(account)?.typing(to);
-  }
-
   /** Chat ids are numbers; a public channel or group may go by @name. */
   normalizePeer(peer: string): string {
     const trimmed = peer.trim();
     return trimmed.startsWith('@') ? trimmed.toLowerCase() : trimmed;
-  }
-
-  selfName(account: string): string | undefined {
-    const username = this.live.get(account)?.username;
-    return username ? `@${username}` : undefined;
   }
 
   /** Group chats have negative ids. */

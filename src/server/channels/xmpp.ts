@@ -63,13 +63,16 @@ class XmppAccount extends AccountConnection<XmppAccountSettings> {
   private ownJid?: string;
 
   private readonly xmpp: XmppModule;
+  /** Whether a peer is a room an account of the channel joins (a groupchat message, no typing notification). */
+  private readonly isRoom: (peer: string) => boolean;
 
-  constructor(channelId: string, name: string, settings: () => XmppAccountSettings | undefined, context: ChannelContext, xmpp: XmppModule) {
+  constructor(channelId: string, name: string, settings: () => XmppAccountSettings | undefined, context: ChannelContext, xmpp: XmppModule, isRoom: (peer: string) => boolean) {
     super(channelId, name, settings, context);
     this.xmpp = xmpp;
+    this.isRoom = isRoom;
   }
 
-  get nick(): string | undefined {
+  get selfName(): string | undefined {
     return this.status.state === 'connected' ? this.nickname : undefined;
   }
 
@@ -193,8 +196,9 @@ class XmppAccount extends AccountConnection<XmppAccountSettings> {
     await this.context.inbound({ ...message, kind: 'direct', sender, senderName: sender, replyTo: sender, ...(id ? { platformId: `${sender}/${id}` } : {}) });
   }
 
-  async send(to: string, text: string, room: boolean, idempotencyKey?: string): Promise<SendReceipt> {
+  async send(to: string, text: string, { idempotencyKey }: SendOptions = {}): Promise<SendReceipt> {
     const client = this.client;
+    const room = this.isRoom(to);
     if (!client || this.status.state !== 'connected') throw new ChannelSendError(`${this.channelId} account ${this.name} is ${this.status.state}; the message was not sent`);
     const id = idempotencyKey ? idempotencyKey.replace(/[^A-Za-z0-9_.:-]/g, '').slice(0, 64) || randomUUID() : randomUUID();
     const { xml } = this.xmpp;
@@ -208,7 +212,7 @@ class XmppAccount extends AccountConnection<XmppAccountSettings> {
   }
 
   async typing(to: string): Promise<void> {
-    if (!this.client || this.status.state !== 'connected') return;
+    if (!this.client || this.status.state !== 'connected' || this.isRoom(to)) return;
     const { xml } = this.xmpp;
     await this.client.send(xml('message', { to: bareJid(to), type: 'chat' }, xml('composing', { xmlns: 'http://jabber.org/protocol/chatstates' }))).catch(() => undefined);
   }
@@ -228,7 +232,7 @@ export class XmppChannel extends AccountChannel<XmppAccount, XmppAccountSettings
   }
 
   protected open(name: string, settings: () => XmppAccountSettings | undefined): XmppAccount {
-    const account = new XmppAccount(this.id, name, settings, this.context, this.xmpp!);
+    const account = new XmppAccount(this.id, name, settings, this.context, this.xmpp!, (peer) => this.isRoom(peer));
     account.start();
     return account;
   }
@@ -238,26 +242,14 @@ export class XmppChannel extends AccountChannel<XmppAccount, XmppAccountSettings
     await super.start();
   }
 
-  async send(account: string, to: string, text: string, options: SendOptions = {}): Promise<SendReceipt> {
-    return this.running(account).send(to, text, this.isRoom(to), options.idempotencyKey);
-  }
-
   split(text: string): string[] {
     const parts: string[] = [];
     for (let start = 0; start < text.length; start += XMPP_LIMIT) parts.push(text.slice(start, start + XMPP_LIMIT));
     return parts.length ? parts : [''];
   }
 
-  async typing(account: string, to: string): Promise<void> {
-    if (!this.isRoom(to)) await this.live.get(account)?.typing(to);
-  }
-
   normalizePeer(peer: string): string {
     return bareJid(peer);
-  }
-
-  selfName(account: string): string | undefined {
-    return this.live.get(account)?.nick;
   }
 
   /** A room is one an account of the channel joins. */
