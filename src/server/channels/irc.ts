@@ -1,10 +1,8 @@
 import { createRequire } from 'node:module';
-import type { ChannelState } from '../../shared/channels.ts';
-import { ChannelSendError, type AccountStatus, type Channel, type ChannelContext, type ChannelSettings } from '../kernel/channel.ts';
+import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings } from '../kernel/channel.ts';
+import { AccountChannel, AccountConnection } from './account-channel.ts';
 import { accountsOf, settingPath } from './accounts.ts';
 import { checkIrcTarget, ircFold, isIrcRoom } from './irc-names.ts';
-import { Reconnect } from './reconnect.ts';
-
 
 const QUIT_WAIT_MS = 2000;
 /** How long a send waits for the server to confirm it (the answer to a PING sent behind it). */
@@ -51,43 +49,19 @@ type IrcClient = {
 };
 
 /** One connection to one IRC server, reconnecting with backoff until stopped. */
-class IrcAccount {
+class IrcAccount extends AccountConnection<AccountSettings> {
   private client?: IrcClient;
-  private status: AccountStatus;
-  private readonly reconnect: Reconnect;
   private stopped = false;
   private registered = false;
   private closed?: () => void;
   private nickTries = 0;
 
-  private readonly channelId: string;
-  private readonly name: string;
-  private readonly settings: () => AccountSettings | undefined;
-  private readonly context: ChannelContext;
   private readonly Client: new () => IrcClient;
 
   constructor(channelId: string, name: string, settings: () => AccountSettings | undefined, context: ChannelContext, Client: new () => IrcClient) {
-    this.channelId = channelId;
-    this.name = name;
-    this.settings = settings;
-    this.context = context;
+    // Servers that restart drop every client at once: the tries are spread so they do not all come back together.
+    super(channelId, name, settings, context, { jitter: 0.2 });
     this.Client = Client;
-    this.status = { account: name, state: 'disconnected', since: Date.now() };
-    this.reconnect = new Reconnect({ maxDelayMs: () => Number(context.settings().reconnectMaxDelayMs ?? 60_000), jitter: 0.2 });
-  }
-
-  get current(): AccountStatus {
-    return { ...this.status };
-  }
-
-  private setState(state: ChannelState, detail?: string): void {
-    if (this.status.state === state && this.status.detail === detail) return;
-    this.status = { account: this.name, state, ...(detail ? { detail } : {}), since: Date.now() };
-    this.context.stateChanged(this.current);
-  }
-
-  private get log() {
-    return this.context.logger.child({ channel: this.channelId, account: this.name });
   }
 
   async connect(): Promise<void> {
@@ -202,7 +176,7 @@ class IrcAccount {
   }
 
   /** The nick this account has on the server now. */
-  get nick(): string | undefined {
+  get selfName(): string | undefined {
     return this.registered ? this.client?.user.nick : undefined;
   }
 
@@ -266,51 +240,26 @@ class IrcAccount {
 }
 
 /** IRC through irc-framework: several accounts, rooms, server password or SASL PLAIN, reconnect with backoff. */
-export class IrcChannel implements Channel {
-  private readonly live = new Map<string, IrcAccount>();
+export class IrcChannel extends AccountChannel<IrcAccount, AccountSettings> implements Channel {
+  private Client?: new () => IrcClient;
 
-  readonly id: string;
-  private readonly context: ChannelContext;
-
-  constructor(id: string, context: ChannelContext) {
-    this.id = id;
-    this.context = context;
+  protected accountsOf(settings: ChannelSettings): Map<string, AccountSettings> {
+    return ircAccounts(settings);
   }
 
-  accounts(): string[] {
-    return [...ircAccounts(this.context.settings()).keys()];
+  protected open(name: string, settings: () => AccountSettings | undefined): IrcAccount {
+    const account = new IrcAccount(this.id, name, settings, this.context, this.Client!);
+    void account.connect();
+    return account;
   }
 
-  async start(): Promise<void> {
-    const { Client } = createRequire(import.meta.url)('irc-framework') as { Client: new () => IrcClient };
-    for (const [name, settings] of ircAccounts(this.context.settings())) {
-      if (!settings.enabled) continue;
-      const account = new IrcAccount(this.id, name, () => ircAccounts(this.context.settings()).get(name), this.context, Client);
-      this.live.set(name, account);
-      void account.connect();
-    }
-  }
-
-  async stop(): Promise<void> {
-    await Promise.all([...this.live.values()].map((account) => account.stop()));
-  }
-
-  status(): AccountStatus[] {
-    return this.accounts().map((name) => this.live.get(name)?.current ?? { account: name, state: 'disconnected', detail: 'account disabled', since: Date.now() });
-  }
-
-  async send(account: string, to: string, text: string): Promise<void> {
-    const live = this.live.get(account);
-    if (!live) throw new Error(`${this.id} has no running account ${account}`);
-    await live.send(to, text);
+  override async start(): Promise<void> {
+    ({ Client: this.Client } = createRequire(import.meta.url)('irc-framework') as { Client: new () => IrcClient });
+    await super.start();
   }
 
   normalizePeer(peer: string): string {
     return ircFold(peer);
-  }
-
-  selfName(account: string): string | undefined {
-    return this.live.get(account)?.nick;
   }
 
   isRoom(peer: string): boolean {
