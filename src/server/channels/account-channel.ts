@@ -5,13 +5,20 @@
  * handed to the account it names.
  */
 import type { ChannelState } from '../../shared/channels.ts';
-import { ChannelSendError, type AccountStatus, type ChannelContext, type ChannelRequest, type ChannelResponse, type ChannelSettings } from '../kernel/channel.ts';
+import { ChannelSendError, type AccountStatus, type ChannelContext, type ChannelRequest, type ChannelResponse, type ChannelSettings, type SendOptions, type SendReceipt } from '../kernel/channel.ts';
+import { Reconnect } from './reconnect.ts';
 import { refusal } from './webhook.ts';
 
 /** One account's connection, as the channel holds it. */
 export interface LiveAccount {
   readonly current: AccountStatus;
+  /** The name the account goes by now (rooms address it by it); undefined while it is not connected. */
+  readonly selfName?: string;
   stop(): Promise<void>;
+  /** Delivers one message; rejects when the account cannot send now (a ChannelSendError says whether and when to try again). */
+  send(to: string, text: string, options: SendOptions): Promise<SendReceipt | void>;
+  /** Shows the recipient that a reply is being written, where the platform can. */
+  typing?(to: string): Promise<void>;
   receive?(request: ChannelRequest): Promise<ChannelResponse>;
 }
 
@@ -26,13 +33,16 @@ export abstract class AccountConnection<S> {
   protected readonly channelId: string;
   protected readonly settings: () => S | undefined;
   protected readonly context: ChannelContext;
+  /** When to try again after a failure: backoff up to the channel's reconnectMaxDelayMs (60 s by default). */
+  protected readonly reconnect: Reconnect;
 
-  constructor(channelId: string, name: string, settings: () => S | undefined, context: ChannelContext) {
+  constructor(channelId: string, name: string, settings: () => S | undefined, context: ChannelContext, backoff: { jitter?: number } = {}) {
     this.channelId = channelId;
     this.name = name;
     this.settings = settings;
     this.context = context;
     this.status = { account: name, state: 'disconnected', since: Date.now() };
+    this.reconnect = new Reconnect({ maxDelayMs: () => Number(context.settings().reconnectMaxDelayMs ?? 60_000), ...backoff });
   }
 
   get current(): AccountStatus {
@@ -82,6 +92,19 @@ export abstract class AccountChannel<A extends LiveAccount, S extends { enabled:
 
   status(): AccountStatus[] {
     return this.accounts().map((name) => this.live.get(name)?.current ?? { account: name, state: 'disconnected', detail: 'account disabled', since: Date.now() });
+  }
+
+  send(account: string, to: string, text: string, options: SendOptions = {}): Promise<SendReceipt | void> {
+    return this.running(account).send(to, text, options);
+  }
+
+  /** Never fails: a typing indicator that does not show is no loss. */
+  async typing(account: string, to: string): Promise<void> {
+    await this.live.get(account)?.typing?.(to).catch(() => undefined);
+  }
+
+  selfName(account: string): string | undefined {
+    return this.live.get(account)?.selfName;
   }
 
   /** The running account a send names; a ChannelSendError when there is none. */

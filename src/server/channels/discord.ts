@@ -14,28 +14,21 @@ import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettin
 import { splitMessage } from './formatting.ts';
 import { readLimited } from './attachments.ts';
 import { AccountChannel, AccountConnection } from './account-channel.ts';
+import { accountsOf, settingPath } from './accounts.ts';
+import { FIRST_RETRY_MS } from './reconnect.ts';
 
-export const DEFAULT_ACCOUNT = 'default';
 /** Discord's longest message. */
 export const DISCORD_LIMIT = 2000;
 const MAX_INBOUND_CHARS = 16_384;
-const FIRST_RETRY_MS = 1000;
 const INTENTS = GatewayIntentBits.Guilds | GatewayIntentBits.GuildMessages | GatewayIntentBits.DirectMessages | GatewayIntentBits.MessageContent;
 
 interface AccountSettings { enabled: boolean; apiRoot?: string; rooms: string[] }
 
 export function discordAccounts(settings: ChannelSettings): Map<string, AccountSettings> {
-  const base = settings as unknown as Partial<AccountSettings> & { accounts?: Record<string, Partial<AccountSettings>> };
-  const accounts = new Map<string, AccountSettings>();
-  accounts.set(DEFAULT_ACCOUNT, { enabled: true, apiRoot: base.apiRoot, rooms: base.rooms ?? [] });
-  for (const [name, account] of Object.entries(base.accounts ?? {})) {
-    accounts.set(name, { enabled: account.enabled ?? true, apiRoot: account.apiRoot ?? base.apiRoot, rooms: account.rooms ?? [] });
-  }
-  return accounts;
+  return accountsOf<AccountSettings>(settings, { keys: ['apiRoot', 'rooms'], inherited: { apiRoot: true }, defaults: { rooms: [] } });
 }
 
-const secretFor = (channelId: string, account: string) =>
-  account === DEFAULT_ACCOUNT ? `channels.${channelId}.botToken` : `channels.${channelId}.accounts.${account}.botToken`;
+const secretFor = (channelId: string, account: string) => settingPath(channelId, account, 'botToken');
 
 /** Where a session stands, kept between connections and restarts. */
 interface Cursor { sessionId: string; seq: number; resumeUrl: string }
@@ -47,8 +40,6 @@ class DiscordAccount extends AccountConnection<AccountSettings> {
   private stopped = false;
   private socket?: import('ws').WebSocket;
   private heartbeat?: NodeJS.Timeout;
-  private retry?: NodeJS.Timeout;
-  private attempt = 0;
   private token?: string;
   private me?: APIUser;
   private cursor?: Cursor;
@@ -119,8 +110,8 @@ class DiscordAccount extends AccountConnection<AccountSettings> {
   private failed(error: unknown, waitMs?: number): void {
     if (this.stopped) return;
     this.close();
-    const max = (this.context.settings().reconnectMaxDelayMs as number | undefined) ?? 60_000;
-    let wait = waitMs ?? Math.min(FIRST_RETRY_MS * 2 ** this.attempt++, max);
+    const max = this.reconnect.longest;
+    let wait = waitMs ?? this.reconnect.next();
     let state: ChannelState = 'disconnected';
     let detail = error instanceof Error ? error.message : String(error);
     if (error instanceof Refused) {
@@ -140,8 +131,7 @@ class DiscordAccount extends AccountConnection<AccountSettings> {
     }
     this.setState(state, detail);
     this.log.warn({ error: detail }, 'discord account not connected; retrying');
-    this.retry = setTimeout(() => void this.connect(), wait);
-    this.retry.unref();
+    this.reconnect.schedule(() => void this.connect(), wait);
   }
 
   private close(code = 4000): void {
@@ -177,7 +167,7 @@ class DiscordAccount extends AccountConnection<AccountSettings> {
     });
   }
 
-  private send(payload: unknown): void {
+  private emit(payload: unknown): void {
     if (this.socket?.readyState === 1) this.socket.send(JSON.stringify(payload));
   }
 
@@ -195,13 +185,13 @@ class DiscordAccount extends AccountConnection<AccountSettings> {
             return;
           }
           this.acked = false;
-          this.send({ op: GatewayOpcodes.Heartbeat, d: this.received });
+          this.emit({ op: GatewayOpcodes.Heartbeat, d: this.received });
         }, interval);
         this.heartbeat.unref();
         if (this.cursor) {
-          this.send({ op: GatewayOpcodes.Resume, d: { token: this.token, session_id: this.cursor.sessionId, seq: this.cursor.seq } });
+          this.emit({ op: GatewayOpcodes.Resume, d: { token: this.token, session_id: this.cursor.sessionId, seq: this.cursor.seq } });
         } else {
-          this.send({ op: GatewayOpcodes.Identify, d: { token: this.token, intents: INTENTS, properties: { os: process.platform, browser: 'gateway', device: 'gateway' } } });
+          this.emit({ op: GatewayOpcodes.Identify, d: { token: this.token, intents: INTENTS, properties: { os: process.platform, browser: 'gateway', device: 'gateway' } } });
         }
         return;
       }
@@ -209,7 +199,7 @@ class DiscordAccount extends AccountConnection<AccountSettings> {
         this.acked = true;
         return;
       case GatewayOpcodes.Heartbeat:
-        this.send({ op: GatewayOpcodes.Heartbeat, d: this.received });
+        this.emit({ op: GatewayOpcodes.Heartbeat, d: this.received });
         return;
       case GatewayOpcodes.Reconnect:
         this.failed(new Error('Discord asked for a new connection'), 0);
@@ -240,12 +230,12 @@ class DiscordAccount extends AccountConnection<AccountSettings> {
       this.me = ready.user;
       this.cursor = { sessionId: ready.session_id, seq, resumeUrl: ready.resume_gateway_url };
       await this.saveCursor();
-      this.attempt = 0;
+      this.reconnect.succeeded();
       this.setState('connected', this.selfName);
       return;
     }
     if (type === GatewayDispatchEvents.Resumed) {
-      this.attempt = 0;
+      this.reconnect.succeeded();
       this.setState('connected', this.selfName);
       this.advance(seq, false);
       return;
@@ -356,7 +346,7 @@ class DiscordAccount extends AccountConnection<AccountSettings> {
     return { channel };
   }
 
-  async sendMessage(to: string, text: string, options: SendOptions = {}): Promise<SendReceipt> {
+  async send(to: string, text: string, options: SendOptions = {}): Promise<SendReceipt> {
     if (!this.token || this.status.state !== 'connected') throw new ChannelSendError(`${this.channelId} account ${this.name} is ${this.status.state}; the message was not sent`);
     try {
       const { channel, reference } = await this.target(to);
@@ -395,7 +385,7 @@ class DiscordAccount extends AccountConnection<AccountSettings> {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    clearTimeout(this.retry);
+    this.reconnect.stop();
     // Closed with a code that keeps the session resumable, for the next start.
     this.close(4000);
     await this.handling.catch(() => undefined);
@@ -429,24 +419,12 @@ export class DiscordChannel extends AccountChannel<DiscordAccount, AccountSettin
 
   readonly edits = true;
 
-  async send(account: string, to: string, text: string, options?: SendOptions): Promise<SendReceipt> {
-    return this.running(account).sendMessage(to, text, options);
-  }
-
   split(text: string): string[] {
     return splitMessage(text, DISCORD_LIMIT);
   }
 
-  async typing(account: string, to: string): Promise<void> {
-    await this.live.get(account)?.typing(to).catch(() => undefined);
-  }
-
   normalizePeer(peer: string): string {
     return peer.trim().replace(/^<@!?(\d+)>$/, '@$1');
-  }
-
-  selfName(account: string): string | undefined {
-    return this.live.get(account)?.selfName;
   }
 
   /** A channel id is a room; a person is @<user id> (their DM). */

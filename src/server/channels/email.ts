@@ -18,13 +18,13 @@ import { createHash, randomUUID } from 'node:crypto';
 import { isLoopbackAddress } from '../../shared/config/exposure.ts';
 import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type InboundAttachment, type InboundMessage, type SendOptions, type SendReceipt } from '../kernel/channel.ts';
 import { AccountChannel, AccountConnection } from './account-channel.ts';
+import { accountsOf, settingPath } from './accounts.ts';
+import { Reconnect } from './reconnect.ts';
 
-export const DEFAULT_ACCOUNT = 'default';
 /** Longest text taken from one message. */
 const MAX_INBOUND_CHARS = 32_768;
 /** At most this many ids of a thread go in a reply's References: the first (the thread's root) and the latest. */
 const MAX_REFERENCES = 10;
-const FIRST_RETRY_MS = 1000;
 
 interface EmailAccountSettings {
   enabled: boolean;
@@ -36,33 +36,20 @@ interface EmailAccountSettings {
   mailbox: string;
   fromName?: string;
   maxMessageBytes: number;
-  reconnectMaxDelayMs: number;
 }
 
 /** The accounts of an email channel's settings: the top level (its address) and each of `accounts`. */
 export function emailAccounts(settings: ChannelSettings): Map<string, EmailAccountSettings> {
-  type Given = Partial<EmailAccountSettings>;
-  const base = settings as unknown as Given & { accounts?: Record<string, Given> };
-  const common = {
-    mailbox: base.mailbox ?? 'INBOX', maxMessageBytes: base.maxMessageBytes ?? 25 * 1024 * 1024, reconnectMaxDelayMs: base.reconnectMaxDelayMs ?? 60_000,
-  };
-  const accounts = new Map<string, EmailAccountSettings>();
-  if (base.address) {
-    accounts.set(DEFAULT_ACCOUNT, {
-      ...common, enabled: true, address: base.address, user: base.user, imap: base.imap, smtp: base.smtp, allowPlaintext: base.allowPlaintext ?? false, fromName: base.fromName,
-    });
-  }
-  for (const [name, account] of Object.entries(base.accounts ?? {})) {
-    accounts.set(name, {
-      ...common, enabled: account.enabled ?? true, address: account.address, user: account.user, imap: account.imap ?? base.imap, smtp: account.smtp ?? base.smtp,
-      allowPlaintext: account.allowPlaintext ?? base.allowPlaintext ?? false, mailbox: account.mailbox ?? common.mailbox, fromName: account.fromName ?? base.fromName,
-    });
-  }
-  return accounts;
+  return accountsOf<EmailAccountSettings>(settings, {
+    keys: ['address', 'user', 'imap', 'smtp', 'allowPlaintext', 'mailbox', 'fromName', 'maxMessageBytes'],
+    // maxMessageBytes is the channel's alone (an account's entry has no such key).
+    inherited: { imap: true, smtp: true, allowPlaintext: true, mailbox: true, fromName: true, maxMessageBytes: true },
+    defaults: { allowPlaintext: false, mailbox: 'INBOX', maxMessageBytes: 25 * 1024 * 1024 },
+    hasDefault: (top) => Boolean(top.address),
+  });
 }
 
-const settingFor = (channelId: string, account: string, key: string) => (account === DEFAULT_ACCOUNT ? `channels.${channelId}.${key}` : `channels.${channelId}.accounts.${account}.${key}`);
-const secretFor = (channelId: string, account: string) => settingFor(channelId, account, 'password');
+const secretFor = (channelId: string, account: string) => settingPath(channelId, account, 'password');
 
 const ADDRESS = /^[^@\s<>]{1,128}@[^@\s<>]{1,255}$/;
 /** An address as a peer: lower case (the local part is case-sensitive in theory, never in practice). */
@@ -196,13 +183,10 @@ class EmailAccount extends AccountConnection<EmailAccountSettings> {
   private client?: ImapClient;
   private transport?: Transport;
   private stopped = false;
-  private retry?: NodeJS.Timeout;
-  private delayMs = FIRST_RETRY_MS;
   private draining?: Promise<void>;
   private again = false;
-  /** A read of the mailbox that stopped (the store refused a message) is tried again after this wait, doubling. */
-  private redrainMs = FIRST_RETRY_MS;
-  private redrain?: NodeJS.Timeout;
+  /** A read of the mailbox that stopped (the store refused a message) is tried again with backoff, as a connection is. */
+  private readonly redrain = new Reconnect({ maxDelayMs: () => this.reconnect.longest });
   private readonly ImapFlow: typeof import('imapflow').ImapFlow;
   /** How to reach the SMTP server; the (pooled) transport is made at the first send. */
   private smtp?: SmtpOptions;
@@ -226,19 +210,13 @@ class EmailAccount extends AccountConnection<EmailAccountSettings> {
   }
 
   private later(): void {
-    if (this.stopped || this.retry) return;
-    const max = this.settings()?.reconnectMaxDelayMs ?? 60_000;
-    const delay = this.delayMs;
-    this.delayMs = Math.min(max, this.delayMs * 2);
-    this.retry = setTimeout(() => {
-      this.retry = undefined;
-      this.start();
-    }, delay);
+    if (this.stopped || this.reconnect.pending) return;
+    this.reconnect.schedule(() => this.start());
   }
 
   private async connect(): Promise<void> {
     const settings = this.settings();
-    if (!settings?.address || !ADDRESS.test(settings.address)) throw new Error(`set the mailbox's address: gateway config set ${settingFor(this.channelId, this.name, 'address')} bot@example.org`);
+    if (!settings?.address || !ADDRESS.test(settings.address)) throw new Error(`set the mailbox's address: gateway config set ${settingPath(this.channelId, this.name, 'address')} bot@example.org`);
     const imap = serverOf(settings.imap, 'imap');
     const smtp = serverOf(settings.smtp, 'smtp');
     if (settings.allowPlaintext && !(local(imap.host) && local(smtp.host))) {
@@ -289,7 +267,7 @@ class EmailAccount extends AccountConnection<EmailAccountSettings> {
       }
       throw error;
     }
-    this.delayMs = FIRST_RETRY_MS;
+    this.reconnect.succeeded();
     this.setState('connected', `${settings.address} (${settings.mailbox})`);
     this.drain();
   }
@@ -311,17 +289,13 @@ class EmailAccount extends AccountConnection<EmailAccountSettings> {
           await this.take(client, uid);
         }
       } while (this.again);
-      this.redrainMs = FIRST_RETRY_MS;
+      this.redrain.succeeded();
     })().catch((error: unknown) => {
       if (this.stopped) return;
       // What is left unseen is read again: after a while, or sooner on the next arrival or connection.
-      const wait = this.redrainMs;
-      const max = this.settings()?.reconnectMaxDelayMs ?? 60_000;
-      this.redrainMs = Math.min(max, this.redrainMs * 2);
+      const wait = this.redrain.next();
       this.log.warn({ error: (error as Error)?.message, retryInMs: wait }, 'email: reading the mailbox stopped; it is read again');
-      clearTimeout(this.redrain);
-      this.redrain = setTimeout(() => this.drain(), wait);
-      this.redrain.unref();
+      this.redrain.schedule(() => this.drain(), wait);
     }).finally(() => {
       this.draining = undefined;
     });
@@ -413,7 +387,7 @@ class EmailAccount extends AccountConnection<EmailAccountSettings> {
     };
   }
 
-  async send(to: string, text: string, idempotencyKey?: string): Promise<SendReceipt> {
+  async send(to: string, text: string, { idempotencyKey }: SendOptions = {}): Promise<SendReceipt> {
     const settings = this.settings();
     if (!settings?.address || !this.smtp) throw new ChannelSendError(`${this.channelId} account ${this.name} is ${this.status.state}; the message was not sent`);
     const transport = this.transport ??= (await import('nodemailer')).createTransport(this.smtp);
@@ -443,8 +417,8 @@ class EmailAccount extends AccountConnection<EmailAccountSettings> {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    clearTimeout(this.retry);
-    clearTimeout(this.redrain);
+    this.reconnect.stop();
+    this.redrain.stop();
     const client = this.client;
     this.client = undefined;
     await client?.logout().catch(() => client.close());
@@ -470,10 +444,6 @@ export class EmailChannel extends AccountChannel<EmailAccount, EmailAccountSetti
     // The IMAP client now; SMTP at the first reply, the MIME parser at the first mail, HTML to text at the first HTML mail.
     ({ ImapFlow: this.ImapFlow } = await import('imapflow'));
     await super.start();
-  }
-
-  async send(account: string, to: string, text: string, options: SendOptions = {}): Promise<SendReceipt> {
-    return this.running(account).send(to, text, options.idempotencyKey);
   }
 
   normalizePeer(peer: string): string {

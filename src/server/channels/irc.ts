@@ -1,13 +1,10 @@
 import { createRequire } from 'node:module';
-import type { ChannelState } from '../../shared/channels.ts';
-import { ChannelSendError, type AccountStatus, type Channel, type ChannelContext, type ChannelSettings } from '../kernel/channel.ts';
+import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings } from '../kernel/channel.ts';
+import { AccountChannel, AccountConnection } from './account-channel.ts';
+import { accountsOf, settingPath } from './accounts.ts';
 import { checkIrcTarget, ircFold, isIrcRoom } from './irc-names.ts';
 
-/** The account the top-level `channels.<id>` settings describe; others live under `.accounts.<name>`. */
-export const DEFAULT_ACCOUNT = 'default';
-
 const QUIT_WAIT_MS = 2000;
-const FIRST_RETRY_MS = 1000;
 /** How long a send waits for the server to confirm it (the answer to a PING sent behind it). */
 const CONFIRM_WAIT_MS = 10_000;
 /** Server errors that mean a message did not reach its target. */
@@ -26,25 +23,15 @@ interface AccountSettings {
   enabled: boolean;
 }
 
-/** The accounts of an IRC channel's settings: the top level (when it names a host) and each entry of `accounts`. */
+/** The accounts of an IRC channel's settings: the top level (when it names a host, or there is no other) and each entry of `accounts`. */
 export function ircAccounts(settings: ChannelSettings): Map<string, AccountSettings> {
-  const base = settings as unknown as AccountSettings & { accounts?: Record<string, Partial<AccountSettings>> };
-  const pick = (from: Partial<AccountSettings>, fallback: Partial<AccountSettings>): AccountSettings => ({
-    host: from.host ?? fallback.host,
-    port: from.port ?? fallback.port,
-    tls: from.tls ?? fallback.tls ?? false,
-    nick: from.nick ?? fallback.nick,
-    username: from.username ?? fallback.username,
-    realname: from.realname ?? fallback.realname,
-    sasl: from.sasl ?? fallback.sasl ?? false,
-    rooms: from.rooms ?? fallback.rooms ?? [],
-    enabled: from.enabled ?? true,
+  return accountsOf<AccountSettings>(settings, {
+    keys: ['host', 'port', 'tls', 'nick', 'username', 'realname', 'sasl', 'rooms'],
+    // Rooms are each account's own.
+    inherited: { host: true, port: true, tls: true, nick: true, username: true, realname: true, sasl: true },
+    defaults: { tls: false, sasl: false, rooms: [] },
+    hasDefault: (top, others) => top.host !== undefined || others.length === 0,
   });
-  const accounts = new Map<string, AccountSettings>();
-  const extra = base.accounts ?? {};
-  if (base.host !== undefined || Object.keys(extra).length === 0) accounts.set(DEFAULT_ACCOUNT, pick(base, {}));
-  for (const [name, account] of Object.entries(extra)) accounts.set(name, pick(account, { ...base, rooms: [] }));
-  return accounts;
 }
 
 type IrcClient = {
@@ -62,53 +49,29 @@ type IrcClient = {
 };
 
 /** One connection to one IRC server, reconnecting with backoff until stopped. */
-class IrcAccount {
+class IrcAccount extends AccountConnection<AccountSettings> {
   private client?: IrcClient;
-  private status: AccountStatus;
-  private attempt = 0;
-  private retry?: NodeJS.Timeout;
   private stopped = false;
   private registered = false;
   private closed?: () => void;
   private nickTries = 0;
 
-  private readonly channelId: string;
-  private readonly name: string;
-  private readonly settings: () => AccountSettings | undefined;
-  private readonly context: ChannelContext;
   private readonly Client: new () => IrcClient;
 
   constructor(channelId: string, name: string, settings: () => AccountSettings | undefined, context: ChannelContext, Client: new () => IrcClient) {
-    this.channelId = channelId;
-    this.name = name;
-    this.settings = settings;
-    this.context = context;
+    // Servers that restart drop every client at once: the tries are spread so they do not all come back together.
+    super(channelId, name, settings, context, { jitter: 0.2 });
     this.Client = Client;
-    this.status = { account: name, state: 'disconnected', since: Date.now() };
-  }
-
-  get current(): AccountStatus {
-    return { ...this.status };
-  }
-
-  private setState(state: ChannelState, detail?: string): void {
-    if (this.status.state === state && this.status.detail === detail) return;
-    this.status = { account: this.name, state, ...(detail ? { detail } : {}), since: Date.now() };
-    this.context.stateChanged(this.current);
-  }
-
-  private get log() {
-    return this.context.logger.child({ channel: this.channelId, account: this.name });
   }
 
   async connect(): Promise<void> {
     if (this.stopped) return;
     const settings = this.settings();
     if (!settings?.host || !settings.nick) {
-      this.setState('error', `set channels.${this.channelId}${this.name === DEFAULT_ACCOUNT ? '' : `.accounts.${this.name}`}.host and .nick`);
+      this.setState('error', `set ${settingPath(this.channelId, this.name, 'host')} and .nick`);
       return;
     }
-    const secretName = this.name === DEFAULT_ACCOUNT ? `channels.${this.channelId}.password` : `channels.${this.channelId}.accounts.${this.name}.password`;
+    const secretName = settingPath(this.channelId, this.name, 'password');
     let password: string | undefined;
     try {
       password = await this.context.secret(secretName);
@@ -130,7 +93,7 @@ class IrcAccount {
     this.client = client;
     client.on('registered', (event: { nick: string }) => {
       this.registered = true;
-      this.attempt = 0;
+      this.reconnect.succeeded();
       this.setState('connected', `${settings.host}:${port} as ${event.nick}`);
       this.log.info({ server: `${settings.host}:${port}`, nick: event.nick }, 'IRC connected');
       for (const room of settings.rooms) client.join(room);
@@ -207,15 +170,13 @@ class IrcAccount {
 
   private scheduleRetry(): void {
     if (this.stopped) return;
-    const max = Number(this.context.settings().reconnectMaxDelayMs ?? 60_000);
-    const delay = Math.min(FIRST_RETRY_MS * 2 ** this.attempt, max) * (0.8 + Math.random() * 0.4);
-    this.attempt = Math.min(this.attempt + 1, 30);
+    const delay = this.reconnect.next();
     this.log.info({ inMs: Math.round(delay) }, 'IRC reconnect scheduled');
-    this.retry = setTimeout(() => void this.connect(), delay);
+    this.reconnect.schedule(() => void this.connect(), delay);
   }
 
   /** The nick this account has on the server now. */
-  get nick(): string | undefined {
+  get selfName(): string | undefined {
     return this.registered ? this.client?.user.nick : undefined;
   }
 
@@ -257,7 +218,7 @@ class IrcAccount {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    clearTimeout(this.retry);
+    this.reconnect.stop();
     const client = this.client;
     if (!client) {
       this.setState('disconnected');
@@ -279,51 +240,26 @@ class IrcAccount {
 }
 
 /** IRC through irc-framework: several accounts, rooms, server password or SASL PLAIN, reconnect with backoff. */
-export class IrcChannel implements Channel {
-  private readonly live = new Map<string, IrcAccount>();
+export class IrcChannel extends AccountChannel<IrcAccount, AccountSettings> implements Channel {
+  private Client?: new () => IrcClient;
 
-  readonly id: string;
-  private readonly context: ChannelContext;
-
-  constructor(id: string, context: ChannelContext) {
-    this.id = id;
-    this.context = context;
+  protected accountsOf(settings: ChannelSettings): Map<string, AccountSettings> {
+    return ircAccounts(settings);
   }
 
-  accounts(): string[] {
-    return [...ircAccounts(this.context.settings()).keys()];
+  protected open(name: string, settings: () => AccountSettings | undefined): IrcAccount {
+    const account = new IrcAccount(this.id, name, settings, this.context, this.Client!);
+    void account.connect();
+    return account;
   }
 
-  async start(): Promise<void> {
-    const { Client } = createRequire(import.meta.url)('irc-framework') as { Client: new () => IrcClient };
-    for (const [name, settings] of ircAccounts(this.context.settings())) {
-      if (!settings.enabled) continue;
-      const account = new IrcAccount(this.id, name, () => ircAccounts(this.context.settings()).get(name), this.context, Client);
-      this.live.set(name, account);
-      void account.connect();
-    }
-  }
-
-  async stop(): Promise<void> {
-    await Promise.all([...this.live.values()].map((account) => account.stop()));
-  }
-
-  status(): AccountStatus[] {
-    return this.accounts().map((name) => this.live.get(name)?.current ?? { account: name, state: 'disconnected', detail: 'account disabled', since: Date.now() });
-  }
-
-  async send(account: string, to: string, text: string): Promise<void> {
-    const live = this.live.get(account);
-    if (!live) throw new Error(`${this.id} has no running account ${account}`);
-    await live.send(to, text);
+  override async start(): Promise<void> {
+    ({ Client: this.Client } = createRequire(import.meta.url)('irc-framework') as { Client: new () => IrcClient });
+    await super.start();
   }
 
   normalizePeer(peer: string): string {
     return ircFold(peer);
-  }
-
-  selfName(account: string): string | undefined {
-    return this.live.get(account)?.nick;
   }
 
   isRoom(peer: string): boolean {

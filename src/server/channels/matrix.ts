@@ -18,17 +18,16 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { isLoopbackAddress } from '../../shared/config/exposure.ts';
 import { ChannelSendError, type Channel, type ChannelSettings, type InboundAttachment, type InboundMessage, type SendOptions, type SendReceipt } from '../kernel/channel.ts';
 import { AccountChannel, AccountConnection } from './account-channel.ts';
+import { accountsOf, settingPath } from './accounts.ts';
 import { TooLarge } from './attachments.ts';
 import { agentFor } from '../kernel/upstream-fetch.ts';
 import { mentionPattern, splitMessage, withoutMention } from './formatting.ts';
 
-export const DEFAULT_ACCOUNT = 'default';
 /** Longest text sent in one event (an event is at most 64 KiB of JSON, escapes included). */
 export const MATRIX_LIMIT = 8000;
 const MAX_INBOUND_CHARS = 16_384;
 /** How long a /sync waits on the homeserver for something to happen. */
 const POLL_MS = 30_000;
-const FIRST_RETRY_MS = 1000;
 /** How often invites waiting for their sender's approval are looked at again. */
 const RECHECK_MS = 15_000;
 /** Invites kept waiting at most (the oldest are forgotten first). */
@@ -54,16 +53,12 @@ interface MatrixAccountSettings { enabled: boolean; homeserver?: string; userId?
 
 /** The accounts of a Matrix channel's settings: the top level (its homeserver) and each of `accounts`. */
 export function matrixAccounts(settings: ChannelSettings): Map<string, MatrixAccountSettings> {
-  const base = settings as unknown as Partial<MatrixAccountSettings> & { accounts?: Record<string, Partial<MatrixAccountSettings>> };
-  const accounts = new Map<string, MatrixAccountSettings>();
-  if (base.homeserver) accounts.set(DEFAULT_ACCOUNT, { enabled: true, homeserver: base.homeserver, userId: base.userId, rooms: base.rooms ?? [] });
-  for (const [name, account] of Object.entries(base.accounts ?? {})) {
-    accounts.set(name, { enabled: account.enabled ?? true, homeserver: account.homeserver ?? base.homeserver, userId: account.userId, rooms: account.rooms ?? [] });
-  }
-  return accounts;
+  return accountsOf<MatrixAccountSettings>(settings, {
+    keys: ['homeserver', 'userId', 'rooms'], inherited: { homeserver: true }, defaults: { rooms: [] }, hasDefault: (top) => Boolean(top.homeserver),
+  });
 }
 
-const secretFor = (channelId: string, account: string) => (account === DEFAULT_ACCOUNT ? `channels.${channelId}.accessToken` : `channels.${channelId}.accounts.${account}.accessToken`);
+const secretFor = (channelId: string, account: string) => settingPath(channelId, account, 'accessToken');
 const USER_ID = /^@[^:\s]+:[^\s]+$/;
 const ROOM = /^[!#][^:\s]+:[^\s]+$/;
 
@@ -172,9 +167,7 @@ class MatrixAccount extends AccountConnection<MatrixAccountSettings> {
   private me?: string;
   private displayName?: string;
   private cursor: Cursor = {};
-  private attempt = 0;
   private abort?: AbortController;
-  private wake?: () => void;
   private loop?: Promise<void>;
   private lastRecheck = 0;
   /** After a failure, the next sync asks without waiting: the account knows at once whether the homeserver is back. */
@@ -201,7 +194,7 @@ class MatrixAccount extends AccountConnection<MatrixAccountSettings> {
       try {
         if (!this.ready) await this.setUp();
         await this.syncOnce();
-        this.attempt = 0;
+        this.reconnect.succeeded();
       } catch (error) {
         if (this.stopped) return;
         await this.failed(error);
@@ -211,8 +204,8 @@ class MatrixAccount extends AccountConnection<MatrixAccountSettings> {
 
   /** Waits before trying again: the homeserver's own wait, backoff, or (a refused token or setting) the longest wait. */
   private async failed(error: unknown): Promise<void> {
-    const max = (this.context.settings().reconnectMaxDelayMs as number | undefined) ?? 60_000;
-    let wait = Math.min(FIRST_RETRY_MS * 2 ** this.attempt++, max);
+    const max = this.reconnect.longest;
+    let wait = this.reconnect.next();
     let detail = error instanceof Error ? error.message : String(error);
     if (error instanceof Refused) {
       this.ready = false;
@@ -240,18 +233,7 @@ class MatrixAccount extends AccountConnection<MatrixAccountSettings> {
     }
     this.quick = true;
     this.log.warn({ error: detail, retryInMs: wait }, 'matrix account not syncing; retrying');
-    await this.pause(wait);
-  }
-
-  private pause(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      timer.unref();
-      this.wake = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
+    await this.reconnect.wait(wait);
   }
 
   /** A client-server API call; a refusal comes back as a MatrixError with the homeserver's errcode and wait. */
@@ -649,7 +631,7 @@ class MatrixAccount extends AccountConnection<MatrixAccountSettings> {
   async stop(): Promise<void> {
     this.stopped = true;
     this.abort?.abort();
-    this.wake?.();
+    this.reconnect.stop();
     await this.loop?.catch(() => undefined);
     this.setState('disconnected');
   }
@@ -668,24 +650,12 @@ export class MatrixChannel extends AccountChannel<MatrixAccount, MatrixAccountSe
     return account;
   }
 
-  async send(account: string, to: string, text: string, options?: SendOptions): Promise<SendReceipt> {
-    return this.running(account).send(to, text, options);
-  }
-
   split(text: string): string[] {
     return splitMessage(text, MATRIX_LIMIT);
   }
 
-  async typing(account: string, to: string): Promise<void> {
-    await this.live.get(account)?.typing(to).catch(() => undefined);
-  }
-
   normalizePeer(peer: string): string {
     return peer.trim();
-  }
-
-  selfName(account: string): string | undefined {
-    return this.live.get(account)?.selfName;
   }
 
   /** A room id (!...) or alias (#...) is a room; a person is their user id (@name:server). */

@@ -13,14 +13,13 @@ import type { ChannelState } from '../../shared/channels.ts';
 import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type ChannelRequest, type ChannelResponse, type InboundAttachment, type InboundMessage, type SendOptions, type SendReceipt } from '../kernel/channel.ts';
 import { readLimited } from './attachments.ts';
 import { AccountChannel, AccountConnection } from './account-channel.ts';
+import { accountsOf, settingPath } from './accounts.ts';
 import { deliveredJson, refusal, sameSecret, storeThenAcknowledge } from './webhook.ts';
 import { markdownToSlackMrkdwn, splitMessage } from './formatting.ts';
 
-export const DEFAULT_ACCOUNT = 'default';
 /** Slack cuts a message's text past 40,000 characters. */
 export const SLACK_LIMIT = 40_000;
 const MAX_INBOUND_CHARS = 40_000;
-const FIRST_RETRY_MS = 1000;
 
 interface AccountSettings {
   enabled: boolean;
@@ -31,21 +30,13 @@ interface AccountSettings {
 }
 
 export function slackAccounts(settings: ChannelSettings): Map<string, AccountSettings> {
-  const base = settings as unknown as Partial<AccountSettings> & { accounts?: Record<string, Partial<AccountSettings>> };
-  const accounts = new Map<string, AccountSettings>();
-  const events = base.events ?? 'socket';
-  accounts.set(DEFAULT_ACCOUNT, { enabled: true, apiRoot: base.apiRoot, events, rooms: base.rooms ?? [] });
-  for (const [name, account] of Object.entries(base.accounts ?? {})) {
-    accounts.set(name, { enabled: account.enabled ?? true, apiRoot: account.apiRoot ?? base.apiRoot, events: account.events ?? events, rooms: account.rooms ?? [] });
-  }
-  return accounts;
+  return accountsOf<AccountSettings>(settings, { keys: ['apiRoot', 'events', 'rooms'], inherited: { apiRoot: true, events: true }, defaults: { events: 'socket', rooms: [] } });
 }
 
 /** How old a signed Events API request may be (Slack's advice: five minutes), against replays. */
 const SIGNATURE_MAX_AGE_S = 300;
 
-const secretFor = (channelId: string, account: string, name: 'botToken' | 'appToken' | 'signingSecret') =>
-  account === DEFAULT_ACCOUNT ? `channels.${channelId}.${name}` : `channels.${channelId}.accounts.${account}.${name}`;
+const secretFor = (channelId: string, account: string, name: 'botToken' | 'appToken' | 'signingSecret') => settingPath(channelId, account, name);
 
 type SocketMode = typeof import('@slack/socket-mode');
 type WebApi = typeof import('@slack/web-api');
@@ -98,8 +89,6 @@ class SlackAccount extends AccountConnection<AccountSettings> {
   /** The bot token, for Slack's private file addresses. */
   private botToken?: string;
   private botName?: string;
-  private retry?: NodeJS.Timeout;
-  private attempt = 0;
   private readonly names = new Map<string, string>();
 
   private readonly sdk: { socketMode: SocketMode; webApi: WebApi };
@@ -145,14 +134,15 @@ class SlackAccount extends AccountConnection<AccountSettings> {
       socket.on('slack_event', (envelope: { ack: () => Promise<void>; type: string; body?: { event?: SlackEvent; event_id?: string } }) => void this.onEnvelope(envelope));
       this.socket = socket;
       await socket.start();
-      this.attempt = 0;
+      this.reconnect.succeeded();
       this.setState('connected', this.selfName);
       socket.once('disconnected', () => {
         if (this.stopped || this.socket !== socket) return;
-        // Slack recycles connections regularly (a disconnect message, then a new URL): connect again at once.
+        // Slack recycles connections regularly (a disconnect message, then a new URL): connect again at once. It counts
+        // as a try: should the new connection fail, the wait after it is the second one.
         this.setState('connecting', 'Slack closed the connection; connecting again');
-        this.retry = setTimeout(() => void this.connect(), Math.min(FIRST_RETRY_MS * this.attempt++, 5000));
-        this.retry.unref();
+        this.reconnect.next();
+        this.reconnect.schedule(() => void this.connect(), 0);
       });
     } catch (error) {
       if (this.stopped) return;
@@ -161,8 +151,7 @@ class SlackAccount extends AccountConnection<AccountSettings> {
       this.log.warn({ error: detail }, 'slack account not connected; retrying');
       await this.socket?.disconnect().catch(() => undefined);
       this.socket = undefined;
-      this.retry = setTimeout(() => void this.connect(), waitMs);
-      this.retry.unref();
+      this.reconnect.schedule(() => void this.connect(), waitMs);
     }
   }
 
@@ -185,7 +174,7 @@ class SlackAccount extends AccountConnection<AccountSettings> {
     this.botUserId = identity.user_id;
     this.botName = identity.user;
     this.signingSecret = signingSecret;
-    this.attempt = 0;
+    this.reconnect.succeeded();
     this.setState('connected', `${this.selfName} (Events API)`);
   }
 
@@ -221,8 +210,8 @@ class SlackAccount extends AccountConnection<AccountSettings> {
   }
 
   private classify(error: unknown): { state: ChannelState; detail: string; waitMs: number } {
-    const max = (this.context.settings().reconnectMaxDelayMs as number | undefined) ?? 60_000;
-    const backoff = Math.min(FIRST_RETRY_MS * 2 ** this.attempt++, max);
+    const backoff = this.reconnect.next();
+    const max = this.reconnect.longest;
     if (error instanceof Setup) return { state: 'error', detail: error.message, waitMs: max };
     const code = (error as { data?: { error?: string } })?.data?.error;
     if (code && ['invalid_auth', 'not_authed', 'account_inactive', 'token_revoked', 'token_expired', 'not_allowed_token_type'].includes(code)) {
@@ -329,7 +318,7 @@ class SlackAccount extends AccountConnection<AccountSettings> {
     }
   }
 
-  async send(to: string, text: string, editOf?: string): Promise<SendReceipt> {
+  async send(to: string, text: string, { editOf }: SendOptions = {}): Promise<SendReceipt> {
     const web = this.web;
     if (!web || this.status.state !== 'connected') throw new ChannelSendError(`${this.channelId} account ${this.name} is ${this.status.state}; the message was not sent`);
     const [channel, thread] = to.split('/') as [string, string | undefined];
@@ -364,7 +353,7 @@ class SlackAccount extends AccountConnection<AccountSettings> {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    clearTimeout(this.retry);
+    this.reconnect.stop();
     await this.socket?.disconnect().catch(() => undefined);
     this.setState('disconnected');
   }
@@ -392,10 +381,6 @@ export class SlackChannel extends AccountChannel<SlackAccount, AccountSettings> 
 
   readonly edits = true;
 
-  async send(account: string, to: string, text: string, options: SendOptions = {}): Promise<SendReceipt> {
-    return this.running(account).send(to, text, options.editOf);
-  }
-
   receive(request: ChannelRequest): Promise<ChannelResponse> {
     return this.handOver(request);
   }
@@ -406,10 +391,6 @@ export class SlackChannel extends AccountChannel<SlackAccount, AccountSettings> 
 
   normalizePeer(peer: string): string {
     return peer.trim().toUpperCase();
-  }
-
-  selfName(account: string): string | undefined {
-    return this.live.get(account)?.selfName;
   }
 
   /** Conversations: C (channels), G (private channels), D (direct messages); a reply may name a thread: C123/1700000000.000100. */

@@ -10,16 +10,16 @@ import type { ChannelState } from '../../shared/channels.ts';
 import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type ChannelRequest, type ChannelResponse, type InboundAttachment, type InboundMessage, type SendOptions, type SendReceipt } from '../kernel/channel.ts';
 import { readLimited } from './attachments.ts';
 import { AccountChannel, AccountConnection } from './account-channel.ts';
+import { accountsOf, settingPath } from './accounts.ts';
+import { FIRST_RETRY_MS } from './reconnect.ts';
 import { deliveredJson, refusal, sameSecret, storeThenAcknowledge } from './webhook.ts';
 import { markdownToTelegramHtml, plainText, splitMessage } from './formatting.ts';
 
-export const DEFAULT_ACCOUNT = 'default';
 /** Telegram's longest message. */
 export const TELEGRAM_LIMIT = 4096;
 /** Longest text taken from one inbound message; Telegram's own limit, with room for a caption. */
 const MAX_INBOUND_CHARS = 16_384;
 const POLL_SECONDS = 25;
-const FIRST_RETRY_MS = 1000;
 
 interface AccountSettings {
   enabled: boolean;
@@ -32,18 +32,10 @@ interface AccountSettings {
 
 /** The accounts of a Telegram channel's settings: the top level (the bot whose token is channels.<id>.botToken) and each of `accounts`. */
 export function telegramAccounts(settings: ChannelSettings): Map<string, AccountSettings> {
-  const base = settings as unknown as Partial<AccountSettings> & { accounts?: Record<string, Partial<AccountSettings>> };
-  const accounts = new Map<string, AccountSettings>();
-  const extra = base.accounts ?? {};
-  accounts.set(DEFAULT_ACCOUNT, { enabled: true, apiRoot: base.apiRoot, webhookUrl: base.webhookUrl, rooms: base.rooms ?? [] });
-  for (const [name, account] of Object.entries(extra)) {
-    accounts.set(name, { enabled: account.enabled ?? true, apiRoot: account.apiRoot ?? base.apiRoot, webhookUrl: account.webhookUrl, rooms: account.rooms ?? [] });
-  }
-  return accounts;
+  return accountsOf<AccountSettings>(settings, { keys: ['apiRoot', 'webhookUrl', 'rooms'], inherited: { apiRoot: true }, defaults: { rooms: [] } });
 }
 
-const secretFor = (channelId: string, account: string, name: 'botToken' | 'webhookSecret' = 'botToken') =>
-  account === DEFAULT_ACCOUNT ? `channels.${channelId}.${name}` : `channels.${channelId}.accounts.${account}.${name}`;
+const secretFor = (channelId: string, account: string, name: 'botToken' | 'webhookSecret' = 'botToken') => settingPath(channelId, account, name);
 
 type Grammy = typeof import('grammy');
 
@@ -73,7 +65,6 @@ class TelegramAccount extends AccountConnection<AccountSettings> {
   /** In webhook mode, the secret Telegram sends with each update (X-Telegram-Bot-Api-Secret-Token). */
   private webhookSecret?: string;
   private offset?: number;
-  private attempt = 0;
 
   private readonly grammy: Grammy;
 
@@ -87,8 +78,8 @@ class TelegramAccount extends AccountConnection<AccountSettings> {
     return this.abort.signal as never;
   }
 
-  get username(): string | undefined {
-    return this.me?.username;
+  get selfName(): string | undefined {
+    return this.me?.username ? `@${this.me.username}` : undefined;
   }
 
   start(): void {
@@ -101,8 +92,8 @@ class TelegramAccount extends AccountConnection<AccountSettings> {
     while (!this.stopped) {
       try {
         await this.connect();
-        this.attempt = 0;
-        if (this.webhookSecret !== undefined) await this.sleep(2 ** 31 - 1);
+        this.reconnect.succeeded();
+        if (this.webhookSecret !== undefined) await this.reconnect.wait(2 ** 31 - 1);
         else await this.poll();
       } catch (error) {
         if (this.stopped) return;
@@ -114,7 +105,7 @@ class TelegramAccount extends AccountConnection<AccountSettings> {
         }
         this.setState(outcome.state, outcome.detail);
         this.log.warn({ error: outcome.detail }, 'telegram account not connected; retrying');
-        await this.sleep(outcome.waitMs);
+        await this.reconnect.wait(outcome.waitMs);
       }
     }
   }
@@ -247,8 +238,8 @@ class TelegramAccount extends AccountConnection<AccountSettings> {
 
   /** What a failure means for the account: its state, what to tell, how long to wait. */
   private classify(error: unknown): { state: ChannelState; detail: string; waitMs: number } {
-    const max = this.context.settings().reconnectMaxDelayMs as number | undefined ?? 60_000;
-    const backoff = Math.min(FIRST_RETRY_MS * 2 ** this.attempt++, max);
+    const backoff = this.reconnect.next();
+    const max = this.reconnect.longest;
     if (error instanceof Setup) return { state: 'error', detail: error.message, waitMs: max };
     if (error instanceof this.grammy.GrammyError) {
       const grammyError = error as GrammyErrorType;
@@ -262,14 +253,6 @@ class TelegramAccount extends AccountConnection<AccountSettings> {
     }
     const reason = error instanceof this.grammy.HttpError ? describeHttp(error) : (error as Error)?.message ?? String(error);
     return { state: 'disconnected', detail: `cannot reach Telegram: ${reason}`, waitMs: backoff };
-  }
-
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      timer.unref();
-      this.abort.signal.addEventListener('abort', () => { clearTimeout(timer); resolve(); }, { once: true });
-    });
   }
 
   /** An update Telegram posted (webhook mode): its secret checked, stored, and only then answered 200. */
@@ -289,7 +272,7 @@ class TelegramAccount extends AccountConnection<AccountSettings> {
     return storeThenAcknowledge(this.context, this.inbound(update), this.log, 'a Telegram update');
   }
 
-  async send(to: string, text: string, editOf?: string): Promise<SendReceipt> {
+  async send(to: string, text: string, { editOf }: SendOptions = {}): Promise<SendReceipt> {
     const api = this.api;
     if (!api || this.status.state !== 'connected') throw new ChannelSendError(`${this.channelId} account ${this.name} is ${this.status.state}; the message was not sent`);
     const post = async (body: string, html: boolean): Promise<SendReceipt> => {
@@ -343,6 +326,7 @@ class TelegramAccount extends AccountConnection<AccountSettings> {
   async stop(): Promise<void> {
     this.stopped = true;
     this.abort.abort();
+    this.reconnect.stop();
     await this.polling?.catch(() => undefined);
     this.setState('disconnected');
   }
@@ -377,10 +361,6 @@ export class TelegramChannel extends AccountChannel<TelegramAccount, AccountSett
 
   readonly edits = true;
 
-  async send(account: string, to: string, text: string, options: SendOptions = {}): Promise<SendReceipt> {
-    return this.running(account).send(to, text, options.editOf);
-  }
-
   receive(request: ChannelRequest): Promise<ChannelResponse> {
     return this.handOver(request);
   }
@@ -389,19 +369,10 @@ export class TelegramChannel extends AccountChannel<TelegramAccount, AccountSett
     return splitMessage(text, TELEGRAM_LIMIT);
   }
 
-  async typing(account: string, to: string): Promise<void> {
-    await this.live.get(account)?.typing(to);
-  }
-
   /** Chat ids are numbers; a public channel or group may go by @name. */
   normalizePeer(peer: string): string {
     const trimmed = peer.trim();
     return trimmed.startsWith('@') ? trimmed.toLowerCase() : trimmed;
-  }
-
-  selfName(account: string): string | undefined {
-    const username = this.live.get(account)?.username;
-    return username ? `@${username}` : undefined;
   }
 
   /** Group chats have negative ids. */

@@ -10,9 +10,9 @@ import { randomUUID } from 'node:crypto';
 import { isLoopbackAddress } from '../../shared/config/exposure.ts';
 import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type InboundMessage, type SendOptions, type SendReceipt } from '../kernel/channel.ts';
 import { AccountChannel, AccountConnection } from './account-channel.ts';
+import { accountsOf, settingPath } from './accounts.ts';
 import { mentionPattern, withoutMention } from './formatting.ts';
 
-export const DEFAULT_ACCOUNT = 'default';
 /** Longest text taken from one inbound message. */
 const MAX_INBOUND_CHARS = 16_384;
 /** Longest message sent at once; longer replies are split. */
@@ -33,19 +33,16 @@ interface XmppAccountSettings {
 
 /** The accounts of an XMPP channel's settings: the top level (its jid) and each of `accounts`. */
 export function xmppAccounts(settings: ChannelSettings): Map<string, XmppAccountSettings> {
-  const base = settings as unknown as Partial<XmppAccountSettings> & { accounts?: Record<string, Partial<XmppAccountSettings>> };
-  const accounts = new Map<string, XmppAccountSettings>();
-  if (base.jid) accounts.set(DEFAULT_ACCOUNT, { enabled: true, jid: base.jid, service: base.service, allowPlaintext: base.allowPlaintext ?? false, nick: base.nick, rooms: base.rooms ?? [] });
-  for (const [name, account] of Object.entries(base.accounts ?? {})) {
-    accounts.set(name, {
-      enabled: account.enabled ?? true, jid: account.jid, service: account.service ?? (account.jid?.split('@')[1] === base.jid?.split('@')[1] ? base.service : undefined),
-      allowPlaintext: account.allowPlaintext ?? base.allowPlaintext ?? false, nick: account.nick, rooms: account.rooms ?? [],
-    });
-  }
-  return accounts;
+  return accountsOf<XmppAccountSettings>(settings, {
+    keys: ['jid', 'service', 'allowPlaintext', 'nick', 'rooms'],
+    // The channel's server serves another account of the same domain only.
+    inherited: { allowPlaintext: true, service: (account, top) => account.jid?.split('@')[1] === top.jid?.split('@')[1] },
+    defaults: { allowPlaintext: false, rooms: [] },
+    hasDefault: (top) => Boolean(top.jid),
+  });
 }
 
-const secretFor = (channelId: string, account: string) => (account === DEFAULT_ACCOUNT ? `channels.${channelId}.password` : `channels.${channelId}.accounts.${account}.password`);
+const secretFor = (channelId: string, account: string) => settingPath(channelId, account, 'password');
 /** A JID without its resource, as a peer: lower case (XMPP's nodeprep folds case for the local part and the domain). */
 export const bareJid = (jid: string) => jid.split('/')[0]!.trim().toLowerCase();
 
@@ -66,13 +63,16 @@ class XmppAccount extends AccountConnection<XmppAccountSettings> {
   private ownJid?: string;
 
   private readonly xmpp: XmppModule;
+  /** Whether a peer is a room an account of the channel joins (a groupchat message, no typing notification). */
+  private readonly isRoom: (peer: string) => boolean;
 
-  constructor(channelId: string, name: string, settings: () => XmppAccountSettings | undefined, context: ChannelContext, xmpp: XmppModule) {
+  constructor(channelId: string, name: string, settings: () => XmppAccountSettings | undefined, context: ChannelContext, xmpp: XmppModule, isRoom: (peer: string) => boolean) {
     super(channelId, name, settings, context);
     this.xmpp = xmpp;
+    this.isRoom = isRoom;
   }
 
-  get nick(): string | undefined {
+  get selfName(): string | undefined {
     return this.status.state === 'connected' ? this.nickname : undefined;
   }
 
@@ -85,7 +85,7 @@ class XmppAccount extends AccountConnection<XmppAccountSettings> {
 
   private async connect(): Promise<void> {
     const settings = this.settings();
-    if (!settings?.jid || !/^[^@/\s]+@[^@/\s]+$/.test(settings.jid)) throw new Error(`set the account's JID: gateway config set ${this.name === DEFAULT_ACCOUNT ? `channels.${this.channelId}.jid` : `channels.${this.channelId}.accounts.${this.name}.jid`} bot@example.org`);
+    if (!settings?.jid || !/^[^@/\s]+@[^@/\s]+$/.test(settings.jid)) throw new Error(`set the account's JID: gateway config set ${settingPath(this.channelId, this.name, 'jid')} bot@example.org`);
     const service = serviceOf(settings);
     if (service.protocol !== 'xmpp:' && service.protocol !== 'xmpps:') throw new Error(`the service must be an xmpp:// or xmpps:// address (got ${service.protocol})`);
     const host = service.hostname.replace(/^\[|\]$/g, '');
@@ -196,8 +196,9 @@ class XmppAccount extends AccountConnection<XmppAccountSettings> {
     await this.context.inbound({ ...message, kind: 'direct', sender, senderName: sender, replyTo: sender, ...(id ? { platformId: `${sender}/${id}` } : {}) });
   }
 
-  async send(to: string, text: string, room: boolean, idempotencyKey?: string): Promise<SendReceipt> {
+  async send(to: string, text: string, { idempotencyKey }: SendOptions = {}): Promise<SendReceipt> {
     const client = this.client;
+    const room = this.isRoom(to);
     if (!client || this.status.state !== 'connected') throw new ChannelSendError(`${this.channelId} account ${this.name} is ${this.status.state}; the message was not sent`);
     const id = idempotencyKey ? idempotencyKey.replace(/[^A-Za-z0-9_.:-]/g, '').slice(0, 64) || randomUUID() : randomUUID();
     const { xml } = this.xmpp;
@@ -211,7 +212,7 @@ class XmppAccount extends AccountConnection<XmppAccountSettings> {
   }
 
   async typing(to: string): Promise<void> {
-    if (!this.client || this.status.state !== 'connected') return;
+    if (!this.client || this.status.state !== 'connected' || this.isRoom(to)) return;
     const { xml } = this.xmpp;
     await this.client.send(xml('message', { to: bareJid(to), type: 'chat' }, xml('composing', { xmlns: 'http://jabber.org/protocol/chatstates' }))).catch(() => undefined);
   }
@@ -231,7 +232,7 @@ export class XmppChannel extends AccountChannel<XmppAccount, XmppAccountSettings
   }
 
   protected open(name: string, settings: () => XmppAccountSettings | undefined): XmppAccount {
-    const account = new XmppAccount(this.id, name, settings, this.context, this.xmpp!);
+    const account = new XmppAccount(this.id, name, settings, this.context, this.xmpp!, (peer) => this.isRoom(peer));
     account.start();
     return account;
   }
@@ -241,26 +242,14 @@ export class XmppChannel extends AccountChannel<XmppAccount, XmppAccountSettings
     await super.start();
   }
 
-  async send(account: string, to: string, text: string, options: SendOptions = {}): Promise<SendReceipt> {
-    return this.running(account).send(to, text, this.isRoom(to), options.idempotencyKey);
-  }
-
   split(text: string): string[] {
     const parts: string[] = [];
     for (let start = 0; start < text.length; start += XMPP_LIMIT) parts.push(text.slice(start, start + XMPP_LIMIT));
     return parts.length ? parts : [''];
   }
 
-  async typing(account: string, to: string): Promise<void> {
-    if (!this.isRoom(to)) await this.live.get(account)?.typing(to);
-  }
-
   normalizePeer(peer: string): string {
     return bareJid(peer);
-  }
-
-  selfName(account: string): string | undefined {
-    return this.live.get(account)?.nick;
   }
 
   /** A room is one an account of the channel joins. */

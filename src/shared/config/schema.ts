@@ -72,6 +72,8 @@ const cidr: SchemaNode = {
 };
 const urlPath: SchemaNode = { type: 'string', pattern: '^/[A-Za-z0-9._~!$&\'()*+,;=:@/%-]*$' };
 const endpoint = (description: string): SchemaNode => object({ enabled: bool(false, description) });
+/** An object of named entries (a channel's further accounts, providers, agents), each name an id. */
+const ids = (item: SchemaNode, description: string): SchemaNode => ({ type: 'object', description, propertyNames: { pattern: ID }, additionalProperties: item });
 
 /** How to reach a server: the top level of a channel is its default account, `accounts` adds more. */
 const connection = {
@@ -100,12 +102,7 @@ const channel: SchemaNode = object({
   allowFrom: list({ type: 'string', minLength: 1 }, 'senders allowed without pairing ("*" allows everyone under the open policy)'),
   ...connection,
   reconnectMaxDelayMs: int(60_000, 1000, 3_600_000, 'upper bound of the reconnect backoff'),
-  accounts: {
-    type: 'object',
-    description: 'further accounts by name (their password is the secret channels.<id>.accounts.<name>.password)',
-    propertyNames: { pattern: '^[a-z0-9][a-z0-9_-]{0,31}$' },
-    additionalProperties: channelAccount,
-  },
+  accounts: ids(channelAccount, 'further accounts by name (their password is the secret channels.<id>.accounts.<name>.password)'),
 }, 'a messaging channel');
 
 /** What every channel kind takes: whether it runs, who may write to it, which agent answers. */
@@ -133,12 +130,7 @@ const telegramChannel: SchemaNode = object({
   apiRoot: text('the Bot API server, such as a Telegram Bot API server of your own (default https://api.telegram.org)', API_ROOT),
   webhookUrl: text('public https address of this daemon\'s /channels/<id>/default/webhook: Telegram posts updates there (with the secret channels.<id>.webhookSecret) instead of being polled', API_ROOT),
   rooms: list({ type: 'string', pattern: '^(\\*|-?\\d{1,20})$' }, 'group chat ids the agent answers in when addressed: mentioned (@bot) or replied to ("*": any group the bot is in)'),
-  accounts: {
-    type: 'object',
-    description: 'further bots by name (each one\'s token is the secret channels.<id>.accounts.<name>.botToken)',
-    propertyNames: { pattern: '^[a-z0-9][a-z0-9_-]{0,31}$' },
-    additionalProperties: telegramAccount,
-  },
+  accounts: ids(telegramAccount, 'further bots by name (each one\'s token is the secret channels.<id>.accounts.<name>.botToken)'),
 }, 'Telegram: the bot whose token is the secret channels.<id>.botToken');
 
 const SLACK_ROOM = { type: 'string', pattern: '^(\\*|[CG][A-Z0-9]{2,20})$' } as const;
@@ -155,12 +147,7 @@ const slackChannel: SchemaNode = object({
   apiRoot: text('the Slack API address (default https://slack.com; GovSlack: https://slack-gov.com)', API_ROOT),
   events: oneOf(['socket', 'http'], 'socket', 'how Slack delivers events: socket (Socket Mode, with the app token) or http (the Events API posting to this daemon\'s /channels/<id>/<account>/webhook, signed with the secret channels.<id>.signingSecret)'),
   rooms: list(SLACK_ROOM, 'channel ids (C..., G...) the agent answers in when mentioned (@app), in a thread under the mention ("*": any channel the app is in)'),
-  accounts: {
-    type: 'object',
-    description: 'further Slack apps by name (their tokens are the secrets channels.<id>.accounts.<name>.botToken and .appToken)',
-    propertyNames: { pattern: '^[a-z0-9][a-z0-9_-]{0,31}$' },
-    additionalProperties: slackAccount,
-  },
+  accounts: ids(slackAccount, 'further Slack apps by name (their tokens are the secrets channels.<id>.accounts.<name>.botToken and .appToken)'),
 }, 'Slack over Socket Mode: the app whose tokens are the secrets channels.<id>.botToken (xoxb-) and channels.<id>.appToken (xapp-)');
 
 const DISCORD_ROOM = { type: 'string', pattern: '^(\\*|\\d{17,20})$' } as const;
@@ -175,12 +162,7 @@ const discordChannel: SchemaNode = object({
   ...channelPolicy,
   apiRoot: text('the Discord API address (default https://discord.com)', API_ROOT),
   rooms: list(DISCORD_ROOM, 'channel ids the agent answers in when mentioned (@bot) or replied to, replying to that message ("*": any channel the bot can read)'),
-  accounts: {
-    type: 'object',
-    description: 'further bots by name (each one\'s token is the secret channels.<id>.accounts.<name>.botToken)',
-    propertyNames: { pattern: '^[a-z0-9][a-z0-9_-]{0,31}$' },
-    additionalProperties: discordAccount,
-  },
+  accounts: ids(discordAccount, 'further bots by name (each one\'s token is the secret channels.<id>.accounts.<name>.botToken)'),
 }, 'Discord: the bot whose token is the secret channels.<id>.botToken');
 
 const JID = { type: 'string', pattern: '^[^@/\\s]{1,256}@[^@/\\s]{1,256}$', maxLength: 512 } as const;
@@ -203,12 +185,7 @@ const xmppChannel: SchemaNode = object({
   allowPlaintext: bool(false, 'allow a stream without TLS, for a server on this host only (refused for any other)'),
   nick: text('the nick in rooms (default the JID\'s name); a room message that mentions it is answered', { maxLength: 64 }),
   rooms: list(XMPP_ROOM, 'MUC rooms (room@conference.example.org) to join, answered when the nick is mentioned'),
-  accounts: {
-    type: 'object',
-    description: 'further accounts by name (each one\'s password is the secret channels.<id>.accounts.<name>.password)',
-    propertyNames: { pattern: '^[a-z0-9][a-z0-9_-]{0,31}$' },
-    additionalProperties: xmppAccount,
-  },
+  accounts: ids(xmppAccount, 'further accounts by name (each one\'s password is the secret channels.<id>.accounts.<name>.password)'),
 }, 'XMPP: an account (a JID) on a server of your own or a public one');
 
 const EMAIL = { type: 'string', pattern: '^[^@\\s<>]{1,128}@[^@\\s<>]{1,255}$', maxLength: 384 } as const;
@@ -236,12 +213,7 @@ const emailChannel: SchemaNode = object({
   mailbox: text('the folder read for mail', { default: 'INBOX', maxLength: 256 }),
   fromName: text('the name mail is sent under (default the address alone)', { maxLength: 128 }),
   maxMessageBytes: int(25 * 1024 * 1024, 1024, 100 * 1024 * 1024, 'largest message read whole; of a larger one only the headers are read, and the agent is told'),
-  accounts: {
-    type: 'object',
-    description: 'further mailboxes by name (each one\'s password is the secret channels.<id>.accounts.<name>.password)',
-    propertyNames: { pattern: '^[a-z0-9][a-z0-9_-]{0,31}$' },
-    additionalProperties: emailAccount,
-  },
+  accounts: ids(emailAccount, 'further mailboxes by name (each one\'s password is the secret channels.<id>.accounts.<name>.password)'),
 }, 'Email: a mailbox read over IMAP (IDLE) and answered over SMTP, one thread one session');
 
 const MATRIX_USER = { type: 'string', pattern: '^@[^:\\s]{1,255}:[^\\s]{1,255}$', maxLength: 255 } as const;
@@ -260,12 +232,7 @@ const matrixChannel: SchemaNode = object({
   homeserver: { ...HOMESERVER, description: 'the homeserver\'s client-server API address: https://matrix.example.org (http only for one on this host); the account\'s access token is the secret channels.<id>.accessToken' },
   userId: { ...MATRIX_USER, description: 'the account\'s user id (@bot:example.org), checked against the access token\'s (default: whoever the token belongs to)' },
   rooms: list(MATRIX_ROOM, 'group rooms (!id:example.org or #alias:example.org) to join, answered when the account is mentioned ("*": any room of three or more it is in); a room of two is a direct chat'),
-  accounts: {
-    type: 'object',
-    description: 'further accounts by name (each one\'s access token is the secret channels.<id>.accounts.<name>.accessToken)',
-    propertyNames: { pattern: '^[a-z0-9][a-z0-9_-]{0,31}$' },
-    additionalProperties: matrixAccount,
-  },
+  accounts: ids(matrixAccount, 'further accounts by name (each one\'s access token is the secret channels.<id>.accounts.<name>.accessToken)'),
 }, 'Matrix: an account on a homeserver, over the client-server API (unencrypted rooms)');
 
 const hookMapping: SchemaNode = {
@@ -285,7 +252,6 @@ const hookMapping: SchemaNode = {
 };
 
 const modelRef: SchemaNode = { type: 'string', pattern: MODEL_REF };
-const ids = (item: SchemaNode, description: string): SchemaNode => ({ type: 'object', description, propertyNames: { pattern: ID }, additionalProperties: item });
 
 const provider: SchemaNode = object({
   kind: oneOf(PROVIDER_KINDS, undefined, 'API the provider speaks: openai-compatible (OpenAI, Ollama, llama.cpp, vLLM, most hosted APIs) or anthropic'),
