@@ -29,6 +29,10 @@ export const rateLimited = (retryAfterMs: number, what = 'Too many requests'): D
 
 const GENERIC = 'An unexpected error occurred; the gateway log has the details.';
 
+/** A file or folder name longer than the file system takes: the caller's to shorten (the path itself is not repeated). */
+export const nameTooLong = (cause?: unknown): DomainError => new DomainError('invalid',
+  'A file or folder name in the request is longer than the file system takes (255 bytes a name, 4,096 a whole path); use a shorter one.', { code: 'name_too_long', ...(cause ? { cause } : {}) });
+
 /**
  * Any thrown value as a domain error. `unexpected` is true for failures no
  * caller should see the inside of (they answer internal with a generic message,
@@ -49,14 +53,7 @@ export function toDomainError(error: unknown): { error: GatewayError; unexpected
     };
   }
   // A file or folder name past what the file system takes (255 bytes, 4,096 a path) came with the request: the caller's to shorten.
-  if ((error as NodeJS.ErrnoException | null)?.code === 'ENAMETOOLONG') {
-    return {
-      error: new DomainError('invalid', 'A file or folder name in the request is longer than the file system takes (255 bytes a name, 4,096 a whole path); use a shorter one.', {
-        code: 'name_too_long', cause: error,
-      }),
-      unexpected: false,
-    };
-  }
+  if ((error as NodeJS.ErrnoException | null)?.code === 'ENAMETOOLONG') return { error: nameTooLong(error), unexpected: false };
   if (typeof status === 'number' && status >= 400 && status < 500) {
     const headers = (error as { headers?: unknown }).headers;
     return {

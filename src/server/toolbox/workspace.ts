@@ -18,7 +18,7 @@ import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
 import { chown, type FileHandle, lstat, mkdir, open, readdir, readlink, realpath, rename, rm } from 'node:fs/promises';
 import { isAbsolute, posix, relative, resolve, sep } from 'node:path';
-import { DomainError } from '../kernel/errors.ts';
+import { DomainError, nameTooLong } from '../kernel/errors.ts';
 
 export const FILE_LIMITS = {
   /** Largest file read or written whole. */
@@ -133,7 +133,7 @@ export class Workspace {
         names.pop();
         continue;
       }
-      if (Buffer.byteLength(name) > NAME_MAX) throw new DomainError('invalid', `A name in a path is at most ${NAME_MAX} bytes; ${name.slice(0, 24)}… is ${Buffer.byteLength(name)}.`, { code: 'name_too_long' });
+      if (Buffer.byteLength(name) > NAME_MAX) throw nameTooLong();
       names.push(name);
     }
     return names;
@@ -163,7 +163,7 @@ export class Workspace {
         const last = queue.length === 0;
         let info = await lstat(at(place.folders.at(-1)!, name)).catch((error) => {
           if (code(error) === 'ENOENT') return undefined;
-          if (code(error) === 'ENAMETOOLONG') throw new DomainError('invalid', `${path} is too long for the file system.`, { code: 'name_too_long' });
+          if (code(error) === 'ENAMETOOLONG') throw nameTooLong(error);
           throw error;
         });
         if (info?.isSymbolicLink() && !(last && options.keepLast)) {
@@ -393,7 +393,7 @@ function fsFailure(error: unknown, path: string): unknown {
     case 'ENOENT': return missing(path);
     case 'EISDIR': return new DomainError('invalid', `${path} is a folder.`);
     case 'ENOTDIR': return new DomainError('invalid', `A part of ${path} is not a folder.`);
-    case 'ENAMETOOLONG': return new DomainError('invalid', `${path} is too long for the file system.`, { code: 'name_too_long' });
+    case 'ENAMETOOLONG': return nameTooLong(error);
     case 'ELOOP': return new DomainError('invalid', `${path} goes through too many links.`);
     default: return error;
   }
