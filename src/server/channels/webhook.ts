@@ -2,16 +2,23 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { ERROR_CATEGORIES } from '../../shared/api/schemas.ts';
+import { kindOfStatus } from '../../shared/error-kinds.ts';
 import { parseJson } from '../kernel/body.ts';
 import type { ChannelContext, ChannelResponse, InboundMessage } from '../kernel/channel.ts';
+import { errorBodyOf } from '../kernel/errors.ts';
 
 /** Compares a secret or signature in constant time, whatever the lengths. */
 export function sameSecret(given: string, expected: string): boolean {
   return timingSafeEqual(createHash('sha256').update(given).digest(), createHash('sha256').update(expected).digest());
 }
 
-/** An answer refusing a delivery, in the gateway's error shape ({error, message, statusCode}). */
-export const refusal = (status: number, error: (typeof ERROR_CATEGORIES)[number], message: string): ChannelResponse => ({ status, body: { error, message, statusCode: status } });
+/**
+ * An answer refusing a delivery, in the common error body: its category
+ * follows from the status (the one the caller names is kept in the call for
+ * its reader, and is always that one).
+ */
+export const refusal = (status: number, _category: (typeof ERROR_CATEGORIES)[number], message: string): ChannelResponse =>
+  ({ status, body: errorBodyOf(kindOfStatus(status), message, status) });
 
 /**
  * A delivery's JSON body, read within the bounds every route of the gateway

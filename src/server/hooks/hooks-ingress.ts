@@ -1,14 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { GatewayConfig } from '../../shared/config/types.ts';
-import { secretEquals } from '../auth/gateway-credential.ts';
 import type { ChannelManager } from '../channels/module.ts';
 import type { SessionStore } from '../sessions/module.ts';
 import type { JobQueue } from '../jobs/module.ts';
-import { sendError, sendJson } from '../kernel/answer.ts';
-import { collectBody, mediaType, parseJson } from '../kernel/body.ts';
-import { DomainError, rateLimited } from '../kernel/errors.ts';
-import type { AuthLockoutView } from '../kernel/module.ts';
+import { sendJson } from '../kernel/answer.ts';
+import type { ReceivedBody } from '../kernel/body.ts';
+import { DomainError } from '../kernel/errors.ts';
 import type { Store } from '../store/database.ts';
 import { hookPathRest, hooksBase } from './hooks-path.ts';
 import { type HookMapping, presetMappings } from './presets.ts';
@@ -16,10 +14,6 @@ import { renderTemplate, valueAt } from './template.ts';
 
 export interface HooksIngressDeps {
   config: () => GatewayConfig;
-  /** The hooks token; undefined when none is set. */
-  token: () => string | undefined;
-  lockout: AuthLockoutView;
-  /** Requests per address, as on every surface (gateway.rateLimit). */
   queue: JobQueue;
   /** Whether some handler runs jobs of a kind. */
   handles: (kind: string) => boolean;
@@ -65,9 +59,9 @@ interface Answer {
 /**
  * POST <hooks.path>/<name>: outside systems poke the gateway with a token of
  * their own. After the layers every route takes (404 while hooks are off,
- * method 405, a token in the query 400, the request budget 429:
- * http/layers.ts), checks in this order: the token (401, or 429 once locked
- * out), body size (413), hook name (404).
+ * method 405, a token in the query 400, the request budget 429, the hooks
+ * token 401 or 429 once locked out, the body's type 415, size 413 and JSON
+ * 400: http/layers.ts, hooks-token.ts), checks the hook name (404), then the payload.
  * Payloads are untrusted: size-bounded, parsed as JSON, read by path, never run.
  */
 export class HooksIngress {
@@ -81,14 +75,10 @@ export class HooksIngress {
     return hooksBase(this.deps.config().hooks.path);
   }
 
-  handle(req: IncomingMessage, res: ServerResponse): void {
-    this.process(req, res).then(
-      (answer) => {
-        if (answer.body !== undefined) return sendJson(res, answer.status, answer.body, answer.headers);
-        if (!res.headersSent) res.writeHead(answer.status, { 'cache-control': 'no-store', ...answer.headers }).end();
-      },
-      (error: unknown) => sendError(res, error, (unexpected) => this.deps.logger.error({ err: unexpected }, 'hook failed')),
-    );
+  async handle(req: IncomingMessage, res: ServerResponse, body: ReceivedBody): Promise<void> {
+    const answer = await this.process(req, body);
+    if (answer.body !== undefined) return sendJson(res, answer.status, answer.body, answer.headers);
+    if (!res.headersSent) res.writeHead(answer.status, { 'cache-control': 'no-store', ...answer.headers }).end();
   }
 
   private mappings(): HookMapping[] {
@@ -96,17 +86,13 @@ export class HooksIngress {
     return [...hooks.mappings, ...presetMappings(hooks.presets)];
   }
 
-  private async process(req: IncomingMessage, res: ServerResponse): Promise<Answer> {
-    const { hooks } = this.deps.config();
-    await this.authenticate(req);
-    const raw = await collectBody(req, hooks.maxBodyBytes, () => res.setHeader('connection', 'close'));
+  private async process(req: IncomingMessage, body: ReceivedBody): Promise<Answer> {
     const name = decodeName(hookPathRest(this.base, req.url) ?? '');
     const mappings = HOOK_NAME.test(name) ? this.mappings().filter((mapping) => mapping.name === name) : [];
     const followers = HOOK_NAME.test(name) ? this.deps.followers().filter((follower) => follower.wants(name)) : [];
     if (mappings.length === 0 && followers.length === 0) throw new DomainError('not_found', `No hook named ${JSON.stringify(name)}.`);
 
-    if (mediaType(header(req, 'content-type')) !== 'application/json') throw new DomainError('unsupported_media_type', 'Send the hook payload as application/json.');
-    const payload = raw.length === 0 ? {} : parseJson(raw.toString('utf8'));
+    const payload = body.value ?? {};
     if (!payload || typeof payload !== 'object' || Array.isArray(payload)) throw invalid('The payload must be a JSON object.');
 
     const key = header(req, 'idempotency-key');
@@ -123,26 +109,6 @@ export class HooksIngress {
         name, key, answer.status, answer.body === undefined ? null : JSON.stringify(answer.body), Date.now());
     }
     return answer;
-  }
-
-  private async authenticate(req: IncomingMessage): Promise<void> {
-    const address = req.socket.remoteAddress ?? 'unknown';
-    const wait = this.deps.lockout.retryAfterMs(address, 'hooks');
-    if (wait > 0) throw rateLimited(wait, 'Too many failed attempts');
-    const expected = this.deps.token();
-    if (!expected) throw new DomainError('unavailable', 'No hooks token is configured: gateway hooks token set');
-    const bearer = /^Bearer\s+(\S+)\s*$/i.exec(header(req, 'authorization') ?? '')?.[1];
-    const presented = bearer ?? header(req, 'x-gateway-token');
-    if (secretEquals(presented, expected)) {
-      this.deps.lockout.succeed(address, 'hooks');
-      return;
-    }
-    const lockedFor = this.deps.lockout.fail(address, 'hooks');
-    await this.deps.store.audit(lockedFor ? 'auth.lockout' : 'auth.failure', { address, detail: { kind: 'hooks', ...(lockedFor ? { lockoutMs: lockedFor } : {}) } });
-    if (lockedFor) throw rateLimited(lockedFor, 'Too many failed attempts');
-    throw new DomainError('unauthorized', presented === undefined
-      ? 'Hooks need the hooks token: "Authorization: Bearer <token>" or "x-gateway-token: <token>".'
-      : 'The hooks token is not valid.', { headers: { 'www-authenticate': 'Bearer' } });
   }
 
   /** The session a mapping acts on: the caller's choice within the allowed prefixes, else the mapping's, else the default. */

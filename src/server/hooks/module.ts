@@ -3,7 +3,6 @@
  * to jobs, channel messages and session wake-ups. The ingress loads on its
  * first request: most daemons never receive one.
  */
-import { sendError } from '../kernel/answer.ts';
 import { errorResponse, jsonResponse } from '../kernel/api-doc.ts';
 import { defineModule } from '../kernel/module.ts';
 import { secretFromEnv } from '../../shared/secrets/secret-store.ts';
@@ -13,6 +12,7 @@ import sessionsModule from '../sessions/module.ts';
 import type { HookFollower, HooksIngress } from './hooks-ingress.ts';
 import { hooksBase } from './hooks-path.ts';
 import { pruneRows } from '../store/retention.ts';
+import { hooksTokenCheck } from './hooks-token.ts';
 
 export type { HookFollower };
 export { renderTemplate } from './template.ts';
@@ -68,7 +68,7 @@ export default defineModule<Hooks>({
     const followers: HookFollower[] = [];
     let ingress: Promise<HooksIngress> | undefined;
     const load = () => import('./hooks-ingress.ts').then(({ HooksIngress: Ingress }) => new Ingress({
-      config: ctx.config, token: () => token, lockout: ctx.lockout, queue, handles, channels, sessions, store: ctx.store, logger: ctx.log,
+      config: ctx.config, queue, handles, channels, sessions, store: ctx.store, logger: ctx.log,
       emit: (event, payload, scope) => ctx.events.emit(event, payload, scope), followers: () => followers,
     }));
     // hooks.path applies at a restart: the route is fixed when the daemon starts.
@@ -77,10 +77,10 @@ export default defineModule<Hooks>({
       match: 'prefix',
       // hooks.enabled applies at once: a disabled ingress answers nothing but 404.
       enabled: () => ctx.config().hooks.enabled, methods: ['POST'],
-      handler: (req, res) => {
-        ingress ??= load();
-        ingress.then((loaded) => loaded.handle(req, res), (error: unknown) => sendError(res, error, (failure) => ctx.log.error({ err: failure }, 'the hooks ingress failed to load')));
-      },
+      admit: hooksTokenCheck({ token: () => token, lockout: ctx.lockout, store: ctx.store }),
+      // An empty body is the empty payload.
+      body: { types: ['application/json'], limit: () => ctx.config().hooks.maxBodyBytes, optional: true },
+      handler: async (req, res, body) => (await (ingress ??= load())).handle(req, res, body!),
     });
     ctx.http.document({
       schemas: {

@@ -1,13 +1,14 @@
 import Koa from 'koa';
 import type { Context, Next } from 'koa';
 import type { Logger } from 'pino';
-import { randomBytes } from 'node:crypto';
 import { holds, type HttpAuthenticator } from '../auth/http-auth.ts';
 import type { RequestBudget } from '../auth/throttle.ts';
 import { answerOf, DomainError, toDomainError } from '../kernel/errors.ts';
 import type { RouteContext } from '../kernel/module.ts';
 import type { RegistryTable, RouteMatch } from '../kernel/registry.ts';
+import { readBody } from '../kernel/body.ts';
 import { methodNotAllowed, refuseQueryCredential, spendBudget } from './layers.ts';
+import { requestIds } from './request-id.ts';
 import type { Routed } from '../kernel/observe.ts';
 
 export interface HttpAppOptions {
@@ -21,9 +22,10 @@ export interface HttpAppOptions {
 
 /**
  * The HTTP application, read top to bottom as its layers: error body, request
- * id and access log, no credentials in query strings, the request budget, then
- * the routes of every module and plugin from the table in force (each
- * protected as it declares), then 404. Probes and fast routes never reach it.
+ * id and access log, the route (404, 405), no credentials in query strings,
+ * the request budget, then the route of a module or plugin from the table in
+ * force: authenticated, admitted and its body read as it declares, then its
+ * handler. Probes and fast routes take the same layers ahead of it (layers.ts).
  */
 export function createHttpApp({ logger, budget, authenticator, table }: HttpAppOptions): Koa {
   const app = new Koa({ proxy: false });
@@ -57,12 +59,12 @@ function errorBodyLayer(logger: Logger) {
   };
 }
 
-/** Request ids: this daemon's prefix and a counter, unique without drawing randomness per request. */
+/** The request id the server gave the request (request-id.ts), or one made here when the application runs on its own. */
 function requestIdLayer(logger: Logger) {
-  const prefix = randomBytes(4).toString('hex');
-  let counter = 0;
+  const ids = requestIds();
   return async (ctx: Context, next: Next): Promise<void> => {
-    ctx.state.requestId = `${prefix}-${(++counter).toString(36)}`;
+    const given = ctx.res.getHeader('x-request-id');
+    ctx.state.requestId = typeof given === 'string' ? given : ids.of(ctx.req);
     ctx.set('x-request-id', ctx.state.requestId);
     const started = performance.now();
     await next();
@@ -109,7 +111,8 @@ function matchLayer(table: () => RegistryTable) {
 
 /**
  * The matched route: authenticated as it declares (a scope, the gateway's own
- * credential, or the handler's own check), with its path parameters in ctx.params.
+ * credential, or the handler's own check), admitted by its own checks, its
+ * body read as it declares (ctx.received), with its path parameters in ctx.params.
  */
 function routesLayer(authenticator: HttpAuthenticator) {
   return async (ctx: Context, next: Next): Promise<void> => {
@@ -130,6 +133,8 @@ function routesLayer(authenticator: HttpAuthenticator) {
       if (typeof auth === 'object' && !holds(principal, auth.scope)) throw new DomainError('forbidden', `This route needs the scope ${auth.scope}.`);
       ctx.state.principal = principal;
     }
+    if (route.admit) await route.admit(routed);
+    if (route.body) routed.received = await readBody(ctx.req, route.body, () => ctx.set('connection', 'close'));
     await route.handler(routed);
   };
 }

@@ -1,7 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isLoopbackAddress } from '../../shared/config/exposure.ts';
 import { queryCarriesCredential, queryCredentialRefused } from '../auth/http-auth.ts';
-import { DomainError, errorBody, rateLimited } from '../kernel/errors.ts';
+import { sendError } from '../kernel/answer.ts';
+import { DomainError, methodNotAllowed, rateLimited } from '../kernel/errors.ts';
 
 const LIVENESS = new Set(['/healthz', '/health']);
 const READINESS = new Set(['/readyz', '/ready']);
@@ -27,15 +28,23 @@ export interface ProbeOptions {
   detail: (req: IncomingMessage) => Promise<Record<string, unknown>>;
   /** Spends one request of a non-loopback caller's budget; ms to wait, or 0. */
   budget: (address: string) => number;
+  /** Told of a failure no caller should see the inside of, to log. */
+  onUnexpected: (error: unknown) => void;
 }
 
-function send(res: ServerResponse, status: number, payload: Buffer, head: boolean, extra?: Record<string, string>): void {
-  const headers = { 'content-type': 'application/json; charset=utf-8', 'content-length': payload.length, 'cache-control': 'no-store' };
-  res.writeHead(status, extra ? { ...headers, ...extra } : headers);
+const PROBE_METHODS = ['GET', 'HEAD'];
+
+/** A probe's answer, its request id among its headers: one writeHead, the cheapest way Node sends a response. */
+function send(res: ServerResponse, status: number, payload: Buffer, head: boolean, requestId: string): void {
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': payload.length, 'cache-control': 'no-store', 'x-request-id': requestId });
   res.end(head ? undefined : payload);
 }
 
-const sendError = (res: ServerResponse, error: DomainError) => send(res, error.status, body(errorBody(error)), false, error.headers);
+/** A refusal: the common error body, as every route answers it. */
+function refuse(res: ServerResponse, error: unknown, requestId: string, options: ProbeOptions): void {
+  res.setHeader('x-request-id', requestId);
+  sendError(res, error, options.onUnexpected);
+}
 
 /**
  * Probes are answered ahead of the middleware stack: monitors hit them hard and
@@ -45,7 +54,7 @@ const sendError = (res: ServerResponse, error: DomainError) => send(res, error.s
  * to authenticated callers. Loopback callers are never rate limited. Returns
  * whether the request was a probe.
  */
-export function answerProbe(req: IncomingMessage, res: ServerResponse, options: ProbeOptions): boolean {
+export function answerProbe(req: IncomingMessage, res: ServerResponse, options: ProbeOptions, requestId: string): boolean {
   const url = req.url ?? '/';
   const query = url.indexOf('?');
   const path = query === -1 ? url : url.slice(0, query);
@@ -53,29 +62,29 @@ export function answerProbe(req: IncomingMessage, res: ServerResponse, options: 
   if (!live && !READINESS.has(path)) return false;
   const head = req.method === 'HEAD';
   if (req.method !== 'GET' && !head) {
-    sendError(res, new DomainError('method_not_allowed', `Method ${req.method} is not allowed on ${path}; use GET or HEAD.`, { headers: { allow: 'GET, HEAD' } }));
+    refuse(res, methodNotAllowed(req.method, PROBE_METHODS), requestId, options);
     return true;
   }
   const answer = () => {
-    if (live) return send(res, 200, LIVE, head);
+    if (live) return send(res, 200, LIVE, head, requestId);
     const problems = options.problems();
     const readiness = options.readiness();
     // A daemon that listens but cannot serve (its store unreachable, its disk full) is not ready.
     const state = readiness === 'ready' && Object.keys(problems).length > 0 ? 'unavailable' : readiness;
     if (!options.presentsCredential(req)) {
       if (options.exposed && !isLoopbackAddress(req.socket.remoteAddress ?? '')) {
-        return sendError(res, new DomainError('unauthorized', 'Readiness needs a credential beyond loopback: "Authorization: Bearer <credential>".', { headers: { 'www-authenticate': 'Bearer' } }));
+        return refuse(res, new DomainError('unauthorized', 'Readiness needs a credential beyond loopback: "Authorization: Bearer <credential>".', { headers: { 'www-authenticate': 'Bearer' } }), requestId, options);
       }
       const plain = state === 'ready' ? READY : state === 'starting' ? STARTING : state === 'stopping' ? STOPPING : UNAVAILABLE;
-      return send(res, state === 'ready' ? 200 : 503, plain, head);
+      return send(res, state === 'ready' ? 200 : 503, plain, head, requestId);
     }
     options.detail(req).then(
-      (detail) => send(res, state === 'ready' ? 200 : 503, body({ ok: state === 'ready', status: state, ...detail, ...(Object.keys(problems).length ? { problems } : {}) }), head),
-      (error: unknown) => sendError(res, error instanceof DomainError ? error : new DomainError('internal', 'Readiness detail failed.')),
+      (detail) => send(res, state === 'ready' ? 200 : 503, body({ ok: state === 'ready', status: state, ...detail, ...(Object.keys(problems).length ? { problems } : {}) }), head, requestId),
+      (error: unknown) => refuse(res, error, requestId, options),
     );
   };
   if (queryCarriesCredential(url)) {
-    sendError(res, queryCredentialRefused());
+    refuse(res, queryCredentialRefused(), requestId, options);
     return true;
   }
   const address = req.socket.remoteAddress ?? '';
@@ -84,7 +93,7 @@ export function answerProbe(req: IncomingMessage, res: ServerResponse, options: 
     return true;
   }
   const wait = options.budget(address);
-  if (wait > 0) sendError(res, rateLimited(wait));
+  if (wait > 0) refuse(res, rateLimited(wait), requestId, options);
   else answer();
   return true;
 }

@@ -9,11 +9,13 @@ import { listProfileNames } from '../../shared/profiles.ts';
 import type { Logger } from 'pino';
 import type { HttpAuthenticator } from '../auth/http-auth.ts';
 import type { RequestBudget } from '../auth/throttle.ts';
-import { sendError, sendJson } from '../kernel/answer.ts';
+import { sendError } from '../kernel/answer.ts';
 import type { FastRoute } from '../kernel/module.ts';
 import type { RegistryTable } from '../kernel/registry.ts';
 import type { GatewayConfig } from '../../shared/config/types.ts';
-import { admitFast } from './layers.ts';
+import { DomainError, errorBodyOf } from '../kernel/errors.ts';
+import { serveFast } from './layers.ts';
+import { requestIds, type RequestIds } from './request-id.ts';
 import { observed, type HttpObserved, type Routed } from '../kernel/observe.ts';
 import { performance } from 'node:perf_hooks';
 import { answerProbe, type ProbeOptions, type Readiness } from './probes.ts';
@@ -42,14 +44,18 @@ export interface HttpServerOptions {
 }
 
 /**
- * The daemon's one HTTP server. Probes and the fast routes (webhook
- * deliveries, hooks) are answered first, on the raw request. The Koa
+ * The daemon's one HTTP server. Every request gets its request id first. Probes
+ * and the fast routes (webhook deliveries, hooks) are answered next, on the raw
+ * request, through the same layers as the rest (layers.ts). The Koa
  * application behind every other route is loaded on the first request that
  * needs it, so a daemon that only serves probes and the control plane stays lean.
  */
 export function createHttpServer(options: HttpServerOptions): Server {
   const { authenticator, budget, config } = options;
+  const onUnexpected = (error: unknown) => options.logger.error({ err: error }, 'request failed');
+  const requestId = requestIds();
   const probes: ProbeOptions = {
+    onUnexpected,
     readiness: options.readiness,
     problems: options.problems,
     exposed: options.exposed,
@@ -72,7 +78,8 @@ export function createHttpServer(options: HttpServerOptions): Server {
   };
   const server = createServer({ keepAliveTimeout: 5000, requestTimeout: 30_000, headersTimeout: 10_000 }, (req, res) => {
     const started = observed.http.hasSubscribers ? performance.now() : -1;
-    if (answerProbe(req, res, probes)) {
+    const id = requestId.of(req);
+    if (answerProbe(req, res, probes, id)) {
       // Most probes are answered at once: told now, without waiting for the response's finish.
       if (started >= 0) {
         if (res.writableEnded) tell(req, res, started);
@@ -81,26 +88,19 @@ export function createHttpServer(options: HttpServerOptions): Server {
       return;
     }
     if (started >= 0) watchRequest(req, res, started);
+    res.setHeader('x-request-id', id);
     const url = req.url ?? '/';
     const query = url.indexOf('?');
     const fast = options.fastRoute(query === -1 ? url : url.slice(0, query));
-    if (fast) {
-      try {
-        admitFast(req, fast, budget);
-      } catch (error) {
-        return sendError(res, error, (unexpected) => options.logger.error({ err: unexpected }, 'request failed'));
-      }
-      (res as Routed).gatewayRoute = fast.path;
-      return fast.handler(req, res);
-    }
+    if (fast) return void serveFast(req, res, fast, budget, onUnexpected);
     if (loaded) return void loaded(req, res);
     handler ??= loadHandler();
     handler.then((handle) => handle(req, res), (error: unknown) => {
       options.logger.error({ err: error }, 'the HTTP application failed to load');
-      sendJson(res, 500, { error: 'internal', message: 'The gateway could not load its HTTP application; see its log.', statusCode: 500 });
+      sendError(res, new DomainError('internal', 'The gateway could not load its HTTP application; see its log.'), onUnexpected);
     });
   });
-  server.on('clientError', answerMalformed);
+  server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => answerMalformed(error, socket, requestId));
   return server;
 }
 
@@ -123,20 +123,20 @@ function tell(req: IncomingMessage, res: ServerResponse, started: number): void 
 }
 
 /** What a message that is not HTTP, or not HTTP the server takes, gets: the common error body, then the connection closes. */
-const MALFORMED: Record<string, [number, string, string]> = {
-  HPE_HEADER_OVERFLOW: [431, 'bad_request', 'The request\'s headers are larger than the gateway takes (16 KiB).'],
-  ERR_HTTP_REQUEST_TIMEOUT: [408, 'bad_request', 'The request did not arrive whole in time.'],
+const MALFORMED: Record<string, [number, string]> = {
+  HPE_HEADER_OVERFLOW: [431, 'The request\'s headers are larger than the gateway takes (16 KiB).'],
+  ERR_HTTP_REQUEST_TIMEOUT: [408, 'The request did not arrive whole in time.'],
 };
-function answerMalformed(error: NodeJS.ErrnoException, socket: Duplex): void {
+function answerMalformed(error: NodeJS.ErrnoException, socket: Duplex, ids: RequestIds): void {
   // Nothing can be written once an answer has begun, or to a socket that is gone.
   const busy = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent;
   if (error.code === 'ECONNRESET' || !socket.writable || busy) {
     socket.destroy();
     return;
   }
-  const [status, category, message] = MALFORMED[error.code ?? ''] ?? [400, 'bad_request', 'The request is not well-formed HTTP/1.1.'];
-  const body = JSON.stringify({ error: category, message, statusCode: status });
-  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+  const [status, message] = MALFORMED[error.code ?? ''] ?? [400, 'The request is not well-formed HTTP/1.1.'];
+  const body = JSON.stringify(errorBodyOf('invalid', message, status));
+  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nx-request-id: ${ids.made()}\r\nconnection: close\r\n\r\n${body}`);
 }
 
 /** Listens on the profile's port and address; resolves with the port (a free one when asked for 0). Failures name the cause and the fix. */

@@ -9,8 +9,7 @@
 import { ROUTE_SCOPES } from '../../shared/api/routes.ts';
 import agentsModule from '../agents/module.ts';
 import jobsModule from '../jobs/module.ts';
-import { readJsonBody } from '../kernel/body.ts';
-import { DomainError } from '../kernel/errors.ts';
+import { DomainError, methodNotAllowed } from '../kernel/errors.ts';
 import { defineModule, type HttpRoute, type Principal, type RouteContext } from '../kernel/module.ts';
 import modelsModule from '../models/module.ts';
 import { endpointOff, metered, prepareCall, subjectOf, type CallDeps } from './call.ts';
@@ -41,26 +40,28 @@ export default defineModule({
     };
     const deps: CallDeps = { agents, limits, config: ctx.config, offered, onUnexpected: (error) => ctx.log.error({ err: error }, 'inference request failed') };
     const enabled = (endpoint: Endpoint) => ctx.config().gateway.http.endpoints[endpoint].enabled;
-    const body = (http: RouteContext) => readJsonBody(http.req, ctx.config().inference.maxBodyBytes, () => http.set('connection', 'close'));
+    const json = { types: ['application/json'], limit: () => ctx.config().inference.maxBodyBytes };
+    const body = (http: RouteContext) => http.received!.value;
     const route = (method: string, path: string, scope: keyof typeof ROUTE_SCOPES, endpoint: Endpoint | (() => boolean), handler: HttpRoute['handler']) => ctx.http.route({
       method, path, auth: { scope: ROUTE_SCOPES[scope] }, errorBody: inferenceErrorBody,
-      handler: async (http) => {
+      ...(method === 'POST' ? { body: json } : {}),
+      // Before the body is read: an endpoint switched off, then the credential's limits (the gateway's own credential is not metered).
+      admit: async (http) => {
         const on = typeof endpoint === 'function' ? endpoint() : enabled(endpoint);
         if (!on) throw endpointOff(path, typeof endpoint === 'function' ? 'models' : endpoint);
-        // Every request counts against its credential's limits (the gateway's own credential is not metered).
         const principal = http.state.principal as Principal;
         if (metered(principal)) await limits.admit(subjectOf(principal));
-        return handler(http);
       },
+      handler,
     });
 
     ctx.http.reserve('/v1');
     route('POST', '/v1/chat/completions', 'POST /v1/chat/completions', 'chatCompletions', async (http) => {
-      const request = parseChatRequest(await body(http));
+      const request = parseChatRequest(body(http));
       await chatCompletion(prepareCall(http, request, deps), agents);
     });
     route('POST', '/v1/responses', 'POST /v1/responses', 'responses', async (http) => {
-      const request = parseResponsesRequest(await body(http));
+      const request = parseResponsesRequest(body(http));
       await createResponse(prepareCall(http, request, deps), agents, responses);
     });
     route('GET', '/v1/responses/:id', 'GET /v1/responses/:id', 'responses', async (http) => {
@@ -81,7 +82,7 @@ export default defineModule({
       http.body = { object: 'list', data };
     });
     route('POST', '/v1/embeddings', 'POST /v1/embeddings', 'embeddings', async (http) => {
-      const request = await body(http);
+      const request = body(http);
       if (!request || typeof request !== 'object' || Array.isArray(request)) throw badField('body', 'The body must be a JSON object {model, input}.');
       const { model, input, encoding_format: encoding, dimensions, user, ...rest } = request as Record<string, unknown>;
       const unknown = Object.keys(rest);
@@ -114,7 +115,7 @@ export default defineModule({
       method: '*', path: '/v1', match: 'prefix', auth: 'public', errorBody: inferenceErrorBody,
       handler: (http) => {
         const allowed = ctx.table().allowedMethods(http.path).filter((method) => method !== '*');
-        if (allowed.length > 0) throw new DomainError('method_not_allowed', `${http.method} is not allowed on ${http.path}; use ${allowed.join(', ')}.`, { headers: { allow: allowed.join(', ') } });
+        if (allowed.length > 0) throw methodNotAllowed(http.method, allowed);
         throw new DomainError('not_found', `No route for ${http.method} ${http.path}.`, { code: 'unknown_url' });
       },
     });

@@ -64,9 +64,35 @@ export function parseJson(text: string, what = 'The body'): unknown {
   }
 }
 
-/** Reads a JSON request body: its type checked (415), its size bounded (413), parsed (400). */
-export async function readJsonBody(req: IncomingMessage, limit: number, onAbandon: () => void): Promise<unknown> {
-  requireMediaType(req.headers['content-type'], ['application/json']);
-  const raw = await collectBody(req, limit, onAbandon);
-  return parseJson(raw.toString('utf8'));
+/**
+ * What a route takes as its body, declared on the route: the HTTP pipeline
+ * reads it once, after the route's authentication and before its handler.
+ */
+export interface RouteBody {
+  /** The media types it takes (415 naming them otherwise). */
+  types: readonly string[];
+  /** The most bytes it takes (413 past them); a function reads the configuration in force. */
+  limit: number | (() => number);
+  /** The bytes only, left unparsed: for a handler that checks a signature over them or parses them elsewhere. */
+  raw?: boolean;
+  /** An empty body is taken (its value undefined) instead of refused as not JSON. */
+  optional?: boolean;
+}
+
+/** A body as the pipeline read it: its media type, its bytes and, unless the route takes it raw, its value (JSON, or a form's fields). */
+export interface ReceivedBody {
+  type: string;
+  raw: Buffer;
+  value: unknown;
+}
+
+const FORM = 'application/x-www-form-urlencoded';
+
+/** Reads a body as a route declares it: its type checked (415), its size bounded (413), parsed (400 for bad JSON or too deep). */
+export async function readBody(req: IncomingMessage, body: RouteBody, onAbandon: () => void): Promise<ReceivedBody> {
+  const type = requireMediaType(req.headers['content-type'], body.types);
+  const raw = await collectBody(req, typeof body.limit === 'function' ? body.limit() : body.limit, onAbandon);
+  if (body.raw || (body.optional && raw.length === 0)) return { type, raw, value: undefined };
+  const text = raw.toString('utf8');
+  return { type, raw, value: type === FORM ? Object.fromEntries(new URLSearchParams(text)) : parseJson(text) };
 }

@@ -73,7 +73,14 @@ export interface ErrorBody {
   statusCode: number;
 }
 
-export const errorBody = (error: GatewayError): ErrorBody => ({ error: ERROR_KINDS[error.kind].category, message: error.message, statusCode: error.status });
+/** The common error body, the one place it is built: a kind's category and status (a status of its own for the few HTTP has no kind for). */
+export const errorBodyOf = (kind: ErrorKind, message: string, status: number = ERROR_KINDS[kind].status): ErrorBody => ({ error: ERROR_KINDS[kind].category, message, statusCode: status });
+
+export const errorBody = (error: GatewayError): ErrorBody => errorBodyOf(error.kind, error.message, error.status);
+
+/** 405 for a method a path is not served with, naming the methods it is (Allow). */
+export const methodNotAllowed = (method: string | undefined, allowed: readonly string[]): DomainError =>
+  new DomainError('method_not_allowed', `${method} is not allowed here; use ${allowed.join(', ')}.`, { headers: { allow: allowed.join(', ') } });
 
 /** What an HTTP transport answers for an error. */
 export function answerOf(error: GatewayError): { status: number; body: ErrorBody; headers: Record<string, string> } {

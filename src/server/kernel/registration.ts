@@ -13,6 +13,7 @@ import type { MethodResult } from '../../shared/protocol/results.ts';
 import type { OperatorScope, TokenScope } from '../../shared/protocol/scopes.ts';
 import type { Db } from '../store/database.ts';
 import type { Parameter } from '../store/engine.ts';
+import type { ReceivedBody, RouteBody } from './body.ts';
 import type { ChannelKind } from './channel.ts';
 import type { DomainError } from './errors.ts';
 
@@ -53,8 +54,8 @@ export type BearerVerifier = (value: string) => Promise<Principal | string | und
  */
 export type RouteAuth = 'public' | 'gateway' | 'plugin' | { scope: TokenScope };
 
-/** Koa's context, with the route's path parameters. */
-export type RouteContext = Context & { params: Record<string, string> };
+/** Koa's context, with the route's path parameters and, when it declares one, the body the pipeline read. */
+export type RouteContext = Context & { params: Record<string, string>; received?: ReceivedBody };
 
 export interface HttpRoute {
   /** GET, POST, ... or * for any method. HEAD falls back to GET. */
@@ -68,15 +69,20 @@ export interface HttpRoute {
   envelope?: boolean;
   /** The body of the route's errors when it speaks another convention than the gateway's (the inference API's). */
   errorBody?: (error: DomainError) => unknown;
+  /** The route's own checks after authentication and before its body is read (an endpoint switched off, a credential's limits). */
+  admit?: (ctx: RouteContext) => unknown | Promise<unknown>;
+  /** The body it takes, read by the pipeline before the handler (in ctx.received); a route that declares none has its body left unread. */
+  body?: RouteBody;
   handler: (ctx: RouteContext) => unknown | Promise<unknown>;
 }
 
 /**
  * A route answered ahead of the HTTP application, on the raw request: for the
- * hottest surfaces (webhook deliveries, hooks), which check their own
- * credentials. It takes the application's first layers all the same (see
- * http/layers.ts): answering now, its methods, no credential in the query,
- * a request budget. Built-in modules only.
+ * hottest surfaces (webhook deliveries, hooks), whose callers present a
+ * credential of their own (a signature, the hooks token). It takes the
+ * application's layers all the same (see http/layers.ts): answering now, its
+ * methods, no credential in the query, a request budget, then its own
+ * admission and its body as it declares them. Built-in modules only.
  */
 export interface FastRoute {
   path: string;
@@ -87,7 +93,16 @@ export interface FastRoute {
   enabled?: () => boolean;
   /** The budget its requests spend, per address; the one every surface shares when unset. */
   budget?: { spend(key: string): number };
-  handler: (req: IncomingMessage, res: ServerResponse) => void;
+  /** Its own credential's check, before its body is read (the hooks token, a webhook secret being configured). */
+  admit?: (req: IncomingMessage) => void | Promise<void>;
+  /** The body it takes, read by the pipeline before the handler. */
+  body?: RouteBody;
+  /** Told when its admission or its body refuses a request, for a route that counts its refusals. */
+  refused?: (error: unknown) => void;
+  /** What an unexpected failure says when the route has more to tell its caller than the generic message. */
+  unexpected?: string;
+  /** Answers the request (sendJson); a failure it throws or rejects with is answered with the error body. */
+  handler: (req: IncomingMessage, res: ServerResponse, body: ReceivedBody | undefined) => unknown | Promise<unknown>;
 }
 
 export interface WsRoute {

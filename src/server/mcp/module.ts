@@ -11,7 +11,6 @@ import { randomBytes } from 'node:crypto';
 import type { McpServerSettings } from '../../shared/config/types.ts';
 import type { McpServerInfo } from '../../shared/protocol/results.ts';
 import { mcpUrlProblem } from '../../shared/mcp-url.ts';
-import { collectBody, mediaType, parseJson } from '../kernel/body.ts';
 import { errorResponse, ref } from '../kernel/api-doc.ts';
 import { DomainError } from '../kernel/errors.ts';
 import { defineModule, type ToolDef } from '../kernel/module.ts';
@@ -24,6 +23,8 @@ import { FlowStore, MCP_MIGRATIONS, oauthProvider, type Flow } from './oauth.ts'
 import { loadMcpSdk } from './sdk.ts';
 
 const CALLBACK_PATH = '/oauth/mcp/callback';
+/** A login's callback carries a code, a state and an issuer: a few hundred bytes. */
+const CALLBACK_MAX_BYTES = 16_384;
 const SERVER_NAME = /^[a-z0-9][a-z0-9_-]{0,31}$/;
 const SECURITY_HEADERS = {
   'content-security-policy': `default-src 'none'; script-src 'self'; style-src '${STYLE_HASH}'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
@@ -280,13 +281,10 @@ export default defineModule({
     });
     ctx.http.route({
       method: 'POST', path: CALLBACK_PATH, auth: 'public',
+      body: { types: ['application/json', 'application/x-www-form-urlencoded'], limit: CALLBACK_MAX_BYTES },
       handler: async (http) => {
-        const type = mediaType(http.req.headers['content-type']);
-        if (type !== 'application/json' && type !== 'application/x-www-form-urlencoded') {
-          throw new DomainError('unsupported_media_type', 'Send the body as application/json or application/x-www-form-urlencoded.');
-        }
-        const raw = (await collectBody(http.req, 16_384, () => http.set('connection', 'close'))).toString('utf8');
-        const input = callbackInput(type === 'application/json' ? parseJson(raw) : Object.fromEntries(new URLSearchParams(raw)));
+        const { type, value } = http.received!;
+        const input = callbackInput(value);
         const address = http.req.socket.remoteAddress ?? 'unknown';
         const html = type !== 'application/json' && http.accepts('json', 'html') === 'html';
         try {

@@ -6,7 +6,6 @@
 import { holds } from '../auth/http-auth.ts';
 import jobsModule from '../jobs/module.ts';
 import { DomainError } from '../kernel/errors.ts';
-import { readJsonBody } from '../kernel/body.ts';
 import { errorResponse, jsonResponse, protectedErrors, ref, security } from '../kernel/api-doc.ts';
 import { defineModule, type BearerVerifier, type Principal } from '../kernel/module.ts';
 import { ROUTE_SCOPES } from '../../shared/api/routes.ts';
@@ -119,9 +118,10 @@ export default defineModule({
 
     ctx.http.route({
       method: 'POST', path: '/tokens', auth: { scope: ROUTE_SCOPES['POST /tokens'] },
+      body: { types: ['application/json'], limit: () => ctx.config().gateway.http.maxBodyBytes },
       handler: async (http) => {
         const principal = http.state.principal as Principal;
-        const body = await readJsonBody(http.req, ctx.config().gateway.http.maxBodyBytes, () => http.set('connection', 'close'));
+        const body = http.received!.value;
         const now = Date.now();
         const request = await parseTokenRequest(body, { defaultExpiryDays: defaultExpiryDays(), now, grantable: (scope) => holds(principal, scope) });
         // A token made with a token records it, ends no later than it, and dies with it (DESIGN.md, "a credential never grows").

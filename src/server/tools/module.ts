@@ -4,7 +4,6 @@
  * schemas and idempotency keys.
  */
 import { ROUTE_SCOPES } from '../../shared/api/routes.ts';
-import { readJsonBody } from '../kernel/body.ts';
 import { errorResponse, jsonResponse, ref, security } from '../kernel/api-doc.ts';
 import { defineModule, type Principal } from '../kernel/module.ts';
 import { callerPerson, OPERATOR } from '../kernel/person.ts';
@@ -63,9 +62,10 @@ export default defineModule<{ runner: ToolRunner }>({
     });
     ctx.http.route({
       method: 'POST', path: '/tools/invoke', auth: { scope: ROUTE_SCOPES['POST /tools/invoke'] }, envelope: true,
+      body: { types: ['application/json'], limit: () => ctx.config().gateway.http.maxBodyBytes },
       handler: async (http) => {
         const principal = http.state.principal as Principal;
-        const request = parseToolRequest(await readJsonBody(http.req, ctx.config().gateway.http.maxBodyBytes, () => http.set('connection', 'close')));
+        const request = parseToolRequest(http.received!.value);
         const header = http.get('idempotency-key');
         if (header && !request.idempotencyKey) request.idempotencyKey = header;
         const admin = principal.scopes === 'all' || principal.scopes.has('admin');

@@ -1,16 +1,18 @@
 import { NO_WEBHOOK_SECRET_LOG } from '../../shared/log-line.ts';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import { sendError, sendJson } from '../kernel/answer.ts';
+import { sendJson } from '../kernel/answer.ts';
 import { observe, observed, type WebhookDeliveryObserved } from '../kernel/observe.ts';
-import { collectBody, requireMediaType } from '../kernel/body.ts';
+import type { ReceivedBody, RouteBody } from '../kernel/body.ts';
 import { DomainError } from '../kernel/errors.ts';
 import { type AcceptGroup, DeliveryIntake } from './deliveries.ts';
 import { signatureMatches } from './signature.ts';
 
 /** The code-hosting platform's cap on a delivery. */
 export const WEBHOOK_MAX_BYTES = 25 * 1024 * 1024;
-const TYPES = ['application/json', 'application/x-www-form-urlencoded'];
+const FORM = 'application/x-www-form-urlencoded';
+/** What a delivery's body is: JSON or a form, taken raw (the signature is over its bytes; it is parsed where it is recorded). */
+export const DELIVERY_BODY: RouteBody = { types: ['application/json', FORM], limit: WEBHOOK_MAX_BYTES, raw: true };
 const HEADER_VALUE = /^[\x21-\x7e]{1,200}$/;
 
 export interface WebhookIngressDeps {
@@ -36,8 +38,9 @@ const header = (req: IncomingMessage, name: string): string | undefined => {
  * committed with its job before the answer (on SQLite the job's first attempt
  * may share that commit: see webhook-thread.ts). After the layers every route
  * takes (method 405, credentials in the query 400, the webhook budget 429:
- * http/layers.ts), checks in order: a configured secret (503), content type
- * (415), size (413), headers (400), signature (400), payload (400).
+ * http/layers.ts), checks in order: a configured secret (503, `admit`), then
+ * the body as the route declares it (415, 413), then here: headers (400),
+ * signature (400), payload (400).
  */
 export class WebhookIngress {
   private readonly deps: WebhookIngressDeps;
@@ -49,34 +52,37 @@ export class WebhookIngress {
     this.intake = new DeliveryIntake(deps.accept, { maxGroup: deps.maxGroup, maxInFlight: deps.maxInFlight });
   }
 
-  handle(req: IncomingMessage, res: ServerResponse): void {
+  /** Deliveries are taken only while a secret is configured to check them with (503). */
+  admit(req: IncomingMessage): void {
+    if (this.deps.secrets().length > 0) return;
+    // Said in the log (once a minute at most): deliveries arrive and every one is refused; gateway doctor reads this line.
+    if (Date.now() - this.unconfiguredWarnedAt > 60_000) {
+      this.unconfiguredWarnedAt = Date.now();
+      this.deps.logger.warn({ address: req.socket.remoteAddress }, NO_WEBHOOK_SECRET_LOG);
+    }
+    throw new DomainError('unavailable', 'No webhook secret is configured: gateway secrets set webhooks.github.secret');
+  }
+
+  /** Counts a delivery refused before its signature was checked. */
+  refused(): void {
+    observe(observed.webhookDelivery, (): WebhookDeliveryObserved => ({ event: 'unverified', outcome: 'refused' }));
+  }
+
+  async handle(req: IncomingMessage, res: ServerResponse, body: ReceivedBody): Promise<void> {
     const seen: { event?: string } = {};
-    this.process(req, res, seen).then(
-      (body) => {
-        observe(observed.webhookDelivery, (): WebhookDeliveryObserved => ({ event: seen.event ?? 'unverified', outcome: (body as { duplicate?: boolean }).duplicate ? 'duplicate' : 'accepted' }));
-        sendJson(res, 200, body);
-      },
-      (error: unknown) => {
-        observe(observed.webhookDelivery, (): WebhookDeliveryObserved => ({ event: seen.event ?? 'unverified', outcome: 'refused' }));
-        sendError(res, error, (unexpected) => this.deps.logger.error({ err: unexpected }, 'webhook delivery failed'),
-          'An unexpected error occurred; nothing of this delivery was recorded. Redeliver it.');
-      },
-    );
+    let answer: unknown;
+    try {
+      answer = await this.process(req, body, seen);
+    } catch (error) {
+      observe(observed.webhookDelivery, (): WebhookDeliveryObserved => ({ event: seen.event ?? 'unverified', outcome: 'refused' }));
+      throw error;
+    }
+    observe(observed.webhookDelivery, (): WebhookDeliveryObserved => ({ event: seen.event ?? 'unverified', outcome: (answer as { duplicate?: boolean }).duplicate ? 'duplicate' : 'accepted' }));
+    sendJson(res, 200, answer);
   }
 
   /** Checks and records one delivery; `seen.event` is its event once its signature held (only GitHub names it then). */
-  private async process(req: IncomingMessage, res: ServerResponse, seen: { event?: string }): Promise<unknown> {
-    const secrets = this.deps.secrets();
-    if (secrets.length === 0) {
-      // Said in the log (once a minute at most): deliveries arrive and every one is refused; gateway doctor reads this line.
-      if (Date.now() - this.unconfiguredWarnedAt > 60_000) {
-        this.unconfiguredWarnedAt = Date.now();
-        this.deps.logger.warn({ address: req.socket.remoteAddress }, NO_WEBHOOK_SECRET_LOG);
-      }
-      throw new DomainError('unavailable', 'No webhook secret is configured: gateway secrets set webhooks.github.secret');
-    }
-    const type = requireMediaType(req.headers['content-type'], TYPES);
-    const raw = await collectBody(req, WEBHOOK_MAX_BYTES, () => res.setHeader('connection', 'close'));
+  private async process(req: IncomingMessage, { type, raw }: ReceivedBody, seen: { event?: string }): Promise<unknown> {
     const event = header(req, 'x-github-event');
     const deliveryId = header(req, 'x-github-delivery');
     const hookId = header(req, 'x-github-hook-id') || undefined;
@@ -85,11 +91,11 @@ export class WebhookIngress {
       throw new DomainError('invalid', 'X-GitHub-Event, X-GitHub-Delivery and X-GitHub-Hook-ID must be short printable values.');
     }
     // The signature is checked before anything is parsed or stored: an invalid one reserves nothing.
-    if (!signatureMatches(raw, header(req, 'x-hub-signature-256'), secrets)) {
+    if (!signatureMatches(raw, header(req, 'x-hub-signature-256'), this.deps.secrets())) {
       throw new DomainError('invalid', 'The X-Hub-Signature-256 signature does not match the body.');
     }
     seen.event = event;
     // The payload is parsed and checked (400) with the rest of its group, where it is recorded.
-    return { ok: true, ...(await this.intake.accept({ event, deliveryId, hookId, text: raw.toString('utf8'), form: type === 'application/x-www-form-urlencoded' })) };
+    return { ok: true, ...(await this.intake.accept({ event, deliveryId, hookId, text: raw.toString('utf8'), form: type === FORM })) };
   }
 }

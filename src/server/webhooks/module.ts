@@ -11,7 +11,7 @@ import jobsModule from '../jobs/module.ts';
 import { type AcceptGroup, acceptDeliveries, type DeliveryFollower, pruneDeliveries } from './deliveries.ts';
 import { registerGithubHandlers } from './github-handlers.ts';
 import { WEBHOOK_MIGRATIONS } from './migrations.ts';
-import { WebhookIngress } from './ingress.ts';
+import { DELIVERY_BODY, WebhookIngress } from './ingress.ts';
 import { THREAD_GROUP, WebhookThread } from './thread-client.ts';
 
 /** Groups of deliveries being written to PostgreSQL at once (see DeliveryIntake). */
@@ -69,7 +69,9 @@ export default defineModule<Webhooks>({
     });
     ctx.http.fast({
       path: '/webhooks', methods: ['POST'], budget: new RequestBudget(rateLimit.webhooksMax, rateLimit.windowMs),
-      handler: (req, res) => ingress.handle(req, res),
+      admit: (req) => ingress.admit(req), body: DELIVERY_BODY, refused: () => ingress.refused(),
+      unexpected: 'An unexpected error occurred; nothing of this delivery was recorded. Redeliver it.',
+      handler: (req, res, body) => ingress.handle(req, res, body!),
     });
     ctx.http.document({
       paths: {
