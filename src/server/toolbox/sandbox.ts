@@ -18,6 +18,7 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { statfs } from 'node:fs/promises';
 import { delimiter, join } from 'node:path';
 import { sandboxGroup } from '../../shared/cgroup.ts';
 import { seccompProgram, seccompSupported } from './seccomp.ts';
@@ -111,6 +112,16 @@ export function diskUsage(folder: string): Promise<number> {
 /** Files and folders of /etc that programs read and that hold no secret. */
 const ETC_READ = ['alternatives', 'ssl', 'ca-certificates', 'ca-certificates.conf', 'ld.so.cache', 'ld.so.conf', 'ld.so.conf.d', 'localtime', 'timezone', 'nsswitch.conf', 'mime.types', 'protocols', 'services', 'os-release', 'debian_version', 'profile', 'bash.bashrc', 'inputrc', 'magic', 'papersize'];
 const ETC_NETWORK = ['resolv.conf', 'hosts', 'host.conf', 'gai.conf'];
+
+/** Bytes in use on the file system holding a folder (undefined where it cannot be read). */
+async function usedOnDisk(folder: string): Promise<number | undefined> {
+  try {
+    const info = await statfs(folder);
+    return (info.blocks - info.bfree) * info.bsize;
+  } catch {
+    return undefined;
+  }
+}
 
 /** The system's top-level folders as the sandbox mounts them: links as links, folders read-only. */
 function systemMounts(): string[] {
@@ -248,31 +259,59 @@ export async function runSandboxed(command: string, workspace: string, limits: S
         timedOut = true;
         kill();
       }, limits.timeoutMs);
-      // The workspace's size, looked at while the command runs: past its bound (what it held before plus the room left), the
-      // sandbox is stopped. Looked at every 50 ms, or ten times as long as a look takes for a workspace of many files.
-      let watcher: NodeJS.Timeout | undefined;
-      const look = () => {
+      // The workspace's size, watched while the command runs: past its bound (what it held before plus the room left), the
+      // sandbox is stopped. The file system's own count of used blocks is read every 10 ms (one statfs: nothing to walk);
+      // once it has grown by more than the room left, du says how much of that is the workspace's. du also looks every
+      // 250 ms (or ten times as long as it takes, for a workspace of many files), for growth the file system's count hides.
+      let finished = false;
+      let measuring = false;
+      let fsBase: number | undefined;
+      let duTimer: NodeJS.Timeout | undefined;
+      let fsTimer: NodeJS.Timeout | undefined;
+      const measure = (then?: (took: number) => void) => {
+        if (measuring || finished) return;
+        measuring = true;
         const began = Date.now();
-        void diskUsage(workspace).then((now) => {
+        void Promise.all([diskUsage(workspace), usedOnDisk(workspace)]).then(([now, disk]) => {
           if (now > Math.max(used, limits.workspaceBytes!)) {
             stopped = 'workspace';
             kill();
           }
+          // What the file system gained that is not the workspace's (other files on it) no longer counts toward a look.
+          if (disk !== undefined) fsBase = disk - (now - used);
         }, () => undefined).finally(() => {
-          if (finished) return;
-          watcher = setTimeout(look, Math.max(50, (Date.now() - began) * 10));
-          watcher.unref();
+          measuring = false;
+          then?.(Date.now() - began);
         });
       };
-      let finished = false;
+      const look = () => measure((took) => {
+        if (finished) return;
+        duTimer = setTimeout(look, Math.max(250, took * 10));
+        duTimer.unref();
+      });
+      const glance = () => {
+        if (finished) return;
+        void usedOnDisk(workspace).then((disk) => {
+          if (disk !== undefined && fsBase !== undefined && disk - fsBase > room) measure();
+        }).finally(() => {
+          if (finished) return;
+          fsTimer = setTimeout(glance, 10);
+          fsTimer.unref();
+        });
+      };
       if (limits.workspaceBytes !== undefined) {
-        watcher = setTimeout(look, 50);
-        watcher.unref();
+        void usedOnDisk(workspace).then((disk) => {
+          fsBase = disk;
+          glance();
+        });
+        duTimer = setTimeout(look, 250);
+        duTimer.unref();
       }
       const done = () => {
         finished = true;
         clearTimeout(timer);
-        if (watcher) clearTimeout(watcher);
+        clearTimeout(duTimer);
+        clearTimeout(fsTimer);
       };
       child.on('error', (error) => {
         done();
