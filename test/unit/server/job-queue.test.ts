@@ -385,7 +385,7 @@ describe('an idle worker while another connection writes (sqlite)', () => {
     try {
       // While the write waits, the event loop keeps turning: timers fire.
       await new Promise((resolve) => setTimeout(resolve, 100));
-      expect(ticks).to.be.greaterThan(5);
+      expect(ticks, 'timers fired while the write waited').to.be.at.least(3);
     } finally {
       other.exec('COMMIT');
       other.close();
