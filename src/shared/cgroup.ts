@@ -115,8 +115,15 @@ export async function cgroupSupport(): Promise<CgroupSupport> {
 }
 
 export interface SandboxGroup {
-  /** The files a process writes its id to, to join the group (before it starts anything). */
+  /** The files a process's id is written to, for it to join the group. */
   procs: string[];
+  /**
+   * Puts a process and every process it started into the group: each parent
+   * before its children are looked for, so whatever it starts meanwhile is
+   * born inside. For a process held still (bubblewrap's --block-fd) until it
+   * resolves.
+   */
+  adopt(pid: number): Promise<void>;
   /** Whether the memory limit stopped something. */
   hitMemory(): Promise<boolean>;
   /** Kills what is left in the group and removes it. */
@@ -186,8 +193,30 @@ async function makeGroup(where: Layout, name: string, limits: GroupLimits): Prom
     await remove();
     throw error;
   }
+  const procs = folders.map((folder) => join(folder, 'cgroup.procs'));
   return {
-    procs: folders.map((folder) => join(folder, 'cgroup.procs')),
+    procs,
+    adopt: async (pid) => {
+      const queue = [pid];
+      const seen = new Set<number>();
+      while (queue.length > 0) {
+        const next = queue.shift()!;
+        if (seen.has(next)) continue;
+        seen.add(next);
+        try {
+          for (const file of procs) await writeFile(file, String(next));
+        } catch (error) {
+          // Gone meanwhile (it had nothing left to start); any other refusal means the group does not hold the sandbox.
+          if ((error as NodeJS.ErrnoException).code === 'ESRCH') continue;
+          throw error;
+        }
+        const tasks = await readdir(`/proc/${next}/task`).catch(() => [] as string[]);
+        for (const task of tasks) {
+          const children = await readFile(`/proc/${next}/task/${task}/children`, 'utf8').catch(() => '');
+          for (const child of children.split(' ').filter(Boolean)) queue.push(Number(child));
+        }
+      }
+    },
     hitMemory: async () => {
       if (where.version === 2) return /^oom_kill [1-9]/m.test(await readFile(join(folders[0]!, 'memory.events'), 'utf8').catch(() => ''));
       return /^oom_kill [1-9]/m.test(await readFile(join(folders[0]!, 'memory.oom_control'), 'utf8').catch(() => ''));

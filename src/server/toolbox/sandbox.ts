@@ -178,6 +178,8 @@ function processesOf(uid: number): number {
 
 /** The system-call filter, built once. */
 let filter: Buffer | undefined;
+/** What each workspace holds, as measured after the last command there (the next one waits for that measure if it runs). */
+const usage = new Map<string, Promise<number>>();
 
 /** Runs a command in the sandbox; resolves when it and everything it started are gone. */
 export async function runSandboxed(command: string, workspace: string, limits: SandboxLimits): Promise<ExecResult> {
@@ -187,19 +189,25 @@ export async function runSandboxed(command: string, workspace: string, limits: S
   const uid = root ? SANDBOX_USER.uid : process.getuid!();
   const gid = root ? SANDBOX_USER.gid : process.getgid!();
   const user = root ? 'nobody' : 'sandbox';
-  // What the workspace holds now: a command may add only what is left under its bound (and a file no larger).
-  // bwrap, its reaper and setpriv count as processes of the group too.
+  // What the workspace holds (as last measured, or measured now): a command may add only what is left under its bound (and
+  // a file no larger). bwrap, its reaper and setpriv count as processes of the group too.
+  const measured = (): Promise<number> => {
+    const bytes = diskUsage(workspace);
+    usage.set(workspace, bytes);
+    bytes.catch(() => usage.delete(workspace));
+    return bytes;
+  };
   const [used, group] = await Promise.all([
-    limits.workspaceBytes === undefined ? 0 : diskUsage(workspace),
+    limits.workspaceBytes === undefined ? 0 : (usage.get(workspace) ?? measured()),
     sandboxGroup({ memoryBytes: limits.memoryBytes, processes: limits.processes + 3 }).catch(() => undefined),
   ]);
   const room = limits.workspaceBytes === undefined ? Infinity : Math.max(0, limits.workspaceBytes - used);
   // (Never below 64 KiB: bwrap writes the sandbox's passwd under the same limit, and the watch below stops growth past the bound.)
   const fileBytes = Math.max(64 * 1024, Math.min(limits.fileBytes, room));
-  // The kernel counts every process of the user: the limit is what the user runs now plus the sandbox's share.
-  const processes = processesOf(uid) + limits.processes;
+  // The kernel counts every process of the user: the limit is what the user runs now plus the sandbox's share (with a group,
+  // its pids limit bounds the sandbox, and the user's count is not walked for).
   const prlimit = [
-    `--cpu=${limits.cpuSeconds}`, `--as=${limits.memoryBytes}`, `--nproc=${processes}`, `--fsize=${fileBytes}`, '--core=0',
+    `--cpu=${limits.cpuSeconds}`, `--as=${limits.memoryBytes}`, ...(group ? [] : [`--nproc=${processesOf(uid) + limits.processes}`]), `--fsize=${fileBytes}`, '--core=0',
   ];
   const inner = root
     ? [tools.setpriv!, `--reuid=${uid}`, `--regid=${gid}`, '--clear-groups', '--inh-caps=-all', '--bounding-set=-all', '--no-new-privs', '--', '/bin/sh', '-c', command]
@@ -209,20 +217,26 @@ export async function runSandboxed(command: string, workspace: string, limits: S
     ...(root ? [] : ['--unshare-user', ...(canDisableUserns(tools.bwrap) ? ['--disable-userns'] : []), '--uid', String(uid), '--gid', String(gid)]),
     ...sandboxArgs(workspace, limits, { user, home: '/workspace' }), '--seccomp', '5',
   ];
-  const bwrap = [tools.prlimit, ...prlimit, '--', tools.bwrap, '--args', '6', '--', ...inner];
-  // With a group, a shell joins it first and then becomes prlimit: everything the command starts is inside from its first instant.
-  const [program, ...args] = group
-    ? ['/bin/sh', '-c', 'for procs in $GATEWAY_CGROUP_PROCS; do echo $$ > "$procs" || exit 125; done; unset GATEWAY_CGROUP_PROCS; exec "$@"', 'sandbox', ...bwrap]
-    : bwrap;
-  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH ?? '/usr/bin:/bin', ...(group ? { GATEWAY_CGROUP_PROCS: group.procs.join(' ') } : {}) };
+  // With a group, bwrap waits (--block-fd) before it runs the command until its processes are in the group.
+  const [program, ...args] = [tools.prlimit, ...prlimit, '--', tools.bwrap, '--args', '6', ...(group ? ['--block-fd', '7'] : []), '--', ...inner];
+  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
   const started = Date.now();
   try {
     return await new Promise<ExecResult>((resolve, reject) => {
-      const child = spawn(program!, args, { stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe', 'pipe', 'pipe'], detached: true, env });
+      const child = spawn(program!, args, { stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe', 'pipe', 'pipe', ...(group ? ['pipe' as const] : [])], detached: true, env });
       // The sandbox's passwd and group, its system-call filter and bwrap's own arguments, written to the descriptors bwrap reads them from.
-      const [, , , passwdFd, groupFd, seccompFd, argsFd] = child.stdio as unknown as NodeJS.WritableStream[];
+      const [, , , passwdFd, groupFd, seccompFd, argsFd, blockFd] = child.stdio as unknown as NodeJS.WritableStream[];
       const quiet = () => undefined;
-      for (const stream of [passwdFd, groupFd, seccompFd, argsFd]) (stream as unknown as NodeJS.EventEmitter).on('error', quiet);
+      for (const stream of [passwdFd, groupFd, seccompFd, argsFd, blockFd]) (stream as unknown as NodeJS.EventEmitter | undefined)?.on('error', quiet);
+      // Each process bwrap made is put in the group, a parent before its children are looked for (anything it starts after
+      // is born inside); then the command may run. One that cannot be put there is not run at all.
+      let unjoined: Error | undefined;
+      if (group) {
+        void group.adopt(child.pid!).then(() => blockFd!.end('go'), (error: unknown) => {
+          unjoined = new Error(`the sandbox could not join its control group (${(error as Error).message}); the command was not run`);
+          kill();
+        });
+      }
       passwdFd!.end(`${user}:x:${uid}:${gid}:${user}:/workspace:/bin/sh\n`);
       groupFd!.end(`${user}:x:${gid}:\n`);
       seccompFd!.end(filter ??= seccompProgram());
@@ -266,6 +280,7 @@ export async function runSandboxed(command: string, workspace: string, limits: S
       let finished = false;
       let measuring = false;
       let fsBase: number | undefined;
+      let fsStart: number | undefined;
       let duTimer: NodeJS.Timeout | undefined;
       let fsTimer: NodeJS.Timeout | undefined;
       const measure = (then?: (took: number) => void) => {
@@ -302,6 +317,7 @@ export async function runSandboxed(command: string, workspace: string, limits: S
       if (limits.workspaceBytes !== undefined) {
         void usedOnDisk(workspace).then((disk) => {
           fsBase = disk;
+          fsStart = disk;
           glance();
         });
         duTimer = setTimeout(look, 250);
@@ -319,6 +335,14 @@ export async function runSandboxed(command: string, workspace: string, limits: S
       });
       child.on('close', (code, signal) => {
         done();
+        // Measured again for the next command, off this answer's path, unless the file system's count of used blocks did not move.
+        if (limits.workspaceBytes !== undefined) {
+          void usedOnDisk(workspace).then((disk) => {
+            if (disk === undefined || fsStart === undefined || disk !== fsStart) return measured();
+            return undefined;
+          }).catch(() => undefined);
+        }
+        if (unjoined) return reject(unjoined);
         void (async () => {
           if (!stopped && group && (await group.hitMemory())) stopped = 'memory';
           resolve({
