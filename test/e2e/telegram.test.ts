@@ -268,7 +268,8 @@ describe('Telegram channel (e2e, grammY against a stand-in of the Bot API)', fun
     const deep = await post({ 'x-telegram-bot-api-secret-token': secret }, `{"update_id":1,"message":${'['.repeat(50_000)}${']'.repeat(50_000)}}`);
     expect(deep.status).to.equal(400);
     expect(((await deep.json()) as { message: string }).message).to.equal('The body nests deeper than 64 levels; the gateway takes at most 64.');
-    expect((await fetch(`http://127.0.0.1:${port}/channels/telegram/nobody/webhook`, { method: 'POST', body: '{}' })).status).to.equal(404);
+    expect((await fetch(`http://127.0.0.1:${port}/channels/telegram/nobody/webhook`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).status).to.equal(404);
+    expect((await fetch(`http://127.0.0.1:${port}/channels/telegram/default/webhook`, { method: 'POST', body: '{}' })).status, 'a body not sent as JSON').to.equal(415);
 
     // The daemon is down: Telegram keeps posting until it answers 2xx, and the message is answered once.
     expect((await home.run(['stop'])).code).to.equal(0);

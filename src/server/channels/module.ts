@@ -5,7 +5,6 @@
 import { normalizePairingCode } from '../../shared/channels.ts';
 import { unknownChannelProblems } from '../../shared/config/channel-kinds.ts';
 import { defineModule, type RpcClient } from '../kernel/module.ts';
-import { collectBody } from '../kernel/body.ts';
 import { errorResponse } from '../kernel/api-doc.ts';
 import jobsModule from '../jobs/module.ts';
 import sessionsModule, { messageView } from '../sessions/module.ts';
@@ -149,9 +148,10 @@ export default defineModule<Channels>({
     // Webhook deliveries of the channels that take them (Telegram's webhook mode, Slack's Events API): each checks its platform's signature or secret.
     ctx.http.route({
       method: 'POST', path: '/channels/:channel/:account/webhook', auth: 'plugin',
+      // Read by the pipeline, left as bytes: each platform checks its signature over them before parsing.
+      body: { types: ['application/json'], limit: WEBHOOK_MAX_BYTES, raw: true },
       handler: async (http) => {
-        const body = await collectBody(http.req, WEBHOOK_MAX_BYTES, () => http.set('connection', 'close'));
-        const answer = await channels.receive(http.params.channel!, { account: http.params.account!, headers: http.req.headers, body });
+        const answer = await channels.receive(http.params.channel!, { account: http.params.account!, headers: http.req.headers, body: http.received!.raw });
         http.status = answer.status;
         http.body = answer.body ?? {};
       },
@@ -174,6 +174,7 @@ export default defineModule<Channels>({
               401: errorResponse('the platform\'s secret token or signature is missing or wrong'),
               404: errorResponse('no channel account here takes webhook deliveries at this address'),
               413: errorResponse('over 1 MB'),
+              415: errorResponse('not sent as application/json'),
               503: errorResponse('it could not be stored now, another daemon of the gateway runs the channel, or the account is not ready: the platform delivers it again'),
             },
           },
