@@ -90,6 +90,15 @@ describe('CLI contract (e2e)', function () {
     const badHost = await home.run(['config', 'set', 'gateway.customBindHost', 'not-an-ip']);
     expect(badHost.code).to.equal(2);
 
+    // A profile with nothing set lists nothing set: exit 0, an empty set.
+    expect((await home.run(['profiles', 'create', 'blank'])).code).to.equal(0);
+    const blank = await home.run(['config', 'list', '--set-only', '--profile', 'blank', '--json']);
+    expect(blank.code, blank.stderr).to.equal(0);
+    expect(blank.json.set).to.deep.equal({});
+    const blankHuman = await home.run(['config', 'list', '--set-only', '--profile', 'blank']);
+    expect(blankHuman.code).to.equal(0);
+    expect(blankHuman.stdout).to.match(/^Nothing is set in .*config\.json: every setting has its default/);
+
     const list = await home.run(['config', 'list', '--json']);
     expect(list.json.config.gateway.bind).to.equal('custom');
     expect(list.json.config.gateway.auth.mode).to.equal('token');

@@ -15,7 +15,8 @@ export interface ListResult {
 function flatten(value: unknown, prefix: string, out: [string, unknown][]): [string, unknown][] {
   if (value !== null && typeof value === 'object' && !Array.isArray(value) && Object.keys(value).length > 0) {
     for (const [key, child] of Object.entries(value)) flatten(child, prefix ? `${prefix}.${key}` : key, out);
-  } else {
+  } else if (prefix) {
+    // (An empty object at the top is nothing set, not a setting named "".)
     out.push([prefix, value]);
   }
   return out;
@@ -53,10 +54,12 @@ export default class ConfigList extends BaseCommand<ListResult> {
       effective = { ...effective, gateway: { ...effective.gateway, port: effective.gateway.port ?? derivedPort(local.name) } };
       profile = { name: local.name, file: local.paths.config };
     }
-    for (const [key, value] of flatten(flags['set-only'] ? raw : effective, '', [])) {
+    const rows = flatten(flags['set-only'] ? raw : effective, '', []);
+    for (const [key, value] of rows) {
       const isDefault = getPath(raw, key) === undefined;
       this.say(`${key} = ${JSON.stringify(value)}${isDefault ? ' (default)' : ''}`);
     }
+    if (rows.length === 0) this.say(`Nothing is set in ${profile.file}: every setting has its default (gateway config list shows them).`);
     return { profile: profile.name, file: profile.file, config: effective, set: raw };
   }
 }
