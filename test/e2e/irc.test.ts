@@ -124,6 +124,12 @@ describe('IRC channel, DM pairing and sessions against ngircd (e2e)', function (
 
     expect((await home.run(['message', 'send', '--channel', 'irc', '--to', 'two words', 'hi'])).code).to.equal(2);
     expect((await home.run(['message', 'send', '--channel', 'nope', '--to', 'x', 'hi'])).code).to.equal(5);
+    // A misspelt channel is named, not answered with an empty list.
+    for (const args of [['pair', 'list', 'irx'], ['pair', 'allowed', 'irx']]) {
+      const misspelt = await home.run([...args, '--json']);
+      expect(misspelt.code, args.join(' ')).to.equal(5);
+      expect(misspelt.json.error.message).to.include('No channel named irx').and.include('irc');
+    }
     const injection = await home.run(['message', 'send', '--channel', 'irc', '--to', stranger.nick, 'line one\r\nQUIT :gone']);
     expect(injection.code, injection.stderr).to.equal(0);
     await stranger.waitFor(/QUIT :gone/);

@@ -400,7 +400,7 @@ export class ChannelManager {
   }
 
   /** A channel named in the config or offered by a module or plugin; anything else is not found, whatever else the request says. */
-  private assertKnown(id: string): void {
+  assertKnown(id: string): void {
     if (this.settings(id) || this.kind(id)) return;
     const known = [...new Set([...Object.keys(this.deps.config().channels), ...this.deps.kinds().keys()])].sort();
     throw new DomainError('not_found', `No channel named ${id} (channels: ${known.join(', ') || 'none'}).`);

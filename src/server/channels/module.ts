@@ -187,7 +187,14 @@ export default defineModule<Channels>({
 
     ctx.rpc.method({ name: 'channels.list', handler: async () => ({ channels: await channels.list() }) });
     ctx.rpc.method({ name: 'channels.status', handler: () => ({ channels: channels.status() }) });
-    ctx.rpc.method({ name: 'pair.list', handler: async ({ channel }) => ({ requests: (await pairing.pending(channel)).map(pairRequestView) }) });
+    // A misspelt channel is named as such, not answered with an empty list.
+    ctx.rpc.method({
+      name: 'pair.list',
+      handler: async ({ channel }) => {
+        if (channel !== undefined) channels.assertKnown(channel);
+        return { requests: (await pairing.pending(channel)).map(pairRequestView) };
+      },
+    });
     ctx.rpc.method({
       name: 'pair.approve',
       handler: async (params, client) => {
@@ -215,12 +222,15 @@ export default defineModule<Channels>({
     });
     ctx.rpc.method({
       name: 'pair.allowed',
-      handler: async ({ channel }) => ({
-        senders: (await pairing.allowed(channel)).map((entry) => ({
-          channel: entry.channel, sender: entry.sender, senderName: entry.senderName, account: entry.account,
-          addedAt: new Date(entry.addedAt).toISOString(), addedBy: entry.addedBy, code: entry.code,
-        })),
-      }),
+      handler: async ({ channel }) => {
+        if (channel !== undefined) channels.assertKnown(channel);
+        return {
+          senders: (await pairing.allowed(channel)).map((entry) => ({
+            channel: entry.channel, sender: entry.sender, senderName: entry.senderName, account: entry.account,
+            addedAt: new Date(entry.addedAt).toISOString(), addedBy: entry.addedBy, code: entry.code,
+          })),
+        };
+      },
     });
     ctx.rpc.method({
       name: 'message.send',
