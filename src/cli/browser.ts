@@ -1,5 +1,6 @@
 /** Sending a person to a URL: a browser opened only on a desktop session, and over SSH the line that forwards a port of this host. */
 import { spawn } from 'node:child_process';
+import { userInfo } from 'node:os';
 import { isLoopbackHost } from '../shared/mcp-url.ts';
 
 /** Whether a browser can be opened here: a desktop session, not over SSH. */
@@ -24,5 +25,17 @@ export function sshForward(url: string): string | undefined {
   if (!process.env.SSH_CONNECTION || !isLoopbackHost(target.hostname)) return undefined;
   const port = target.port || (target.protocol === 'https:' ? '443' : '80');
   const host = process.env.SSH_CONNECTION.split(' ')[2] ?? '<this-host>';
-  return `ssh -N -L ${port}:127.0.0.1:${port} ${process.env.USER ?? 'user'}@${host}`;
+  return `ssh -N -L ${port}:127.0.0.1:${port} ${loginName()}@${host}`;
+}
+
+/** The name this session logged in as: USER or LOGNAME where set (some SSH and sudo set-ups leave both unset or empty), else the account's own. */
+function loginName(): string {
+  const named = process.env.USER || process.env.LOGNAME;
+  if (named) return named;
+  try {
+    return userInfo().username || '<you>';
+  } catch {
+    // A uid with no account entry (some containers).
+    return '<you>';
+  }
 }
