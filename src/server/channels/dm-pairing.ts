@@ -2,6 +2,7 @@ import { randomInt } from 'node:crypto';
 import {
   MAX_PENDING_PER_ACCOUNT, PAIRING_CODE_ALPHABET, PAIRING_CODE_LENGTH, PAIRING_CODE_TTL_MS,
 } from '../../shared/channels.ts';
+import type { DmPairingRequestView } from '../../shared/protocol/results.ts';
 import type { Db, Store } from '../store/database.ts';
 import type { Migration } from '../store/migrations.ts';
 import { pruneRows } from '../store/retention.ts';
@@ -203,3 +204,11 @@ export class DmPairing {
     return pruneRows(this.store, 'channel_pairing_requests', 'channel, code', 'expires_at < ?', cutoff);
   }
 }
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+/** A pairing request as the protocol shows it. */
+export const pairRequestView = (request: DmPairingRequest): DmPairingRequestView => ({
+  channel: request.channel, account: request.account, code: request.code, sender: request.sender, senderName: request.senderName,
+  createdAt: iso(request.createdAt), expiresAt: iso(request.expiresAt),
+});

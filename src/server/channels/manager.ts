@@ -1,19 +1,21 @@
 import type { Logger } from 'pino';
-import { MAX_MESSAGE_CHARS, PAIRING_CODE_TTL_MS } from '../../shared/channels.ts';
+import { MAX_MESSAGE_CHARS } from '../../shared/channels.ts';
 import type { GatewayConfig } from '../../shared/config/types.ts';
 import type { ChannelInfo, ChannelStatus, DmPairingRequestView, PairApproved } from '../../shared/protocol/results.ts';
-import type { AccountStatus, Channel, ChannelKind, ChannelRequest, ChannelResponse, ChannelSettings, InboundMessage } from '../kernel/channel.ts';
+import type { AccountStatus, Channel, ChannelKind, ChannelRequest, ChannelResponse, ChannelSettings } from '../kernel/channel.ts';
 import { DomainError } from '../kernel/errors.ts';
 import { STARTED_LATE } from '../kernel/threads.ts';
-import { peerPerson } from '../kernel/person.ts';
-import { observe, observed, type ChannelMessageObserved } from '../kernel/observe.ts';
 import diagnostics from 'node:diagnostics_channel';
-import type { DecisionFailure, DmPairing, DmPairingRequest } from './dm-pairing.ts';
-import type { Session, SessionMessage, Sessions } from '../sessions/module.ts';
-import type { Db, Store, Tx } from '../store/database.ts';
+import { pairRequestView, type DecisionFailure, type DmPairing } from './dm-pairing.ts';
+import type { Sessions } from '../sessions/module.ts';
+import type { Db, Store } from '../store/database.ts';
 import type { Outbox, OutboxItem } from './outbox.ts';
-import type { Attachments, Fetched } from './attachments.ts';
+import type { Attachments } from './attachments.ts';
 import { refusal } from './webhook.ts';
+import { ReplyStream } from './reply-stream.ts';
+import { Inbox, type Inbound, type InboundListener } from './inbox.ts';
+
+export type { Inbound, InboundListener };
 
 export interface ChannelManagerDeps {
   /** The channel kinds in the table in force (built in and from plugins), by id. */
@@ -40,28 +42,6 @@ export interface ChannelManagerDeps {
 /** How long an operator's send waits for its message's first attempt before answering that it is queued. */
 const SEND_WAIT_MS = 10_000;
 
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
-
-export const pairRequestView = (request: DmPairingRequest): DmPairingRequestView => ({
-  channel: request.channel, account: request.account, code: request.code, sender: request.sender, senderName: request.senderName,
-  createdAt: iso(request.createdAt), expiresAt: iso(request.expiresAt),
-});
-
-/** A message that reached a session: a direct message from an allowed sender, or one said in a room. */
-export interface Inbound {
-  channel: string;
-  message: InboundMessage;
-  session: Session;
-  recorded: SessionMessage;
-}
-
-/**
- * Told of each message that reaches a session, in the transaction that
- * records it: what it writes there (an agent's answer queued as a job)
- * commits with the message, or not at all.
- */
-export type InboundListener = (inbound: Inbound, tx: Tx) => Promise<void> | void;
-
 const FAILURE_TEXT: Record<DecisionFailure, string> = {
   unknown: 'is unknown',
   expired: 'has expired',
@@ -77,18 +57,19 @@ export class ChannelManager {
   private readonly running = new Map<string, Channel>();
   /** Channel accounts that have connected since the daemon started ("<channel>\n<account>"). */
   private readonly connectedOnce = new Set<string>();
-  private readonly listeners: InboundListener[] = [];
   private readonly failed = new Map<string, string>();
   /** Channels another daemon of the gateway runs now (a shared store); this one takes over if it stops. */
   private readonly standby = new Set<string>();
-  /** Each channel's inbound messages are handled one after another, in the order they came. */
-  private readonly inboundQueues = new Map<string, Promise<void>>();
   private readonly now: () => number;
   private readonly deps: ChannelManagerDeps;
+
+  /** What comes in from the channels: admitted, stored and handed to the listeners (inbox.ts). */
+  private readonly inbox: Inbox;
 
   constructor(deps: ChannelManagerDeps) {
     this.deps = deps;
     this.now = deps.now ?? Date.now;
+    this.inbox = new Inbox(deps, (id) => this.settings(id), (channel, peer) => this.normalizePeer(channel, peer));
   }
 
   private settings(id: string): ChannelSettings | undefined {
@@ -97,7 +78,7 @@ export class ChannelManager {
 
   /** Tells a listener of every message that reaches a session (agents answer from here). */
   onInbound(listener: InboundListener): void {
-    this.listeners.push(listener);
+    this.inbox.onInbound(listener);
   }
 
   /** The name an account goes by on its channel (an IRC nick), when it is connected. */
@@ -137,7 +118,7 @@ export class ChannelManager {
         settings: () => this.settings(id) ?? { enabled: false, dmPolicy: 'pairing', allowFrom: [] },
         secret: this.deps.secret,
         logger: this.deps.logger,
-        inbound: (message) => this.enqueueInbound(id, message),
+        inbound: (message) => this.inbox.enqueue(id, message),
         stateChanged: (status) => {
           this.deps.emit('channel.status', this.statusView(id, status), 'operator.read');
           // Connected again after a drop: what waits for it goes now.
@@ -151,7 +132,7 @@ export class ChannelManager {
           }
         },
         cursor: { get: (account) => this.deps.outbox.cursor(id, account), set: (account, cursor) => this.deps.outbox.setCursor(id, account, cursor) },
-        admit: (request) => this.admit(id, request),
+        admit: (request) => this.inbox.admit(id, request),
       });
       this.running.set(id, channel);
       await channel.start();
@@ -182,7 +163,7 @@ export class ChannelManager {
 
   /** Resolves once every inbound message that has arrived so far is handled. */
   async settled(): Promise<void> {
-    while (this.inboundQueues.size > 0) await Promise.allSettled(this.inboundQueues.values());
+    await this.inbox.settled();
   }
 
   private statusView(channel: string, status: AccountStatus): ChannelStatus {
@@ -234,132 +215,8 @@ export class ChannelManager {
   }
 
   /** Whether a sender may reach sessions: config allowFrom ("*" only under open), or the approved list. */
-  async isAllowed(channel: string, sender: string, db: Db = this.deps.store): Promise<boolean> {
-    const settings = this.settings(channel);
-    if (!settings) return false;
-    const allowFrom = settings.allowFrom.map((entry) => (entry === '*' ? entry : this.normalizePeer(channel, entry)));
-    if (settings.dmPolicy === 'open' && allowFrom.includes('*')) return true;
-    return allowFrom.includes(sender) || this.deps.pairing.isAllowed(channel, sender, db);
-  }
-
-  /** A sender asks to talk before saying anything (a Matrix invite): see ChannelContext.admit. */
-  private async admit(channel: string, request: { account: string; sender: string; senderName: string; ask: boolean }): Promise<'allowed' | 'pending' | 'refused'> {
-    const policy = this.settings(channel)?.dmPolicy ?? 'disabled';
-    if (policy === 'disabled') return 'refused';
-    if (await this.isAllowed(channel, request.sender)) return 'allowed';
-    if (policy !== 'pairing') return 'refused';
-    if (!request.ask) return 'pending';
-    const outcome = await this.deps.pairing.request(channel, request.account, request.sender, request.senderName);
-    if (outcome.kind === 'created') {
-      this.deps.logger.info({ channel, account: request.account, sender: request.sender }, 'pairing request made for a sender who asked to talk; approve it with its code from gateway pair list');
-      this.deps.emit('channel.pair.requested', pairRequestView(outcome.request), 'operator.pairing');
-    }
-    return 'pending';
-  }
-
-  /**
-   * Queues an inbound message behind the channel's earlier ones: each is
-   * recorded, and answered, in the order it came. Resolves once it is stored
-   * (or dropped): the channel may acknowledge it to its platform then.
-   */
-  private enqueueInbound(channel: string, message: InboundMessage): Promise<void> {
-    // One message that could not be stored holds up none after it.
-    const queued = (this.inboundQueues.get(channel) ?? Promise.resolve()).catch(() => undefined).then(() => this.inbound(channel, message));
-    this.inboundQueues.set(channel, queued);
-    void queued.catch(() => undefined).then(() => {
-      if (this.inboundQueues.get(channel) === queued) this.inboundQueues.delete(channel);
-    });
-    return queued;
-  }
-
-  private async inbound(channel: string, message: InboundMessage): Promise<void> {
-    const log = this.deps.logger.child({ channel, account: message.account, sender: message.sender });
-    try {
-      // Files are fetched before the transaction (it never waits on a platform), and only for a message the agent is to read.
-      let files: Fetched[] = [];
-      if (message.attachments?.length) {
-        if (message.platformId !== undefined && await this.deps.outbox.seen(channel, message.account, message.platformId)) return;
-        files = await this.files(channel, message, log);
-      }
-      await this.deps.store.transaction(async (tx) => {
-        // A message the platform delivers again (it was not acknowledged in time) is stored once.
-        if (message.platformId !== undefined && !(await this.deps.outbox.firstSight(channel, message.account, message.platformId, tx))) {
-          log.debug({ platformId: message.platformId }, 'inbound message seen already; dropped');
-          return;
-        }
-        const data = {
-          ...(message.platformId ? { platformId: message.platformId } : {}),
-          ...(files.length ? { attachments: files.map((file) => file.view) } : {}),
-        };
-        const entry = {
-          direction: 'in' as const, sender: message.sender, senderName: message.senderName, person: peerPerson(channel, message.account, message.sender), text: message.text, at: message.at,
-          ...(Object.keys(data).length ? { data } : {}),
-        };
-        const keep = async (recorded: { session: Session; message: SessionMessage }) => {
-          await this.deps.attachments.save(channel, message.account, recorded.session.key, files, tx);
-          return recorded;
-        };
-        if (message.kind === 'group') {
-          await this.arrived(channel, message, await keep(await this.record(channel, message.account, 'group', message.room!, message.room!, entry, tx)), tx);
-          return;
-        }
-        const policy = this.settings(channel)?.dmPolicy ?? 'disabled';
-        if (policy === 'disabled') {
-          log.debug('direct message ignored: the DM policy is disabled');
-          return;
-        }
-        if (await this.isAllowed(channel, message.sender, tx)) {
-          const peer = message.thread ? `${message.sender}#${message.thread}` : message.sender;
-          await this.arrived(channel, message, await keep(await this.record(channel, message.account, 'direct', peer, message.senderName, entry, tx)), tx);
-          return;
-        }
-        if (policy !== 'pairing') {
-          log.debug(`direct message from an unknown sender dropped (DM policy ${policy})`);
-          return;
-        }
-        const outcome = await this.deps.pairing.request(channel, message.account, message.sender, message.senderName, tx);
-        if (outcome.kind === 'full') {
-          log.info('pairing request ignored: this account already has the most pending codes');
-          return;
-        }
-        if (outcome.kind === 'pending') return;
-        const { request } = outcome;
-        log.info({ expiresAt: new Date(request.expiresAt).toISOString() }, 'pairing code issued');
-        tx.afterCommit(() => this.deps.emit('channel.pair.requested', pairRequestView(request), 'operator.pairing'));
-        const minutes = Math.round(PAIRING_CODE_TTL_MS / 60_000);
-        const text = `Hello ${message.senderName}. This gateway only talks to people its operator has approved. `
-          + `Your pairing code is ${request.code} (valid for ${minutes} minutes). Ask the operator to run: gateway pair approve ${channel} ${request.code}`;
-        await this.deps.outbox.enqueue({ channel, account: message.account, to: message.replyTo ?? message.senderName, text, key: `pair:${channel}:${request.code}` }, tx);
-      });
-    } catch (error) {
-      log.error({ err: error }, 'inbound message could not be handled');
-      throw error;
-    }
-  }
-
-  /**
-   * The files of a message, fetched when the agent is to read it: an allowed
-   * sender's direct message, a room's message addressed to the account. A
-   * stranger's files are never fetched; a room's chatter is named, not kept.
-   */
-  private async files(channel: string, message: InboundMessage, log: Logger): Promise<Fetched[]> {
-    const attachments = message.attachments ?? [];
-    const settings = this.settings(channel);
-    const reads = message.kind === 'group' ? message.addressed !== undefined : settings?.dmPolicy !== 'disabled' && await this.isAllowed(channel, message.sender);
-    if (!reads) {
-      if (message.kind !== 'group') return [];
-      return this.deps.attachments.fetch(attachments, 0, log).then((files) => files.map((file) => ({ view: { ...file.view, note: 'not kept: the message was not addressed to the agent' } })));
-    }
-    return this.deps.attachments.fetch(attachments, Number(settings?.maxAttachmentBytes ?? 10 * 1024 * 1024), log);
-  }
-
-  private record(channel: string, account: string, kind: 'direct' | 'group', peer: string, peerName: string, message: { direction: 'in' | 'out'; sender: string; senderName?: string; person?: string; text: string; at: number; via?: string; data?: Record<string, unknown> }, db?: Db) {
-    return this.deps.sessions.record({ channel, account, kind, peer, peerName, ...message }, db);
-  }
-
-  private async arrived(channel: string, message: InboundMessage, recorded: { session: Session; message: SessionMessage }, tx: Tx): Promise<void> {
-    tx.afterCommit(() => observe(observed.channelMessage, (): ChannelMessageObserved => ({ channel, direction: 'in' })));
-    for (const listener of this.listeners) await listener({ channel, message, session: recorded.session, recorded: recorded.message }, tx);
+  isAllowed(channel: string, sender: string, db: Db = this.deps.store): Promise<boolean> {
+    return this.inbox.isAllowed(channel, sender, db);
   }
 
   /** Shows a recipient that a reply is being written, where the channel runs here and can show it; never fails. */
@@ -441,8 +298,9 @@ export class ChannelManager {
     if (input.text.length > MAX_MESSAGE_CHARS) throw new DomainError('invalid', `The message is longer than ${MAX_MESSAGE_CHARS} characters.`);
     const kind = channel.isRoom(input.to) ? 'group' : 'direct';
     const { recorded, id } = await this.deps.store.transaction(async (tx) => {
-      const recorded = await this.record(input.channel, account, kind, channel.normalizePeer(input.to), input.to,
-        { direction: 'out', sender: 'operator', text: input.text, at: this.now(), via: input.via }, tx);
+      const recorded = await this.deps.sessions.record({
+        channel: input.channel, account, kind, peer: channel.normalizePeer(input.to), peerName: input.to, direction: 'out', sender: 'operator', text: input.text, at: this.now(), via: input.via,
+      }, tx);
       const id = await this.deps.outbox.queue({ channel: input.channel, account, to: input.to, text: input.text, sessionKey: recorded.session.key }, tx);
       return { recorded, id: id! };
     });
@@ -498,90 +356,5 @@ export class ChannelManager {
       throw new DomainError('invalid', `${sender} is allowed by channels.${channelId}.allowFrom in the config, not by pairing; change it there: gateway config set channels.${channelId}.allowFrom`);
     }
     throw new DomainError('not_found', `${sender} is not on the allow-list of channel ${channelId}.`);
-  }
-}
-
-/** How often a streamed reply's message is edited, at most (the apps' edit rate limits are about one a second per chat). */
-export const STREAM_EDIT_MS = 1000;
-/** A streamed reply shows once it has this much text, or after STREAM_FIRST_MS. */
-const STREAM_FIRST_CHARS = 40;
-const STREAM_FIRST_MS = 500;
-
-/**
- * One reply streamed into one message: sent once there is something to show,
- * then edited as the text grows (never more often than STREAM_EDIT_MS, one
- * request at a time, always the latest text), up to what fits in one message.
- * The final text still goes through the outbox, into the same message
- * (OutboxItem.editOf): a preview that fails only stops the previews.
- */
-export class ReplyStream {
-  private text = '';
-  private shown = '';
-  private messageId?: string;
-  private startedAt?: number;
-  private lastEditAt = 0;
-  private inFlight?: Promise<void>;
-  private timer?: NodeJS.Timeout;
-  private stopped = false;
-  private readonly channel: Channel;
-  private readonly account: string;
-  private readonly to: string;
-  private readonly log: Logger;
-
-  constructor(channel: Channel, account: string, to: string, log: Logger) {
-    this.channel = channel;
-    this.account = account;
-    this.to = to;
-    this.log = log;
-  }
-
-  /** More text of the reply. */
-  push(delta: string): void {
-    if (this.stopped) return;
-    this.text += delta;
-    this.startedAt ??= Date.now();
-    this.schedule();
-  }
-
-  private schedule(): void {
-    if (this.timer || this.inFlight || this.stopped) return;
-    const now = Date.now();
-    const due = this.messageId === undefined
-      ? (this.text.trim().length >= STREAM_FIRST_CHARS ? now : this.startedAt! + STREAM_FIRST_MS)
-      : this.lastEditAt + STREAM_EDIT_MS;
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      this.flush();
-    }, Math.max(0, due - now));
-  }
-
-  private flush(): void {
-    if (this.stopped || this.inFlight) return;
-    // Only what fits in the first message streams; the rest comes with the final reply.
-    const parts = this.channel.split?.(this.text) ?? [this.text];
-    const text = parts[0] ?? '';
-    if (!text.trim() || text === this.shown) return;
-    const fits = parts.length === 1;
-    this.inFlight = this.channel.send(this.account, this.to, text, this.messageId ? { editOf: this.messageId } : {}).then((receipt) => {
-      this.messageId ??= receipt?.ids[0];
-      this.shown = text;
-      this.lastEditAt = Date.now();
-      if (!fits || this.messageId === undefined) this.stopped = true;
-    }, (error: unknown) => {
-      this.log.info({ error: (error as Error)?.message }, 'a streamed reply could not be shown as it grew; it comes whole');
-      this.stopped = true;
-    }).finally(() => {
-      this.inFlight = undefined;
-      if (this.text !== this.shown) this.schedule();
-    });
-  }
-
-  /** Stops streaming; resolves with the id of the message the reply streamed into (the final text goes there), if any. */
-  async finish(): Promise<string | undefined> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    while (this.inFlight) await this.inFlight;
-    return this.messageId;
   }
 }

@@ -10,11 +10,13 @@ import jobsModule from '../jobs/module.ts';
 import sessionsModule, { messageView } from '../sessions/module.ts';
 import { CHANNEL_MIGRATIONS, DmPairing } from './dm-pairing.ts';
 import { ircFold } from './irc-names.ts';
-import { ChannelManager, pairRequestView } from './manager.ts';
+import { pairRequestView } from './dm-pairing.ts';
+import { ChannelManager } from './manager.ts';
 import { Outbox, OUTBOX_MIGRATIONS } from './outbox.ts';
 import { ATTACHMENT_MIGRATIONS, Attachments } from './attachments.ts';
 
-export type { ChannelManager, Inbound, InboundListener, ReplyStream } from './manager.ts';
+export type { ChannelManager, Inbound, InboundListener } from './manager.ts';
+export type { ReplyStream } from './reply-stream.ts';
 export type { Outbox, OutboxItem } from './outbox.ts';
 export { describeAttachment } from './attachments.ts';
 export type { Attachments } from './attachments.ts';
