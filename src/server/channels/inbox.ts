@@ -20,6 +20,7 @@ import type { Sessions } from '../sessions/module.ts';
 import type { Store } from '../store/database.ts';
 import type { Attachments } from './attachments.ts';
 import type { DmPairing } from './dm-pairing.ts';
+import type { InboundMarks } from './inbound-marks.ts';
 import type { Outbox } from './outbox.ts';
 
 /** A message that reached a session: a direct message from an allowed sender, or one said in a room. */
@@ -44,6 +45,7 @@ export interface InboxDeps {
   sessions: Sessions;
   store: Store;
   outbox: Outbox;
+  marks: InboundMarks;
   attachments: Attachments;
   emit: (event: string, payload: unknown, scope: string) => void;
 }
@@ -117,12 +119,12 @@ export class Inbox {
       // Files are fetched before the transaction (it never waits on a platform), and only for a message the agent is to read.
       let files: Fetched[] = [];
       if (message.attachments?.length) {
-        if (message.platformId !== undefined && await this.deps.outbox.seen(channel, message.account, message.platformId)) return;
+        if (message.platformId !== undefined && await this.deps.marks.seen(channel, message.account, message.platformId)) return;
         files = await this.files(channel, message, log);
       }
       await this.deps.store.transaction(async (tx) => {
         // A message the platform delivers again (it was not acknowledged in time) is stored once.
-        if (message.platformId !== undefined && !(await this.deps.outbox.firstSight(channel, message.account, message.platformId, tx))) {
+        if (message.platformId !== undefined && !(await this.deps.marks.firstSight(channel, message.account, message.platformId, tx))) {
           log.debug({ platformId: message.platformId }, 'inbound message seen already; dropped');
           return;
         }

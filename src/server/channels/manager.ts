@@ -11,6 +11,7 @@ import type { Sessions } from '../sessions/module.ts';
 import type { Db, Store } from '../store/database.ts';
 import type { Outbox, OutboxItem } from './outbox.ts';
 import type { Attachments } from './attachments.ts';
+import type { InboundMarks } from './inbound-marks.ts';
 import { refusal } from './webhook.ts';
 import { ReplyStream } from './reply-stream.ts';
 import { Inbox, type Inbound, type InboundListener } from './inbox.ts';
@@ -27,6 +28,8 @@ export interface ChannelManagerDeps {
   sessions: Sessions;
   store: Store;
   outbox: Outbox;
+  /** The inbound messages stored, by the platform's ids, and where each account left off. */
+  marks: InboundMarks;
   attachments: Attachments;
   /** Pushes an event to operators holding the scope. */
   emit: (event: string, payload: unknown, scope: string) => void;
@@ -131,7 +134,7 @@ export class ChannelManager {
             diagnostics.channel(STARTED_LATE).publish({ channel: id, account: status.account });
           }
         },
-        cursor: { get: (account) => this.deps.outbox.cursor(id, account), set: (account, cursor) => this.deps.outbox.setCursor(id, account, cursor) },
+        cursor: { get: (account) => this.deps.marks.cursor(id, account), set: (account, cursor) => this.deps.marks.setCursor(id, account, cursor) },
         admit: (request) => this.inbox.admit(id, request),
       });
       this.running.set(id, channel);

@@ -12,6 +12,7 @@ import { CHANNEL_MIGRATIONS, DmPairing } from './dm-pairing.ts';
 import { ircFold } from './irc-names.ts';
 import { pairRequestView } from './dm-pairing.ts';
 import { ChannelManager } from './manager.ts';
+import { InboundMarks } from './inbound-marks.ts';
 import { Outbox, OUTBOX_MIGRATIONS } from './outbox.ts';
 import { ATTACHMENT_MIGRATIONS, Attachments } from './attachments.ts';
 
@@ -53,9 +54,10 @@ export default defineModule<Channels>({
       if (event === OUTBOX_EVENT) outbox.wake(String((payload as { channel?: unknown } | null)?.channel ?? ''));
     });
     const attachments = new Attachments(store, ctx.log);
+    const marks = new InboundMarks({ store });
     const channels = new ChannelManager({
       kinds: () => ctx.table().channels, config: ctx.config, secret: (name) => ctx.secrets.get(name), logger: ctx.log,
-      pairing, sessions, store, outbox, attachments, emit: (event, payload, scope) => events.emit(event, payload, scope),
+      pairing, sessions, store, outbox, marks, attachments, emit: (event, payload, scope) => events.emit(event, payload, scope),
       // Sharing a PostgreSQL store, each channel connects from the one daemon holding its singleton.
       singleton: store.coordinator ? (name, handlers) => store.singleton(name, handlers) : undefined,
     });
@@ -67,7 +69,7 @@ export default defineModule<Channels>({
       return unknownChannelProblems(next, [...ctx.table().channels.keys()]);
     });
     ctx.use(jobsModule).retention('pairingRequests', (retentionMs) => pairing.prune(retentionMs));
-    ctx.use(jobsModule).retention('channelOutbox', (retentionMs) => outbox.prune(retentionMs));
+    ctx.use(jobsModule).retention('channelOutbox', async (retentionMs) => (await outbox.prune(retentionMs)) + (await marks.prune(retentionMs)));
     ctx.onStart(() => channels.start());
     ctx.onStop(() => channels.stop());
     // A run's answer in a session's history says how its reply stands: sent (with the platform's ids), waiting, given up.

@@ -6,6 +6,7 @@ import { DmPairing } from '../../../src/server/channels/dm-pairing.ts';
 import { ircFold } from '../../../src/server/channels/irc-names.ts';
 import { ChannelManager } from '../../../src/server/channels/manager.ts';
 import { Outbox } from '../../../src/server/channels/outbox.ts';
+import { InboundMarks } from '../../../src/server/channels/inbound-marks.ts';
 import { Attachments } from '../../../src/server/channels/attachments.ts';
 import { SessionStore } from '../../../src/server/sessions/session-store.ts';
 import { effectiveConfig } from '../../../src/shared/config/keys.ts';
@@ -90,7 +91,7 @@ describe('channel manager: DM policy, pairing codes and sessions', () => {
         append: (key, entry, db) => sessions.append(key, entry, db),
         decorate: () => undefined,
       },
-      store: current(), outbox, attachments: new Attachments(current(), pino({ level: 'silent' })),
+      store: current(), outbox, marks: new InboundMarks({ store: current(), now: () => now }), attachments: new Attachments(current(), pino({ level: 'silent' })),
       emit: (event, payload) => events.push({ event, payload }), now: () => now,
     });
     await manager.start();

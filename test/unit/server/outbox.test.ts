@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { pino } from 'pino';
+import { InboundMarks } from '../../../src/server/channels/inbound-marks.ts';
 import { Outbox, OUTBOX_LIMITS } from '../../../src/server/channels/outbox.ts';
 import { ChannelSendError, type AccountStatus, type Channel, type SendReceipt } from '../../../src/server/kernel/channel.ts';
 import { freshStore } from '../../support/store.ts';
@@ -126,9 +127,16 @@ describe('the outbox: replies kept until the platform takes them', () => {
     expect(channel.sent.map((sent) => sent.text)).to.deep.equal(['queued while away']);
   });
 
-  it('knows an inbound message seen already by its platform id', async () => {
-    expect(await outbox.firstSight('chat', 'default', '1001')).to.equal(true);
-    expect(await outbox.firstSight('chat', 'default', '1001')).to.equal(false);
-    expect(await outbox.firstSight('chat', 'other', '1001'), 'per account').to.equal(true);
+  it('knows an inbound message seen already by its platform id, and where an account left off', async () => {
+    const marks = new InboundMarks({ store: current(), now: () => now });
+    expect(await marks.firstSight('chat', 'default', '1001')).to.equal(true);
+    expect(await marks.firstSight('chat', 'default', '1001')).to.equal(false);
+    expect(await marks.firstSight('chat', 'other', '1001'), 'per account').to.equal(true);
+    expect(await marks.seen('chat', 'default', '1001')).to.equal(true);
+    expect(await marks.cursor('chat', 'default')).to.equal(undefined);
+    await marks.setCursor('chat', 'default', 'offset-42');
+    expect(await marks.cursor('chat', 'default')).to.equal('offset-42');
+    await marks.setCursor('chat', 'default', undefined);
+    expect(await marks.cursor('chat', 'default')).to.equal(undefined);
   });
 });
