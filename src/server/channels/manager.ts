@@ -1,4 +1,3 @@
-import type { Logger } from 'pino';
 import { MAX_MESSAGE_CHARS } from '../../shared/channels.ts';
 import type { GatewayConfig } from '../../shared/config/types.ts';
 import type { ChannelInfo, ChannelStatus, DmPairingRequestView, PairApproved } from '../../shared/protocol/results.ts';
@@ -6,33 +5,21 @@ import type { AccountStatus, Channel, ChannelKind, ChannelRequest, ChannelRespon
 import { DomainError } from '../kernel/errors.ts';
 import { STARTED_LATE } from '../kernel/threads.ts';
 import diagnostics from 'node:diagnostics_channel';
-import { pairRequestView, type DecisionFailure, type DmPairing } from './dm-pairing.ts';
-import type { Sessions } from '../sessions/module.ts';
-import type { Db, Store } from '../store/database.ts';
-import type { Outbox, OutboxItem } from './outbox.ts';
-import type { Attachments } from './attachments.ts';
-import type { InboundMarks } from './inbound-marks.ts';
+import { pairRequestView, type DecisionFailure } from './dm-pairing.ts';
+import type { Db } from '../store/database.ts';
+import type { OutboxItem } from './outbox.ts';
 import { refusal } from './webhook.ts';
 import { ReplyStream } from './reply-stream.ts';
-import { Inbox, type Inbound, type InboundListener } from './inbox.ts';
+import { Inbox, type Inbound, type InboundListener, type InboxDeps } from './inbox.ts';
 
 export type { Inbound, InboundListener };
 
-export interface ChannelManagerDeps {
+/** The inbox's parts (InboxDeps: logger, pairing, sessions, store, outbox, marks, attachments, emit) and what runs the channels. */
+export interface ChannelManagerDeps extends InboxDeps {
   /** The channel kinds in the table in force (built in and from plugins), by id. */
   kinds: () => ReadonlyMap<string, { value: ChannelKind }>;
   config: () => GatewayConfig;
   secret: (name: string) => Promise<string | undefined>;
-  logger: Logger;
-  pairing: DmPairing;
-  sessions: Sessions;
-  store: Store;
-  outbox: Outbox;
-  /** The inbound messages stored, by the platform's ids, and where each account left off. */
-  marks: InboundMarks;
-  attachments: Attachments;
-  /** Pushes an event to operators holding the scope. */
-  emit: (event: string, payload: unknown, scope: string) => void;
   /**
    * Runs a channel's connection on exactly one daemon of the gateway (several
    * share a PostgreSQL store): start is called when this daemon takes it.
