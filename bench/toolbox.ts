@@ -16,7 +16,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { mkdir, open, realpath, rename, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { runSandboxed, sandboxArgs, sandboxTools } from '../src/server/toolbox/sandbox.ts';
+import { runSandboxed, sandboxArgs, sandboxTools } from '../src/server/sandbox/sandbox.ts';
 import { Workspace } from '../src/server/toolbox/workspace.ts';
 import { Store } from '../src/server/store/database.ts';
 import { SESSION_MIGRATIONS } from '../src/server/sessions/migrations.ts';

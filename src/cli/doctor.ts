@@ -289,6 +289,28 @@ async function sandboxCheck(context: Context): Promise<Check[]> {
     }];
 }
 
+/**
+ * Voice, where something uses it (the audio endpoints, or an engine set by
+ * hand): ffmpeg and the sandbox it runs in, and each direction's engine.
+ */
+async function voiceCheck(context: Context): Promise<Check[]> {
+  const config = context.config;
+  if (!config) return [];
+  const voice = config.voice;
+  const endpoint = config.gateway.http.endpoints.audio?.enabled === true;
+  const chosen = voice.transcribe.kind !== 'auto' || voice.speak.kind !== 'auto';
+  if (!endpoint && !chosen) return [];
+  const { onPath, speaker, transcriber } = await import('../shared/voice-engines.ts');
+  if (!onPath('ffmpeg')) return [{ name: 'voice', status: 'fail', detail: 'voice is used but ffmpeg is not installed: audio cannot be decoded or encoded', fix: 'sudo apt-get install ffmpeg' }];
+  if (!onPath('bwrap')) return [{ name: 'voice', status: 'fail', detail: 'voice is used but bubblewrap is not installed: audio is only ever decoded in the sandbox', fix: 'sudo apt-get install bubblewrap' }];
+  const engines = [['transcription', transcriber(voice)], ['speech', speaker(voice)]] as const;
+  const off = engines.filter(([, engine]) => engine.kind === 'off');
+  const named = engines.map(([what, engine]) => `${what}: ${engine.kind === 'off' ? `off (${engine.why})` : engine.name}`).join('; ');
+  return [off.length === 0
+    ? { name: 'voice', status: 'ok', detail: `ffmpeg; ${named}` }
+    : { name: 'voice', status: 'warn', detail: named, fix: 'install a local engine (sudo apt-get install pocketsphinx pocketsphinx-en-us espeak-ng), or set voice.transcribe / voice.speak: docs/configuration.md' }];
+}
+
 /** Every check, in the order a person would look. A check that throws is a failure naming what it could not do. */
 export async function runDoctor(paths: ProfilePaths, options: { fix: boolean }): Promise<Check[]> {
   const context: Context = { paths, fix: options.fix, running: false };
@@ -296,6 +318,7 @@ export async function runDoctor(paths: ProfilePaths, options: { fix: boolean }):
     ['node', nodeCheck], ['modes', () => modesCheck(context)], ['config', () => configCheck(context)], ['daemon', () => daemonCheck(context)],
     ['secrets', () => secretsCheck(context)], ['service', () => serviceCheck(context)], ['storage', () => storageCheck(context)],
     ['tokens', () => tokensCheck(context)], ['channels', () => channelsCheck(context)], ['sandbox', () => sandboxCheck(context)],
+    ['voice', () => voiceCheck(context)],
   ];
   const checks: Check[] = [];
   for (const [name, step] of steps) {

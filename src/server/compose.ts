@@ -28,4 +28,5 @@ export { default as metrics } from './metrics/module.ts';
 export { default as automations } from './automations/module.ts';
 export { default as toolbox } from './toolbox/module.ts';
 export { default as memory } from './memory/module.ts';
+export { default as voice } from './voice/module.ts';
 export { default as telemetry } from './telemetry/module.ts';

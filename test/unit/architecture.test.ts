@@ -73,7 +73,7 @@ function edges(): Edge[] {
 }
 
 /** Server folders that are not features: the kernel, the transports and the infrastructure modules share. */
-const INFRA = new Set(['kernel', 'http', 'ws', 'store', 'auth']);
+const INFRA = new Set(['kernel', 'http', 'ws', 'store', 'auth', 'sandbox']);
 const layer = (path: string) => path.split('/')[0]!;
 /** The server folder of a path, or "." for the daemon's own files at the top of src/server. */
 const serverFolder = (path: string) => {

@@ -117,6 +117,60 @@ export function inferenceDocument(): ApiDocumentPart {
         },
       },
       '/v1/models': { get: { summary: 'agents and offered provider models', ...security('GET /v1/models'), responses: { 200: jsonResponse('ModelList', 'the models'), ...readErrors } } },
+      '/v1/audio/transcriptions': {
+        post: {
+          summary: 'the words of an audio file, on the voice.transcribe engine (gateway.http.endpoints.audio.enabled); any model value', ...security('POST /v1/audio/transcriptions'),
+          requestBody: {
+            required: true,
+            content: {
+              'multipart/form-data': {
+                schema: {
+                  type: 'object', required: ['file', 'model'],
+                  properties: {
+                    file: { type: 'string', format: 'binary', description: 'audio in any format ffmpeg reads, at most voice.maxMB and voice.maxSeconds' },
+                    model: { type: 'string' }, response_format: { enum: ['json', 'text', 'verbose_json'] }, language: { type: 'string' }, prompt: { type: 'string' }, temperature: { type: 'number' },
+                  },
+                },
+              },
+            },
+          },
+          responses: {
+            200: {
+              description: 'the transcript',
+              content: { 'application/json': { schema: { type: 'object', required: ['text'], properties: { text: { type: 'string' }, duration: { type: 'number' } } } }, 'text/plain': { schema: { type: 'string' } } },
+            },
+            ...errors,
+            400: error('not audio, no sound, longer than voice.maxSeconds, or a field the gateway does not take'),
+            413: error('audio over voice.maxMB'),
+            415: error('not multipart/form-data'),
+            503: error('transcription is off or unavailable on this host (named in the message)'),
+          },
+        },
+      },
+      '/v1/audio/speech': {
+        post: {
+          summary: 'a text spoken, on the voice.speak engine (gateway.http.endpoints.audio.enabled); any model value', ...security('POST /v1/audio/speech'),
+          requestBody: {
+            required: true,
+            content: {
+              'application/json': {
+                schema: {
+                  type: 'object', required: ['model', 'input'],
+                  properties: {
+                    model: { type: 'string' }, input: { type: 'string', description: 'at most voice.speak.maxChars characters' }, voice: { type: 'string', description: 'passed to an openai-compatible engine; a command engine speaks in voice.speak.voice' },
+                    response_format: { enum: ['mp3', 'opus', 'wav', 'flac', 'aac', 'pcm'], default: 'mp3' }, speed: { const: 1 },
+                  },
+                },
+              },
+            },
+          },
+          responses: {
+            200: { description: 'the audio', content: { 'audio/mpeg': { schema: { type: 'string', format: 'binary' } }, 'audio/ogg': { schema: { type: 'string', format: 'binary' } }, 'audio/wav': { schema: { type: 'string', format: 'binary' } } } },
+            ...errors,
+            503: error('speech is off or unavailable on this host (named in the message)'),
+          },
+        },
+      },
       '/v1/embeddings': {
         post: {
           summary: 'embeddings from a provider\'s embedding model (gateway.http.endpoints.embeddings.enabled)', ...security('POST /v1/embeddings'),

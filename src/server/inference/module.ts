@@ -12,18 +12,20 @@ import jobsModule from '../jobs/module.ts';
 import { DomainError, methodNotAllowed } from '../kernel/errors.ts';
 import { defineModule, type HttpRoute, type Principal, type RouteContext } from '../kernel/module.ts';
 import modelsModule from '../models/module.ts';
+import voiceModule from '../voice/module.ts';
 import { endpointOff, metered, prepareCall, subjectOf, type CallDeps } from './call.ts';
 import { chatCompletion, parseChatRequest } from './chat-completions.ts';
 import { inferenceDocument } from './document.ts';
 import { badField, inferenceErrorBody } from './errors.ts';
 import { InferenceLimits } from './limits.ts';
+import { speech, transcription } from './audio.ts';
 import { createResponse, parseResponsesRequest, RESPONSE_MIGRATIONS, ResponseStore } from './responses.ts';
 
-type Endpoint = 'chatCompletions' | 'responses' | 'models' | 'embeddings';
+type Endpoint = 'chatCompletions' | 'responses' | 'models' | 'embeddings' | 'audio';
 
 export default defineModule({
   id: 'inference',
-  needs: [agentsModule, modelsModule, jobsModule],
+  needs: [agentsModule, modelsModule, jobsModule, voiceModule],
   migrations: RESPONSE_MIGRATIONS,
   setup(ctx) {
     const agents = ctx.use(agentsModule);
@@ -40,11 +42,12 @@ export default defineModule({
     };
     const deps: CallDeps = { agents, limits, config: ctx.config, offered, onUnexpected: (error) => ctx.log.error({ err: error }, 'inference request failed') };
     const enabled = (endpoint: Endpoint) => ctx.config().gateway.http.endpoints[endpoint].enabled;
+    const voice = ctx.use(voiceModule);
     const json = { types: ['application/json'], limit: () => ctx.config().inference.maxBodyBytes };
     const body = (http: RouteContext) => http.received!.value;
-    const route = (method: string, path: string, scope: keyof typeof ROUTE_SCOPES, endpoint: Endpoint | (() => boolean), handler: HttpRoute['handler']) => ctx.http.route({
+    const route = (method: string, path: string, scope: keyof typeof ROUTE_SCOPES, endpoint: Endpoint | (() => boolean), handler: HttpRoute['handler'], takes = json) => ctx.http.route({
       method, path, auth: { scope: ROUTE_SCOPES[scope] }, errorBody: inferenceErrorBody,
-      ...(method === 'POST' ? { body: json } : {}),
+      ...(method === 'POST' ? { body: takes } : {}),
       // Before the body is read: an endpoint switched off, then the credential's limits (the gateway's own credential is not metered).
       admit: async (http) => {
         const on = typeof endpoint === 'function' ? endpoint() : enabled(endpoint);
@@ -110,6 +113,11 @@ export default defineModule({
         usage: result.tokens === undefined ? undefined : { prompt_tokens: result.tokens, total_tokens: result.tokens },
       };
     });
+    // Audio: the upload is bounded by voice.maxMB (and a little for the form around it).
+    const upload = { types: ['multipart/form-data'], raw: true, limit: () => ctx.config().voice.maxMB * 1024 * 1024 + 64 * 1024 };
+    const caller = (http: RouteContext) => ({ subject: subjectOf(http.state.principal as Principal) });
+    route('POST', '/v1/audio/transcriptions', 'POST /v1/audio/transcriptions', 'audio', (http) => transcription(http, voice, caller(http)), upload);
+    route('POST', '/v1/audio/speech', 'POST /v1/audio/speech', 'audio', (http) => speech(http, voice, caller(http)));
     // Anything else under /v1 answers in the same convention: 405 naming the methods a path has, else 404.
     ctx.http.route({
       method: '*', path: '/v1', match: 'prefix', auth: 'public', errorBody: inferenceErrorBody,

@@ -14,7 +14,7 @@ import { DomainError, rateLimited } from '../kernel/errors.ts';
 import { defineModule, type ToolContext } from '../kernel/module.ts';
 import { systemResolver } from './address-guard.ts';
 import { allowedCommand, Approvals } from './approvals.ts';
-import { runSandboxed, SANDBOX_USER, sandboxTools } from './sandbox.ts';
+import { runSandboxed, SANDBOX_USER, sandboxTools } from '../sandbox/sandbox.ts';
 import { fetchPage } from './web-fetch.ts';
 import { FILE_LIMITS, Workspace } from './workspace.ts';
 

@@ -13,6 +13,8 @@ export const ROUTE_SCOPES = {
   'GET /v1/responses/:id': 'inference',
   'GET /v1/models': 'inference',
   'POST /v1/embeddings': 'inference',
+  'POST /v1/audio/transcriptions': 'inference',
+  'POST /v1/audio/speech': 'inference',
 } as const satisfies Record<string, TokenScope>;
 
 export type ProtectedRoute = keyof typeof ROUTE_SCOPES;

@@ -52,6 +52,8 @@ export type ProviderKind = (typeof PROVIDER_KINDS)[number];
 export const QUEUE_MODES = ['followup', 'collect', 'interrupt'] as const;
 export const TOOL_PROFILES = ['minimal', 'messaging', 'coding', 'full'] as const;
 export const EXEC_APPROVALS = ['off', 'ask', 'allowlist', 'full'] as const;
+export const VOICE_KINDS = ['auto', 'openai-compatible', 'command', 'off'] as const;
+export type VoiceKind = (typeof VOICE_KINDS)[number];
 export const MEMORY_SCOPES = ['person', 'agent'] as const;
 export type MemoryScope = (typeof MEMORY_SCOPES)[number];
 export type ExecApproval = (typeof EXEC_APPROVALS)[number];
@@ -397,6 +399,7 @@ export const configSchema: SchemaNode = object({
         responses: endpoint('serve POST /v1/responses'),
         models: endpoint('serve GET /v1/models'),
         embeddings: endpoint('serve POST /v1/embeddings'),
+        audio: endpoint('serve POST /v1/audio/transcriptions and POST /v1/audio/speech (on the voice.* engines)'),
       }),
     }),
     rateLimit: object({
@@ -491,6 +494,30 @@ export const configSchema: SchemaNode = object({
       windowMs: int(3_600_000, 1000, 86_400_000, 'window of the per-sender limit'),
     }),
   }),
+  voice: object({
+    transcribe: object({
+      kind: oneOf(VOICE_KINDS, 'auto', 'the speech-to-text engine: auto (a local engine found on this host: pocketsphinx, with its US English model; none found: off), openai-compatible (POST <baseUrl>/audio/transcriptions, as OpenAI, Groq, whisper.cpp\'s server and speaches speak it; its key is the secret voice.transcribe.apiKey), command (an argument list run without a shell, {input} replaced by a 16 kHz mono WAV file, the transcript read from its standard output) or off'),
+      baseUrl: text('address of an openai-compatible engine (https://api.openai.com/v1)', { format: 'uri', maxLength: 2048 }),
+      model: text('model an openai-compatible engine transcribes with (whisper-1)', { maxLength: 200 }),
+      language: text('language of the audio, as ISO 639-1 (en), when the engine should not guess', { pattern: '^[a-z]{2,3}$' }),
+      command: list({ type: 'string', minLength: 1, maxLength: 4096 }, 'the command engine: program and arguments, {input} replaced by the WAV file (whisper-cli -m /models/ggml-base.en.bin -nt -np -f {input})'),
+      paths: list({ type: 'string', minLength: 1, maxLength: 4096, pattern: '^/' }, 'folders and files a command engine reads besides /usr (its model files), bound read-only into its sandbox'),
+      timeoutSeconds: int(120, 1, 3600, 'longest one transcription may take'),
+    }),
+    speak: object({
+      kind: oneOf(VOICE_KINDS, 'auto', 'the text-to-speech engine: auto (a local engine found on this host: espeak-ng; none found: off), openai-compatible (POST <baseUrl>/audio/speech; its key is the secret voice.speak.apiKey), command (an argument list run without a shell, the text on its standard input or as {text}, writing the audio file {output}; espeak-ng and Piper are such engines) or off'),
+      baseUrl: text('address of an openai-compatible engine', { format: 'uri', maxLength: 2048 }),
+      model: text('model an openai-compatible engine speaks with (tts-1)', { maxLength: 200 }),
+      voice: text('voice of the engine (alloy; for espeak-ng a voice name such as en-us)', { maxLength: 200 }),
+      command: list({ type: 'string', minLength: 1, maxLength: 4096 }, 'the command engine: program and arguments, {output} replaced by the file it writes (any format ffmpeg reads) and {text} by the text, else given on standard input (piper --model /models/en_US-lessac-medium.onnx --output_file {output})'),
+      paths: list({ type: 'string', minLength: 1, maxLength: 4096, pattern: '^/' }, 'folders and files a command engine reads besides /usr (its voice models), bound read-only into its sandbox'),
+      timeoutSeconds: int(60, 1, 3600, 'longest one answer may take to speak'),
+      maxChars: int(4096, 1, 100_000, 'longest text spoken at once'),
+    }),
+    maxSeconds: int(300, 1, 7200, 'longest voice note or audio file transcribed (a longer one is answered with why)'),
+    maxMB: int(25, 1, 1024, 'largest audio file taken, in MB'),
+    concurrency: int(2, 1, 64, 'transcriptions and speech at once; more wait their turn (over HTTP, answered 429 with Retry-After)'),
+  }, 'voice: speech to text for voice notes and POST /v1/audio/transcriptions, text to speech for spoken answers and POST /v1/audio/speech'),
   metrics: object({
     enabled: bool(false, 'serve GET /metrics in the Prometheus text format (to the gateway credential, or a token with the scope metrics)'),
     loopbackOpen: bool(false, 'serve GET /metrics without a credential to clients on this host (not through a proxy)'),
@@ -529,7 +556,7 @@ export const configSchema: SchemaNode = object({
 /** Keys the daemon applies as soon as they change; every other change needs a restart. */
 export const LIVE_KEYS: readonly string[] = [
   'log.level', 'api.jwt', 'api.tokens', 'gateway.tools', 'hooks.enabled', 'hooks.maxBodyBytes', 'hooks.defaultSessionKey',
-  'hooks.allowedSessionKeyPrefixes', 'hooks.presets', 'hooks.mappings', 'models', 'agents', 'automations', 'tools', 'runtime', 'inference', 'gateway.http.endpoints', 'mcp', 'gateway.controlUi.allowedOrigins',
+  'hooks.allowedSessionKeyPrefixes', 'hooks.presets', 'hooks.mappings', 'models', 'agents', 'automations', 'tools', 'runtime', 'inference', 'gateway.http.endpoints', 'mcp', 'voice', 'gateway.controlUi.allowedOrigins',
 ];
 
 /** Keys that apply at the next `gateway reload` (or SIGHUP), without a restart. */

@@ -1,4 +1,4 @@
-import type { AuthMode, BindMode, ExecApproval, LogLevel, MemoryScope, ProviderKind, QueueMode, SecretBackendName, ToolProfile } from './schema.ts';
+import type { AuthMode, BindMode, ExecApproval, LogLevel, MemoryScope, ProviderKind, QueueMode, SecretBackendName, ToolProfile, VoiceKind } from './schema.ts';
 
 export interface ProviderSettings {
   kind?: ProviderKind;
@@ -74,6 +74,15 @@ export interface McpServerSettings {
 }
 
 /** The effective configuration of a profile: what `config.json` holds, with every default filled in. */
+/** The voice engines: speech to text and text to speech. */
+export interface VoiceSettings {
+  transcribe: { kind: VoiceKind; baseUrl?: string; model?: string; language?: string; command: string[]; paths: string[]; timeoutSeconds: number };
+  speak: { kind: VoiceKind; baseUrl?: string; model?: string; voice?: string; command: string[]; paths: string[]; timeoutSeconds: number; maxChars: number };
+  maxSeconds: number;
+  maxMB: number;
+  concurrency: number;
+}
+
 export interface GatewayConfig {
   gateway: {
     port?: number;
@@ -88,7 +97,7 @@ export interface GatewayConfig {
     trustedProxies: string[];
     overlay: { mode: 'off' | 'serve' | 'funnel' };
     controlUi: { enabled: boolean; basePath: string; allowedOrigins: string[] };
-    http: { maxBodyBytes: number; endpoints: Record<'chatCompletions' | 'responses' | 'models' | 'embeddings', { enabled: boolean }> };
+    http: { maxBodyBytes: number; endpoints: Record<'chatCompletions' | 'responses' | 'models' | 'embeddings' | 'audio', { enabled: boolean }> };
     rateLimit: { windowMs: number; max: number; webhooksMax: number };
     tools: { allow: string[]; deny: string[] };
     nodes: { allowCommands: string[]; denyCommands: string[] };
@@ -120,6 +129,7 @@ export interface GatewayConfig {
   };
   automations: Record<string, AutomationSettings>;
   runtime: { defaultAgent?: string; concurrency: number; toolRunConcurrency: number; senderLimit: { max: number; windowMs: number } };
+  voice: VoiceSettings;
   metrics: { enabled: boolean; loopbackOpen: boolean };
   telemetry: { otlp: { endpoint?: string; serviceName: string } };
   inference: {

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { refusedCalls, seccompProgram } from '../../../src/server/toolbox/seccomp.ts';
+import { refusedCalls, seccompProgram } from '../../../src/server/sandbox/seccomp.ts';
 
 /** Runs a classic BPF seccomp program over one system call, as the kernel would: what it returns. */
 function run(program: Buffer, call: { arch: number; nr: number; args?: number[] }): number {

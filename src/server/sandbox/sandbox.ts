@@ -34,6 +34,10 @@ export interface SandboxLimits {
   network: boolean;
   /** Most bytes the workspace may hold while the command runs (undefined: no bound). */
   workspaceBytes?: number;
+  /** Host files and folders bound read-only at the same path (an engine's model files). */
+  readOnly?: readonly string[];
+  /** What the command reads on its standard input (none: an empty one). */
+  input?: string | Buffer;
 }
 
 export interface ExecResult {
@@ -152,12 +156,30 @@ export function sandboxArgs(workspace: string, limits: SandboxLimits, passwd: { 
   args.push(
     '--proc', '/proc', '--dev', '/dev',
     '--perms', '1777', '--size', String(limits.tmpBytes), '--tmpfs', '/tmp',
-    '--bind', workspace, '/workspace', '--chdir', '/workspace',
+    '--bind', workspace, '/workspace',
+    // After /tmp and the workspace, so neither hides them.
+    ...readOnlyMounts(limits.readOnly ?? []),
+    '--chdir', '/workspace',
     '--unshare-ipc', '--unshare-pid', '--unshare-uts', '--unshare-cgroup-try', ...(limits.network ? [] : ['--unshare-net']),
     '--hostname', 'sandbox', '--die-with-parent', '--new-session',
     '--clearenv', '--setenv', 'PATH', '/usr/local/bin:/usr/bin:/bin', '--setenv', 'HOME', passwd.home, '--setenv', 'USER', passwd.user,
     '--setenv', 'LANG', 'C.UTF-8', '--setenv', 'TMPDIR', '/tmp',
   );
+  return args;
+}
+
+/**
+ * Host paths bound read-only at the same place, their folders on the way made
+ * open to the sandbox's user (bwrap would copy a host folder's 0700 onto the
+ * one it makes, leaving the path out of reach).
+ */
+function readOnlyMounts(paths: readonly string[]): string[] {
+  const args: string[] = [];
+  for (const path of paths) {
+    const parts = path.split('/').filter(Boolean);
+    for (let depth = 1; depth < parts.length; depth++) args.push('--perms', '0755', '--dir', `/${parts.slice(0, depth).join('/')}`);
+    args.push('--ro-bind', path, path);
+  }
   return args;
 }
 
@@ -181,8 +203,12 @@ let filter: Buffer | undefined;
 /** What each workspace holds, as measured after the last command there (the next one waits for that measure if it runs). */
 const usage = new Map<string, Promise<number>>();
 
-/** Runs a command in the sandbox; resolves when it and everything it started are gone. */
-export async function runSandboxed(command: string, workspace: string, limits: SandboxLimits): Promise<ExecResult> {
+/**
+ * Runs a command in the sandbox (a shell command line, or a program and its
+ * arguments run without a shell); resolves when it and everything it started
+ * are gone.
+ */
+export async function runSandboxed(command: string | readonly string[], workspace: string, limits: SandboxLimits): Promise<ExecResult> {
   const tools = sandboxTools();
   if ('missing' in tools) throw new Error(tools.missing);
   const root = process.getuid?.() === 0;
@@ -209,9 +235,10 @@ export async function runSandboxed(command: string, workspace: string, limits: S
   const prlimit = [
     `--cpu=${limits.cpuSeconds}`, `--as=${limits.memoryBytes}`, ...(group ? [] : [`--nproc=${processesOf(uid) + limits.processes}`]), `--fsize=${fileBytes}`, '--core=0',
   ];
+  const argv = typeof command === 'string' ? ['/bin/sh', '-c', command] : [...command];
   const inner = root
-    ? [tools.setpriv!, `--reuid=${uid}`, `--regid=${gid}`, '--clear-groups', '--inh-caps=-all', '--bounding-set=-all', '--no-new-privs', '--', '/bin/sh', '-c', command]
-    : ['/bin/sh', '-c', command];
+    ? [tools.setpriv!, `--reuid=${uid}`, `--regid=${gid}`, '--clear-groups', '--inh-caps=-all', '--bounding-set=-all', '--no-new-privs', '--', ...argv]
+    : argv;
   // Everything that names a host path reaches bwrap on a descriptor, not on its command line (which the sandbox can read).
   const options = [
     ...(root ? [] : ['--unshare-user', ...(canDisableUserns(tools.bwrap) ? ['--disable-userns'] : []), '--uid', String(uid), '--gid', String(gid)]),
@@ -223,7 +250,7 @@ export async function runSandboxed(command: string, workspace: string, limits: S
   const started = Date.now();
   try {
     return await new Promise<ExecResult>((resolve, reject) => {
-      const child = spawn(program!, args, { stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe', 'pipe', 'pipe', ...(group ? ['pipe' as const] : [])], detached: true, env });
+      const child = spawn(program!, args, { stdio: [limits.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe', 'pipe', 'pipe', 'pipe', 'pipe', ...(group ? ['pipe' as const] : [])], detached: true, env });
       // The sandbox's passwd and group, its system-call filter and bwrap's own arguments, written to the descriptors bwrap reads them from.
       const [, , , passwdFd, groupFd, seccompFd, argsFd, blockFd] = child.stdio as unknown as NodeJS.WritableStream[];
       const quiet = () => undefined;
@@ -241,6 +268,7 @@ export async function runSandboxed(command: string, workspace: string, limits: S
       groupFd!.end(`${user}:x:${gid}:\n`);
       seccompFd!.end(filter ??= seccompProgram());
       argsFd!.end(options.map((option) => `${option}\0`).join(''));
+      if (limits.input !== undefined) child.stdin!.on('error', quiet).end(limits.input);
       const out: Buffer[] = [];
       const err: Buffer[] = [];
       let size = 0;
