@@ -13,18 +13,48 @@ import type { Contained } from './contained.ts';
 export { onPath, speaker, transcriber, type Engine } from '../../shared/voice-engines.ts';
 
 /** An argument list with its placeholders replaced (each whole occurrence, in every argument). */
-const fill = (command: readonly string[], values: Record<string, string>): string[] =>
+export const fill = (command: readonly string[], values: Record<string, string>): string[] =>
   command.map((arg) => arg.replace(/\{(input|output|text)\}/g, (whole, name: string) => values[name] ?? whole));
 
 /** The last lines an engine wrote on its standard error, for an error message. */
 const tail = (stderr: string) => stderr.trim().split('\n').slice(-2).join(' ').replaceAll('/workspace/', '').slice(0, 300);
 
-/** Why a server could not be reached, without the URL's credentials or query. */
+/** Why a server could not be reached, by its host alone (never its address's credentials, path or query). */
 function unreachable(what: string, baseUrl: string, error: unknown): DomainError {
-  const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+  const cause = (error as { cause?: { code?: unknown; message?: unknown } }).cause;
   const timedOut = (error as Error).name === 'TimeoutError';
-  const reason = timedOut ? 'it did not answer in time' : cause?.code ?? cause?.message ?? (error as Error).message;
+  const said = typeof cause?.message === 'string' && cause.message.length <= 120 && !cause.message.includes('://') ? cause.message : undefined;
+  const reason = timedOut ? 'it did not answer in time' : typeof cause?.code === 'string' ? cause.code : said ?? 'the connection failed';
   return new DomainError('upstream', `The ${what} engine at ${new URL(baseUrl).host} could not be reached: ${reason}.`, { code: 'voice_unreachable', retryable: true });
+}
+
+/** The address of an endpoint of a server: its path under the base address, the query kept; credentials refused. */
+function endpoint(what: string, baseUrl: string, path: string): string {
+  const url = new URL(baseUrl);
+  if (url.username || url.password) {
+    throw new DomainError('invalid_config', `The ${what} engine's address holds a user name or password: remove it, and keep the key in the secret store (voice.${what === 'speech' ? 'speak' : 'transcribe'}.apiKey).`, { code: 'voice_address' });
+  }
+  url.pathname = `${url.pathname.replace(/\/+$/, '')}${path}`;
+  return url.href;
+}
+
+/** Most bytes read of a server's answer: a transcript's JSON, or speech's audio. */
+const TEXT_LIMIT = 4 * 1024 * 1024;
+const AUDIO_LIMIT = 256 * 1024 * 1024;
+
+/** A server's answer, read up to a limit (an engine that sends without end is cut off with an error). */
+async function bounded(what: string, response: Response, limit: number): Promise<Buffer> {
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of response.body ?? []) {
+    size += chunk.byteLength;
+    if (size > limit) {
+      await response.body?.cancel().catch(() => undefined);
+      throw new DomainError('upstream', `The ${what} engine answered with more than ${limit / 1024 / 1024} MB.`, { code: 'voice_too_much' });
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks);
 }
 
 /** An error answer of a server, as the caller reads it. */
@@ -73,16 +103,22 @@ export async function transcribe(engine: Engine, call: TranscribeCall): Promise<
   form.set('response_format', 'json');
   if (call.language) form.set('language', call.language);
   const key = await call.apiKey();
+  const url = endpoint('transcription', engine.baseUrl, '/audio/transcriptions');
   let response: Response;
   try {
-    response = await fetch(`${engine.baseUrl}/audio/transcriptions`, {
+    response = await fetch(url, {
       method: 'POST', body: form, headers: key ? { authorization: `Bearer ${key}` } : {}, signal: AbortSignal.timeout(call.timeoutMs),
     });
   } catch (error) {
     throw unreachable('transcription', engine.baseUrl, error);
   }
   if (!response.ok) throw await refused('transcription', response);
-  const body = await response.json().catch(() => undefined) as { text?: unknown } | undefined;
+  let body: { text?: unknown } | undefined;
+  try {
+    body = JSON.parse((await bounded('transcription', response, TEXT_LIMIT)).toString('utf8')) as { text?: unknown };
+  } catch (error) {
+    if (error instanceof DomainError) throw error;
+  }
   if (typeof body?.text !== 'string') throw new DomainError('upstream', 'The transcription engine answered without a text.', { code: 'voice_refused' });
   return body.text.trim();
 }
@@ -111,9 +147,10 @@ export async function speak(engine: Engine, call: SpeakCall): Promise<string> {
     return output;
   }
   const key = await call.apiKey();
+  const url = endpoint('speech', engine.baseUrl, '/audio/speech');
   let response: Response;
   try {
-    response = await fetch(`${engine.baseUrl}/audio/speech`, {
+    response = await fetch(url, {
       method: 'POST',
       headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) },
       body: JSON.stringify({ model: engine.model, input: call.text, voice: call.voice ?? 'alloy', response_format: 'wav' }),
@@ -123,7 +160,7 @@ export async function speak(engine: Engine, call: SpeakCall): Promise<string> {
     throw unreachable('speech', engine.baseUrl, error);
   }
   if (!response.ok) throw await refused('speech', response);
-  const bytes = Buffer.from(await response.arrayBuffer());
+  const bytes = await bounded('speech', response, AUDIO_LIMIT);
   if (bytes.length === 0) throw new DomainError('upstream', 'The speech engine answered with no audio.', { code: 'no_audio' });
   const output = 'engine-output';
   await call.contained.write(output, bytes);

@@ -6,12 +6,13 @@
  * calls at once. Every call is recorded with the model calls (`gateway usage`).
  */
 import { ERROR_KINDS } from '../../shared/error-kinds.ts';
-import { DomainError, rateLimited } from '../kernel/errors.ts';
+import { DomainError } from '../kernel/errors.ts';
 import { defineModule } from '../kernel/module.ts';
 import modelsModule from '../models/module.ts';
 import { decodeForEngine, encodeSpeech, type SpeechFormat } from './audio.ts';
 import { withContained } from './contained.ts';
 import { onPath, speak, speaker, transcribe, transcriber, type Engine } from './engines.ts';
+import { Slots } from './slots.ts';
 
 export type { SpeechFormat } from './audio.ts';
 export { isSpeechFormat, SPEECH_FORMATS } from './audio.ts';
@@ -48,29 +49,6 @@ const view = (engine: Engine): EngineView => {
   if (!onPath('ffmpeg')) return { kind: engine.kind, engine: engine.name, unavailable: 'ffmpeg is not installed (apt-get install ffmpeg)' };
   return { kind: engine.kind, engine: engine.name };
 };
-
-/** Calls at once, with the ones past the bound waiting in order (or refused, when they may not wait). */
-class Slots {
-  private busy = 0;
-  private readonly waiting: (() => void)[] = [];
-
-  async take(bound: number, wait: boolean): Promise<() => void> {
-    if (this.busy >= bound) {
-      if (!wait) throw rateLimited(1000, `${bound} voice calls are running already (voice.concurrency)`);
-      await new Promise<void>((resolve) => this.waiting.push(resolve));
-    } else {
-      this.busy++;
-    }
-    let given = false;
-    return () => {
-      if (given) return;
-      given = true;
-      const next = this.waiting.shift();
-      if (next) next();
-      else this.busy--;
-    };
-  }
-}
 
 export default defineModule<Voice>({
   id: 'voice',
