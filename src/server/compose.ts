@@ -29,4 +29,5 @@ export { default as automations } from './automations/module.ts';
 export { default as toolbox } from './toolbox/module.ts';
 export { default as memory } from './memory/module.ts';
 export { default as voice } from './voice/module.ts';
+export { default as skills } from './skills/module.ts';
 export { default as telemetry } from './telemetry/module.ts';

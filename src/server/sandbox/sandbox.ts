@@ -36,6 +36,8 @@ export interface SandboxLimits {
   workspaceBytes?: number;
   /** Host files and folders bound read-only at the same path (an engine's model files). */
   readOnly?: readonly string[];
+  /** Host folders bound read-only at a place of their own in the sandbox (a skill under /workspace/skills/<name>). */
+  binds?: readonly { source: string; target: string }[];
   /** What the command reads on its standard input (none: an empty one). */
   input?: string | Buffer;
 }
@@ -159,6 +161,7 @@ export function sandboxArgs(workspace: string, limits: SandboxLimits, passwd: { 
     '--bind', workspace, '/workspace',
     // After /tmp and the workspace, so neither hides them.
     ...readOnlyMounts(limits.readOnly ?? []),
+    ...(limits.binds ?? []).flatMap(({ source, target }) => ['--ro-bind', source, target]),
     '--chdir', '/workspace',
     '--unshare-ipc', '--unshare-pid', '--unshare-uts', '--unshare-cgroup-try', ...(limits.network ? [] : ['--unshare-net']),
     '--hostname', 'sandbox', '--die-with-parent', '--new-session',

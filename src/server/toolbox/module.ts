@@ -7,9 +7,12 @@
  * the WebSocket, in the default agent's (or, with no agent, the profile's own
  * `workspace` folder).
  */
+import { constants } from 'node:fs';
+import { mkdir, open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { gatewayVersion } from '../../shared/version.ts';
 import agentsModule from '../agents/module.ts';
+import skillsModule from '../skills/module.ts';
 import { DomainError, rateLimited } from '../kernel/errors.ts';
 import { defineModule, type ToolContext } from '../kernel/module.ts';
 import { systemResolver } from './address-guard.ts';
@@ -28,7 +31,7 @@ const PATH = { type: 'string', minLength: 1, maxLength: 4096 } as const;
 
 export default defineModule<Toolbox>({
   id: 'toolbox',
-  needs: [agentsModule],
+  needs: [agentsModule, skillsModule],
   setup(ctx) {
     const agents = ctx.use(agentsModule);
     const profileDir = ctx.daemon.paths.dir;
@@ -48,6 +51,24 @@ export default defineModule<Toolbox>({
     const owner = process.getuid?.() === 0 ? SANDBOX_USER : undefined;
     /** The workspace a call acts in: the calling agent's, else the default agent's. */
     const workspace = (context: ToolContext) => new Workspace(workspaceOf(context.agent), owner);
+    const skills = ctx.use(skillsModule);
+    /**
+     * A path under skills/ (also ./skills/, /workspace/skills/) of an agent that has skills: the skill's own
+     * folder, read-only, in place of the workspace's. Undefined for any other path.
+     */
+    const inSkills = async (path: string, context: ToolContext): Promise<{ name?: string; rest: string; usable: string[] } | undefined> => {
+      const match = /^(?:\.\/|\/workspace\/)?skills(?:\/+([^/]+))?(?:\/+(.*))?$/.exec(path);
+      if (!match) return undefined;
+      const usable = await skills.usable(context.agent);
+      if (usable.length === 0) return undefined;
+      return { ...(match[1] ? { name: match[1] } : {}), rest: match[2] || '.', usable };
+    };
+    const skillPlace = async (found: { name?: string; usable: string[] }): Promise<Workspace> => {
+      const folder = found.name && found.usable.includes(found.name) ? await skills.folderOf(found.name) : undefined;
+      if (!folder) throw new DomainError('not_found', `No skill ${found.name ?? ''} is available to this agent under skills/; it may use: ${found.usable.join(', ')}.`, { code: 'skill_not_found' });
+      return new Workspace(folder);
+    };
+    const readOnlySkill = () => new DomainError('forbidden', 'Skills are read-only: files under skills/ cannot be written or edited (an agent proposes a skill with skills.write).', { code: 'skill_read_only' });
 
     ctx.tools.add({
       name: 'web.fetch',
@@ -69,20 +90,36 @@ export default defineModule<Toolbox>({
       name: 'files.read',
       description: 'Read a text file of the workspace (up to 1 MB).',
       inputSchema: { type: 'object', additionalProperties: false, required: ['path'], properties: { path: PATH } },
-      handler: (args, context) => workspace(context).read(String(args.path)),
+      handler: async (args, context) => {
+        const skill = await inSkills(String(args.path), context);
+        if (!skill) return workspace(context).read(String(args.path));
+        const read = await (await skillPlace(skill)).read(skill.rest);
+        return { ...read, path: `skills/${skill.name}/${read.path}` };
+      },
     });
     ctx.tools.add({
       name: 'files.list',
       description: 'List a folder of the workspace (default its top), to a depth of 1-5.',
       inputSchema: { type: 'object', additionalProperties: false, properties: { path: PATH, depth: { type: 'integer', minimum: 1, maximum: FILE_LIMITS.maxDepth } } },
-      handler: (args, context) => workspace(context).list(args.path === undefined ? '.' : String(args.path), Number(args.depth ?? 1)),
+      handler: async (args, context) => {
+        const path = args.path === undefined ? '.' : String(args.path);
+        const skill = await inSkills(path, context);
+        if (!skill) return workspace(context).list(path, Number(args.depth ?? 1));
+        if (!skill.name) return { path: 'skills', entries: skill.usable.map((name) => ({ path: `skills/${name}`, type: 'folder' as const, bytes: null })), truncated: false };
+        const listed = await (await skillPlace(skill)).list(skill.rest, Number(args.depth ?? 1));
+        const prefix = (entry: string) => `skills/${skill.name}/${entry}`.replace(/\/\.$/, '');
+        return { ...listed, path: prefix(listed.path), entries: listed.entries.map((entry) => ({ ...entry, path: prefix(entry.path) })) };
+      },
     });
     ctx.tools.add({
       name: 'files.write',
       description: 'Write a whole text file in the workspace (created with its folders, or replaced), up to 1 MB.',
       dangerous: true, external: 'it writes files in the agent\'s workspace',
       inputSchema: { type: 'object', additionalProperties: false, required: ['path', 'content'], properties: { path: PATH, content: { type: 'string', maxLength: FILE_LIMITS.maxBytes } } },
-      handler: (args, context) => workspace(context).write(String(args.path), String(args.content)),
+      handler: async (args, context) => {
+        if (await inSkills(String(args.path), context)) throw readOnlySkill();
+        return workspace(context).write(String(args.path), String(args.content));
+      },
     });
     ctx.tools.add({
       name: 'files.edit',
@@ -92,8 +129,9 @@ export default defineModule<Toolbox>({
         type: 'object', additionalProperties: false, required: ['path', 'oldText', 'newText'],
         properties: { path: PATH, oldText: { type: 'string', minLength: 1, maxLength: FILE_LIMITS.maxBytes }, newText: { type: 'string', maxLength: FILE_LIMITS.maxBytes }, all: { type: 'boolean' } },
       },
-      handler: (args, context) => {
+      handler: async (args, context) => {
         if (typeof args.oldText !== 'string' || typeof args.newText !== 'string') throw new DomainError('invalid', 'oldText and newText are text.');
+        if (await inSkills(String(args.path), context)) throw readOnlySkill();
         return workspace(context).edit(String(args.path), args.oldText, args.newText, args.all === true);
       },
     });
@@ -153,7 +191,22 @@ export default defineModule<Toolbox>({
         try {
           const place = workspace(context);
           const root = await place.realRoot();
+          // The agent's skills, each read-only at /workspace/skills/<name> (the folder they hang in made if it is not there).
+          const binds: { source: string; target: string }[] = [];
+          for (const name of await skills.usable(agentId)) {
+            const folder = await skills.folderOf(name);
+            if (folder) binds.push({ source: folder, target: `/workspace/skills/${name}` });
+          }
+          if (binds.length) {
+            const hanger = join(root, 'skills');
+            // Opened without following a link, and opened up through its descriptor: a command may have put a link in its place.
+            if (await mkdir(hanger, { mode: 0o755 }).then(() => true, () => false)) {
+              const folder = await open(hanger, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW).catch(() => undefined);
+              await folder?.chmod(0o755).finally(() => folder.close());
+            }
+          }
           const result = await runSandboxed(command, root, {
+            binds,
             timeoutMs: timeoutSeconds * 1000, cpuSeconds: settings.cpuSeconds, memoryBytes: settings.memoryMB * MB, processes: settings.processes,
             fileBytes: settings.fileMB * MB, tmpBytes: settings.tmpMB * MB, outputBytes: settings.outputBytes, network: settings.network, workspaceBytes: settings.workspaceMB * MB,
           });

@@ -292,6 +292,7 @@ const agent: SchemaNode = object({
   toolProfile: oneOf(TOOL_PROFILES, undefined, 'a shorthand added to tools: minimal (memory), messaging (memory, messages, reminders), coding (memory, files, web.fetch, exec) or full (every tool); gateway.tools.allow and deny still apply'),
   workspace: text('folder the agent\'s files.* and exec work in (default: workspaces/<agent> in the profile\'s folder)', { maxLength: 4096 }),
   exec: object({ approval: oneOf(EXEC_APPROVALS, undefined, 'this agent\'s exec approval, over tools.exec.approval') }),
+  skills: list({ type: 'string', pattern: '^(\\*|[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?)$' }, 'skills the agent may use (gateway skills list): names, or * for every installed skill; the model sees each one\'s name and description, loads its instructions with skills.load, reads its files under skills/<name>/ and runs its scripts only through exec'),
   memory: object({
     scope: oneOf(MEMORY_SCOPES, 'person', 'whose conversations and notes memory.search, memory.get and memory.note read and keep: each person\'s own (person), or one memory all the agent\'s people share (agent)'),
   }),

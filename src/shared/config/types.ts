@@ -29,6 +29,7 @@ export interface AgentSettings {
   toolProfile?: ToolProfile;
   workspace?: string;
   exec: { approval?: ExecApproval };
+  skills?: string[];
   memory: { scope: MemoryScope };
 }
 

@@ -63,6 +63,21 @@ export const METHODS = {
   },
   'jobs.get': { scope: 'operator.read', params: object({ id }, ['id'] as const) },
   'jobs.retry': { scope: 'operator.write', params: object({ id }, ['id'] as const) },
+  'skills.upload': {
+    scope: 'operator.admin',
+    params: object({
+      upload: { type: 'string', pattern: '^up_[A-Za-z0-9_-]{8,40}$' },
+      files: {
+        type: 'array', maxItems: 500,
+        items: object({ path: { type: 'string', minLength: 1, maxLength: 1024 }, data: { type: 'string', maxLength: 1_000_000 }, executable: { type: 'boolean' } }, ['path', 'data'] as const),
+      },
+    }, ['files'] as const),
+  },
+  'skills.install': { scope: 'operator.admin', params: object({ upload: { type: 'string', pattern: '^up_[A-Za-z0-9_-]{8,40}$' }, source: { type: 'string', maxLength: 2048 }, replace: { type: 'boolean' } }, ['upload'] as const) },
+  'skills.list': { scope: 'operator.read', params: none },
+  'skills.show': { scope: 'operator.read', params: object({ name: { type: 'string', minLength: 1, maxLength: 64 }, draft: { type: 'boolean' } }, ['name'] as const) },
+  'skills.remove': { scope: 'operator.admin', params: object({ name: { type: 'string', minLength: 1, maxLength: 64 }, draft: { type: 'boolean' } }, ['name'] as const) },
+  'skills.approve': { scope: 'operator.admin', params: object({ name: { type: 'string', minLength: 1, maxLength: 64 } }, ['name'] as const) },
   'approvals.list': { scope: 'operator.read', params: none },
   'approvals.decide': { scope: 'operator.admin', params: object({ id, approve: { type: 'boolean' } }, ['id', 'approve'] as const) },
   'automations.list': { scope: 'operator.read', params: object({ limit: { type: 'integer', minimum: 1, maximum: 500 }, cursor: { type: 'string', minLength: 1, maxLength: 64 } }) },

@@ -160,6 +160,20 @@ export interface MetricsSummary {
 }
 
 /** A command exec waits to run until an operator decides. */
+/** A skill installed, or written by an agent and waiting for an operator. */
+export interface SkillView {
+  name: string;
+  description: string;
+  status: 'installed' | 'draft';
+  files: number;
+  bytes: number;
+  /** Where it came from: a folder, an archive, a git address, or the agent that wrote it. */
+  source: string;
+  installedAt: string | null;
+  /** The operator who approved it, or the agent that wrote it. */
+  by?: string;
+}
+
 export interface ExecApprovalView {
   id: string;
   command: string;
@@ -429,6 +443,12 @@ export interface MethodResults {
   'jobs.get': Job;
   'jobs.retry': Job;
   /** A page of automations by id; nextCursor continues after the last one, null at the end. Long prompts are cut (automations.get has them whole). */
+  'skills.upload': { upload: string; files: number; bytes: number };
+  'skills.install': SkillView;
+  'skills.list': { skills: SkillView[]; drafts: SkillView[] };
+  'skills.show': SkillView & { instructions: string; license?: string; compatibility?: string; allowedTools?: string; entries: { path: string; size: number; executable: boolean }[]; agents: string[] };
+  'skills.remove': { name: string; removed: boolean };
+  'skills.approve': SkillView;
   'approvals.list': { approvals: ExecApprovalView[] };
   'approvals.decide': ExecApprovalView;
   'automations.list': { automations: AutomationView[]; nextCursor: string | null };
