@@ -22,6 +22,8 @@ export interface ModelCallObserved {
   outcome: 'ok' | 'error' | 'aborted' | 'timeout';
   seconds: number; firstTokenSeconds?: number; inputTokens?: number; outputTokens?: number;
 }
+/** What a model call cost, once priced (after the call itself was observed). */
+export interface ModelCostObserved { provider: string; model: string; agent: string; currency: string; cost: number }
 /** An agent run starting and ending: what traces of it (telemetry.otlp) are made from. No session key, no text. */
 export type AgentRunObserved =
   | { phase: 'start'; runId: string; agent: string; surface: string; at: number }
@@ -36,6 +38,7 @@ export interface WebhookDeliveryObserved { event: string; outcome: 'accepted' | 
 export const observed = {
   http: diagnostics.channel('gateway.http.request'),
   modelCall: diagnostics.channel('gateway.model.call'),
+  modelCost: diagnostics.channel('gateway.model.cost'),
   channelMessage: diagnostics.channel('gateway.channel.message'),
   webhookDelivery: diagnostics.channel('gateway.webhook.delivery'),
   agentRun: diagnostics.channel('gateway.agent.run'),

@@ -18,7 +18,7 @@ import type { IncomingMessage } from 'node:http';
 import { isLoopbackAddress } from '../../shared/config/exposure.ts';
 import { DomainError } from '../kernel/errors.ts';
 import { defineModule } from '../kernel/module.ts';
-import { observed, type ChannelMessageObserved, type HttpObserved, type ModelCallObserved, type WebhookDeliveryObserved } from '../kernel/observe.ts';
+import { observed, type ChannelMessageObserved, type HttpObserved, type ModelCallObserved, type ModelCostObserved, type WebhookDeliveryObserved } from '../kernel/observe.ts';
 import channelsModule from '../channels/module.ts';
 import jobsModule from '../jobs/module.ts';
 import { type StatementObserved, statementsObserved } from '../store/database.ts';
@@ -91,6 +91,12 @@ export default defineModule({
         if (call.inputTokens !== undefined) tokens.observe({ ...base, gen_ai_token_type: 'input' }, call.inputTokens);
         if (call.outputTokens !== undefined) tokens.observe({ ...base, gen_ai_token_type: 'output' }, call.outputTokens);
       };
+      const costs = new Tally();
+      registry.registerMetric(costs.counter('gateway_model_cost_total', 'What model calls cost, in models.currency (calls of a model with no known price count nothing), by provider, model, agent and currency', 'sum') as never);
+      const onModelCost = (message: unknown) => {
+        const { provider, model, agent, currency, cost } = message as ModelCostObserved;
+        costs.add(`${provider} ${model} ${agent} ${currency}`, () => ({ gen_ai_provider_name: provider, gen_ai_request_model: model, gateway_agent: agent, currency }), cost);
+      };
       const deliveries = new Tally();
       registry.registerMetric(deliveries.counter('gateway_webhook_deliveries_total', 'GitHub webhook deliveries answered, by event (once the signature held) and outcome: accepted, duplicate, refused') as never);
       const onDelivery = (message: unknown) => {
@@ -116,6 +122,7 @@ export default defineModule({
         const verb = on ? 'subscribe' : 'unsubscribe';
         observed.http[verb](onHttp);
         observed.modelCall[verb](onModelCall);
+        observed.modelCost[verb](onModelCost);
         observed.channelMessage[verb](onMessage);
         observed.webhookDelivery[verb](onDelivery);
         statementsObserved[verb](onStatement);

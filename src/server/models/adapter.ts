@@ -147,7 +147,10 @@ export async function* streamStep(connection: ModelConnection, request: StepRequ
           yield { type: 'tool-call', call: { id: part.toolCallId, name: back.get(part.toolName) ?? part.toolName, args: parseArgs(part.input) } };
           break;
         case 'finish':
-          yield { type: 'finish', finishReason: part.finishReason.unified, usage: { inputTokens: part.usage.inputTokens.total, outputTokens: part.usage.outputTokens.total } };
+          yield {
+            type: 'finish', finishReason: part.finishReason.unified,
+            usage: { inputTokens: part.usage.inputTokens.total, outputTokens: part.usage.outputTokens.total, ...(part.usage.inputTokens.cacheRead ? { cachedInputTokens: part.usage.inputTokens.cacheRead } : {}) },
+          };
           break;
         case 'error':
           throw part.error;

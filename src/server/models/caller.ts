@@ -12,7 +12,9 @@ import type { ChatMessage, StepEvent, StepRequest, Usage } from './adapter.ts';
 import { resolveModel, type ModelTarget } from './catalog.ts';
 import { upstreamFetch, type FetchWatch } from '../kernel/upstream-fetch.ts';
 import type { UsageLog } from './usage-log.ts';
-import { observe, observed, type ModelCallObserved } from '../kernel/observe.ts';
+import type { Budgets } from './budgets.ts';
+import { costOf, priceOf } from './prices.ts';
+import { observe, observed, type ModelCallObserved, type ModelCostObserved } from '../kernel/observe.ts';
 
 /** Who a call is for, for the usage log. */
 export interface CallMeta {
@@ -24,6 +26,8 @@ export interface CallMeta {
   surface: string;
   /** The agent run the call is a step of. */
   runId?: string;
+  /** The person the conversation is with (kernel/person.ts): usage and spend are shown per person. */
+  person?: string;
 }
 
 export type CallEvent = StepEvent | { type: 'model'; ref: string; providerId: string };
@@ -63,6 +67,8 @@ export interface ModelCallerDeps {
   apiKey: (providerId: string) => Promise<string | undefined>;
   usage: UsageLog;
   logger: Logger;
+  /** Caps on spending, checked before a call and told of what it cost after. */
+  budgets?: Budgets;
 }
 
 export class ModelCaller {
@@ -79,6 +85,8 @@ export class ModelCaller {
    */
   async *step(refs: readonly string[], request: StepRequest, meta: CallMeta): AsyncGenerator<CallEvent> {
     if (refs.length === 0) throw new DomainError('invalid_config', 'No model to call: give the agent a model (agents.<id>.model).');
+    // A cap spent refuses the call before anything is sent.
+    await this.deps.budgets?.admit(meta);
     const adapter = await loadAdapter();
     let lastError: DomainError | undefined;
     for (const [index, reference] of refs.entries()) {
@@ -171,11 +179,25 @@ export class ModelCaller {
   }
 
   private record(target: ModelTarget, meta: CallMeta, call: { started: number; firstTokenAt?: number; usage: Usage; outcome: 'ok' | 'error' | 'aborted' | 'timeout'; status?: number; error?: string }): void {
-    this.deps.usage.record({
+    const latencyMs = Date.now() - call.started;
+    const config = this.deps.config();
+    // Priced on its way to the log (the table loads on the first call that needs it): the caller is not kept waiting.
+    const recorded = priceOf(config, target.providerId, target.model).then((price) => ({
       at: call.started, provider: target.providerId, model: target.model, agent: meta.agent, sessionKey: meta.sessionKey, subject: meta.subject,
-      surface: meta.surface, inputTokens: call.usage.inputTokens, outputTokens: call.usage.outputTokens, latencyMs: Date.now() - call.started,
+      surface: meta.surface, inputTokens: call.usage.inputTokens, outputTokens: call.usage.outputTokens, cachedInputTokens: call.usage.cachedInputTokens, latencyMs,
       firstTokenMs: call.firstTokenAt === undefined ? undefined : call.firstTokenAt - call.started, outcome: call.outcome, status: call.status, error: call.error,
-    }, (error) => this.deps.logger.error({ err: error }, 'could not record a model call'));
+      costMicros: costOf(price, call.usage), currency: price?.currency, ...whoOf(meta),
+    }));
+    this.deps.usage.record(recorded, (error) => this.deps.logger.error({ err: error }, 'could not record a model call'));
+    void recorded.then((entry) => {
+      if (entry.costMicros) {
+        observe(observed.modelCost, (): ModelCostObserved => ({ provider: target.providerId, model: target.model, agent: meta.agent ?? 'none', currency: entry.currency!, cost: entry.costMicros! / 1_000_000 }));
+      }
+    }, () => undefined);
+    if (this.deps.budgets) {
+      void recorded.then((entry) => (entry.costMicros ? this.deps.budgets!.spent(meta) : undefined))
+        .catch((error: unknown) => this.deps.logger.warn({ err: error }, 'could not check a budget after a model call'));
+    }
     observe(observed.modelCall, (): ModelCallObserved => ({
       provider: target.providerId, model: target.model, agent: meta.agent ?? 'none', surface: meta.surface, outcome: call.outcome, ...(meta.runId ? { runId: meta.runId } : {}),
       seconds: (Date.now() - call.started) / 1000,
@@ -184,6 +206,14 @@ export class ModelCaller {
       ...(call.usage.outputTokens === undefined ? {} : { outputTokens: call.usage.outputTokens }),
     }));
   }
+}
+
+/** The automation, channel and person a call was for, as the log keeps them. */
+function whoOf(meta: CallMeta): { automation?: string; channel?: string; person?: string } {
+  const automation = meta.subject?.startsWith('automation:') ? meta.subject.slice('automation:'.length) : undefined;
+  const person = meta.person ?? (automation ? meta.subject : undefined);
+  const channel = person?.startsWith('peer:') ? person.split(':')[1] : meta.surface === 'channel' && meta.sessionKey ? meta.sessionKey.split(':')[0] : undefined;
+  return { ...(automation ? { automation } : {}), ...(channel ? { channel } : {}), ...(person ? { person } : {}) };
 }
 
 /** What a failed model call answers: a provider's refusal of the request as such is the caller's (400), the rest the provider's (502). */

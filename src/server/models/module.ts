@@ -10,6 +10,8 @@ import jobsModule from '../jobs/module.ts';
 import { ModelCaller, type CallMeta } from './caller.ts';
 import { offeredModels, resolveModel, type ModelTarget } from './catalog.ts';
 import { USAGE_MIGRATIONS, UsageLog } from './usage-log.ts';
+import { BUDGET_MIGRATIONS, Budgets, noticeText } from './budgets.ts';
+import { MICROS } from './prices.ts';
 
 export type { CallEvent, CallMeta, ModelCaller } from './caller.ts';
 export type { ChatMessage, StepRequest, ToolCallRecord, ToolChoice, ToolSpec, Usage, UserPart } from './adapter.ts';
@@ -28,7 +30,7 @@ export interface Models {
 export default defineModule<Models>({
   id: 'models',
   needs: [jobsModule],
-  migrations: USAGE_MIGRATIONS,
+  migrations: [...USAGE_MIGRATIONS, ...BUDGET_MIGRATIONS],
   setup(ctx) {
     const usage = new UsageLog(ctx.store);
     ctx.use(jobsModule).retention('modelCalls', (retentionMs) => usage.prune(retentionMs));
@@ -45,7 +47,17 @@ export default defineModule<Models>({
     };
     ctx.watch.secrets(['models.providers.*'], (name) => void keys.delete(name.split('.')[2]!));
     const unrecorded = (error: unknown) => ctx.log.error({ err: error }, 'could not record a model call');
-    const caller = new ModelCaller({ config: ctx.config, apiKey, usage, logger: ctx.log });
+    const budgets = new Budgets({
+      config: ctx.config, usage, store: ctx.store,
+      notify: (notice) => {
+        const text = noticeText(notice);
+        ctx.log.warn({ budget: notice.setting, period: notice.period, level: notice.level }, text);
+        ctx.events.emit('budget.notice', { ...notice, spent: notice.spent / MICROS, cap: notice.cap / MICROS, text }, 'operator.read');
+        void ctx.store.audit(notice.level === 'reached' ? 'budget.reached' : 'budget.warning', { actor: 'gateway', subject: notice.setting, detail: { period: notice.period, spent: notice.spent / MICROS, cap: notice.cap / MICROS, currency: notice.currency } });
+      },
+    });
+    ctx.use(jobsModule).retention('budgetNotices', () => budgets.prune(Date.now() - 62 * 86_400_000));
+    const caller = new ModelCaller({ config: ctx.config, apiKey, usage, logger: ctx.log, budgets });
 
     const resolve = (reference: string) => resolveModel(ctx.config(), reference);
     const embed: Models['embed'] = async (reference, values, meta, signal) => {
@@ -83,7 +95,7 @@ export default defineModule<Models>({
         return { providers, models, aliases: config.models.aliases };
       },
     });
-    ctx.rpc.method({ name: 'usage.summary', handler: ({ since }) => usage.summary(since ?? 0) });
+    ctx.rpc.method({ name: 'usage.summary', handler: ({ since }) => usage.summary(since ?? 0, ctx.config().models.currency ?? 'USD') });
 
     return { caller, resolve, embed, usage };
   },

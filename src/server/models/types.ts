@@ -31,6 +31,8 @@ export interface Usage {
   /** Tokens read and written as the provider counted them; undefined when it did not say (never guessed as 0). */
   inputTokens?: number;
   outputTokens?: number;
+  /** Of the input tokens, those the provider read from its cache (priced lower by most). */
+  cachedInputTokens?: number;
 }
 
 export interface StepRequest {

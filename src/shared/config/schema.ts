@@ -74,6 +74,12 @@ const cidr: SchemaNode = {
 };
 const urlPath: SchemaNode = { type: 'string', pattern: '^/[A-Za-z0-9._~!$&\'()*+,;=:@/%-]*$' };
 const endpoint = (description: string): SchemaNode => object({ enabled: bool(false, description) });
+/** A cap on spending, in models.currency: a day's and a month's (UTC), either or both. */
+const budget = (whose: string): SchemaNode => object({
+  daily: { type: 'number', minimum: 0, maximum: 1_000_000_000, description: `most ${whose} may spend in a day (UTC), in models.currency` },
+  monthly: { type: 'number', minimum: 0, maximum: 1_000_000_000, description: `most ${whose} may spend in a calendar month (UTC), in models.currency` },
+}, `a cap on what ${whose} spends on model calls: at it, runs are refused before the model is called; a warning at 80 %`);
+
 /** An object of named entries (a channel's further accounts, providers, agents), each name an id. */
 const ids = (item: SchemaNode, description: string): SchemaNode => ({ type: 'object', description, propertyNames: { pattern: ID }, additionalProperties: item });
 
@@ -262,6 +268,15 @@ const provider: SchemaNode = object({
   models: list({ type: 'string', minLength: 1, maxLength: 200 }, 'models of this provider offered on GET /v1/models and to model overrides'),
   embeddingModels: list({ type: 'string', minLength: 1, maxLength: 200 }, 'embedding models of this provider offered on POST /v1/embeddings'),
   imageModels: list({ type: 'string', minLength: 1, maxLength: 200 }, 'models of this provider that take images: pictures sent on a channel reach them as images, not only by name ("*": every model)'),
+  prices: {
+    type: 'object', description: 'prices of this provider\'s models per million tokens, in models.currency, over the bundled table of well-known models\' prices (gateway models prices)',
+    propertyNames: { minLength: 1, maxLength: 200 },
+    additionalProperties: object({
+      input: { type: 'number', minimum: 0, maximum: 1_000_000, description: 'price of a million input tokens' },
+      output: { type: 'number', minimum: 0, maximum: 1_000_000, description: 'price of a million output tokens' },
+      cachedInput: { type: 'number', minimum: 0, maximum: 1_000_000, description: 'price of a million input tokens read from the provider\'s cache (default: the input price)' },
+    }),
+  },
   timeouts: object({
     totalMs: int(300_000, 1000, 3_600_000, 'longest a model call may take'),
     firstTokenMs: int(60_000, 100, 3_600_000, 'longest wait for the first token'),
@@ -292,6 +307,7 @@ const agent: SchemaNode = object({
   toolProfile: oneOf(TOOL_PROFILES, undefined, 'a shorthand added to tools: minimal (memory), messaging (memory, messages, reminders), coding (memory, files, web.fetch, exec) or full (every tool); gateway.tools.allow and deny still apply'),
   workspace: text('folder the agent\'s files.* and exec work in (default: workspaces/<agent> in the profile\'s folder)', { maxLength: 4096 }),
   exec: object({ approval: oneOf(EXEC_APPROVALS, undefined, 'this agent\'s exec approval, over tools.exec.approval') }),
+  budget: budget('the agent'),
   skills: list({ type: 'string', pattern: '^(\\*|[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?)$' }, 'skills the agent may use (gateway skills list): names, or * for every installed skill; the model sees each one\'s name and description, loads its instructions with skills.load, reads its files under skills/<name>/ and runs its scripts only through exec'),
   memory: object({
     scope: oneOf(MEMORY_SCOPES, 'person', 'whose conversations and notes memory.search, memory.get and memory.note read and keep: each person\'s own (person), or one memory all the agent\'s people share (agent)'),
@@ -314,6 +330,7 @@ const automation: SchemaNode = {
   ...object({
     description: { type: 'string', maxLength: 500, description: 'what it is for' },
     enabled: bool(true, 'fire when the trigger says so'),
+    budget: budget('the automation'),
     trigger: object({
       cron: text('cron expression: 5 fields (minute hour day month weekday) or 6 with seconds first, such as "0 9 * * 1-5"', { maxLength: 200 }),
       tz: text('IANA time zone the cron expression is read in, such as Europe/Berlin (default UTC)', { maxLength: 64 }),
@@ -459,6 +476,7 @@ export const configSchema: SchemaNode = object({
   models: object({
     providers: ids(provider, 'model providers by id (API keys are the secrets models.providers.<id>.apiKey)'),
     aliases: { type: 'object', description: 'short names for models', propertyNames: { pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$' }, additionalProperties: modelRef },
+    currency: text('currency of models.providers.<id>.prices and of budgets, as ISO 4217 (the bundled table of well-known models\' prices is in USD, and is used only when this is USD)', { pattern: '^[A-Z]{3}$', default: 'USD' }),
   }),
   agents: ids(agent, 'agents by id'),
   tools: object({

@@ -10,6 +10,20 @@ export interface ProviderSettings {
   timeouts: { totalMs: number; firstTokenMs: number; stallMs: number };
   retries: { max: number; baseDelayMs: number; maxDelayMs: number };
   fallbackOn: number[];
+  prices?: Record<string, ModelPrice>;
+}
+
+/** A model's price per million tokens, in models.currency. */
+export interface ModelPrice {
+  input: number;
+  output: number;
+  cachedInput?: number;
+}
+
+/** A cap on spending, in models.currency. */
+export interface Budget {
+  daily?: number;
+  monthly?: number;
 }
 
 export interface AgentSettings {
@@ -30,6 +44,7 @@ export interface AgentSettings {
   workspace?: string;
   exec: { approval?: ExecApproval };
   skills?: string[];
+  budget?: Budget;
   memory: { scope: MemoryScope };
 }
 
@@ -59,6 +74,7 @@ export interface AutomationAction {
 export interface AutomationSettings {
   description?: string;
   enabled: boolean;
+  budget?: Budget;
   trigger: AutomationTrigger;
   action: AutomationAction;
   catchUp: 'skip' | 'last' | 'all';
@@ -119,7 +135,7 @@ export interface GatewayConfig {
   store: { url?: string; synchronous: 'normal' | 'full'; retentionDays: number; connections: number };
   jobs: { concurrency: number; leaseSeconds: number };
   api: { jwt: { issuer?: string; audience?: string; jwksUrl?: string }; tokens: { defaultExpiryDays: number } };
-  models: { providers: Record<string, ProviderSettings>; aliases: Record<string, string> };
+  models: { providers: Record<string, ProviderSettings>; aliases: Record<string, string>; currency: string };
   agents: Record<string, AgentSettings>;
   tools: {
     web: { allowPrivate: string[]; maxBytes: number; timeoutMs: number; maxRedirects: number };

@@ -385,6 +385,10 @@ export interface UsageGroup {
   /** Calls whose provider did not say how many tokens they used. */
   uncounted: number;
   latencyMsAvg: number;
+  /** What the calls cost, in the summary's currency (calls whose price is unknown count nothing: see unpriced). */
+  cost: number;
+  /** Calls with usage whose model has no known price. */
+  unpriced: number;
 }
 
 export interface UsageSummary {
@@ -394,6 +398,11 @@ export interface UsageSummary {
   byModel: UsageGroup[];
   bySubject: UsageGroup[];
   bySurface: UsageGroup[];
+  byAutomation: UsageGroup[];
+  byChannel: UsageGroup[];
+  byPerson: UsageGroup[];
+  /** The currency of every cost (models.currency). */
+  currency: string;
 }
 
 export interface AgentInfo {
