@@ -17,6 +17,7 @@ describe('spend: each model call priced, gateway usage and /metrics in money, an
     await home.set('models', { currency: 'EUR', providers: { script: { kind: 'openai-compatible', baseUrl: upstream.url, models: ['m'], retries: { max: 0 }, prices: { m: { input: 2, output: 10 } } } } });
     await home.set('agents', { spender: { model: 'script/m', budget: { daily: 1 } }, free: { model: 'script/m' } });
     await home.set('metrics.enabled', true);
+    await home.set('gateway.http.endpoints', { chatCompletions: { enabled: true } });
     expect((await home.run(['start'])).code).to.equal(0);
   });
   after(async () => {
@@ -55,5 +56,32 @@ describe('spend: each model call priced, gateway usage and /metrics in money, an
     const audit = (await home.run(['audit', '--json'])).stdout;
     expect(audit.match(/budget\.warning/g)).to.have.length(1);
     expect(audit.match(/budget\.reached/g)).to.have.length(1);
+  });
+
+  it('a product token\'s budget holds for it and the tokens made with it: minting tokens buys nothing more to spend', async () => {
+    const usage = { prompt_tokens: 100_000, completion_tokens: 20_000 };
+    const made = await home.run(['tokens', 'create', '--name', 'app', '--scope', 'inference', '--scope', 'tokens:write', '--budget-daily', '0.5', '--json']);
+    expect(made.code, made.stderr).to.equal(0);
+    expect(made.json.budget).to.deep.equal({ daily: 0.5 });
+    expect(made.stdout).to.include('"budget"');
+    const parent = made.json.token as string;
+    const child = await (await fetch(`${base}/tokens`, { method: 'POST', headers: { authorization: `Bearer ${parent}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'child', scopes: ['inference'] }) })).json() as any;
+    expect(child.token).to.match(/^gwt_/);
+    const ask = (token: string) => fetch(`${base}/v1/chat/completions`, {
+      method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'gateway/free', messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    upstream.enqueue(openaiText('one', usage), openaiText('two', usage));
+    expect((await ask(child.token)).status).to.equal(200);
+    expect((await ask(parent)).status).to.equal(200);
+    const before = upstream.requests.length;
+    const refused = await ask(child.token);
+    expect(refused.status).to.equal(429);
+    const body = await refused.json() as any;
+    expect(body.error.message).to.match(new RegExp(`^Token ${made.json.id} has spent its daily budget \\(0\\.80 EUR of 0\\.50 EUR\\)`));
+    expect(body.error.code).to.equal('budget_exceeded');
+    expect(Number(refused.headers.get('retry-after'))).to.be.greaterThan(0);
+    expect(upstream.requests.length).to.equal(before);
+    const listed = await home.json(['tokens', 'list']);
+    expect(listed.tokens.find((token: any) => token.id === made.json.id).budget).to.deep.equal({ daily: 0.5 });
   });
 });

@@ -32,6 +32,7 @@ type Period = 'daily' | 'monthly';
 interface CallMeta {
   agent?: string;
   subject?: string;
+  surface?: string;
 }
 
 /** When a period began and ends, in UTC. */
@@ -46,7 +47,7 @@ export function periodOf(period: Period, now: number): { start: number; end: num
 
 /** A cap that applies to a call: whose it is, and the setting that holds it. */
 interface Cap {
-  who: { agent: string } | { automation: string };
+  who: { agent: string } | { automation: string } | { subjects: string[] };
   label: string;
   setting: string;
   budget: Budget;
@@ -70,15 +71,22 @@ export class Budgets {
   private readonly store: Store;
   private readonly notify: (notice: BudgetNotice) => void;
 
-  constructor(deps: { config: () => GatewayConfig; usage: UsageLog; store: Store; notify: (notice: BudgetNotice) => void }) {
+  private readonly credentialCaps: (subject: string) => Promise<{ token: string; budget: Budget; credentials: string[] }[]>;
+
+  constructor(deps: {
+    config: () => GatewayConfig; usage: UsageLog; store: Store; notify: (notice: BudgetNotice) => void;
+    /** The caps on a credential's spending (a product token's own and its makers'), each over the credentials that count toward it. */
+    credentialCaps?: (subject: string) => Promise<{ token: string; budget: Budget; credentials: string[] }[]>;
+  }) {
+    this.credentialCaps = deps.credentialCaps ?? (async () => []);
     this.config = deps.config;
     this.usage = deps.usage;
     this.store = deps.store;
     this.notify = deps.notify;
   }
 
-  /** The caps a call falls under: its agent's and its automation's. */
-  private capsOf(meta: CallMeta): Cap[] {
+  /** The caps a call falls under: its agent's, its automation's, and its credential's. */
+  private async capsOf(meta: CallMeta): Promise<Cap[]> {
     const config = this.config();
     const caps: Cap[] = [];
     const agent = meta.agent ? config.agents[meta.agent] : undefined;
@@ -90,12 +98,17 @@ export class Budgets {
     if (automationId && automation?.budget && (automation.budget.daily !== undefined || automation.budget.monthly !== undefined)) {
       caps.push({ who: { automation: automationId }, label: `Automation ${automationId}`, setting: `automations.${automationId}.budget`, budget: automation.budget });
     }
+    if (meta.subject?.startsWith('token:')) {
+      for (const cap of await this.credentialCaps(meta.subject)) {
+        caps.push({ who: { subjects: cap.credentials }, label: `Token ${cap.token}`, setting: `the budget of token ${cap.token}`, budget: cap.budget });
+      }
+    }
     return caps;
   }
 
   /** Refuses a call (429 until the period ends) when its agent or automation has spent a cap. */
   async admit(meta: CallMeta, now = Date.now()): Promise<void> {
-    const caps = this.capsOf(meta);
+    const caps = await this.capsOf(meta);
     if (caps.length === 0) return;
     const currency = this.config().models.currency ?? 'USD';
     for (const cap of caps) {
@@ -117,7 +130,7 @@ export class Budgets {
 
   /** After a call was priced: a cap crossed past 80 % is told once. */
   async spent(meta: CallMeta, now = Date.now()): Promise<void> {
-    const caps = this.capsOf(meta);
+    const caps = await this.capsOf(meta);
     if (caps.length === 0) return;
     const currency = this.config().models.currency ?? 'USD';
     for (const cap of caps) {

@@ -7,6 +7,7 @@ import type { ModelInfo } from '../../shared/protocol/results.ts';
 import { DomainError } from '../kernel/errors.ts';
 import { defineModule } from '../kernel/module.ts';
 import jobsModule from '../jobs/module.ts';
+import tokensModule from '../tokens/module.ts';
 import { ModelCaller, type CallMeta } from './caller.ts';
 import { offeredModels, resolveModel, type ModelTarget } from './catalog.ts';
 import { USAGE_MIGRATIONS, UsageLog } from './usage-log.ts';
@@ -29,7 +30,7 @@ export interface Models {
 
 export default defineModule<Models>({
   id: 'models',
-  needs: [jobsModule],
+  needs: [jobsModule, tokensModule],
   migrations: [...USAGE_MIGRATIONS, ...BUDGET_MIGRATIONS],
   setup(ctx) {
     const usage = new UsageLog(ctx.store);
@@ -48,7 +49,7 @@ export default defineModule<Models>({
     ctx.watch.secrets(['models.providers.*'], (name) => void keys.delete(name.split('.')[2]!));
     const unrecorded = (error: unknown) => ctx.log.error({ err: error }, 'could not record a model call');
     const budgets = new Budgets({
-      config: ctx.config, usage, store: ctx.store,
+      config: ctx.config, usage, store: ctx.store, credentialCaps: (subject) => ctx.use(tokensModule).capsOf(subject),
       notify: (notice) => {
         const text = noticeText(notice);
         ctx.log.warn({ budget: notice.setting, period: notice.period, level: notice.level }, text);

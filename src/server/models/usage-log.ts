@@ -108,8 +108,14 @@ export class UsageLog {
   }
 
   /** What an agent, an automation or a credential spent since a time, in millionths of the currency (for budgets). */
-  async costSince(who: { agent?: string; automation?: string; subject?: string }, since: number, currency: string): Promise<number> {
+  async costSince(who: { agent?: string; automation?: string; subject?: string; subjects?: string[] }, since: number, currency: string): Promise<number> {
     await this.settled();
+    if (who.subjects) {
+      if (who.subjects.length === 0) return 0;
+      const row = await this.store.get<Row>(`SELECT COALESCE(SUM(cost_micros), 0) AS cost FROM model_calls WHERE subject IN (${who.subjects.map(() => '?').join(', ')}) AND at >= ? AND currency = ?`,
+        ...who.subjects, since, currency);
+      return Number(row?.cost ?? 0);
+    }
     const [column, value] = who.agent !== undefined ? ['agent', who.agent] : who.automation !== undefined ? ['automation', who.automation] : ['subject', who.subject];
     const row = await this.store.get<Row>(`SELECT COALESCE(SUM(cost_micros), 0) AS cost FROM model_calls WHERE ${column} = ? AND at >= ? AND currency = ?`, value ?? null, since, currency);
     return Number(row?.cost ?? 0);

@@ -28,7 +28,7 @@ function listLimit(query: Record<string, string | string[] | undefined>): number
 export const GATEWAY_OWNER = 'gateway';
 
 const created = (token: CreatedToken): TokenCreated => ({
-  id: token.id, name: token.name, scopes: token.scopes, createdAt: token.createdAt, expiresAt: token.expiresAt, token: token.token,
+  id: token.id, name: token.name, scopes: token.scopes, createdAt: token.createdAt, expiresAt: token.expiresAt, ...(token.budget ? { budget: token.budget } : {}), token: token.token,
 });
 
 /** How a product token's principal names it (credentialId), and the token's id back from a principal. */
@@ -38,7 +38,13 @@ const tokenIdOf = (principal: Principal): string | undefined =>
 
 const REFUSED = { expired: 'The token has expired.', revoked: 'The token was revoked.' } as const;
 
-export default defineModule({
+/** What other modules get: the caps on a credential's spending (a product token's own budget and its makers'). */
+export interface Tokens {
+  /** For a credential (token:<id>), each cap: the token that holds it, its budget, and the credentials whose spending counts toward it. */
+  capsOf(credential: string): Promise<{ token: string; budget: { daily?: number; monthly?: number }; credentials: string[] }[]>;
+}
+
+export default defineModule<Tokens>({
   id: 'tokens',
   needs: [jobsModule],
   migrations: TOKEN_MIGRATIONS,
@@ -193,5 +199,12 @@ export default defineModule({
         return revokedView(revoked);
       },
     });
+    return {
+      async capsOf(credential) {
+        if (!credential.startsWith('token:')) return [];
+        const caps = await tokens.capsOf(credential.slice('token:'.length));
+        return caps.map((cap) => ({ token: cap.id, budget: cap.budget, credentials: cap.family.map(credentialOf) }));
+      },
+    };
   },
 });

@@ -9,6 +9,8 @@ export interface TokenRequest {
   expiresAt: number;
   /** Whether the caller named expiresAt (else it is the default). */
   expiryAsked: boolean;
+  /** A cap on its spending, in models.currency. */
+  budget?: { daily?: number; monthly?: number };
 }
 
 const DAY_MS = 86_400_000;
@@ -24,7 +26,7 @@ export async function parseTokenRequest(body: unknown, options: { defaultExpiryD
   await loadSchemaCompiler();
   const problems = apiSchemaProblems('TokenCreateRequest', body, describe);
   if (problems.length > 0) throw invalid(problems.join(' '));
-  const { name, scopes, expiresAt } = body as { name: string; scopes: string[]; expiresAt?: string };
+  const { name, scopes, expiresAt, budget } = body as { name: string; scopes: string[]; expiresAt?: string; budget?: { daily?: number; monthly?: number } };
   const beyond = scopes.filter((scope) => !options.grantable(scope));
   if (beyond.length > 0) throw invalid(`A token cannot grant scopes its creator does not hold: ${beyond.join(', ')}.`);
   let expires = options.now + options.defaultExpiryDays * DAY_MS;
@@ -32,7 +34,8 @@ export async function parseTokenRequest(body: unknown, options: { defaultExpiryD
     expires = Date.parse(expiresAt);
     if (expires <= options.now) throw invalid('expiresAt is in the past.');
   }
-  return { name: name.trim(), scopes, expiresAt: expires, expiryAsked: expiresAt !== undefined };
+  const capped = budget && (budget.daily !== undefined || budget.monthly !== undefined) ? budget : undefined;
+  return { name: name.trim(), scopes, expiresAt: expires, expiryAsked: expiresAt !== undefined, ...(capped ? { budget: capped } : {}) };
 }
 
 /**
@@ -54,7 +57,7 @@ export function withinParent(request: TokenRequest, parent: { id: string; expire
 /** Schema errors in words a caller can act on. */
 function describe(error: ErrorObject): string | undefined {
   const field = error.instancePath.split('/')[1];
-  if (error.instancePath === '' && error.keyword === 'type') return 'The body must be a JSON object {name, scopes, expiresAt?}.';
+  if (error.instancePath === '' && error.keyword === 'type') return 'The body must be a JSON object {name, scopes, expiresAt?, budget?}.';
   if (error.keyword === 'required') return `${String(error.params.missingProperty)} is required.`;
   if (error.keyword === 'additionalProperties') return `Unknown fields: ${String(error.params.additionalProperty)}.`;
   if (field === 'name') return error.keyword === 'maxLength' ? 'name must be at most 100 characters.' : 'name must be a non-empty string.';
@@ -62,5 +65,6 @@ function describe(error: ErrorObject): string | undefined {
   if (field === 'scopes' && error.keyword === 'uniqueItems') return 'scopes must not repeat.';
   if (field === 'scopes') return `scopes must be a non-empty array of: ${TOKEN_SCOPES.join(', ')}.`;
   if (field === 'expiresAt') return 'expiresAt must be an ISO 8601 time, such as 2027-01-31T00:00:00Z.';
+  if (field === 'budget') return 'budget must be an object {daily?, monthly?} of amounts of 0 or more, in models.currency.';
   return undefined;
 }

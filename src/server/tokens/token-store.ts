@@ -9,6 +9,14 @@ import { withinParent, type TokenRequest } from './token-request.ts';
 /** Tokens a list holds unless asked for more (at most 1,000). */
 export const TOKEN_LIST_LIMIT = 100;
 
+/** What a token is made of, as asked. */
+export interface TokenInput {
+  name: string;
+  scopes: string[];
+  expiresAt: number;
+  budget?: { daily?: number; monthly?: number };
+}
+
 /** A token as its owner sees it (never the value). */
 export type AccessToken = AccessTokenView;
 
@@ -47,6 +55,10 @@ const view = (row: Row): AccessToken => ({
   revokedAt: iso(row.revoked_at),
   parentId: row.parent_id === null || row.parent_id === undefined ? null : String(row.parent_id),
   masked: maskAccessToken(`x${String(row.last_four)}`),
+  budget: row.budget_daily === null && row.budget_monthly === null || (row.budget_daily === undefined && row.budget_monthly === undefined) ? null : {
+    ...(row.budget_daily === null || row.budget_daily === undefined ? {} : { daily: Number(row.budget_daily) }),
+    ...(row.budget_monthly === null || row.budget_monthly === undefined ? {} : { monthly: Number(row.budget_monthly) }),
+  },
 });
 
 export const TOKEN_MIGRATIONS: readonly Migration[] = [{
@@ -76,7 +88,30 @@ export const TOKEN_MIGRATIONS: readonly Migration[] = [{
     ALTER TABLE access_tokens ADD COLUMN parent_id TEXT;
     CREATE INDEX access_tokens_parent ON access_tokens (parent_id);
   `,
+}, {
+  version: 3,
+  name: 'a cap on what each token spends',
+  sql: `
+    ALTER TABLE access_tokens ADD COLUMN budget_daily DOUBLE PRECISION;
+    ALTER TABLE access_tokens ADD COLUMN budget_monthly DOUBLE PRECISION;
+  `,
 }];
+
+/** A token, and each token it was made with, up to the operator's: the caps its spending falls under. */
+const ANCESTORS = `WITH RECURSIVE line (id, parent_id, budget_daily, budget_monthly, depth) AS (
+    SELECT id, parent_id, budget_daily, budget_monthly, 0 FROM access_tokens WHERE id = ?
+    UNION ALL
+    SELECT t.id, t.parent_id, t.budget_daily, t.budget_monthly, l.depth + 1 FROM access_tokens t JOIN line l ON t.id = l.parent_id WHERE l.depth < 64
+  )
+  SELECT id, budget_daily, budget_monthly FROM line`;
+
+/** A token and every token made with it, directly or not. */
+const FAMILY = `WITH RECURSIVE family (id) AS (
+    SELECT id FROM access_tokens WHERE id = ?
+    UNION ALL
+    SELECT t.id FROM access_tokens t JOIN family f ON t.parent_id = f.id
+  )
+  SELECT id FROM family`;
 
 /**
  * A token's descendants still in force, revoked: those made with it, those
@@ -112,7 +147,7 @@ export class TokenStore {
   }
 
   /** Creates a token with no parent (the operator's); the value is returned here once and never again. */
-  create(owner: string, input: { name: string; scopes: string[]; expiresAt: number }, createdAt = this.now()): Promise<CreatedToken> {
+  create(owner: string, input: TokenInput, createdAt = this.now()): Promise<CreatedToken> {
     return this.insert(this.store, owner, input, createdAt, null);
   }
 
@@ -136,13 +171,33 @@ export class TokenStore {
     });
   }
 
-  private async insert(db: Db, owner: string, input: { name: string; scopes: string[]; expiresAt: number }, createdAt: number, parent: string | null): Promise<CreatedToken> {
+  private async insert(db: Db, owner: string, input: TokenInput, createdAt: number, parent: string | null): Promise<CreatedToken> {
     const token = generateAccessToken();
     const id = `tok_${randomBytes(9).toString('base64url')}`;
     const scopes = [...new Set(input.scopes)].sort();
-    await db.run(`INSERT INTO access_tokens (id, owner, name, scopes, token_hash, last_four, created_at, expires_at, parent_id)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, id, owner, input.name, JSON.stringify(scopes), hash(token), token.slice(-4), createdAt, input.expiresAt, parent);
+    await db.run(`INSERT INTO access_tokens (id, owner, name, scopes, token_hash, last_four, created_at, expires_at, parent_id, budget_daily, budget_monthly)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, id, owner, input.name, JSON.stringify(scopes), hash(token), token.slice(-4), createdAt, input.expiresAt, parent,
+    input.budget?.daily ?? null, input.budget?.monthly ?? null);
     return { ...(await this.get(owner, id, db))!, token };
+  }
+
+  /**
+   * The caps a token's spending falls under: its own budget and that of each
+   * token it was made with, each over the spending of that token's whole
+   * family (so minting tokens never buys more to spend).
+   */
+  async capsOf(id: string): Promise<{ id: string; budget: { daily?: number; monthly?: number }; family: string[] }[]> {
+    const line = await this.store.all(ANCESTORS, id);
+    const caps = [];
+    for (const row of line) {
+      if ((row.budget_daily === null || row.budget_daily === undefined) && (row.budget_monthly === null || row.budget_monthly === undefined)) continue;
+      const family = (await this.store.all(FAMILY, String(row.id))).map((member) => String(member.id));
+      caps.push({
+        id: String(row.id), family,
+        budget: { ...(row.budget_daily === null ? {} : { daily: Number(row.budget_daily) }), ...(row.budget_monthly === null ? {} : { monthly: Number(row.budget_monthly) }) },
+      });
+    }
+    return caps;
   }
 
   async get(owner: string, id: string, db: Db = this.store): Promise<AccessToken | undefined> {

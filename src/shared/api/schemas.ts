@@ -42,6 +42,12 @@ export const schemas = {
         description: 'default: now + api.tokens.defaultExpiryDays (90 days). A token made with a token expires no later than it: '
           + 'without expiresAt it then ends with that token when sooner, and an expiresAt after that token\'s is refused (400)',
       },
+      budget: {
+        type: 'object', additionalProperties: false,
+        description: 'a cap on what model calls made with the token cost, in models.currency: a day\'s and a calendar month\'s (UTC). '
+          + 'Tokens made with it count toward it too; at the cap, inference requests are answered 429 until the period ends',
+        properties: { daily: { type: 'number', minimum: 0, maximum: 1_000_000_000 }, monthly: { type: 'number', minimum: 0, maximum: 1_000_000_000 } },
+      },
     },
   },
   TokenCreated: {
@@ -51,18 +57,20 @@ export const schemas = {
     properties: {
       id: { type: 'string' }, name: { type: 'string' }, scopes: { type: 'array', items: { type: 'string' } },
       createdAt: isoTime, expiresAt: isoTime,
+      budget: { ...nullable({ type: 'object', properties: { daily: { type: 'number' }, monthly: { type: 'number' } } }), description: 'the cap on its spending, or null' },
       token: { type: 'string', pattern: '^gwt_[0-9A-Za-z]{36}$', description: 'shown once' },
     },
   },
   Token: {
     type: 'object',
-    required: ['id', 'name', 'scopes', 'createdAt', 'expiresAt', 'lastUsedAt', 'revokedAt', 'parentId', 'masked'],
+    required: ['id', 'name', 'scopes', 'createdAt', 'expiresAt', 'lastUsedAt', 'revokedAt', 'parentId', 'masked', 'budget'],
     additionalProperties: false,
     properties: {
       id: { type: 'string' }, name: { type: 'string' }, scopes: { type: 'array', items: { type: 'string' } },
       createdAt: isoTime, expiresAt: isoTime, lastUsedAt: nullable(isoTime), revokedAt: nullable(isoTime),
       parentId: { ...nullable({ type: 'string' }), description: 'the token this one was made with; null for one made with any other credential' },
       masked: { type: 'string', description: 'prefix and last four characters' },
+      budget: { ...nullable({ type: 'object', properties: { daily: { type: 'number' }, monthly: { type: 'number' } } }), description: 'the cap on its spending, or null' },
     },
   },
   TokenList: {

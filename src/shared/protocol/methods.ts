@@ -48,7 +48,7 @@ export const METHODS = {
   'tokens.create': {
     scope: 'operator.admin',
     // The token request's own schema (shared/api/schemas.ts) checks the rest, with messages of its own.
-    params: { type: 'object', properties: { name: { type: 'string' }, scopes: { type: 'array', items: { type: 'string' } }, expiresAt: { type: 'string' } } },
+    params: { type: 'object', properties: { name: { type: 'string' }, scopes: { type: 'array', items: { type: 'string' } }, expiresAt: { type: 'string' }, budget: { type: 'object' } } },
   },
   'tokens.list': { scope: 'operator.read', params: object({ limit: { type: 'integer', minimum: 1, maximum: 1000 } }) },
   'tokens.revoke': { scope: 'operator.admin', params: object({ id }, ['id'] as const) },

@@ -108,6 +108,8 @@ export interface AccessTokenView {
   parentId: string | null;
   /** The prefix and last four characters; never the token. */
   masked: string;
+  /** A cap on what model calls made with it (and with the tokens made with it) cost, in models.currency; null for none. */
+  budget: { daily?: number; monthly?: number } | null;
 }
 
 export interface TokenRevoked {
@@ -120,7 +122,7 @@ export interface TokenRevoked {
 }
 
 export interface TokenCreated {
-  id: string; name: string; scopes: string[]; createdAt: string; expiresAt: string;
+  id: string; name: string; scopes: string[]; createdAt: string; expiresAt: string; budget?: { daily?: number; monthly?: number } | null;
   /** Shown once. */
   token: string;
 }
