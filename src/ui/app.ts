@@ -18,6 +18,7 @@ export const SECTIONS: Section[] = [
   { id: 'tokens', label: 'Tokens', tag: 'gw-tokens' },
   { id: 'jobs', label: 'Jobs', tag: 'gw-jobs' },
   { id: 'automations', label: 'Automations', tag: 'gw-automations' },
+  { id: 'skills', label: 'Skills', tag: 'gw-skills' },
   { id: 'logs', label: 'Logs', tag: 'gw-logs', scope: 'operator.admin' },
   { id: 'config', label: 'Config', tag: 'gw-config' },
   { id: 'tools', label: 'Plugins & tools', tag: 'gw-tools' },

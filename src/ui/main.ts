@@ -1,6 +1,7 @@
 /** The Control UI's entry: the shell and every page. */
 import './app.ts';
 import './pages/overview.ts';
+import './pages/skills.ts';
 import './pages/chat.ts';
 import './pages/sessions.ts';
 import './pages/pairing.ts';

@@ -15,7 +15,7 @@ import { openaiText, openaiToolCalls, ScriptedUpstream } from '../support/script
 import { deliver, pushPayload, TEST_WEBHOOK_SECRET } from '../support/webhooks.ts';
 import { RawSocket } from '../support/ws-client.ts';
 
-const PAGES = ['overview', 'chat', 'sessions', 'pairing', 'tokens', 'jobs', 'automations', 'logs', 'config', 'tools'];
+const PAGES = ['overview', 'chat', 'sessions', 'pairing', 'tokens', 'jobs', 'automations', 'skills', 'logs', 'config', 'tools'];
 
 /** The status and headers of a raw WebSocket upgrade (what a browser's page sends, Origin included). */
 function upgrade(port: number, headers: Record<string, string>): Promise<{ status: number; body: string }> {
@@ -228,10 +228,11 @@ describe('the Control UI and WebChat (e2e, in Chromium)', function () {
         if (section === 'overview' && width === 'desktop') {
           // The three cards share the row and fill it, as wide as the card below them (no empty column beside them).
           const edges = await page.evaluate(`[...document.querySelectorAll('gw-overview section.card')].map((card) => Math.round(card.getBoundingClientRect().right))`) as number[];
-          expect(edges, 'daemon, readiness, channels, recent errors, figures').to.have.length(5);
+          expect(edges, 'daemon, readiness, channels, recent errors, spend, figures').to.have.length(6);
           expect(new Set(edges.slice(0, 3)).size, 'cards in one row').to.equal(3);
           expect(Math.abs(edges[2]! - edges[3]!), 'the row ends where the card below ends').to.be.at.most(1);
-          expect(edges[4], 'figures as wide as the cards above').to.equal(edges[3]);
+          expect(edges[4], 'spend as wide as the cards above').to.equal(edges[3]);
+          expect(edges[5], 'figures as wide as the cards above').to.equal(edges[3]);
         }
       }
     }
@@ -324,6 +325,34 @@ describe('the Control UI and WebChat (e2e, in Chromium)', function () {
     await screenshot(page, 'overview-figures-desktop');
     expect(problems.console).to.deep.equal([]);
     expect((await home.run(['config', 'set', 'metrics.enabled', 'false'])).code).to.equal(0);
+    await context.close();
+  });
+
+  it('the Overview shows what model calls cost today and this month; the Skills page shows a draft whole and approves it', async () => {
+    expect((await home.run(['config', 'set', 'models.providers.script.prices', JSON.stringify({ m: { input: 2, output: 10 } })])).code).to.equal(0);
+    expect((await home.run(['config', 'set', 'agents.writer', JSON.stringify({ model: 'script/m', tools: ['skills.*'] })])).code).to.equal(0);
+    script.enqueue(
+      openaiToolCalls([{ name: 'skills_write', args: { name: 'tidy-notes', description: 'Tidies notes.\u0007 Use for notes.', instructions: '# Tidy\nSort the notes.' } }], { prompt_tokens: 200_000, completion_tokens: 10_000 }),
+      openaiText('Done.', { prompt_tokens: 100_000, completion_tokens: 5_000 }),
+    );
+    const chat = await home.run(['chat', '--agent', 'writer', 'keep this as a skill', '--json']);
+    expect(chat.code, chat.stderr).to.equal(0);
+    const { page, context, problems } = await signedIn();
+    await go(page, 'overview');
+    // 300,000 tokens in at 2 USD a million, 15,000 out at 10: 0.75 USD.
+    await page.getByTestId('spend-today').filter({ hasText: '0.75 USD' }).waitFor();
+    expect(await page.getByTestId('spend-month').textContent()).to.equal('0.75 USD');
+    await go(page, 'skills');
+    const draft = page.getByTestId('draft').filter({ hasText: 'tidy-notes' });
+    await draft.waitFor();
+    expect(await draft.textContent()).to.include('Tidies notes.\\x07 Use for notes.');
+    await page.getByRole('button', { name: 'Show tidy-notes' }).click();
+    expect(await page.getByTestId('skill-instructions').textContent()).to.equal('# Tidy\nSort the notes.');
+    await page.getByRole('button', { name: 'Approve tidy-notes' }).click();
+    await page.getByText('Approved tidy-notes: installed.').waitFor();
+    await page.getByTestId('skill').filter({ hasText: 'tidy-notes' }).waitFor();
+    expect((await home.json(['skills', 'list'])).skills.map((skill: any) => skill.name)).to.include('tidy-notes');
+    expect(problems.console).to.deep.equal([]);
     await context.close();
   });
 

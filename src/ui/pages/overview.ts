@@ -5,11 +5,12 @@
  */
 import { html, nothing } from 'lit';
 import { duration, LEVEL_NAMES, Page, when } from '../page.ts';
-import type { ChannelStatus, ExecApprovalView, LogEntry, MetricsSummary, StatusPayload } from '../../shared/protocol/results.ts';
+import type { ChannelStatus, ExecApprovalView, LogEntry, MetricsSummary, StatusPayload, UsageSummary } from '../../shared/protocol/results.ts';
 import { visibleText } from '../../shared/visible-text.ts';
 
 export class OverviewPage extends Page {
-  static override properties = { status: { state: true }, channels: { state: true }, errors: { state: true }, now: { state: true }, approvals: { state: true }, figures: { state: true } };
+  static override properties = { status: { state: true }, channels: { state: true }, errors: { state: true }, now: { state: true }, approvals: { state: true }, figures: { state: true }, spend: { state: true } };
+  declare spend: { today: UsageSummary; month: UsageSummary } | undefined;
   declare approvals: ExecApprovalView[];
   declare figures: MetricsSummary | undefined;
   declare status: StatusPayload | undefined;
@@ -91,6 +92,29 @@ export class OverviewPage extends Page {
 
   private async refreshFigures(): Promise<void> {
     this.figures = await this.call<MetricsSummary>('metrics.summary').catch(() => this.figures);
+    const now = new Date();
+    const day = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate());
+    const month = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1);
+    const [today, thisMonth] = await Promise.all([
+      this.call<UsageSummary>('usage.summary', { since: day }), this.call<UsageSummary>('usage.summary', { since: month }),
+    ]).catch(() => [undefined, undefined] as const);
+    if (today && thisMonth) this.spend = { today, month: thisMonth };
+  }
+
+  private spendCard() {
+    const spend = this.spend;
+    if (!spend) return nothing;
+    const money = (amount: number) => `${amount.toFixed(amount > 0 && amount < 0.01 ? 4 : 2)} ${spend.month.currency}`;
+    const top = spend.month.byAgent.filter((group) => group.cost > 0).slice(0, 5);
+    return html`<section class="card" aria-labelledby="spend-title">
+      <h2 id="spend-title">Spend</h2>
+      <dl class="facts" data-testid="spend">
+        <dt>Today (UTC)</dt><dd data-testid="spend-today">${money(spend.today.total.cost)}</dd>
+        <dt>This month</dt><dd data-testid="spend-month">${money(spend.month.total.cost)}</dd>
+        ${top.length ? html`<dt>By agent, this month</dt><dd>${top.map((group) => `${group.key} ${money(group.cost)}`).join(', ')}</dd>` : nothing}
+      </dl>
+      ${spend.month.total.unpriced ? html`<p class="muted">${spend.month.total.unpriced} calls this month were of models with no known price (models.providers.&lt;id&gt;.prices).</p>` : nothing}
+    </section>`;
   }
 
   private figuresCard() {
@@ -156,6 +180,7 @@ export class OverviewPage extends Page {
           : this.errors.length === 0 ? html`<p class="muted">No errors in the log.</p>`
           : html`<ul class="log">${this.errors.map((entry) => html`<li><time>${when(entry.time)}</time> <span class="level l${entry.level}">${LEVEL_NAMES[entry.level] ?? entry.level}</span> ${entry.msg}</li>`)}</ul>`}
       </section>
+      ${this.spendCard()}
       ${this.figuresCard()}`;
   }
 }
