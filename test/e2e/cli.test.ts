@@ -360,4 +360,19 @@ describe('CLI contract (e2e)', function () {
     const declared = JSON.parse(read(new URL('../../package.json', import.meta.url), 'utf8')).oclif.topics as Record<string, unknown>;
     expect([...topics].filter((topic) => !declared[topic])).to.deep.equal([]);
   });
+
+  it('takes -h as --help everywhere: the root, a topic, a command, and the plain status and start oclif is not loaded for', async () => {
+    for (const words of [[], ['status'], ['start'], ['run'], ['tokens'], ['tokens', 'list'], ['config', 'set']]) {
+      const long = await home.run([...words, '--help']);
+      const short = await home.run([...words, '-h']);
+      expect(short.code, `gateway ${words.join(' ')} -h: ${short.stderr}`).to.equal(0);
+      expect(short.stdout, `gateway ${words.join(' ')} -h`).to.equal(long.stdout).and.include('USAGE');
+      expect(short.stderr).to.equal('');
+    }
+    // Beside the global flags, wherever they stand; and nothing was started.
+    const placed = await home.run(['-p', 'default', 'start', '-h']);
+    expect(placed.code).to.equal(0);
+    expect(placed.stdout).to.include('USAGE\n  $ gateway start');
+    expect((await home.run(['status'])).code).to.equal(3);
+  });
 });
