@@ -168,8 +168,7 @@ export function serviceTarget(flags: { system?: boolean; user?: string }): { sco
 export function writeUnit(path: string, text: string): () => void {
   const folder = dirname(path);
   const made = mkdirSync(folder, { recursive: true });
-  writeFileAtomic(path, text, 0o644);
-  return () => {
+  const undo = () => {
     rmSync(path, { force: true });
     if (made === undefined) return;
     for (let dir = folder; dir.length >= made.length; dir = dirname(dir)) {
@@ -180,6 +179,13 @@ export function writeUnit(path: string, text: string): () => void {
       }
     }
   };
+  try {
+    writeFileAtomic(path, text, 0o644);
+  } catch (error) {
+    undo();
+    throw error;
+  }
+  return undo;
 }
 
 /**
