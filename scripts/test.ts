@@ -4,7 +4,8 @@
 //
 // Coverage: every Node process the suite starts (each CLI call, each daemon) leaves a raw V8 coverage file in
 // coverage/tmp, about 2 GB for the whole suite. Once c8 has made its report from them they are removed, passed,
-// failed or interrupted; the summary stays (printed, and in coverage/coverage-summary.json).
+// failed or interrupted (a process that outlives an interrupted run may still leave its file: the next run's c8
+// empties the folder first); the summary stays (printed, and in coverage/coverage-summary.json).
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { rmSync } from 'node:fs';

@@ -20,7 +20,10 @@ function clone(): string {
 const { execFileSync } = require('node:child_process');
 require('node:fs').appendFileSync(${JSON.stringify(join(dir, 'runs'))}, process.argv.slice(2).join(' ') + '\\n');
 for (let i = 0; i < 3; i++) execFileSync(process.execPath, ['-e', 'Math.max(1, 2)']);
-if (process.env.MOCHA_STAND_IN_WAIT) setInterval(() => undefined, 1000);
+if (process.env.MOCHA_STAND_IN_WAIT) {
+  require('node:fs').writeFileSync(${JSON.stringify(join(dir, 'waiting'))}, '');
+  setInterval(() => undefined, 1000);
+}
 else process.exitCode = Number(process.env.MOCHA_STAND_IN_EXIT ?? 0);
 `);
   chmodSync(join(dir, 'node_modules/.bin/mocha'), 0o755);
@@ -55,11 +58,13 @@ describe('npm test\'s runner, scripts/test.ts: coverage without its raw files (e
   it('removes them when the run is stopped half-way, and exits as the signal says', async () => {
     const { child, exited, output } = run({ MOCHA_STAND_IN_WAIT: '1' });
     const raw = join(dir, 'coverage/tmp');
-    await waitFor(() => existsSync(raw) && readdirSync(raw).length >= 3, 20_000, 'raw coverage files');
+    // Stopped once its processes have ended, each leaving its file (a process still running when the run is stopped leaves one later).
+    await waitFor(() => existsSync(join(dir, 'waiting')), 20_000, 'the suite\'s processes');
+    expect(readdirSync(raw).length).to.be.at.least(3);
     child.kill('SIGTERM');
     const [code] = await exited;
     expect(code, output()).to.equal(143);
     expect(output()).to.include('== interrupted (SIGTERM)').and.not.include('== the suite on PostgreSQL');
-    expect(existsSync(raw)).to.equal(false);
+    expect(existsSync(raw), existsSync(raw) ? readdirSync(raw).join(', ') : '').to.equal(false);
   });
 });
