@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs gateway on this host from its clone and starts the default
-# profile's daemon.
+# profile's daemon (on a later run: restarts every running one).
 #
 # - Node >= 22.22: the host's, else a private Node 24 from the npm registry.
 # - The clone is built in a folder of its own and packed (npm pack); the
@@ -12,7 +12,8 @@
 #   else /usr/local for root (its bin is on root's PATH), else ~/.local.
 #
 # Run it again after pulling changes: the new copy replaces the old one whole,
-# and a daemon that was running restarts on it.
+# and the daemon of every profile that was running restarts on it (the default
+# profile's starts when none was running).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
@@ -85,9 +86,19 @@ cp "$root/package-lock.json" "$dest.new/"
 # Runtime dependencies only, at the versions the lock file names; the package's own build scripts are done.
 (cd "$dest.new" && npm ci --omit=dev --ignore-scripts --no-audit --no-fund --loglevel=error)
 
-# A daemon of the default profile running the copy about to be replaced restarts on the new one.
-was_running=0
-if [ -x "$launcher" ] && "$launcher" status --json >/dev/null 2>&1; then was_running=1; fi
+# Every profile whose daemon runs the copy about to be replaced restarts on the new one (gateway profiles lists them all).
+running=()
+if [ -x "$launcher" ]; then
+  while IFS= read -r name; do
+    if [ -n "$name" ]; then running+=("$name"); fi
+  done < <("$launcher" profiles list --json 2>/dev/null | "$node" -e '
+    let text = "";
+    process.stdin.on("data", (chunk) => { text += chunk; }).on("end", () => {
+      try {
+        for (const profile of JSON.parse(text).profiles) if (profile.state === "running") console.log(profile.name);
+      } catch {}
+    });' || true)
+fi
 
 mkdir -p "$prefix/bin"
 rm -rf "$dest.old"
@@ -102,7 +113,15 @@ chmod 755 "$launcher.tmp"
 mv "$launcher.tmp" "$launcher"
 echo "== installed $launcher ($("$launcher" --version))"
 
-if [ "$was_running" = 1 ]; then "$launcher" restart; else "$launcher" start; fi
+failed=()
+if [ "${#running[@]}" -gt 0 ]; then
+  echo "== restarting on the new copy the daemons of the profiles that were running: ${running[*]}"
+  for name in "${running[@]}"; do
+    "$launcher" restart --profile "$name" || failed+=("$name")
+  done
+else
+  "$launcher" start
+fi
 rm -rf "$dest.old"
 
 case ":$given_path:" in
@@ -113,3 +132,8 @@ case ":$given_path:" in
     echo "  export PATH=\"$prefix/bin:\$PATH\""
     ;;
 esac
+
+if [ "${#failed[@]}" -gt 0 ]; then
+  echo "The daemons of these profiles did not restart: ${failed[*]}. See: gateway logs --profile <name>" >&2
+  exit 1
+fi

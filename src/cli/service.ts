@@ -9,10 +9,10 @@
  * `stop` and `status` act through the manager, never as a second supervisor.
  */
 import type { SpawnSyncReturns } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmdirSync, rmSync } from 'node:fs';
 import { writeFileAtomic } from '../shared/atomic-file.ts';
 import { homedir, userInfo } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { GatewayError, usageError } from '../shared/errors.ts';
 import { gatewayHome, homeId, type ProfilePaths } from '../shared/profile.ts';
 import { DAEMON_NODE_FLAGS } from '../shared/run-args.ts';
@@ -160,11 +160,68 @@ export function serviceTarget(flags: { system?: boolean; user?: string }): { sco
   return { scope: 'system', user: flags.user };
 }
 
-/** Writes the unit file atomically. */
-export function writeUnit(path: string, text: string): void {
-  mkdirSync(join(path, '..'), { recursive: true });
-  writeFileAtomic(path, text, 0o644);
+/**
+ * Writes the unit file atomically; returns what takes it back: the file, and
+ * the folders made for it (while they are empty), so a failed install leaves
+ * nothing behind.
+ */
+export function writeUnit(path: string, text: string): () => void {
+  const folder = dirname(path);
+  const made = mkdirSync(folder, { recursive: true });
+  const undo = () => {
+    rmSync(path, { force: true });
+    if (made === undefined) return;
+    for (let dir = folder; dir.length >= made.length; dir = dirname(dir)) {
+      try {
+        rmdirSync(dir);
+      } catch {
+        return; // not empty any more (something else was put there), or gone
+      }
+    }
+  };
+  try {
+    writeFileAtomic(path, text, 0o644);
+  } catch (error) {
+    undo();
+    throw error;
+  }
+  return undo;
 }
+
+/**
+ * Checks that the service manager answers for the scope before anything is
+ * stopped or written: `systemctl --user` needs the user's own systemd (a login
+ * session, or lingering, with XDG_RUNTIME_DIR); launchd needs the domain the
+ * agent goes into (an agent, the user's GUI session).
+ */
+export function assertManagerReachable(manager: ServiceManager, scope: ServiceScope, user: string): void {
+  const untouched = 'nothing was installed or stopped';
+  if (manager === 'launchd') {
+    const domain = scope === 'system' ? 'system' : `gui/${process.getuid?.() ?? 0}`;
+    const result = launchctl(['print', domain], { check: false });
+    if (result.status === 0) return;
+    throw new GatewayError(`launchd has no ${domain} domain to load the agent into (launchctl print ${domain}: exit ${result.status}, ${managerOutput(result)}); ${untouched}.`, {
+      hints: scope === 'user' ? ['a launchd agent needs the user\'s graphical login session; over SSH use: sudo gateway service install --system --user <name>'] : [],
+    });
+  }
+  const result = systemctl(scope, ['show-environment'], { check: false });
+  if (result.status === 0) return;
+  if (scope === 'system') {
+    throw new GatewayError(`systemd does not answer here (systemctl show-environment: exit ${result.status}, ${managerOutput(result)}); ${untouched}.`, {
+      hints: ['this host (or container) does not run systemd as its init system: run the daemon under its own supervisor with gateway run --profile <name>, or keep gateway start'],
+    });
+  }
+  const uid = process.getuid?.() ?? 0;
+  throw new GatewayError(`systemctl --user cannot reach ${user}'s systemd (${managerOutput(result)}); ${untouched}.`, {
+    hints: [
+      'a user unit needs the user\'s own systemd: log in as that user over SSH or at a console (not su or sudo -u), then run gateway service install again',
+      `without a login session: sudo loginctl enable-linger ${user}; export XDG_RUNTIME_DIR=/run/user/${uid}`,
+      'or a system unit running as that account: sudo gateway service install --system --user <name>',
+    ],
+  });
+}
+
+const managerOutput = (result: SpawnSyncReturns<string>) => (result.stderr || result.stdout).trim().split('\n')[0] || 'no output';
 
 /** What the manager says of the service: active, inactive or failed; enabled or disabled. */
 export function unitState(record: ServiceRecord): { active: string; enabled: string } {

@@ -1,3 +1,4 @@
+import { writeFileSync } from 'node:fs';
 import { asGatewayError, errorJson, errorText, GatewayError } from '../shared/errors.ts';
 import { ExitCode } from '../shared/exit-codes.ts';
 import type { DaemonMessage } from '../shared/daemon-messages.ts';
@@ -81,6 +82,7 @@ export async function runCommand(argv: readonly string[]): Promise<number> {
     const args = parseRunArgs(argv);
     json = args.json;
     profile = selectProfileName(args.profile).name;
+    nameProcess(profile);
     let refusal: DaemonMessage | undefined;
     const code = await main({
       profile, port: args.port, bind: args.bind, verbose: args.verbose, logFile: args.logFile,
@@ -100,6 +102,22 @@ export async function runCommand(argv: readonly string[]): Promise<number> {
     return code;
   } catch (error) {
     return fail(asGatewayError(error));
+  }
+}
+
+/**
+ * Names the daemon where ps, top and ss show it (Node calls its main thread
+ * MainThread): its command line reads `gateway-daemon <profile>`, and the
+ * kernel's short name (15 bytes) `gateway-daemon`, not the profile cut short.
+ * Nothing finds the daemon by either: its lock names its pid and start time.
+ */
+function nameProcess(profile: string): void {
+  process.title = `gateway-daemon ${profile}`;
+  if (process.platform !== 'linux') return;
+  try {
+    writeFileSync('/proc/self/comm', 'gateway-daemon');
+  } catch {
+    // a /proc that is read-only or absent: the title stands as set
   }
 }
 

@@ -20,6 +20,9 @@ export function isPairingCode(code: string): boolean {
   return code.length === PAIRING_CODE_LENGTH && [...code].every((c) => PAIRING_CODE_ALPHABET.includes(c));
 }
 
+/** Sessions no channel holds: chat with an agent (CLI, Control UI, WebChat), the inference API, automations. */
+export const SESSION_SOURCES = ['api', 'automation', 'chat'] as const;
+
 export type SessionKind = 'direct' | 'group';
 
 /** One session per channel, account and peer (direct), or per room (group). */

@@ -360,4 +360,38 @@ describe('CLI contract (e2e)', function () {
     const declared = JSON.parse(read(new URL('../../package.json', import.meta.url), 'utf8')).oclif.topics as Record<string, unknown>;
     expect([...topics].filter((topic) => !declared[topic])).to.deep.equal([]);
   });
+
+  it('names a misspelt channel in sessions list --channel (exit 5 and the channels there are, as pair list does) instead of answering an empty list', async () => {
+    expect((await home.run(['start'], { env: { GATEWAY_PORT: String(await freePort()) } })).code).to.equal(0);
+    try {
+      const misspelt = await home.run(['sessions', 'list', '--channel', 'telgram', '--json']);
+      expect(misspelt.code).to.equal(5);
+      const message = 'No channel named telgram; did you mean telegram? (channels: api, automation, chat, discord, email, irc, matrix, slack, telegram, xmpp).';
+      expect(misspelt.stderr).to.include(message);
+      expect(misspelt.json.error).to.include({ code: 'NOT_FOUND', exitCode: 5, message });
+      // A known channel with no session yet, and where sessions without a channel come from: an empty list.
+      for (const channel of ['telegram', 'chat']) {
+        const empty = await home.run(['sessions', 'list', '--channel', channel, '--json']);
+        expect(empty.code, `${channel}: ${empty.stderr}`).to.equal(0);
+        expect(empty.json).to.deep.equal({ sessions: [] });
+      }
+    } finally {
+      await home.run(['stop']);
+    }
+  });
+
+  it('takes -h as --help everywhere: the root, a topic, a command, and the plain status and start oclif is not loaded for', async () => {
+    for (const words of [[], ['status'], ['start'], ['run'], ['tokens'], ['tokens', 'list'], ['config', 'set']]) {
+      const long = await home.run([...words, '--help']);
+      const short = await home.run([...words, '-h']);
+      expect(short.code, `gateway ${words.join(' ')} -h: ${short.stderr}`).to.equal(0);
+      expect(short.stdout, `gateway ${words.join(' ')} -h`).to.equal(long.stdout).and.include('USAGE');
+      expect(short.stderr).to.equal('');
+    }
+    // Beside the global flags, wherever they stand; and nothing was started.
+    const placed = await home.run(['-p', 'default', 'start', '-h']);
+    expect(placed.code).to.equal(0);
+    expect(placed.stdout).to.include('USAGE\n  $ gateway start');
+    expect((await home.run(['status'])).code).to.equal(3);
+  });
 });

@@ -101,6 +101,12 @@ describe('IRC channel, DM pairing and sessions against ngircd (e2e)', function (
     expect(history.messages.map((m: any) => m.direction)).to.deep.equal(['in', 'out']);
     const list = await json(['sessions', 'list']);
     expect(list.sessions[0]).to.include({ key: `irc:default:dm:${stranger.nick.toLowerCase()}`, kind: 'direct', messageCount: 2 });
+    expect((await json(['sessions', 'list', '--channel', 'irc'])).sessions.map((s: any) => s.key)).to.include(list.sessions[0].key);
+    // A misspelt channel is named, as pair list names it, not answered with an empty list; a known channel with no session is an empty list.
+    const misspelt = await home.run(['sessions', 'list', '--channel', 'irx']);
+    expect(misspelt.code).to.equal(5);
+    expect(misspelt.stderr).to.match(/No channel named irx; did you mean irc\? \(channels: [a-z, ]*\birc\b[a-z, ]*\)/);
+    expect((await json(['sessions', 'list', '--channel', 'telegram'])).sessions).to.deep.equal([]);
     operator.close();
   });
 

@@ -59,6 +59,12 @@ describe('daemon lifecycle (e2e)', function () {
     expect(missing.status).to.equal(404);
     expect(await missing.json()).to.deep.equal({ error: 'not_found', message: 'No route for GET /nope.', statusCode: 404 });
 
+    // ps, top and ss name the daemon and its profile (not Node's MainThread); status and stop still find it by its lock.
+    if (process.platform === 'linux') {
+      expect(readFileSync(`/proc/${started.json.pid}/comm`, 'utf8')).to.equal('gateway-daemon\n');
+      expect(readFileSync(`/proc/${started.json.pid}/cmdline`, 'utf8').replace(/\0+$/, '')).to.equal('gateway-daemon default');
+    }
+
     const stopped = await home.run(['stop', '--json']);
     expect(stopped.code).to.equal(0);
     expect(stopped.json).to.include({ state: 'stopped', pid: started.json.pid, method: 'rpc' });
@@ -163,6 +169,7 @@ describe('daemon lifecycle (e2e)', function () {
     let stderr = '';
     child.stderr!.on('data', (chunk) => { stderr += chunk; });
     await waitFor(() => stderr.includes('listening on'), 15_000, 'foreground ready');
+    if (process.platform === 'linux') expect(readFileSync(`/proc/${child.pid}/cmdline`, 'utf8').replace(/\0+$/, '')).to.equal('gateway-daemon default');
     const token = home.token();
     const socket = new RawSocket(`ws://127.0.0.1:${port}/`);
     const hello = await socket.connect({ token });

@@ -59,7 +59,10 @@ describe('GET /metrics (e2e, Prometheus text format)', function () {
 
   it('is off until enabled (404), then answers the gateway credential and tokens with the scope metrics only', async () => {
     expect((await scrape(gateway)).status).to.equal(404);
-    expect((await home.run(['config', 'set', 'metrics.enabled', 'true'])).code).to.equal(0);
+    // Applied at once, and said so: no restart.
+    const enabled = await home.run(['config', 'set', 'metrics.enabled', 'true']);
+    expect(enabled.code, enabled.stderr).to.equal(0);
+    expect(enabled.stdout).to.include('The running daemon applied it.').and.not.include('restart');
     const open = await scrape(gateway);
     expect(open.status).to.equal(200);
     expect(open.type).to.match(/^text\/plain; version=0\.0\.4/);
@@ -79,7 +82,16 @@ describe('GET /metrics (e2e, Prometheus text format)', function () {
     expect((await scrape()).status).to.equal(200);
     const proxied = await fetch(`${base}/metrics`, { headers: { 'x-forwarded-for': '203.0.113.9' } });
     expect(proxied.status, 'through a proxy on this host, a credential is still needed').to.equal(401);
-    expect((await home.run(['config', 'set', 'metrics.loopbackOpen', 'false'])).code).to.equal(0);
+    const closed = await home.run(['config', 'set', 'metrics.loopbackOpen', 'false', '--json']);
+    expect(closed.json).to.include({ restartRequired: false, via: 'daemon' });
+    expect((await scrape()).status).to.equal(401);
+
+    // Turned off, it is off at once; turned on again, it answers again.
+    const disabled = await home.run(['config', 'set', 'metrics.enabled', 'false', '--json']);
+    expect(disabled.json).to.include({ restartRequired: false });
+    expect((await scrape(gateway)).status).to.equal(404);
+    expect((await home.run(['config', 'set', 'metrics.enabled', 'true'])).code).to.equal(0);
+    expect((await scrape(gateway)).status).to.equal(200);
   });
 
   it('has the series an operator expects, moving with traffic, with bounded labels and no secret', async () => {

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DAEMON_NODE_FLAGS } from '../../src/shared/run-args.ts';
@@ -142,8 +143,67 @@ describe('gateway service: the daemon under systemd (e2e, recording fakes of sys
     const without = await bare.run(['service', 'install']);
     expect(without.code).to.equal(1);
     expect(without.stderr).to.include('systemctl is not available');
-    expect(readdirSync(unitDir()), 'no unit left behind').to.deep.equal([]);
+    expect(existsSync(join(config, 'systemd')), 'no unit, and no folder made for one, left behind').to.equal(false);
     expect((await home.run(['status', '--json'])).json).not.to.have.property('service');
+  });
+
+  it('with no user systemd to reach (su, sudo -u, no login session) fails before it stops or writes anything: the daemon started by hand keeps running', async () => {
+    expect((await home.run(['start'])).code).to.equal(0);
+    const byHand = home.lock();
+    const runtime = mkdtempSync(join(tmpdir(), 'xdg-runtime-'));
+    const nowhere = { XDG_RUNTIME_DIR: runtime, DBUS_SESSION_BUS_ADDRESS: `unix:path=${join(runtime, 'bus')}` };
+    const hostSystemctl = ['/usr/bin/systemctl', '/bin/systemctl'].find((path) => existsSync(path));
+    const cases: [string, Record<string, string>][] = [['the recording fake', { ...nowhere, FAKE_SYSTEMD_NO_USER_BUS: '1' }]];
+    // The host's own systemctl, its user bus pointing nowhere, as a new user met it.
+    if (hostSystemctl) cases.push(['the host\'s systemctl', { ...nowhere, PATH: process.env.PATH! }]);
+    try {
+      for (const [name, env] of cases) {
+        const failed = await home.run(['service', 'install', '--json'], { env });
+        expect(failed.code, `${name}: ${failed.stdout}${failed.stderr}`).to.equal(1);
+        const { error } = failed.json as { error: { message: string; hints: string[] } };
+        expect(error.message, name).to.match(/^systemctl --user cannot reach \S+'s systemd \(.+\); nothing was installed or stopped\.$/);
+        expect(error.hints.join('\n'), name).to.include('loginctl enable-linger').and.include('--system --user');
+        expect(failed.stderr, name).not.to.include('Stopped the daemon');
+        expect(existsSync(join(config, 'systemd')), `${name}: no folder made for a unit`).to.equal(false);
+        expect(existsSync(home.file('service.json')), name).to.equal(false);
+        // The daemon started by hand was never touched.
+        expect(home.lock(), name).to.deep.equal(byHand);
+        const status = await home.run(['status', '--json']);
+        expect(status.code, name).to.equal(0);
+        expect(status.json, name).to.include({ state: 'running', pid: byHand.pid }).and.not.have.property('service');
+        expect((await fetch(`http://127.0.0.1:${byHand.port}/healthz`)).status, name).to.equal(200);
+      }
+      // The fake was asked whether it answers, and nothing else.
+      expect(systemd.calls()).to.deep.equal([['systemctl', '--user', 'show-environment']]);
+    } finally {
+      rmSync(runtime, { recursive: true, force: true });
+    }
+  });
+
+  it('a service that fails to start is taken back whole: no unit, no folder made for it, and the daemon started by hand runs again', async () => {
+    expect((await home.run(['start'])).code).to.equal(0);
+    const byHand = home.lock();
+    // The unit's daemon finds its port taken (the environment file a unit reads), and exits.
+    const blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+    writeFileSync(home.file('service.env'), `GATEWAY_PORT=${(blocker.address() as AddressInfo).port}\n`, { mode: 0o600 });
+    try {
+      const failed = await home.run(['service', 'install', '--timeout', '20000']);
+      expect(failed.code, failed.stdout + failed.stderr).to.equal(1);
+      expect(failed.stderr).to.match(/is failed: its daemon did not start/);
+      expect(failed.stderr).to.match(/runs again as before, at http:\/\/127\.0\.0\.1:\d+ \(pid \d+\)/);
+    } finally {
+      blocker.close();
+    }
+    expect(existsSync(join(config, 'systemd')), 'no unit, and no folder made for one, left behind').to.equal(false);
+    expect(existsSync(home.file('service.json'))).to.equal(false);
+    const unit = systemd.calls().find((call) => call[2] === 'enable')?.at(-1);
+    expect(systemd.calls()).to.deep.include(['systemctl', '--user', 'disable', '--now', unit]);
+    const status = await home.run(['status', '--json']);
+    expect(status.code).to.equal(0);
+    expect(status.json).to.include({ state: 'running', port: byHand.port }).and.not.have.property('service');
+    expect((status.json as { pid: number }).pid).not.to.equal(byHand.pid);
+    expect((await fetch(`http://127.0.0.1:${byHand.port}/healthz`)).status).to.equal(200);
   });
 });
 
@@ -212,7 +272,7 @@ describe('systemd units for every case pass systemd-analyze verify', function ()
     const { profilePaths } = await import('../../src/shared/profile.ts');
     const dir = mkdtempSync(join(tmpdir(), 'unit with space-'));
     mkdirSync(join(dir, 'bin'));
-    const { symlinkSync, writeFileSync } = await import('node:fs');
+    const { symlinkSync } = await import('node:fs');
     symlinkSync(process.execPath, join(dir, 'bin', 'node 24'));
     try {
       const paths = profilePaths('staging', join(dir, 'home'));

@@ -43,6 +43,8 @@ function stop(name) {
 const SYSTEMCTL = String.raw`
 fs.appendFileSync(path.join(state, 'calls'), JSON.stringify(['systemctl', ...args]) + '\n');
 const user = args[0] === '--user';
+// No user manager to reach, as under su or sudo -u (no login session, XDG_RUNTIME_DIR pointing nowhere).
+if (user && process.env.FAKE_SYSTEMD_NO_USER_BUS) { process.stderr.write('Failed to connect to bus: No medium found\n'); process.exit(1); }
 const rest = user ? args.slice(1) : args;
 const [verb, ...names] = rest.filter((arg) => arg !== '--now');
 const now = rest.includes('--now');
@@ -83,6 +85,7 @@ function start(unit) {
 }
 switch (verb) {
   case 'daemon-reload': break;
+  case 'show-environment': process.stdout.write('PATH=' + process.env.PATH + '\n'); break;
   case 'enable': for (const unit of names) { fs.writeFileSync(file(unit, 'enabled'), ''); if (now) start(unit); } break;
   case 'disable': for (const unit of names) { fs.rmSync(file(unit, 'enabled'), { force: true }); if (now) stop(unit); } break;
   case 'start': names.forEach(start); break;
@@ -121,6 +124,7 @@ if (verb === 'bootstrap') {
 } else if (verb === 'bootout') { const label = labelOf(args[1]); stop(label); fs.rmSync(file(label, 'plist-path'), { force: true }); }
 else if (verb === 'kickstart') start(labelOf(args.at(-1)));
 else if (verb === 'kill') stop(labelOf(args[2]));
+else if (verb === 'print' && /^(system|gui\/\d+)$/.test(args[1])) process.stdout.write(args[1] + ' = {\n}\n');
 else if (verb === 'print') {
   const label = labelOf(args[1]);
   if (!fs.existsSync(file(label, 'plist-path'))) { process.stderr.write('Could not find service "' + label + '"\n'); process.exit(113); }

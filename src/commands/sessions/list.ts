@@ -10,7 +10,7 @@ export default class SessionsList extends BaseCommand<SessionsResult> {
   static override examples = ['<%= config.bin %> sessions list', '<%= config.bin %> sessions list --channel irc --json'];
   static override flags = {
     url: BaseCommand.urlFlag,
-    channel: Flags.string({ description: 'only this channel' }),
+    channel: Flags.string({ description: 'only this channel (or chat, api, automation: sessions with an agent no channel holds); a name that is none of them exits 5, naming those there are' }),
     limit: Flags.integer({ description: 'at most this many (1-1000)', default: 100, min: 1, max: 1000 }),
   };
 

@@ -2,7 +2,9 @@
  * Sessions: conversations with their history, shared by channels and agents;
  * every message recorded here is also pushed to operators as session.message.
  */
+import { SESSION_SOURCES } from '../../shared/channels.ts';
 import type { MessageView } from '../../shared/protocol/results.ts';
+import { suggestions } from '../../shared/suggest.ts';
 import { DomainError } from '../kernel/errors.ts';
 import { defineModule } from '../kernel/module.ts';
 import { OPERATOR } from '../kernel/person.ts';
@@ -43,10 +45,20 @@ export default defineModule<Sessions>({
       return recorded;
     };
 
+    /** A channel's name as pair list takes it: a channel kind the daemon has, one in the config, or where sessions without a channel come from. */
+    const assertKnownChannel = (id: string) => {
+      const known = [...new Set([...ctx.table().channels.keys(), ...Object.keys(ctx.config().channels), ...SESSION_SOURCES])].sort();
+      if (known.includes(id)) return;
+      const meant = suggestions(id, known);
+      throw new DomainError('not_found', `No channel named ${id}${meant.length ? `; did you mean ${meant.join(' or ')}?` : ''} (channels: ${known.join(', ')}).`);
+    };
+
     ctx.rpc.method({
       name: 'sessions.list',
       handler: async ({ channel, limit }) => {
         const sessions = await store.list({ channel, limit: limit ?? 100 });
+        // A misspelt channel is named as such, not answered with an empty list (a channel since removed still lists its sessions).
+        if (channel !== undefined && sessions.length === 0) assertKnownChannel(channel);
         return { sessions: await Promise.all(sessions.map(async (session) => sessionView(session, await store.lastMessage(session.key)))) };
       },
     });

@@ -576,6 +576,8 @@ export const configSchema: SchemaNode = object({
 export const LIVE_KEYS: readonly string[] = [
   'log.level', 'api.jwt', 'api.tokens', 'gateway.tools', 'hooks.enabled', 'hooks.maxBodyBytes', 'hooks.defaultSessionKey',
   'hooks.allowedSessionKeyPrefixes', 'hooks.presets', 'hooks.mappings', 'models', 'agents', 'automations', 'tools', 'runtime', 'inference', 'gateway.http.endpoints', 'mcp', 'voice', 'gateway.controlUi.allowedOrigins',
+  // /metrics reads both settings at each request; turned on, counting starts as the setting is written (metrics/module.ts).
+  'metrics',
 ];
 
 /** Keys that apply at the next `gateway reload` (or SIGHUP), without a restart. */

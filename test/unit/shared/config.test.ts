@@ -68,6 +68,8 @@ describe('config keys', () => {
   it('says which changes need a restart', () => {
     expect(needsRestart('gateway.port')).to.equal(true);
     expect(needsRestart('log.level')).to.equal(false);
+    expect(needsRestart('metrics.enabled')).to.equal(false);
+    expect(needsRestart('metrics.loopbackOpen')).to.equal(false);
     expect(needsRestart('channels.irc.dmPolicy')).to.equal(false);
     expect(needsRestart('channels.irc.allowFrom')).to.equal(false);
     expect(needsRestart('channels.irc.host')).to.equal(true);
