@@ -140,6 +140,15 @@ export default defineModule<Channels>({
       },
     });
     ctx.channels.add({
+      id: 'whatsapp',
+      label: 'WhatsApp',
+      normalizePeer: (peer) => peer.split('/')[0]!.replace(/[^\d]/g, ''),
+      create: async (id, context) => {
+        const { WhatsAppChannel } = await import('./whatsapp/whatsapp.ts');
+        return new WhatsAppChannel(id, context);
+      },
+    });
+    ctx.channels.add({
       id: 'xmpp',
       label: 'XMPP',
       normalizePeer: (peer) => peer.split('/')[0]!.trim().toLowerCase(),
@@ -149,7 +158,7 @@ export default defineModule<Channels>({
       },
     });
 
-    // Webhook deliveries of the channels that take them (Telegram's webhook mode, Slack's Events API): each checks its platform's signature or secret.
+    // Webhook deliveries of the channels that take them (Telegram's webhook mode, Slack's Events API, WhatsApp): each checks its platform's signature or secret.
     ctx.http.route({
       method: 'POST', path: '/channels/:channel/:account/webhook', auth: 'plugin',
       // Read by the pipeline, left as bytes: each platform checks its signature over them before parsing.
