@@ -1,7 +1,8 @@
 /**
  * The chat channels beside IRC, in one run, against the stand-ins the tests
  * use (Telegram's Bot API, Slack's Web API and Socket Mode, Discord's Gateway
- * and REST API, a Matrix homeserver's client-server API), a real ngircd, a real Prosody (XMPP), and a real postfix and
+ * and REST API, a Matrix homeserver's client-server API, Meta's WhatsApp Cloud
+ * API and its signed webhooks), a real ngircd, a real Prosody (XMPP), and a real postfix and
  * dovecot (email), with a model upstream that answers at once:
  *
  * - what each channel adds to an idle daemon's resident memory, connected
@@ -26,18 +27,24 @@ import { Prosody, XMPP_DOMAIN, XmppUser, trust } from '../test/support/prosody.t
 import { openaiText, ScriptedUpstream } from '../test/support/scripted-upstream.ts';
 import { SlackApi } from '../test/support/slack-api.ts';
 import { TelegramApi } from '../test/support/telegram-api.ts';
+import { WhatsAppApi } from '../test/support/whatsapp-api.ts';
 import { freePort, median, ms, rssKiB, sleep, step, type Figure } from './support.ts';
 
 const BIN = new URL('../bin/run.js', import.meta.url).pathname;
 const TG_TOKEN = '7001234567:AAH-bench-token';
 
-type Kind = 'telegram' | 'slack' | 'discord' | 'irc' | 'xmpp' | 'email' | 'matrix';
-const KINDS: Kind[] = ['irc', 'telegram', 'slack', 'discord', 'xmpp', 'email', 'matrix'];
+type Kind = 'telegram' | 'slack' | 'discord' | 'irc' | 'xmpp' | 'email' | 'matrix' | 'whatsapp';
+const ALL_KINDS: Kind[] = ['irc', 'telegram', 'slack', 'discord', 'xmpp', 'email', 'matrix', 'whatsapp'];
+/** BENCH_CHANNELS=whatsapp,telegram measures only those beside IRC (by default, every channel). */
+const CHOSEN = (process.env.BENCH_CHANNELS ?? '').split(',').map((name) => name.trim()).filter(Boolean);
+const KINDS: Kind[] = ALL_KINDS.filter((kind) => kind === 'irc' || CHOSEN.length === 0 || CHOSEN.includes(kind));
+/** The second business number of the WhatsApp stand-in's app. */
+const WA_SECOND_NUMBER = '106540352249999';
 const XMPP_BOT = 'gwbench';
 
 interface Parts {
   telegram: TelegramApi; slack: SlackApi; discord: DiscordApi; ircd: IrcServer; upstream: ScriptedUpstream;
-  prosody: Prosody; mail: MailServers; mailBot: MailPerson; hs: Homeserver; matrixBot: { userId: string; token: string };
+  prosody: Prosody; mail: MailServers; mailBot: MailPerson; hs: Homeserver; matrixBot: { userId: string; token: string }; whatsapp: WhatsAppApi;
   /** A second account of the bot's for XMPP, email and Matrix: what one more idle account adds. */
   mailBot2: MailPerson; matrixBot2: { userId: string; token: string };
   /** The XMPP and mail servers' certificates, for the daemon to trust. */
@@ -72,6 +79,15 @@ async function startDaemon(parts: Parts, kinds: Kind[], senders: Record<Kind, st
   if (kinds.includes('discord')) {
     set('channels.discord', { ...policy('discord'), apiRoot: parts.discord.apiRoot });
     gateway(['secrets', 'set', 'channels.discord.botToken'], parts.discord.token);
+  }
+  if (kinds.includes('whatsapp')) {
+    set('channels.whatsapp', { ...policy('whatsapp'), apiRoot: parts.whatsapp.apiRoot, phoneNumberId: parts.whatsapp.phoneNumberId });
+    gateway(['secrets', 'set', 'channels.whatsapp.accessToken'], parts.whatsapp.accessToken);
+    gateway(['secrets', 'set', 'channels.whatsapp.appSecret'], parts.whatsapp.appSecret);
+    gateway(['secrets', 'set', 'channels.whatsapp.verifyToken'], 'bench-verify-token');
+    if (twice.includes('whatsapp')) set('channels.whatsapp.accounts.two', { phoneNumberId: WA_SECOND_NUMBER });
+    // Meta posts to the address the app was given: this daemon's.
+    parts.whatsapp.subscribe(`http://127.0.0.1:${port}/channels/whatsapp/default/webhook`);
   }
   if (kinds.includes('irc')) set('channels.irc', { ...policy('irc'), host: '127.0.0.1', port: parts.ircd.port, nick: `gwbench${process.pid % 1000}` });
   if (kinds.includes('xmpp')) {
@@ -136,7 +152,9 @@ async function startParts(pieces: number): Promise<Parts> {
     ircd: await IrcServer.start(), upstream: await new ScriptedUpstream().start(),
     prosody, mail, mailBot: new MailPerson(mail, 'gwbench', 'bench-bot-password'), certificates, hs, matrixBot: hs.register('gwbench'),
     mailBot2: new MailPerson(mail, 'gwbench2', 'bench-bot-password'), matrixBot2: hs.register('gwbench2'),
+    whatsapp: await new WhatsAppApi().start(),
   };
+  parts.whatsapp.numbers.set(WA_SECOND_NUMBER, '+1 555-010-0200');
   parts.telegram.addBot(TG_TOKEN, 'gw_bench_bot');
   parts.upstream.responder = (request) => openaiText(`Answer: ${String(request.body.messages.at(-1).content)}`, undefined, { pieces });
   return parts;
@@ -145,7 +163,7 @@ async function startParts(pieces: number): Promise<Parts> {
 export async function runChannelBench(rounds: number): Promise<Figure[]> {
   const parts = await startParts(1);
   const figures: Figure[] = [];
-  const senders: Record<Kind, string[]> = { telegram: [], slack: [], discord: [], irc: [], xmpp: [], email: [], matrix: [] };
+  const senders: Record<Kind, string[]> = { telegram: [], slack: [], discord: [], irc: [], xmpp: [], email: [], matrix: [], whatsapp: [] };
   const SENDERS = 20;
   const tgUsers = Array.from({ length: SENDERS }, (_, index) => ({ id: 6_000_000 + index, first_name: `T${index}` }));
   const slackUsers = Array.from({ length: SENDERS }, (_, index) => ({ user: parts.slack.user(`U0BENCH${index}`, `S${index}`), dm: `D0BENCH${index}` }));
@@ -158,27 +176,31 @@ export async function runChannelBench(rounds: number): Promise<Figure[]> {
   senders.discord = discordUsers.map((user) => user.id);
   const ircUsers = await Promise.all(Array.from({ length: 4 }, (_, index) => IrcUser.connect(parts.ircd.port, `bench${process.pid % 1000}u${index}`)));
   senders.irc = ircUsers.map((user) => user.nick.toLowerCase());
-  const xmppUsers = await Promise.all(Array.from({ length: 4 }, async (_, index) => {
+  const xmppUsers = await Promise.all(Array.from({ length: KINDS.includes('xmpp') ? 4 : 0 }, async (_, index) => {
     parts.prosody.register(`person${index}`, 'bench-person');
     return XmppUser.connect(parts.prosody, `person${index}`, 'bench-person');
   }));
   senders.xmpp = xmppUsers.map((user) => user.jid);
-  const mailPeople = Array.from({ length: 4 }, (_, index) => new MailPerson(parts.mail, `person${index}`));
+  const mailPeople = Array.from({ length: KINDS.includes('email') ? 4 : 0 }, (_, index) => new MailPerson(parts.mail, `person${index}`));
   senders.email = mailPeople.map((person) => person.address);
   // Matrix people, each in a direct chat the bot is invited to (and joins, once a daemon with Matrix syncs).
-  const matrixPeople = await Promise.all(Array.from({ length: 4 }, async (_, index) => {
+  const matrixPeople = await Promise.all(Array.from({ length: KINDS.includes('matrix') ? 4 : 0 }, async (_, index) => {
     const person = new MatrixPerson(parts.hs, `person${index}`);
     return { person, room: await person.directChat(parts.matrixBot.userId) };
   }));
   senders.matrix = matrixPeople.map(({ person }) => person.userId);
+  const waPeople = Array.from({ length: SENDERS }, (_, index) => `4915200${String(index).padStart(6, '0')}`);
+  senders.whatsapp = waPeople;
 
   try {
     step('channels: resident memory of an idle daemon, by channel');
-    const alone = ['telegram', 'slack', 'discord', 'xmpp', 'email', 'matrix'] as const;
-    const second = ['xmpp', 'email', 'matrix'] as const;
+    const alone = KINDS.filter((kind) => kind !== 'irc');
+    const second = alone.filter((kind) => ['xmpp', 'email', 'matrix', 'whatsapp'].includes(kind));
+    const measured = (...kinds: Kind[]) => kinds.every((kind) => KINDS.includes(kind));
     const rss: Record<string, number[]> = { none: [], all: [], tls: [], ...Object.fromEntries([...alone, ...second.map((kind) => `${kind}2`)].map((kind) => [kind, []])) };
     for (let round = 0; round < rounds; round++) {
-      const configs = [['none', []], ...alone.map((kind) => [kind, [kind]]), ...second.map((kind) => [`${kind}2`, [kind], [kind]]), ['all', ['telegram', 'slack', 'discord']], ['tls', ['xmpp', 'email']]] as [string, Kind[], Kind[]?][];
+      const configs = [['none', []], ...alone.map((kind) => [kind, [kind]]), ...second.map((kind) => [`${kind}2`, [kind], [kind]]),
+        ...(measured('telegram', 'slack', 'discord') ? [['all', ['telegram', 'slack', 'discord']]] : []), ...(measured('xmpp', 'email') ? [['tls', ['xmpp', 'email']]] : [])] as [string, Kind[], Kind[]?][];
       for (const [name, kinds, twice] of configs) {
         const daemon = await startDaemon(parts, kinds, senders, twice);
         // Long enough for the daemon's memory reducer to give back what connecting left (two idle checks 5 s apart).
@@ -196,13 +218,17 @@ export async function runChannelBench(rounds: number): Promise<Figure[]> {
       const added = median(rss[`${kind}2`]!) - median(rss[kind]!);
       figures.push({ name: `a second idle ${kind} account`, value: `${median(rss[`${kind}2`]!).toFixed(1)} MB RSS`, baseline: `${median(rss[kind]!).toFixed(1)} MB with one`, comparison: `+${added.toFixed(1)} MB`, target: '<= +8 MB', ok: added <= 8 });
     }
-    const all = median(rss.all!) - none;
-    // XMPP and email are the channels here that speak TLS: the process's first TLS connection sets up OpenSSL's
-    // TLS state once (about 6 MB in a bare Node process that already hashes and signs), which both share.
-    const both = median(rss.tls!) - none;
-    const apart = median(rss.xmpp!) + median(rss.email!) - 2 * none;
-    figures.push({ name: 'idle daemon with XMPP and email connected (both over TLS)', value: `${median(rss.tls!).toFixed(1)} MB RSS`, baseline: `${none.toFixed(1)} MB with no channel`, comparison: `+${both.toFixed(1)} MB together, +${apart.toFixed(1)} MB as the sum of each alone: ${(apart - both).toFixed(1)} MB is what they share`, target: '', ok: true });
-    figures.push({ name: 'idle daemon with Telegram, Slack and Discord connected', value: `${median(rss.all!).toFixed(1)} MB RSS`, baseline: `${none.toFixed(1)} MB with no channel`, comparison: `+${all.toFixed(1)} MB`, target: '<= +24 MB', ok: all <= 24 });
+    if (measured('xmpp', 'email')) {
+      // XMPP and email are the channels here that speak TLS: the process's first TLS connection sets up OpenSSL's
+      // TLS state once (about 6 MB in a bare Node process that already hashes and signs), which both share.
+      const both = median(rss.tls!) - none;
+      const apart = median(rss.xmpp!) + median(rss.email!) - 2 * none;
+      figures.push({ name: 'idle daemon with XMPP and email connected (both over TLS)', value: `${median(rss.tls!).toFixed(1)} MB RSS`, baseline: `${none.toFixed(1)} MB with no channel`, comparison: `+${both.toFixed(1)} MB together, +${apart.toFixed(1)} MB as the sum of each alone: ${(apart - both).toFixed(1)} MB is what they share`, target: '', ok: true });
+    }
+    if (measured('telegram', 'slack', 'discord')) {
+      const all = median(rss.all!) - none;
+      figures.push({ name: 'idle daemon with Telegram, Slack and Discord connected', value: `${median(rss.all!).toFixed(1)} MB RSS`, baseline: `${none.toFixed(1)} MB with no channel`, comparison: `+${all.toFixed(1)} MB`, target: '<= +24 MB', ok: all <= 24 });
+    }
 
     step('channels: inbound to reply, at 1 and 100 messages a second');
     const daemon = await startDaemon(parts, KINDS, senders);
@@ -247,6 +273,10 @@ export async function runChannelBench(rounds: number): Promise<Figure[]> {
         void person.say(room, text);
         // The homeserver dates an event as it takes it: the reply's time is when the gateway's send reached it.
         arrived = () => person.received.find((event) => event.room_id === room && event.content?.body === answer)?.origin_server_ts;
+      } else if (kind === 'whatsapp') {
+        const from = waPeople[sender % SENDERS]!;
+        parts.whatsapp.message(from, { text });
+        arrived = () => parts.whatsapp.sent(from).find((call) => call.body.text?.body === answer)?.at;
       } else if (kind === 'email') {
         const person = mailPeople[sender % mailPeople.length]!;
         void person.send({ to: parts.mailBot.address, subject: text, text });
@@ -306,7 +336,7 @@ export async function runChannelBench(rounds: number): Promise<Figure[]> {
     ircUsers.forEach((user) => user.quit());
     await Promise.all(xmppUsers.map((user) => user.quit()));
     await Promise.all(matrixPeople.map(({ person }) => person.quit()));
-    await Promise.all([parts.telegram.stop(), parts.slack.stop(), parts.discord.stop(), parts.ircd.stop(), parts.upstream.stop(), parts.prosody.stop(), parts.mail.stop(), parts.hs.stop()]);
+    await Promise.all([parts.telegram.stop(), parts.slack.stop(), parts.discord.stop(), parts.ircd.stop(), parts.upstream.stop(), parts.prosody.stop(), parts.mail.stop(), parts.hs.stop(), parts.whatsapp.stop()]);
   }
   return figures;
 }
@@ -324,7 +354,7 @@ export async function runChannelSoak(minutes: number): Promise<Figure[]> {
   const slackUser = { user: parts.slack.user('U0SOAK1', 'Soak'), dm: 'D0SOAK1' };
   const discordUser = { id: nextId(), username: 'soak' };
   const discordDm = parts.discord.dmOf(discordUser);
-  const senders: Record<Kind, string[]> = { telegram: [String(tg.id)], slack: [slackUser.user], discord: [discordUser.id], irc: [], xmpp: [], email: [], matrix: [] };
+  const senders: Record<Kind, string[]> = { telegram: [String(tg.id)], slack: [slackUser.user], discord: [discordUser.id], irc: [], xmpp: [], email: [], matrix: [], whatsapp: [] };
   const daemon = await startDaemon(parts, ['telegram', 'slack', 'discord'], senders);
   const samples: { at: number; mb: number }[] = [];
   let sent = 0;
@@ -357,6 +387,6 @@ export async function runChannelSoak(minutes: number): Promise<Figure[]> {
     }];
   } finally {
     daemon.stop();
-    await Promise.all([parts.telegram.stop(), parts.slack.stop(), parts.discord.stop(), parts.ircd.stop(), parts.upstream.stop(), parts.prosody.stop(), parts.mail.stop(), parts.hs.stop()]);
+    await Promise.all([parts.telegram.stop(), parts.slack.stop(), parts.discord.stop(), parts.ircd.stop(), parts.upstream.stop(), parts.prosody.stop(), parts.mail.stop(), parts.hs.stop(), parts.whatsapp.stop()]);
   }
 }

@@ -140,6 +140,15 @@ export default defineModule<Channels>({
       },
     });
     ctx.channels.add({
+      id: 'whatsapp',
+      label: 'WhatsApp',
+      normalizePeer: (peer) => peer.split('/')[0]!.replace(/[^\d]/g, ''),
+      create: async (id, context) => {
+        const { WhatsAppChannel } = await import('./whatsapp/whatsapp.ts');
+        return new WhatsAppChannel(id, context);
+      },
+    });
+    ctx.channels.add({
       id: 'xmpp',
       label: 'XMPP',
       normalizePeer: (peer) => peer.split('/')[0]!.trim().toLowerCase(),
@@ -149,7 +158,7 @@ export default defineModule<Channels>({
       },
     });
 
-    // Webhook deliveries of the channels that take them (Telegram's webhook mode, Slack's Events API): each checks its platform's signature or secret.
+    // Webhook deliveries of the channels that take them (Telegram's webhook mode, Slack's Events API, WhatsApp): each checks its platform's signature or secret.
     ctx.http.route({
       method: 'POST', path: '/channels/:channel/:account/webhook', auth: 'plugin',
       // Read by the pipeline, left as bytes: each platform checks its signature over them before parsing.
@@ -161,11 +170,42 @@ export default defineModule<Channels>({
       },
     });
 
+    // A platform checking the address before it posts there (WhatsApp's subscription handshake).
+    ctx.http.route({
+      method: 'GET', path: '/channels/:channel/:account/webhook', auth: 'plugin',
+      handler: async (http) => {
+        const query = Object.fromEntries(new URLSearchParams(http.querystring));
+        const answer = await channels.receive(http.params.channel!, { account: http.params.account!, method: 'GET', query, headers: http.req.headers, body: Buffer.alloc(0) });
+        http.status = answer.status;
+        if (typeof answer.body === 'string') http.type = 'text/plain';
+        http.body = answer.body ?? {};
+      },
+    });
+
     ctx.http.document({
       paths: {
         '/channels/{channel}/{account}/webhook': {
+          get: {
+            summary: 'a platform checking the address before it posts there: WhatsApp\'s subscription handshake (hub.mode=subscribe, hub.verify_token, hub.challenge), answered with the challenge when the verify token matches',
+            security: [],
+            parameters: [
+              { name: 'channel', in: 'path', required: true, schema: { type: 'string' } },
+              { name: 'account', in: 'path', required: true, schema: { type: 'string' } },
+              { name: 'hub.mode', in: 'query', schema: { type: 'string', enum: ['subscribe'] } },
+              { name: 'hub.verify_token', in: 'query', schema: { type: 'string' } },
+              { name: 'hub.challenge', in: 'query', schema: { type: 'string' } },
+            ],
+            responses: {
+              200: { description: 'the challenge, as text', content: { 'text/plain': { schema: { type: 'string' } } } },
+              400: errorResponse('not a subscription request'),
+              401: errorResponse('the channel takes no such request'),
+              403: errorResponse('the verify token does not match'),
+              404: errorResponse('no channel account here takes webhook deliveries at this address'),
+              503: errorResponse('the account is not set up yet, or another daemon of the gateway runs the channel'),
+            },
+          },
           post: {
-            summary: 'a platform\'s webhook delivery for a channel account (Telegram with channels.<id>.webhookUrl, Slack with channels.<id>.events http); answered 2xx only once stored',
+            summary: 'a platform\'s webhook delivery for a channel account (Telegram with channels.<id>.webhookUrl, Slack with channels.<id>.events http, WhatsApp); answered 2xx only once stored',
             security: [],
             parameters: [
               { name: 'channel', in: 'path', required: true, schema: { type: 'string' } },

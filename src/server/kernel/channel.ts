@@ -56,6 +56,10 @@ export interface InboundAttachment {
 /** A request a platform made to the gateway's HTTP surface for one account of a channel (webhook delivery). */
 export interface ChannelRequest {
   account: string;
+  /** POST for a delivery (when left out); GET for a platform checking the address before it posts there (WhatsApp's subscription handshake). */
+  method?: 'GET' | 'POST';
+  /** The query string's parameters, each one's first value. */
+  query?: Record<string, string>;
   /** Header names in lower case. */
   headers: Record<string, string | string[] | undefined>;
   /** The raw bytes: signatures are checked over them. */
@@ -165,7 +169,8 @@ export interface Channel {
    * Takes a platform's webhook delivery for an account (POST
    * /channels/<id>/<account>/webhook): checks it came from the platform,
    * stores what it carries, and only then answers 2xx. Channels that poll or
-   * hold a connection leave it out.
+   * hold a connection leave it out. A GET there (request.method) is a
+   * platform checking the address; a string body is answered as text.
    */
   receive?(request: ChannelRequest): Promise<ChannelResponse>;
   /** Whether send() takes SendOptions.editOf (the platform edits messages): replies may then stream (channels.<id>.streaming). */

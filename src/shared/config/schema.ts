@@ -243,6 +243,34 @@ const matrixChannel: SchemaNode = object({
   accounts: ids(matrixAccount, 'further accounts by name (each one\'s access token is the secret channels.<id>.accounts.<name>.accessToken)'),
 }, 'Matrix: an account on a homeserver, over the client-server API (unencrypted rooms)');
 
+const PHONE_NUMBER_ID = { type: 'string', pattern: '^\\d{1,32}$' } as const;
+const GRAPH_VERSION = { type: 'string', pattern: '^v\\d{1,3}\\.\\d{1,2}$' } as const;
+
+const whatsappTemplate = (description: string): SchemaNode => ({
+  ...object({
+    name: text('the template\'s name, as approved in WhatsApp Manager (it takes no parameters)', { pattern: '^[a-z0-9_]{1,512}$' }),
+    language: text('its language code (default en_US)', { pattern: '^[a-z]{2,3}(_[A-Za-z0-9]{2,4})?$' }),
+  }, description),
+  required: ['name'],
+});
+
+const whatsappAccount: SchemaNode = object({
+  enabled: bool(true, 'take this number\'s messages'),
+  phoneNumberId: { ...PHONE_NUMBER_ID, description: 'its phone number id (WhatsApp Manager, API Setup)' },
+  apiRoot: text('Graph API address for this number (else the channel\'s)', API_ROOT),
+  apiVersion: { ...GRAPH_VERSION, description: 'Graph API version for this number (else the channel\'s)' },
+  template: whatsappTemplate('template inviting a person back once their 24-hour window has shut (else the channel\'s)'),
+}, 'another business phone number of the channel');
+
+const whatsappChannel: SchemaNode = object({
+  ...channelPolicy,
+  phoneNumberId: { ...PHONE_NUMBER_ID, description: 'the business phone number\'s id (WhatsApp Manager, API Setup; not the number itself); Meta posts its messages to /channels/<id>/default/webhook' },
+  apiRoot: text('the Graph API address (default https://graph.facebook.com)', API_ROOT),
+  apiVersion: { ...GRAPH_VERSION, default: 'v24.0', description: 'the Graph API version' },
+  template: whatsappTemplate('an approved template sent to invite a person back when a reply falls outside their 24-hour customer service window; the reply then waits for their answer (without one it is not sent, and the reason recorded)'),
+  accounts: ids(whatsappAccount, 'further business phone numbers by name (their secrets under channels.<id>.accounts.<name>, else the channel\'s)'),
+}, 'WhatsApp through Meta\'s Cloud API: a business phone number whose access token, app secret and verify token are the secrets channels.<id>.accessToken, .appSecret and .verifyToken');
+
 const hookMapping: SchemaNode = {
   type: 'object',
   additionalProperties: false,
@@ -448,7 +476,7 @@ export const configSchema: SchemaNode = object({
   channels: {
     type: 'object',
     description: 'messaging channels by id',
-    properties: { irc: channel, telegram: telegramChannel, slack: slackChannel, discord: discordChannel, xmpp: xmppChannel, email: emailChannel, matrix: matrixChannel },
+    properties: { irc: channel, telegram: telegramChannel, slack: slackChannel, discord: discordChannel, xmpp: xmppChannel, email: emailChannel, matrix: matrixChannel, whatsapp: whatsappChannel },
     propertyNames: { pattern: '^[a-z0-9][a-z0-9_-]{0,31}$' },
     additionalProperties: channel,
   },

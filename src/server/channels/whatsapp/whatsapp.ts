@@ -1,0 +1,456 @@
+/**
+ * WhatsApp through Meta's official Cloud API. Each account is a business
+ * phone number: Meta posts what happens on it (people's messages, the
+ * statuses of what it sent) to /channels/<id>/<account>/webhook, signed with
+ * the app secret (X-Hub-Signature-256); a delivery is stored before it is
+ * answered 200, and Meta posts again what was not. Replies go through the
+ * outbox to the Graph API's messages endpoint: text, media by address,
+ * reactions; read receipts with the typing indicator while an agent works.
+ * A conversation is always one person's (the Cloud API has no groups), and
+ * WhatsApp's 24-hour customer service window is kept: a reply that falls
+ * outside it waits for the person to answer a configured template, or is
+ * given up with the reason.
+ */
+import { createHmac } from 'node:crypto';
+import type { ChannelState } from '../../../shared/channels.ts';
+import { ChannelSendError, type Channel, type ChannelContext, type ChannelRequest, type ChannelResponse, type ChannelSettings, type InboundMessage, type SendReceipt } from '../../kernel/channel.ts';
+import { AccountChannel, AccountConnection } from '../account-channel.ts';
+import { accountsOf, DEFAULT_ACCOUNT, settingPath } from '../accounts.ts';
+import { TooLarge } from '../attachments.ts';
+import { deliveredJson, refusal, sameSecret } from '../webhook.ts';
+import { messageBody, splitReply } from './format.ts';
+import { GRAPH_VERSION, GraphApi, GraphError, graphRootOf } from './graph.ts';
+import { changesOf, type WaChange, type WaMessage, type WaStatus } from './notifications.ts';
+import { ServiceWindows } from './service-window.ts';
+
+interface Template { name: string; language?: string }
+
+interface AccountSettings {
+  enabled: boolean;
+  phoneNumberId?: string;
+  apiRoot?: string;
+  apiVersion?: string;
+  /** The approved template that invites a person back once their window has shut. */
+  template?: Template;
+}
+
+/** The accounts of a WhatsApp channel's settings: the top level (when it names a number, or nothing else does) and each of `accounts`. */
+export function whatsappAccounts(settings: ChannelSettings): Map<string, AccountSettings> {
+  return accountsOf<AccountSettings>(settings, {
+    keys: ['phoneNumberId', 'apiRoot', 'apiVersion', 'template'],
+    inherited: { apiRoot: true, apiVersion: true, template: true },
+    hasDefault: (top, others) => top.phoneNumberId !== undefined || others.length === 0,
+  });
+}
+
+type SecretName = 'accessToken' | 'appSecret' | 'verifyToken';
+const SECRET_NAMES: readonly SecretName[] = ['accessToken', 'appSecret', 'verifyToken'];
+const SECRET_HINTS: Record<SecretName, string> = {
+  accessToken: 'a system user\'s access token with whatsapp_business_messaging',
+  appSecret: 'the Meta app\'s secret (App settings, Basic)',
+  verifyToken: 'a string of your choosing, given to Meta with the callback URL',
+};
+
+/** While a rate limit lasts, the whole account waits: first this long, doubling at each limit met in a row, up to the most. */
+const RATE_LIMIT_FIRST_PAUSE_MS = 2000;
+const RATE_LIMIT_MOST_PAUSE_MS = 60_000;
+/** How often the typing indicator is shown again while an agent works (Meta shows it up to 25 s, or until the reply). */
+const TYPING_EVERY_MS = 20_000;
+/** People whose last message id is kept for read receipts, at most. */
+const MAX_LAST_MESSAGES = 5000;
+
+/** Meta's codes for rate limits that hold the whole number: API calls (4, 80007), Cloud API throughput (130429). */
+const ACCOUNT_RATE_LIMITS = new Set([4, 80007, 130429]);
+/** Codes worth trying again: Meta's own trouble, the spam and per-person rate limits. */
+const RETRYABLE = new Set([1, 2, 131000, 131016, 131048, 131056, 133004]);
+/** The customer service window is shut. */
+const REENGAGEMENT = 131047;
+
+/** A reply's recipient: a person's WhatsApp id, and the message it answers (`<wa_id>/<wamid>`), when it names one. */
+function recipientOf(to: string): { customer: string; context?: string } {
+  const slash = to.indexOf('/');
+  const customer = (slash === -1 ? to : to.slice(0, slash)).replace(/[^\d]/g, '');
+  return slash === -1 ? { customer } : { customer, context: to.slice(slash + 1).trim() };
+}
+
+const iso = (at: number) => new Date(at).toISOString().replace(/\.\d{3}Z$/, 'Z');
+
+/** One business phone number: webhook deliveries in, the messages endpoint out. */
+class WhatsAppAccount extends AccountConnection<AccountSettings> {
+  private stopped = false;
+  private api?: GraphApi;
+  private appSecret?: string;
+  private verifyToken?: string;
+  /** The number as people see it, and the business's verified name. */
+  private profile?: string;
+  /** What Meta last said it could not deliver (a status arrives after the send): shown with the account's state. */
+  private lastFailure?: string;
+  private rateLimitsInRow = 0;
+  private windows = new ServiceWindows();
+  private readonly windowsRead: Promise<void>;
+  /** Each person's last message (its id), for the read receipt, and when the typing indicator last went. */
+  private readonly lastMessage = new Map<string, { id: string; shownAt?: number }>();
+  private readonly route: (phoneNumberId: string) => WhatsAppAccount | undefined;
+
+  constructor(channelId: string, name: string, settings: () => AccountSettings | undefined, context: ChannelContext, route: (phoneNumberId: string) => WhatsAppAccount | undefined) {
+    super(channelId, name, settings, context);
+    this.route = route;
+    this.windowsRead = context.cursor.get(name).then((cursor) => {
+      this.windows = ServiceWindows.fromCursor(cursor);
+    }, (error: unknown) => this.log.warn({ err: error }, 'the service windows could not be read; every window counts as shut'));
+  }
+
+  get phoneNumberId(): string | undefined {
+    return this.settings()?.phoneNumberId;
+  }
+
+  get selfName(): string | undefined {
+    return this.profile;
+  }
+
+  /** A secret of the account's, else (for a named account) the channel's: one Meta app often serves several numbers. */
+  private async secretOf(name: SecretName): Promise<string | undefined> {
+    const own = await this.context.secret(settingPath(this.channelId, this.name, name));
+    if (own || this.name === DEFAULT_ACCOUNT) return own;
+    return this.context.secret(settingPath(this.channelId, DEFAULT_ACCOUNT, name));
+  }
+
+  /** Connected: the number, and what Meta last said it could not deliver. */
+  private showConnected(): void {
+    this.setState('connected', [this.profile, this.lastFailure && `last undelivered: ${this.lastFailure}`].filter(Boolean).join('; '));
+  }
+
+  /**
+   * Reads the account's secrets and checks its number with the Graph API.
+   * Deliveries are taken as soon as the app secret is known, whatever the
+   * API's state; a failure waits with backoff (a setup problem, the longest
+   * wait) and checks again.
+   */
+  async connect(): Promise<void> {
+    if (this.stopped) return;
+    this.setState('connecting');
+    try {
+      const settings = this.settings();
+      const [accessToken, appSecret, verifyToken] = await Promise.all(SECRET_NAMES.map((name) => this.secretOf(name)));
+      this.appSecret = appSecret;
+      this.verifyToken = verifyToken;
+      const missing = SECRET_NAMES.filter((_, index) => ![accessToken, appSecret, verifyToken][index]);
+      if (missing.length) {
+        throw new Setup(`missing ${missing.map((name) => `${name} (${SECRET_HINTS[name]}): gateway secrets set ${settingPath(this.channelId, this.name, name)}`).join('; ')} (values on stdin)`);
+      }
+      if (!settings?.phoneNumberId) {
+        throw new Setup(`set the phone number id (WhatsApp Manager, API Setup; not the number itself): gateway config set ${settingPath(this.channelId, this.name, 'phoneNumberId')} <id>`);
+      }
+      let root: URL;
+      try {
+        root = graphRootOf(settings.apiRoot);
+      } catch (error) {
+        throw new Setup(`${(error as Error).message}: gateway config set ${settingPath(this.channelId, this.name, 'apiRoot')}`);
+      }
+      await this.windowsRead;
+      this.api = new GraphApi(root, settings.apiVersion ?? GRAPH_VERSION, accessToken!);
+      const number = await this.api.phoneNumber(settings.phoneNumberId);
+      if (this.stopped) return;
+      this.profile = [number.display_phone_number, number.verified_name && `(${number.verified_name})`].filter(Boolean).join(' ') || settings.phoneNumberId;
+      this.reconnect.succeeded();
+      this.showConnected();
+    } catch (error) {
+      if (this.stopped) return;
+      const { state, detail, waitMs } = this.classify(error);
+      this.setState(state, detail);
+      this.log.warn({ error: detail }, 'whatsapp account not ready; checking again');
+      this.reconnect.schedule(() => void this.connect(), waitMs);
+    }
+  }
+
+  private classify(error: unknown): { state: ChannelState; detail: string; waitMs: number } {
+    const backoff = this.reconnect.next();
+    const longest = this.reconnect.longest;
+    if (error instanceof Setup) return { state: 'error', detail: error.message, waitMs: longest };
+    if (error instanceof GraphError) {
+      if (error.status === 401 || error.code === 190) {
+        return { state: 'error', detail: `Meta refused the access token (${error.described}); set a valid one: gateway secrets set ${settingPath(this.channelId, this.name, 'accessToken')}`, waitMs: longest };
+      }
+      if (error.status === 404 || (error.code === 100 && error.subcode === 33)) {
+        return { state: 'error', detail: `the phone number id ${this.phoneNumberId} is not one this access token can use (${error.described}); check ${settingPath(this.channelId, this.name, 'phoneNumberId')}`, waitMs: longest };
+      }
+      if (error.status === 429 || ACCOUNT_RATE_LIMITS.has(error.code ?? 0)) return { state: 'disconnected', detail: `Meta asked to wait (${error.described})`, waitMs: error.retryAfterMs ?? backoff };
+      return { state: 'disconnected', detail: `the Graph API: ${error.described}`, waitMs: backoff };
+    }
+    return { state: 'disconnected', detail: `cannot reach the Graph API: ${(error as Error)?.message ?? String(error)}`, waitMs: backoff };
+  }
+
+  /** A send met no answer: the account is down until its number can be checked again (and then what waits goes at once). */
+  private lost(reason: string): void {
+    if (this.status.state !== 'connected' || this.stopped) return;
+    this.setState('disconnected', `cannot reach the Graph API: ${reason}`);
+    this.reconnect.schedule(() => void this.connect());
+  }
+
+  /**
+   * A request Meta made: the subscription handshake (GET, answered with its
+   * challenge when the verify token matches), or a delivery (POST), its
+   * signature checked over the raw body before anything is read, stored
+   * before the 200.
+   */
+  async receive(request: ChannelRequest): Promise<ChannelResponse> {
+    if (request.method === 'GET') return this.handshake(request.query ?? {});
+    const secret = this.appSecret;
+    if (secret === undefined) return refusal(503, 'unavailable', 'This account is not set up to take deliveries yet.');
+    const signature = request.headers['x-hub-signature-256'];
+    if (typeof signature !== 'string') return refusal(401, 'unauthorized', 'The request is not signed (X-Hub-Signature-256).');
+    const expected = `sha256=${createHmac('sha256', secret).update(request.body).digest('hex')}`;
+    if (!sameSecret(signature.trim().toLowerCase(), expected)) return refusal(401, 'unauthorized', 'The request\'s signature does not match the app secret.');
+    const read = deliveredJson(request.body);
+    if (read.refused) return read.refused;
+    const payload = read.value as { object?: unknown } | null;
+    // Another product of the same app (a Page, Instagram): nothing for WhatsApp.
+    if (payload && typeof payload === 'object' && payload.object !== undefined && payload.object !== 'whatsapp_business_account') return { status: 200, body: {} };
+    const changes = changesOf(payload);
+    if (!changes) return refusal(400, 'bad_request', 'The body is not a WhatsApp notification.');
+    try {
+      for (const change of changes) {
+        const account = change.phoneNumberId === undefined ? undefined : this.route(change.phoneNumberId);
+        if (!account) {
+          this.log.debug({ phoneNumberId: change.phoneNumberId }, 'a notification for a number no account here has; skipped');
+          continue;
+        }
+        await account.take(change);
+      }
+    } catch (error) {
+      this.log.warn({ err: error }, 'a WhatsApp notification could not be stored; left for Meta to post again');
+      return refusal(503, 'unavailable', 'The notification could not be stored now.');
+    }
+    return { status: 200, body: {} };
+  }
+
+  private handshake(query: Record<string, string>): ChannelResponse {
+    const expected = this.verifyToken;
+    if (expected === undefined) return refusal(503, 'unavailable', 'This account is not set up to verify its address yet.');
+    const challenge = query['hub.challenge'];
+    const token = query['hub.verify_token'];
+    if (query['hub.mode'] !== 'subscribe' || typeof challenge !== 'string' || typeof token !== 'string') {
+      return refusal(400, 'bad_request', 'Not a subscription request: hub.mode=subscribe, hub.verify_token and hub.challenge are expected.');
+    }
+    if (!sameSecret(token, expected)) {
+      this.log.warn('a subscription request with a verify token that does not match; refused');
+      return refusal(403, 'forbidden', 'The verify token does not match.');
+    }
+    // Meta's challenge is a number; nothing else is echoed back.
+    if (!/^[A-Za-z0-9._-]{1,256}$/.test(challenge)) return refusal(400, 'bad_request', 'The challenge is not one Meta sends.');
+    this.log.info('Meta verified the webhook address');
+    return { status: 200, body: challenge };
+  }
+
+  /**
+   * One change for this number: statuses noted, the windows of those who
+   * wrote saved first (a reply after a restart knows them), then each
+   * message stored, in order. Throws when one cannot be stored: Meta posts
+   * the whole notification again, and what was stored already is dropped
+   * by its id.
+   */
+  async take(change: WaChange): Promise<void> {
+    await this.windowsRead;
+    let moved = false;
+    for (const status of change.statuses) if (this.noteStatus(status)) moved = true;
+    for (const error of change.errors) this.log.warn({ code: error.code, error: error.title }, 'Meta reported a problem with a notification');
+    for (const message of change.messages) if (message.speaks && this.windows.heard(message.from, message.at)) moved = true;
+    if (moved) await this.context.cursor.set(this.name, this.windows.toCursor(Date.now()));
+    for (const message of change.messages) {
+      const inbound = this.inbound(message);
+      if (!inbound) {
+        this.log.debug({ type: message.type }, 'a WhatsApp message with nothing to answer; skipped');
+        continue;
+      }
+      await this.context.inbound(inbound);
+      this.lastMessage.delete(message.from);
+      this.lastMessage.set(message.from, { id: message.id });
+      if (this.lastMessage.size > MAX_LAST_MESSAGES) this.lastMessage.delete(this.lastMessage.keys().next().value!);
+    }
+  }
+
+  private inbound(message: WaMessage): InboundMessage | undefined {
+    if (!message.text.trim() && message.media.length === 0) return undefined;
+    return {
+      account: this.name, kind: 'direct', sender: message.from, senderName: message.name ?? `+${message.from}`, replyTo: message.from,
+      text: message.text, at: message.at, platformId: message.id,
+      ...(message.media.length ? {
+        attachments: message.media.map((media) => ({
+          name: media.name, mimeType: media.mimeType,
+          // The address Meta gives lasts minutes: asked for when the file is fetched.
+          fetch: async (maxBytes: number, signal: AbortSignal) => {
+            const api = this.api;
+            if (!api) throw new Error('the account has no access token yet');
+            const info = await api.mediaInfo(media.id, signal);
+            if (typeof info.file_size === 'number' && info.file_size > maxBytes) throw new TooLarge(maxBytes);
+            if (typeof info.url !== 'string') throw new Error('Meta gave no address for it');
+            return api.download(info.url, maxBytes, signal);
+          },
+        })),
+      } : {}),
+    };
+  }
+
+  /**
+   * What became of a message sent: a failure told (and kept for the
+   * account's state); the others are no news. True when it shut a window
+   * the account thought open.
+   */
+  private noteStatus(status: WaStatus): boolean {
+    if (status.status !== 'failed') {
+      this.log.debug({ message: status.id, status: status.status }, 'whatsapp message status');
+      return false;
+    }
+    const error = status.errors[0];
+    const shut = error?.code === REENGAGEMENT && this.windows.isOpen(status.recipient, Date.now());
+    if (shut) this.windows.shut(status.recipient);
+    const reason = error ? `${error.code !== undefined ? `error ${error.code}: ` : ''}${error.title}${error.details ? ` (${error.details})` : ''}` : 'no reason given';
+    this.lastFailure = `to ${status.recipient} at ${iso(status.at)}: ${reason}`;
+    this.log.warn({ to: status.recipient, message: status.id, code: error?.code, error: reason }, 'WhatsApp could not deliver a message');
+    if (this.status.state === 'connected') this.showConnected();
+    return shut;
+  }
+
+  async send(to: string, text: string): Promise<SendReceipt> {
+    const api = this.api;
+    const phoneNumberId = this.phoneNumberId;
+    if (!api || !phoneNumberId || this.status.state !== 'connected') throw new ChannelSendError(`${this.channelId} account ${this.name} is ${this.status.state}; the message was not sent`);
+    const { customer, context } = recipientOf(to);
+    await this.windowsRead;
+    if (!this.windows.isOpen(customer, Date.now())) return this.outsideWindow(api, phoneNumberId, customer);
+    try {
+      const ids = await api.messages(phoneNumberId, { recipient_type: 'individual', to: customer, ...messageBody(text, context) });
+      this.rateLimitsInRow = 0;
+      return { ids };
+    } catch (error) {
+      if (error instanceof GraphError && error.code === REENGAGEMENT) {
+        this.windows.shut(customer);
+        return this.outsideWindow(api, phoneNumberId, customer);
+      }
+      throw this.sendError(error);
+    }
+  }
+
+  /**
+   * A reply to someone whose window has shut. With a template configured,
+   * it is sent (once a day at most) to invite them back, and the reply waits
+   * for their answer, tried again as the outbox tries; without one, the reply
+   * is given up with the reason.
+   */
+  private async outsideWindow(api: GraphApi, phoneNumberId: string, customer: string): Promise<never> {
+    const now = Date.now();
+    const last = this.windows.lastHeard(customer);
+    const since = last === undefined ? `${customer} has not written to this number in the last 24 hours` : `${customer} last wrote at ${iso(last)}`;
+    const shut = `outside WhatsApp's 24-hour customer service window (${since})`;
+    const template = this.settings()?.template;
+    if (!template?.name) {
+      throw new ChannelSendError(`${shut}: WhatsApp takes only an approved template then, and ${settingPath(this.channelId, this.name, 'template')} is not set; not sent`, { permanent: true });
+    }
+    let invited = this.windows.invited(customer, now);
+    if (invited === undefined) {
+      try {
+        await api.messages(phoneNumberId, { recipient_type: 'individual', to: customer, type: 'template', template: { name: template.name, language: { code: template.language ?? 'en_US' } } });
+      } catch (error) {
+        const refused = this.sendError(error);
+        throw new ChannelSendError(`${shut}, and the template ${template.name} could not be sent: ${refused.message}`, { permanent: refused.permanent, retryAfterMs: refused.retryAfterMs });
+      }
+      invited = Date.now();
+      this.windows.invite(customer, invited);
+      await this.context.cursor.set(this.name, this.windows.toCursor(invited));
+      this.log.info({ to: customer, template: template.name }, 'a reply waits outside the customer service window; the template was sent to invite its recipient back');
+    }
+    throw new ChannelSendError(`${shut}: the template ${template.name} was sent at ${iso(invited)}; the reply waits for ${customer} to answer it`);
+  }
+
+  /** A refused send as the outbox reads it: the account paused (a rate limit), tried again later, or given up. */
+  private sendError(error: unknown): ChannelSendError {
+    if (!(error instanceof GraphError)) {
+      const reason = (error as Error)?.message ?? String(error);
+      this.lost(reason);
+      return new ChannelSendError(`cannot reach WhatsApp: ${reason}`);
+    }
+    if (error.status === 429 || ACCOUNT_RATE_LIMITS.has(error.code ?? 0)) {
+      this.rateLimitsInRow++;
+      const pause = error.retryAfterMs ?? Math.min(RATE_LIMIT_FIRST_PAUSE_MS * 2 ** (this.rateLimitsInRow - 1), RATE_LIMIT_MOST_PAUSE_MS);
+      return new ChannelSendError(`WhatsApp: rate limited (${error.described}); the account waits ${Math.round(pause / 1000)} s`, { retryAfterMs: pause });
+    }
+    if (error.status === 401 || error.code === 190) {
+      const { state, detail, waitMs } = this.classify(error);
+      this.setState(state, detail);
+      this.reconnect.schedule(() => void this.connect(), waitMs);
+      return new ChannelSendError(`WhatsApp refused the access token (${error.described})`);
+    }
+    const permanent = error.status < 500 && !RETRYABLE.has(error.code ?? 0);
+    return new ChannelSendError(`WhatsApp: ${error.described}`, { permanent });
+  }
+
+  /** Marks the person's last message read, with the typing indicator, while an agent works on the answer. */
+  async typing(to: string): Promise<void> {
+    const { customer } = recipientOf(to);
+    const last = this.lastMessage.get(customer);
+    const api = this.api;
+    const phoneNumberId = this.phoneNumberId;
+    if (!last || !api || !phoneNumberId || this.status.state !== 'connected') return;
+    const now = Date.now();
+    if (last.shownAt !== undefined && now - last.shownAt < TYPING_EVERY_MS) return;
+    last.shownAt = now;
+    await api.messages(phoneNumberId, { status: 'read', message_id: last.id, typing_indicator: { type: 'text' } }).catch((error: unknown) => {
+      this.log.debug({ error: (error as Error)?.message }, 'the read receipt could not be sent');
+    });
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.reconnect.stop();
+    this.setState('disconnected');
+  }
+}
+
+/** A setup problem (a secret or the phone number id missing): the account waits for an operator. */
+class Setup extends Error {}
+
+export class WhatsAppChannel extends AccountChannel<WhatsAppAccount, AccountSettings> implements Channel {
+  protected accountsOf(settings: ChannelSettings): Map<string, AccountSettings> {
+    return whatsappAccounts(settings);
+  }
+
+  protected open(name: string, settings: () => AccountSettings | undefined): WhatsAppAccount {
+    const account = new WhatsAppAccount(this.id, name, settings, this.context, (phoneNumberId) => this.byPhoneNumber(phoneNumberId));
+    void account.connect();
+    return account;
+  }
+
+  /** The running account of a phone number id: one Meta app posts every number's notifications to the one address it was given. */
+  private byPhoneNumber(phoneNumberId: string): WhatsAppAccount | undefined {
+    for (const account of this.live.values()) if (account.phoneNumberId === phoneNumberId) return account;
+    return undefined;
+  }
+
+  receive(request: ChannelRequest): Promise<ChannelResponse> {
+    return this.handOver(request);
+  }
+
+  split(text: string): string[] {
+    return splitReply(text);
+  }
+
+  /** A person is their number in international form, digits only (+49 151 2345-6789 is 4915123456789); `/<message id>` names a message of theirs. */
+  normalizePeer(peer: string): string {
+    return normalizeWhatsAppPeer(peer);
+  }
+
+  /** The Cloud API has no groups: every conversation is one person's. */
+  isRoom(): boolean {
+    return false;
+  }
+
+  checkPeer(peer: string): string | undefined {
+    const [number, message] = [peer.split('/')[0]!, peer.includes('/') ? peer.slice(peer.indexOf('/') + 1) : undefined];
+    if (!/^\+?\d{6,15}$/.test(number.replace(/[\s().-]/g, ''))) return 'is not a WhatsApp number in international form (such as +4915123456789)';
+    if (message !== undefined && !/^wamid\.[A-Za-z0-9+/=_-]{8,256}$/.test(message)) return 'names a message that is not a WhatsApp message id (wamid.…)';
+    return undefined;
+  }
+}
+
+/** A person's WhatsApp id as people type their number: digits only. */
+export const normalizeWhatsAppPeer = (peer: string): string => peer.split('/')[0]!.replace(/[^\d]/g, '');

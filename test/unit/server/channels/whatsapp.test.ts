@@ -1,0 +1,164 @@
+import { expect } from 'chai';
+import { markdownToWhatsApp, messageBody, splitReply, WHATSAPP_LIMIT } from '../../../../src/server/channels/whatsapp/format.ts';
+import { graphRootOf } from '../../../../src/server/channels/whatsapp/graph.ts';
+import { changesOf } from '../../../../src/server/channels/whatsapp/notifications.ts';
+import { ServiceWindows, WINDOW_MS } from '../../../../src/server/channels/whatsapp/service-window.ts';
+import { normalizeWhatsAppPeer, WhatsAppChannel, whatsappAccounts } from '../../../../src/server/channels/whatsapp/whatsapp.ts';
+
+const NOW = Date.UTC(2026, 10, 27, 12, 0, 0);
+const envelope = (value: Record<string, unknown>, field = 'messages') => ({ object: 'whatsapp_business_account', entry: [{ id: 'WABA', changes: [{ field, value }] }] });
+const metadata = { display_phone_number: '15550100199', phone_number_id: '1065' };
+
+describe('whatsapp: what Meta posts', () => {
+  it('reads each kind of message a person sends, with their profile name, into text and files', () => {
+    const at = String(NOW / 1000 - 60);
+    const [change] = changesOf(envelope({
+      messaging_product: 'whatsapp', metadata,
+      contacts: [{ profile: { name: 'Ann' }, wa_id: '4915100000001' }],
+      messages: [
+        { from: '4915100000001', id: 'wamid.1', timestamp: at, type: 'text', text: { body: 'hello' } },
+        { from: '4915100000001', id: 'wamid.2', timestamp: at, type: 'image', image: { id: 'M1', mime_type: 'image/jpeg', caption: 'look' } },
+        { from: '4915100000001', id: 'wamid.3', timestamp: at, type: 'document', document: { id: 'M2', mime_type: 'application/pdf', filename: 'report.pdf' } },
+        { from: '4915100000001', id: 'wamid.4', timestamp: at, type: 'audio', audio: { id: 'M3', mime_type: 'audio/ogg; codecs=opus', voice: true } },
+        { from: '4915100000001', id: 'wamid.5', timestamp: at, type: 'button', button: { text: 'Yes please', payload: 'yes' } },
+        { from: '4915100000001', id: 'wamid.6', timestamp: at, type: 'interactive', interactive: { type: 'list_reply', list_reply: { id: 'a', title: 'Plan A', description: 'the cheap one' } } },
+        { from: '4915100000001', id: 'wamid.7', timestamp: at, type: 'location', location: { latitude: 52.52, longitude: 13.405, name: 'Office', address: 'Berlin' } },
+        { from: '4915100000001', id: 'wamid.8', timestamp: at, type: 'contacts', contacts: [{ name: { formatted_name: 'Bob B' }, phones: [{ phone: '+1 555 0100' }] }] },
+        { from: '4915100000001', id: 'wamid.9', timestamp: at, type: 'reaction', reaction: { message_id: 'wamid.0', emoji: '👍' } },
+        { from: '4915100000001', id: 'wamid.10', timestamp: at, type: 'unsupported', errors: [{ code: 131051 }] },
+      ],
+    }), NOW)!;
+    expect(change!.phoneNumberId).to.equal('1065');
+    const read = change!.messages.map((message) => [message.id, message.text, message.media.map((file) => file.name).join(), message.speaks]);
+    expect(read).to.deep.equal([
+      ['wamid.1', 'hello', '', true],
+      ['wamid.2', 'look', 'image.jpg', true],
+      ['wamid.3', '', 'report.pdf', true],
+      ['wamid.4', '', 'voice.ogg', true],
+      ['wamid.5', 'Yes please', '', true],
+      ['wamid.6', 'Plan A: the cheap one', '', true],
+      ['wamid.7', '[location: Office, Berlin (52.52, 13.405)]', '', true],
+      ['wamid.8', '[contact: Bob B, +1 555 0100]', '', true],
+      ['wamid.9', '', '', false],
+      ['wamid.10', '', '', true],
+    ]);
+    expect(change!.messages[0]).to.include({ from: '4915100000001', name: 'Ann', at: NOW - 60_000 });
+    expect(change!.messages[3]!.media[0]).to.deep.equal({ id: 'M3', name: 'voice.ogg', mimeType: 'audio/ogg; codecs=opus' });
+  });
+
+  it('reads statuses with Meta\'s errors, skips what is malformed and fields other than messages, and refuses a body with no entries', () => {
+    const changes = changesOf({
+      object: 'whatsapp_business_account',
+      entry: [
+        { id: 'WABA', changes: [{ field: 'messages', value: { metadata, statuses: [
+          { id: 'wamid.s1', status: 'delivered', timestamp: String(NOW / 1000 + 3600), recipient_id: '491' },
+          { id: 'wamid.s2', status: 'failed', recipient_id: '491', errors: [{ code: 131047, title: 'Re-engagement message', error_data: { details: 'more than 24 hours' } }] },
+          { status: 'read' }, null,
+        ], messages: [{ from: 'nobody', id: 'x', type: 'text' }, { id: 'y', type: 'text' }, 'text'] } }] },
+        { id: 'WABA', changes: [{ field: 'message_template_status_update', value: { event: 'APPROVED' } }, null] },
+        'not an entry',
+      ],
+    }, NOW)!;
+    expect(changes).to.have.length(1);
+    expect(changes[0]!.messages).to.deep.equal([]);
+    expect(changes[0]!.statuses).to.deep.equal([
+      { id: 'wamid.s1', status: 'delivered', recipient: '491', at: NOW, errors: [] },
+      { id: 'wamid.s2', status: 'failed', recipient: '491', at: NOW, errors: [{ code: 131047, title: 'Re-engagement message', details: 'more than 24 hours' }] },
+    ]);
+    expect(changesOf({ object: 'whatsapp_business_account' })).to.equal(undefined);
+    expect(changesOf([1, 2])).to.equal(undefined);
+    expect(changesOf(envelope({ messages: [{ from: '491', id: 'z', type: 'text', text: { body: 'x'.repeat(20_000) } }] }))![0]!.messages[0]!.text).to.have.length(16_384);
+  });
+});
+
+describe('whatsapp: the 24-hour customer service window', () => {
+  it('is open for 24 hours after a person last wrote, moves on with each message, and shuts when Meta says so', () => {
+    const windows = new ServiceWindows();
+    expect(windows.isOpen('491', NOW)).to.equal(false);
+    expect(windows.heard('491', NOW - WINDOW_MS + 1000)).to.equal(true);
+    expect(windows.isOpen('491', NOW)).to.equal(true);
+    expect(windows.isOpen('491', NOW + 1000)).to.equal(false);
+    expect(windows.heard('491', NOW - WINDOW_MS), 'an older message moves nothing').to.equal(false);
+    windows.heard('491', NOW);
+    expect(windows.isOpen('491', NOW + WINDOW_MS - 1)).to.equal(true);
+    windows.shut('491');
+    expect(windows.isOpen('491', NOW)).to.equal(false);
+  });
+
+  it('remembers an invitation until the person writes again, and keeps only the last day across a restart', () => {
+    const windows = new ServiceWindows();
+    windows.heard('491', NOW - 2 * WINDOW_MS);
+    windows.heard('492', NOW - 1000);
+    windows.invite('491', NOW - 500);
+    windows.invite('493', NOW - WINDOW_MS - 1);
+    expect(windows.invited('491', NOW)).to.equal(NOW - 500);
+    expect(windows.invited('493', NOW), 'a day later, invited again').to.equal(undefined);
+    const saved = windows.toCursor(NOW);
+    expect(JSON.parse(saved)).to.deep.equal({ heard: { 492: NOW - 1000 }, invited: { 491: NOW - 500 } });
+    const read = ServiceWindows.fromCursor(saved);
+    expect(read.isOpen('492', NOW)).to.equal(true);
+    expect(read.invited('491', NOW)).to.equal(NOW - 500);
+    read.heard('491', NOW);
+    expect(read.invited('491', NOW), 'they answered').to.equal(undefined);
+    for (const garbage of [undefined, '', '{', '[1]', '{"heard":{"491":"soon"}}']) expect(ServiceWindows.fromCursor(garbage).isOpen('491', NOW)).to.equal(false);
+  });
+});
+
+describe('whatsapp: replies as WhatsApp shows them', () => {
+  it('turns Markdown into WhatsApp\'s markup', () => {
+    expect(markdownToWhatsApp('## Title\n**bold** and *italic* and ~~gone~~, `code **not bold**`, [the docs](https://example.org/d) and https://x.org\n* one\n+ two\n> quoted'))
+      .to.equal('*Title*\n*bold* and _italic_ and ~gone~, `code **not bold**`, the docs (https://example.org/d) and https://x.org\n- one\n- two\n> quoted');
+    expect(markdownToWhatsApp('```ts\nconst a = **b**;\n```')).to.equal('```\nconst a = **b**;\n```');
+  });
+
+  it('splits a reply at 4,096 characters, each media line a message of its own, never inside a code block', () => {
+    const parts = splitReply(`intro\n![chart](https://example.org/c.png)\n\`\`\`\n![not media](https://example.org/x.png)\n\`\`\`\n${'word '.repeat(1000)}\n![](https://example.org/a/report%202.pdf)`);
+    expect(parts[0]).to.equal('intro');
+    expect(parts[1]).to.equal('![chart](https://example.org/c.png)');
+    expect(parts[2]!.startsWith('```\n![not media](https://example.org/x.png)\n```')).to.equal(true);
+    expect(parts.at(-1)).to.equal('![](https://example.org/a/report%202.pdf)');
+    for (const part of parts) expect(part.length).to.be.at.most(WHATSAPP_LIMIT);
+    expect(parts.length).to.equal(5);
+  });
+
+  it('sends a media line by link as the kind its address says, one emoji to a message as a reaction, and anything else as text', () => {
+    expect(messageBody('![the chart](https://example.org/c.PNG)')).to.deep.equal({ type: 'image', image: { link: 'https://example.org/c.PNG', caption: 'the chart' } });
+    expect(messageBody('![](https://example.org/clip.mp4)')).to.deep.equal({ type: 'video', video: { link: 'https://example.org/clip.mp4' } });
+    expect(messageBody('![a song](https://example.org/s.mp3)')).to.deep.equal({ type: 'audio', audio: { link: 'https://example.org/s.mp3' } });
+    expect(messageBody('![Q3](https://example.org/a/report%202.pdf)')).to.deep.equal({ type: 'document', document: { link: 'https://example.org/a/report%202.pdf', caption: 'Q3', filename: 'report 2.pdf' } });
+    expect(messageBody('![x](http://example.org/c.png)'), 'Meta fetches https only').to.deep.include({ type: 'text' });
+    expect(messageBody('👍', 'wamid.A')).to.deep.equal({ type: 'reaction', reaction: { message_id: 'wamid.A', emoji: '👍' } });
+    expect(messageBody('👍🏽', 'wamid.A')).to.deep.include({ type: 'reaction' });
+    expect(messageBody('👨‍👩‍👧', 'wamid.A')).to.deep.include({ type: 'reaction' });
+    expect(messageBody('👍')).to.deep.equal({ type: 'text', text: { body: '👍', preview_url: false } });
+    expect(messageBody('👍 done', 'wamid.A')).to.deep.equal({ type: 'text', text: { body: '👍 done', preview_url: false }, context: { message_id: 'wamid.A' } });
+  });
+});
+
+describe('whatsapp: numbers, accounts and where the Graph API may be', () => {
+  it('takes a number in international form, with a message id after a slash; never a name', () => {
+    const channel = new WhatsAppChannel('whatsapp', {} as never);
+    expect(normalizeWhatsAppPeer('+49 (151) 2345-6789')).to.equal('4915123456789');
+    expect(channel.normalizePeer('4915123456789/wamid.HBgLabc=')).to.equal('4915123456789');
+    expect(channel.checkPeer('+4915123456789')).to.equal(undefined);
+    expect(channel.checkPeer('4915123456789/wamid.HBgLMTU1NTEyMzQ1NjcVAgASGBQzQTdC+/=')).to.equal(undefined);
+    expect(channel.checkPeer('alice')).to.include('international form');
+    expect(channel.checkPeer('4915123456789/12')).to.include('wamid');
+    expect(channel.isRoom()).to.equal(false);
+  });
+
+  it('has a default account when the top level names a number or nothing else does; others inherit the API and the template', () => {
+    const accounts = whatsappAccounts({ enabled: true, dmPolicy: 'pairing', allowFrom: [], phoneNumberId: '1', apiVersion: 'v23.0', template: { name: 'hi' }, accounts: { sales: { phoneNumberId: '2' } } });
+    expect([...accounts.keys()]).to.deep.equal(['default', 'sales']);
+    expect(accounts.get('sales')).to.deep.include({ phoneNumberId: '2', apiVersion: 'v23.0', template: { name: 'hi' } });
+    expect([...whatsappAccounts({ enabled: true, dmPolicy: 'pairing', allowFrom: [], accounts: { sales: { phoneNumberId: '2' } } }).keys()]).to.deep.equal(['sales']);
+  });
+
+  it('sends the access token over https, or over http to this host only', () => {
+    expect(graphRootOf(undefined).href).to.equal('https://graph.facebook.com/');
+    expect(graphRootOf('http://127.0.0.1:8080').port).to.equal('8080');
+    expect(graphRootOf('http://[::1]:8080').hostname).to.equal('[::1]');
+    expect(() => graphRootOf('http://graph.example.org')).to.throw(/in the clear/);
+    expect(() => graphRootOf('ftp://graph.example.org')).to.throw(/https:\/\//);
+  });
+});
