@@ -3,14 +3,15 @@
  * to jobs, channel messages and session wake-ups. The ingress loads on its
  * first request: most daemons never receive one.
  */
-import { errorResponse, jsonResponse } from '../kernel/api-doc.ts';
 import { defineModule } from '../kernel/module.ts';
 import { secretFromEnv } from '../../shared/secrets/secret-store.ts';
 import channelsModule from '../channels/module.ts';
 import jobsModule from '../jobs/module.ts';
 import sessionsModule from '../sessions/module.ts';
 import type { HookFollower, HooksIngress } from './hooks-ingress.ts';
+import { hooksDocument } from './document.ts';
 import { hooksBase } from './hooks-path.ts';
+import { mappingProblems } from './mapping-check.ts';
 import { pruneRows } from '../store/retention.ts';
 import { hooksTokenCheck } from './hooks-token.ts';
 
@@ -49,10 +50,7 @@ export default defineModule<Hooks>({
     const { channels } = ctx.use(channelsModule);
     const sessions = ctx.use(sessionsModule).store;
     // A mapping that queues jobs nothing runs is refused when it is set, not failed at every call.
-    ctx.configCheck((next) => next.hooks.mappings.flatMap((mapping, index) => {
-      const kind = mapping.kind ?? `hooks.${mapping.name}`;
-      return mapping.action === 'job' && !handles(kind) ? [`hooks.mappings.${index} (${mapping.name}): no handler runs jobs of kind ${kind}`] : [];
-    }));
+    ctx.configCheck((next) => mappingProblems(next, handles));
 
     // The hooks token: the environment first, then the store; one equal to the gateway token is warned about.
     let token: string | undefined;
@@ -72,8 +70,9 @@ export default defineModule<Hooks>({
       emit: (event, payload, scope) => ctx.events.emit(event, payload, scope), followers: () => followers,
     }));
     // hooks.path applies at a restart: the route is fixed when the daemon starts.
+    const base = hooksBase(ctx.config().hooks.path);
     ctx.http.fast({
-      path: hooksBase(ctx.config().hooks.path),
+      path: base,
       match: 'prefix',
       // hooks.enabled applies at once: a disabled ingress answers nothing but 404.
       enabled: () => ctx.config().hooks.enabled, methods: ['POST'],
@@ -82,50 +81,7 @@ export default defineModule<Hooks>({
       body: { types: ['application/json'], limit: () => ctx.config().hooks.maxBodyBytes, optional: true },
       handler: async (req, res, body) => (await (ingress ??= load())).handle(req, res, body!),
     });
-    ctx.http.document({
-      schemas: {
-        HookResult: {
-          type: 'object', required: ['ok', 'hook', 'results'], additionalProperties: false,
-          properties: {
-            ok: { const: true }, hook: { type: 'string' },
-            results: {
-              type: 'array',
-              items: {
-                type: 'object', required: ['action'],
-                properties: {
-                  action: { enum: ['job', 'message', 'wake', 'automation'] }, kind: { type: 'string' }, jobId: { type: 'string' }, automation: { type: 'string' },
-                  sessionKey: { type: 'string' }, messageId: { type: 'string' },
-                },
-              },
-            },
-          },
-        },
-      },
-      paths: {
-        [`${hooksBase(ctx.config().hooks.path)}/{name}`]: {
-          post: {
-            summary: 'run the mappings named name (hooks.enabled), with the hooks token of its own',
-            security: [{ hooksToken: [] }],
-            parameters: [
-              { name: 'name', in: 'path', required: true, schema: { type: 'string' } },
-              { name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', maxLength: 128 }, description: 'a repeat answers as the first did, with Idempotent-Replayed: true' },
-            ],
-            requestBody: { required: false, content: { 'application/json': { schema: { type: 'object' } } } },
-            responses: {
-              200: jsonResponse('HookResult', 'what each matching mapping did'),
-              204: { description: 'no mapping matched the payload; nothing was done' },
-              400: errorResponse('not a JSON object, a bad Idempotency-Key or session key, the token in the URL'),
-              401: errorResponse('missing or wrong hooks token'),
-              404: errorResponse('no hook of that name, or hooks are off'),
-              413: errorResponse('over hooks.maxBodyBytes'),
-              415: errorResponse('not application/json'),
-              429: errorResponse('too many requests or failed attempts; see Retry-After'),
-              503: errorResponse('no hooks token is set, the jobs of the mapping have no handler, or the channel could not deliver the message'),
-            },
-          },
-        },
-      },
-    });
+    ctx.http.document(hooksDocument(base));
     // A mail push names the mailbox and the point to sync from; the job's result records it.
     ctx.jobs.handle('gmail.push', (payload) => payload);
     return { follow: (follower) => void followers.push(follower) };

@@ -5,21 +5,16 @@
  * approval setting says).
  * Called by an agent, they act in its workspace; over POST /tools/invoke or
  * the WebSocket, in the default agent's (or, with no agent, the profile's own
- * `workspace` folder).
+ * `workspace` folder): workspaces.ts.
  */
-import { constants } from 'node:fs';
-import { mkdir, open } from 'node:fs/promises';
-import { join } from 'node:path';
-import { gatewayVersion } from '../../shared/version.ts';
 import agentsModule from '../agents/module.ts';
+import { defineModule } from '../kernel/module.ts';
+import { Approvals } from './approvals.ts';
+import { execTool } from './exec-tool.ts';
+import { fileTools, webFetchTool } from './file-tools.ts';
+import { SANDBOX_USER } from '../sandbox/sandbox.ts';
 import skillsModule from '../skills/module.ts';
-import { DomainError, rateLimited } from '../kernel/errors.ts';
-import { defineModule, type ToolContext } from '../kernel/module.ts';
-import { systemResolver } from './address-guard.ts';
-import { allowedCommand, Approvals } from './approvals.ts';
-import { runSandboxed, SANDBOX_USER, sandboxTools } from '../sandbox/sandbox.ts';
-import { fetchPage } from './web-fetch.ts';
-import { FILE_LIMITS, Workspace } from './workspace.ts';
+import { Workspaces } from './workspaces.ts';
 
 /** What other modules (and tests) get from this one. */
 export interface Toolbox {
@@ -27,114 +22,20 @@ export interface Toolbox {
   workspaceOf(agentId?: string): string;
 }
 
-const PATH = { type: 'string', minLength: 1, maxLength: 4096 } as const;
-
 export default defineModule<Toolbox>({
   id: 'toolbox',
   needs: [agentsModule, skillsModule],
   setup(ctx) {
     const agents = ctx.use(agentsModule);
-    const profileDir = ctx.daemon.paths.dir;
-
-    const workspaceOf = (agentId?: string): string => {
-      const configured = ctx.config().agents;
-      if (agentId && Object.hasOwn(configured, agentId)) return configured[agentId]!.workspace ?? join(profileDir, 'workspaces', agentId);
-      if (Object.keys(configured).length === 0) return join(profileDir, 'workspace');
-      try {
-        const { id, settings } = agents.resolve();
-        return settings.workspace ?? join(profileDir, 'workspaces', id);
-      } catch {
-        return join(profileDir, 'workspace');
-      }
-    };
-    // A root daemon's sandbox runs commands as an unprivileged user, who owns what is made in the workspaces.
-    const owner = process.getuid?.() === 0 ? SANDBOX_USER : undefined;
-    /** The workspace a call acts in: the calling agent's, else the default agent's. */
-    const workspace = (context: ToolContext) => new Workspace(workspaceOf(context.agent), owner);
+    const workspaces = new Workspaces({
+      config: ctx.config, profileDir: ctx.daemon.paths.dir, defaultAgent: () => agents.resolve(),
+      // A root daemon's sandbox runs commands as an unprivileged user, who owns what is made in the workspaces.
+      ...(process.getuid?.() === 0 ? { owner: SANDBOX_USER } : {}),
+    });
+    ctx.tools.add(webFetchTool(ctx.config));
     const skills = ctx.use(skillsModule);
-    /**
-     * A path under skills/ (also ./skills/, /workspace/skills/) of an agent that has skills: the skill's own
-     * folder, read-only, in place of the workspace's. Undefined for any other path.
-     */
-    const inSkills = async (path: string, context: ToolContext): Promise<{ name?: string; rest: string; usable: string[] } | undefined> => {
-      const match = /^(?:\.\/|\/workspace\/)?skills(?:\/+([^/]+))?(?:\/+(.*))?$/.exec(path);
-      if (!match) return undefined;
-      const usable = await skills.usable(context.agent);
-      if (usable.length === 0) return undefined;
-      return { ...(match[1] ? { name: match[1] } : {}), rest: match[2] || '.', usable };
-    };
-    const skillPlace = async (found: { name?: string; usable: string[] }): Promise<Workspace> => {
-      const folder = found.name && found.usable.includes(found.name) ? await skills.folderOf(found.name) : undefined;
-      if (!folder) throw new DomainError('not_found', `No skill ${found.name ?? ''} is available to this agent under skills/; it may use: ${found.usable.join(', ')}.`, { code: 'skill_not_found' });
-      return new Workspace(folder);
-    };
-    const readOnlySkill = () => new DomainError('forbidden', 'Skills are read-only: files under skills/ cannot be written or edited (an agent proposes a skill with skills.write).', { code: 'skill_read_only' });
+    for (const tool of fileTools(workspaces, skills)) ctx.tools.add(tool);
 
-    ctx.tools.add({
-      name: 'web.fetch',
-      description: 'Fetch a public web page (http or https) and read it as Markdown (text and JSON as they are). Private, loopback and link-local addresses are refused.',
-      inputSchema: {
-        type: 'object', additionalProperties: false, required: ['url'],
-        properties: { url: { type: 'string', minLength: 1, maxLength: 4096 }, maxBytes: { type: 'integer', minimum: 1024, maximum: 50 * 1024 * 1024 } },
-      },
-      handler: async (args) => {
-        const web = ctx.config().tools.web;
-        return fetchPage(String(args.url), {
-          maxBytes: Math.min(Number(args.maxBytes ?? web.maxBytes), web.maxBytes), timeoutMs: web.timeoutMs, maxRedirects: web.maxRedirects,
-          allowPrivate: web.allowPrivate, userAgent: `gateway/${gatewayVersion()} (web.fetch)`,
-        }, systemResolver);
-      },
-    });
-
-    ctx.tools.add({
-      name: 'files.read',
-      description: 'Read a text file of the workspace (up to 1 MB).',
-      inputSchema: { type: 'object', additionalProperties: false, required: ['path'], properties: { path: PATH } },
-      handler: async (args, context) => {
-        const skill = await inSkills(String(args.path), context);
-        if (!skill) return workspace(context).read(String(args.path));
-        const read = await (await skillPlace(skill)).read(skill.rest);
-        return { ...read, path: `skills/${skill.name}/${read.path}` };
-      },
-    });
-    ctx.tools.add({
-      name: 'files.list',
-      description: 'List a folder of the workspace (default its top), to a depth of 1-5.',
-      inputSchema: { type: 'object', additionalProperties: false, properties: { path: PATH, depth: { type: 'integer', minimum: 1, maximum: FILE_LIMITS.maxDepth } } },
-      handler: async (args, context) => {
-        const path = args.path === undefined ? '.' : String(args.path);
-        const skill = await inSkills(path, context);
-        if (!skill) return workspace(context).list(path, Number(args.depth ?? 1));
-        if (!skill.name) return { path: 'skills', entries: skill.usable.map((name) => ({ path: `skills/${name}`, type: 'folder' as const, bytes: null })), truncated: false };
-        const listed = await (await skillPlace(skill)).list(skill.rest, Number(args.depth ?? 1));
-        const prefix = (entry: string) => `skills/${skill.name}/${entry}`.replace(/\/\.$/, '');
-        return { ...listed, path: prefix(listed.path), entries: listed.entries.map((entry) => ({ ...entry, path: prefix(entry.path) })) };
-      },
-    });
-    ctx.tools.add({
-      name: 'files.write',
-      description: 'Write a whole text file in the workspace (created with its folders, or replaced), up to 1 MB.',
-      dangerous: true, external: 'it writes files in the agent\'s workspace',
-      inputSchema: { type: 'object', additionalProperties: false, required: ['path', 'content'], properties: { path: PATH, content: { type: 'string', maxLength: FILE_LIMITS.maxBytes } } },
-      handler: async (args, context) => {
-        if (await inSkills(String(args.path), context)) throw readOnlySkill();
-        return workspace(context).write(String(args.path), String(args.content));
-      },
-    });
-    ctx.tools.add({
-      name: 'files.edit',
-      description: 'Replace text in a workspace file: oldText must occur exactly once (or give all: true to replace every occurrence).',
-      dangerous: true, external: 'it changes files in the agent\'s workspace',
-      inputSchema: {
-        type: 'object', additionalProperties: false, required: ['path', 'oldText', 'newText'],
-        properties: { path: PATH, oldText: { type: 'string', minLength: 1, maxLength: FILE_LIMITS.maxBytes }, newText: { type: 'string', maxLength: FILE_LIMITS.maxBytes }, all: { type: 'boolean' } },
-      },
-      handler: async (args, context) => {
-        if (typeof args.oldText !== 'string' || typeof args.newText !== 'string') throw new DomainError('invalid', 'oldText and newText are text.');
-        if (await inSkills(String(args.path), context)) throw readOnlySkill();
-        return workspace(context).edit(String(args.path), args.oldText, args.newText, args.all === true);
-      },
-    });
     const approvals = new Approvals((event, view) => ctx.events.emit('exec.approval', { event, approval: view }, 'operator.read'));
     ctx.onStop(() => approvals.close());
     ctx.rpc.method({ name: 'approvals.list', handler: () => ({ approvals: approvals.list() }) });
@@ -146,86 +47,7 @@ export default defineModule<Toolbox>({
         return decided;
       },
     });
-
-    /** Commands running now, per agent and per caller: each bounded by tools.exec.concurrency. */
-    const running = new Map<string, number>();
-    const MB = 1024 * 1024;
-
-    ctx.tools.add({
-      name: 'exec',
-      description: 'Run a shell command in a sandbox over the workspace (/workspace): the system\'s programs read-only, a private /tmp, no network unless allowed, with CPU, memory, process, time and output limits. Returns exit code, stdout and stderr.',
-      dangerous: true, external: 'it runs commands (in a sandbox over the agent\'s workspace)',
-      inputSchema: {
-        type: 'object', additionalProperties: false, required: ['command'],
-        properties: { command: { type: 'string', minLength: 1, maxLength: 16_384 }, timeout: { type: 'integer', minimum: 1, maximum: 3600, description: 'seconds of wall time' } },
-      },
-      handler: async (args, context) => {
-        const command = String(args.command);
-        const settings = ctx.config().tools.exec;
-        const agentId = context.agent;
-        const agent = agentId ? ctx.config().agents[agentId] : undefined;
-        const approval = agent?.exec.approval ?? settings.approval;
-        if (approval === 'off') {
-          throw new DomainError('forbidden', `exec is off${agentId ? ` for agent ${agentId}` : ''}: gateway config set ${agentId ? `agents.${agentId}.exec.approval` : 'tools.exec.approval'} ask (or allowlist, or full); commands always run in the sandbox.`, { code: 'exec_off' });
-        }
-        const tools = sandboxTools();
-        if ('missing' in tools) throw new DomainError('unavailable', `exec is unavailable: ${tools.missing}.`, { code: 'sandbox_missing' });
-        const timeoutSeconds = Number(args.timeout ?? settings.timeoutSeconds);
-        if (timeoutSeconds > settings.maxTimeoutSeconds) throw new DomainError('invalid', `A timeout of ${timeoutSeconds} s is more than tools.exec.maxTimeoutSeconds (${settings.maxTimeoutSeconds}).`);
-        const asks = approval === 'ask' || (approval === 'allowlist' && !allowedCommand(command, settings.allow));
-        if (asks) {
-          const why = approval === 'ask' ? 'every command asks (approval ask)' : 'the command matches no tools.exec.allow pattern';
-          const { decision, id } = await approvals.ask({
-            command, caller: context.caller, agent: agentId ?? null, sessionKey: context.sessionKey ?? null, why, timeoutMs: settings.approvalTimeoutSeconds * 1000,
-          });
-          if (decision === 'rejected') throw new DomainError('forbidden', `An operator rejected the command (${id}).`, { code: 'exec_rejected' });
-          if (decision === 'expired') throw new DomainError('forbidden', `Nobody approved the command within ${settings.approvalTimeoutSeconds} s (${id}); it did not run.`, { code: 'exec_expired' });
-        }
-        // Many calls at once add up: an agent, and a caller, run at most tools.exec.concurrency commands together.
-        const keys = [`agent:${agentId ?? workspaceOf()}`, `caller:${context.caller}`];
-        const busy = keys.find((key) => (running.get(key) ?? 0) >= settings.concurrency);
-        if (busy) {
-          throw rateLimited(1000, `${settings.concurrency} commands of this ${busy.startsWith('agent:') ? 'agent' : 'caller'} are running already (tools.exec.concurrency)`);
-        }
-        for (const key of keys) running.set(key, (running.get(key) ?? 0) + 1);
-        try {
-          const place = workspace(context);
-          const root = await place.realRoot();
-          // The agent's skills, each read-only at /workspace/skills/<name> (the folder they hang in made if it is not there).
-          const binds: { source: string; target: string }[] = [];
-          for (const name of await skills.usable(agentId)) {
-            const folder = await skills.folderOf(name);
-            if (folder) binds.push({ source: folder, target: `/workspace/skills/${name}` });
-          }
-          if (binds.length) {
-            const hanger = join(root, 'skills');
-            // Opened without following a link, and opened up through its descriptor: a command may have put a link in its place.
-            if (await mkdir(hanger, { mode: 0o755 }).then(() => true, () => false)) {
-              const folder = await open(hanger, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW).catch(() => undefined);
-              await folder?.chmod(0o755).finally(() => folder.close());
-            }
-          }
-          const result = await runSandboxed(command, root, {
-            binds,
-            timeoutMs: timeoutSeconds * 1000, cpuSeconds: settings.cpuSeconds, memoryBytes: settings.memoryMB * MB, processes: settings.processes,
-            fileBytes: settings.fileMB * MB, tmpBytes: settings.tmpMB * MB, outputBytes: settings.outputBytes, network: settings.network, workspaceBytes: settings.workspaceMB * MB,
-          });
-          context.logger.info({ caller: context.caller, exitCode: result.exitCode, signal: result.signal, timedOut: result.timedOut, stopped: result.stopped, ms: result.durationMs }, 'exec ran a command in the sandbox');
-          const note = result.timedOut ? `stopped after ${timeoutSeconds} s of wall time`
-            : result.truncated ? `stopped after ${settings.outputBytes} bytes of output`
-              : result.stopped === 'workspace' ? `stopped: the workspace holds more than tools.exec.workspaceMB (${settings.workspaceMB} MB); remove files to make room`
-                : result.stopped === 'memory' ? `a process was stopped: the command used more than tools.exec.memoryMB (${settings.memoryMB} MB) together`
-                  : undefined;
-          return { ...result, ...(note ? { note } : {}) };
-        } finally {
-          for (const key of keys) {
-            const left = (running.get(key) ?? 1) - 1;
-            if (left > 0) running.set(key, left);
-            else running.delete(key);
-          }
-        }
-      },
-    });
-    return { workspaceOf };
+    ctx.tools.add(execTool({ config: ctx.config, approvals, workspaces, skills }));
+    return { workspaceOf: (agentId) => workspaces.of(agentId) };
   },
 });

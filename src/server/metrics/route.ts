@@ -1,0 +1,55 @@
+/**
+ * GET /metrics in the Prometheus text format, when metrics.enabled is on: to
+ * the gateway credential or a token with the scope `metrics` (and, with
+ * metrics.loopbackOpen, to clients on this host without one).
+ */
+import type { IncomingMessage } from 'node:http';
+import { isLoopbackAddress } from '../../shared/config/exposure.ts';
+import { DomainError } from '../kernel/errors.ts';
+import type { ModuleContext } from '../kernel/module.ts';
+import type { MetricSeries } from './series.ts';
+
+const FORWARDING = ['forwarded', 'x-forwarded-for', 'x-real-ip', 'x-forwarded-host', 'x-forwarded-proto'];
+/** A client on this host that came straight, not through a proxy on it. */
+export const directLoopback = (req: Pick<IncomingMessage, 'socket' | 'headers'>) =>
+  isLoopbackAddress(req.socket.remoteAddress ?? '') && FORWARDING.every((header) => req.headers[header] === undefined);
+
+export const holdsMetrics = (scopes: ReadonlySet<string> | 'all') => scopes === 'all' || scopes.has('metrics') || scopes.has('admin');
+
+const errorBody = (description: string) => ({ description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } });
+
+/** Serves GET /metrics from the series, loaded (and counting) at the first scrape if they were not already. */
+export function metricsRoute(ctx: Pick<ModuleContext, 'http' | 'config'>, load: () => Promise<MetricSeries>): void {
+  ctx.http.route({
+    method: 'GET', path: '/metrics', auth: 'plugin',
+    handler: async (http) => {
+      const { metrics } = ctx.config();
+      if (!metrics.enabled) throw new DomainError('not_found', 'Metrics are off: gateway config set metrics.enabled true');
+      if (!(metrics.loopbackOpen && directLoopback(http.req))) {
+        const principal = await ctx.http.authenticate(http.req);
+        if (!holdsMetrics(principal.scopes)) throw new DomainError('forbidden', 'This route needs the scope metrics.');
+      }
+      const loaded = await load();
+      loaded.count(true);
+      await loaded.jobCollect();
+      http.type = loaded.registry.contentType;
+      http.body = await loaded.registry.metrics();
+    },
+  });
+  ctx.http.document({
+    paths: {
+      '/metrics': {
+        get: {
+          summary: 'the daemon\'s metrics in the Prometheus text format (metrics.enabled); the gateway credential or a token with the scope metrics',
+          responses: {
+            200: { description: 'Prometheus text format 0.0.4' },
+            401: errorBody('no credential, or one that is not valid'),
+            403: errorBody('a token without the scope metrics'),
+            404: errorBody('metrics are off'),
+            429: errorBody('too many requests or failed attempts; see Retry-After'),
+          },
+        },
+      },
+    },
+  });
+}
