@@ -9,16 +9,16 @@ import { errorResponse } from '../kernel/api-doc.ts';
 import jobsModule from '../jobs/module.ts';
 import sessionsModule, { messageView } from '../sessions/module.ts';
 import { CHANNEL_MIGRATIONS, DmPairing } from './dm-pairing.ts';
-import { ircFold } from './irc-names.ts';
+import { ircFold } from './irc/irc-names.ts';
 import { pairRequestView } from './dm-pairing.ts';
 import { ChannelManager } from './manager.ts';
 import { InboundMarks } from './inbound-marks.ts';
-import { Outbox, OUTBOX_MIGRATIONS } from './outbox.ts';
+import { Outbox, OUTBOX_MIGRATIONS } from './outbox/outbox.ts';
 import { ATTACHMENT_MIGRATIONS, Attachments } from './attachments.ts';
 
 export type { ChannelManager, Inbound, InboundListener } from './manager.ts';
 export type { ReplyStream } from './reply-stream.ts';
-export type { Outbox, OutboxItem } from './outbox.ts';
+export type { Outbox, OutboxItem } from './outbox/outbox.ts';
 export { describeAttachment } from './attachments.ts';
 export type { Attachments } from './attachments.ts';
 
@@ -90,7 +90,7 @@ export default defineModule<Channels>({
       label: 'IRC',
       normalizePeer: ircFold,
       create: async (id, context) => {
-        const { IrcChannel } = await import('./irc.ts');
+        const { IrcChannel } = await import('./irc/irc.ts');
         return new IrcChannel(id, context);
       },
     });
@@ -99,7 +99,7 @@ export default defineModule<Channels>({
       label: 'Telegram',
       normalizePeer: (peer) => (peer.trim().startsWith('@') ? peer.trim().toLowerCase() : peer.trim()),
       create: async (id, context) => {
-        const { TelegramChannel } = await import('./telegram.ts');
+        const { TelegramChannel } = await import('./telegram/telegram.ts');
         return new TelegramChannel(id, context);
       },
     });
@@ -108,7 +108,7 @@ export default defineModule<Channels>({
       label: 'Slack',
       normalizePeer: (peer) => peer.trim().toUpperCase(),
       create: async (id, context) => {
-        const { SlackChannel } = await import('./slack.ts');
+        const { SlackChannel } = await import('./slack/slack.ts');
         return new SlackChannel(id, context);
       },
     });
@@ -117,7 +117,7 @@ export default defineModule<Channels>({
       label: 'Discord',
       normalizePeer: (peer) => peer.trim().replace(/^<@!?(\d+)>$/, '@$1'),
       create: async (id, context) => {
-        const { DiscordChannel } = await import('./discord.ts');
+        const { DiscordChannel } = await import('./discord/discord.ts');
         return new DiscordChannel(id, context);
       },
     });
@@ -126,7 +126,7 @@ export default defineModule<Channels>({
       label: 'Email',
       normalizePeer: (peer) => peer.trim().replace(/^mailto:/i, '').split('?')[0]!.toLowerCase(),
       create: async (id, context) => {
-        const { EmailChannel } = await import('./email.ts');
+        const { EmailChannel } = await import('./email/email.ts');
         return new EmailChannel(id, context);
       },
     });
@@ -135,7 +135,7 @@ export default defineModule<Channels>({
       label: 'Matrix',
       normalizePeer: (peer) => peer.trim(),
       create: async (id, context) => {
-        const { MatrixChannel } = await import('./matrix.ts');
+        const { MatrixChannel } = await import('./matrix/matrix.ts');
         return new MatrixChannel(id, context);
       },
     });
@@ -144,7 +144,7 @@ export default defineModule<Channels>({
       label: 'XMPP',
       normalizePeer: (peer) => peer.split('/')[0]!.trim().toLowerCase(),
       create: async (id, context) => {
-        const { XmppChannel } = await import('./xmpp.ts');
+        const { XmppChannel } = await import('./xmpp/xmpp.ts');
         return new XmppChannel(id, context);
       },
     });

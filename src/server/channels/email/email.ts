@@ -15,11 +15,11 @@
  * trusting.
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { isLoopbackAddress } from '../../shared/config/exposure.ts';
-import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type InboundAttachment, type InboundMessage, type SendOptions, type SendReceipt } from '../kernel/channel.ts';
-import { AccountChannel, AccountConnection } from './account-channel.ts';
-import { accountsOf, settingPath } from './accounts.ts';
-import { Reconnect } from './reconnect.ts';
+import { isLoopbackAddress } from '../../../shared/config/exposure.ts';
+import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type InboundAttachment, type InboundMessage, type SendOptions, type SendReceipt } from '../../kernel/channel.ts';
+import { AccountChannel, AccountConnection } from '../account-channel.ts';
+import { accountsOf, settingPath } from '../accounts.ts';
+import { Reconnect } from '../reconnect.ts';
 
 /** Longest text taken from one message. */
 const MAX_INBOUND_CHARS = 32_768;

@@ -6,14 +6,14 @@
  */
 import type { Update, UserFromGetMe } from 'grammy/types';
 import type { Api as GrammyApi, GrammyError as GrammyErrorType } from 'grammy';
-import type { ChannelState } from '../../shared/channels.ts';
-import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type ChannelRequest, type ChannelResponse, type InboundAttachment, type InboundMessage, type SendOptions, type SendReceipt } from '../kernel/channel.ts';
-import { readLimited } from './attachments.ts';
-import { AccountChannel, AccountConnection } from './account-channel.ts';
-import { accountsOf, settingPath } from './accounts.ts';
-import { FIRST_RETRY_MS } from './reconnect.ts';
-import { deliveredJson, refusal, sameSecret, storeThenAcknowledge } from './webhook.ts';
-import { markdownToTelegramHtml, plainText, splitMessage } from './formatting.ts';
+import type { ChannelState } from '../../../shared/channels.ts';
+import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type ChannelRequest, type ChannelResponse, type InboundAttachment, type InboundMessage, type SendOptions, type SendReceipt } from '../../kernel/channel.ts';
+import { readLimited } from '../attachments.ts';
+import { AccountChannel, AccountConnection } from '../account-channel.ts';
+import { accountsOf, settingPath } from '../accounts.ts';
+import { FIRST_RETRY_MS } from '../reconnect.ts';
+import { deliveredJson, refusal, sameSecret, storeThenAcknowledge } from '../webhook.ts';
+import { markdownToTelegramHtml, plainText, splitMessage } from '../formatting.ts';
 
 /** Telegram's longest message. */
 export const TELEGRAM_LIMIT = 4096;

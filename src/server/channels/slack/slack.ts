@@ -9,13 +9,13 @@ import { createHmac } from 'node:crypto';
 import type { SocketModeClient as SocketModeClientType } from '@slack/socket-mode';
 import type { WebClient as WebClientType } from '@slack/web-api';
 import type { Logger as PinoLogger } from 'pino';
-import type { ChannelState } from '../../shared/channels.ts';
-import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type ChannelRequest, type ChannelResponse, type InboundAttachment, type InboundMessage, type SendOptions, type SendReceipt } from '../kernel/channel.ts';
-import { readLimited } from './attachments.ts';
-import { AccountChannel, AccountConnection } from './account-channel.ts';
-import { accountsOf, settingPath } from './accounts.ts';
-import { deliveredJson, refusal, sameSecret, storeThenAcknowledge } from './webhook.ts';
-import { markdownToSlackMrkdwn, splitMessage } from './formatting.ts';
+import type { ChannelState } from '../../../shared/channels.ts';
+import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type ChannelRequest, type ChannelResponse, type InboundAttachment, type InboundMessage, type SendOptions, type SendReceipt } from '../../kernel/channel.ts';
+import { readLimited } from '../attachments.ts';
+import { AccountChannel, AccountConnection } from '../account-channel.ts';
+import { accountsOf, settingPath } from '../accounts.ts';
+import { deliveredJson, refusal, sameSecret, storeThenAcknowledge } from '../webhook.ts';
+import { markdownToSlackMrkdwn, splitMessage } from '../formatting.ts';
 
 /** Slack cuts a message's text past 40,000 characters. */
 export const SLACK_LIMIT = 40_000;

@@ -12,12 +12,12 @@
  * before it wrote that down sends that message again on its next start.
  */
 import type { Logger } from 'pino';
-import type { OutboxEntryView } from '../../shared/protocol/results.ts';
-import { ChannelSendError, type Channel } from '../kernel/channel.ts';
-import { inTransaction, type Db, type Store } from '../store/database.ts';
-import type { Migration } from '../store/migrations.ts';
-import { pruneRows } from '../store/retention.ts';
-import { observe, observed, type ChannelMessageObserved } from '../kernel/observe.ts';
+import type { OutboxEntryView } from '../../../shared/protocol/results.ts';
+import { ChannelSendError, type Channel } from '../../kernel/channel.ts';
+import { inTransaction, type Db, type Store } from '../../store/database.ts';
+import type { Migration } from '../../store/migrations.ts';
+import { pruneRows } from '../../store/retention.ts';
+import { observe, observed, type ChannelMessageObserved } from '../../kernel/observe.ts';
 
 export const OUTBOX_MIGRATIONS: readonly Migration[] = [{
   version: 2,

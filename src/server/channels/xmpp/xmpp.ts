@@ -7,11 +7,11 @@
  * mentioned), chat-state typing notifications. Reconnects by itself.
  */
 import { randomUUID } from 'node:crypto';
-import { isLoopbackAddress } from '../../shared/config/exposure.ts';
-import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type InboundMessage, type SendOptions, type SendReceipt } from '../kernel/channel.ts';
-import { AccountChannel, AccountConnection } from './account-channel.ts';
-import { accountsOf, settingPath } from './accounts.ts';
-import { mentionPattern, withoutMention } from './formatting.ts';
+import { isLoopbackAddress } from '../../../shared/config/exposure.ts';
+import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type InboundMessage, type SendOptions, type SendReceipt } from '../../kernel/channel.ts';
+import { AccountChannel, AccountConnection } from '../account-channel.ts';
+import { accountsOf, settingPath } from '../accounts.ts';
+import { mentionPattern, withoutMention } from '../formatting.ts';
 
 /** Longest text taken from one inbound message. */
 const MAX_INBOUND_CHARS = 16_384;

@@ -15,13 +15,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import { isLoopbackAddress } from '../../shared/config/exposure.ts';
-import { ChannelSendError, type Channel, type ChannelSettings, type InboundAttachment, type InboundMessage, type SendOptions, type SendReceipt } from '../kernel/channel.ts';
-import { AccountChannel, AccountConnection } from './account-channel.ts';
-import { accountsOf, settingPath } from './accounts.ts';
-import { TooLarge } from './attachments.ts';
-import { agentFor } from '../kernel/upstream-fetch.ts';
-import { mentionPattern, splitMessage, withoutMention } from './formatting.ts';
+import { isLoopbackAddress } from '../../../shared/config/exposure.ts';
+import { ChannelSendError, type Channel, type ChannelSettings, type InboundAttachment, type InboundMessage, type SendOptions, type SendReceipt } from '../../kernel/channel.ts';
+import { AccountChannel, AccountConnection } from '../account-channel.ts';
+import { accountsOf, settingPath } from '../accounts.ts';
+import { TooLarge } from '../attachments.ts';
+import { agentFor } from '../../kernel/upstream-fetch.ts';
+import { mentionPattern, splitMessage, withoutMention } from '../formatting.ts';
 
 /** Longest text sent in one event (an event is at most 64 KiB of JSON, escapes included). */
 export const MATRIX_LIMIT = 8000;
