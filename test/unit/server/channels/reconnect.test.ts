@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { Reconnect } from '../../../src/server/channels/reconnect.ts';
+import { Reconnect } from '../../../../src/server/channels/reconnect.ts';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

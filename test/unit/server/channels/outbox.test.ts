@@ -1,9 +1,9 @@
 import { expect } from 'chai';
 import { pino } from 'pino';
-import { InboundMarks } from '../../../src/server/channels/inbound-marks.ts';
-import { Outbox, OUTBOX_LIMITS } from '../../../src/server/channels/outbox/outbox.ts';
-import { ChannelSendError, type AccountStatus, type Channel, type SendReceipt } from '../../../src/server/kernel/channel.ts';
-import { freshStore } from '../../support/store.ts';
+import { InboundMarks } from '../../../../src/server/channels/inbound-marks.ts';
+import { Outbox, OUTBOX_LIMITS } from '../../../../src/server/channels/outbox/outbox.ts';
+import { ChannelSendError, type AccountStatus, type Channel, type SendReceipt } from '../../../../src/server/kernel/channel.ts';
+import { freshStore } from '../../../support/store.ts';
 
 /** A platform in memory: each send is answered by the next scripted outcome (a receipt by default). */
 class ScriptedChannel implements Channel {

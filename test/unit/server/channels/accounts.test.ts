@@ -1,8 +1,8 @@
 import { expect } from 'chai';
-import type { ChannelSettings } from '../../../src/server/kernel/channel.ts';
-import { accountsOf, settingPath } from '../../../src/server/channels/accounts.ts';
-import { ircAccounts } from '../../../src/server/channels/irc/irc.ts';
-import { xmppAccounts } from '../../../src/server/channels/xmpp/xmpp.ts';
+import type { ChannelSettings } from '../../../../src/server/kernel/channel.ts';
+import { accountsOf, settingPath } from '../../../../src/server/channels/accounts.ts';
+import { ircAccounts } from '../../../../src/server/channels/irc/irc.ts';
+import { xmppAccounts } from '../../../../src/server/channels/xmpp/xmpp.ts';
 
 interface Bot { enabled: boolean; apiRoot?: string; mode?: string; rooms: string[] }
 const settings = (values: Record<string, unknown>) => ({ enabled: true, dmPolicy: 'pairing', allowFrom: [], ...values }) as ChannelSettings;
