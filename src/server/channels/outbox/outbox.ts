@@ -20,6 +20,7 @@ import type { OutboxEntryView } from '../../../shared/protocol/results.ts';
 import type { Channel } from '../../kernel/channel.ts';
 import { inTransaction, type Db, type Store } from '../../store/database.ts';
 import { pruneRows } from '../../store/retention.ts';
+import type { HistoryDecorator } from '../../sessions/module.ts';
 import { Pump } from './pump.ts';
 import { toView, type Row } from './tables.ts';
 
@@ -194,4 +195,18 @@ export class Outbox {
     const before = this.now() - retentionMs;
     return pruneRows(this.store, 'channel_outbox', 'id', "status <> 'pending' AND created_at < ?", before);
   }
+}
+
+/** A run's answer in a session's history says how its reply stands: sent (with the platform's ids), waiting, given up. */
+export function replyDeliveries(outbox: Outbox): HistoryDecorator {
+  return async (session, messages) => {
+    if (!messages.some((message) => message.runId)) return;
+    const replies = await outbox.ofSession(session.key);
+    const last = new Map<string, (typeof messages)[number]>();
+    for (const message of messages) if (message.runId && message.role === 'assistant' && message.kind !== 'tool_call') last.set(message.runId, message);
+    for (const [runId, message] of last) {
+      const reply = replies.get(runId);
+      if (reply) message.delivery = reply;
+    }
+  };
 }
