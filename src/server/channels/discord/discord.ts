@@ -18,6 +18,7 @@ import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettin
 import { splitMessage } from '../formatting.ts';
 import { AccountChannel, AccountConnection } from '../account-channel.ts';
 import { accountsOf, settingPath } from '../accounts.ts';
+import { describeNetworkError } from '../network-errors.ts';
 import { FIRST_RETRY_MS } from '../reconnect.ts';
 import { inboundOf } from './inbound.ts';
 import { DiscordRest, RestError } from './rest.ts';
@@ -113,7 +114,7 @@ class DiscordAccount extends AccountConnection<AccountSettings> {
         detail = `Discord: ${error.message}`;
       }
     } else if (!(error instanceof Error && /^Discord/.test(error.message))) {
-      detail = `cannot reach Discord: ${detail}`;
+      detail = `cannot reach Discord: ${describeNetworkError(error, this.rest.root)}`;
     }
     this.setState(state, detail);
     this.log.warn({ error: detail }, 'discord account not connected; retrying');
@@ -146,10 +147,20 @@ class DiscordAccount extends AccountConnection<AccountSettings> {
       }
       this.onPayload(payload);
     });
-    socket.on('error', (error) => this.log.debug({ err: error }, 'Gateway socket error'));
+    let opened = false;
+    let failure: Error | undefined;
+    socket.on('open', () => {
+      opened = true;
+    });
+    socket.on('error', (error) => {
+      failure = error;
+      this.log.debug({ err: error }, 'Gateway socket error');
+    });
     socket.on('close', (code, reason) => {
       if (this.socket !== socket) return;
-      this.onClose(code, String(reason));
+      // Never connected: what stood in the way, and where.
+      if (!opened && failure) this.failed(new Error(`Discord's Gateway cannot be reached: ${describeNetworkError(failure, url)}`));
+      else this.onClose(code, String(reason));
     });
   }
 

@@ -5,6 +5,7 @@
  * the retries (Discord enforces the nonce).
  */
 import { ChannelSendError, type SendOptions, type SendReceipt } from '../../kernel/channel.ts';
+import { describeNetworkError } from '../network-errors.ts';
 
 export class RestError extends Error {
   readonly status: number;
@@ -99,7 +100,7 @@ export class DiscordRest {
         // No such channel, no access, a message Discord will never take: trying again cannot help.
         throw new ChannelSendError(`Discord: ${error.message}`, { permanent: error.status === 400 || error.status === 403 || error.status === 404 });
       }
-      throw new ChannelSendError(`cannot reach Discord: ${(error as Error)?.message ?? String(error)}`);
+      throw new ChannelSendError(`cannot reach Discord: ${describeNetworkError(error, this.root)}`);
     }
   }
 

@@ -19,6 +19,7 @@ import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettin
 import { AccountChannel, AccountConnection } from '../account-channel.ts';
 import { accountsOf, settingPath } from '../accounts.ts';
 import { splitMessage } from '../formatting.ts';
+import { describeNetworkError } from '../network-errors.ts';
 import { homeserverOf, MatrixApi, MatrixError, Refused, ROOM, USER_ID } from './api.ts';
 import { MatrixRooms } from './rooms.ts';
 import { MatrixSync, SyncTokenUnknown } from './sync.ts';
@@ -120,7 +121,7 @@ class MatrixAccount extends AccountConnection<MatrixAccountSettings> {
       this.setState('connecting', detail);
     } else {
       if (error instanceof MatrixError && error.retryAfterMs !== undefined) wait = error.retryAfterMs;
-      if (!(error instanceof MatrixError)) detail = `cannot reach the homeserver: ${detail}`;
+      if (!(error instanceof MatrixError)) detail = `cannot reach the homeserver: ${describeNetworkError(error, this.settings()?.homeserver)}`;
       // Connected before, and not refused: it is reconnecting, and says why.
       this.setState(this.ready ? 'connecting' : 'disconnected', detail);
     }
@@ -172,7 +173,7 @@ class MatrixAccount extends AccountConnection<MatrixAccountSettings> {
         // Not in the room, no such room or person, an event the homeserver will never take: trying again cannot help.
         throw new ChannelSendError(`Matrix: ${error.message}`, { permanent: error.status === 400 || error.status === 403 || error.status === 404 || error.status === 413 });
       }
-      throw new ChannelSendError(`cannot reach the homeserver: ${(error as Error)?.message ?? String(error)}`);
+      throw new ChannelSendError(`cannot reach the homeserver: ${describeNetworkError(error, this.settings()?.homeserver)}`);
     }
   }
 

@@ -15,6 +15,7 @@ import { AccountChannel, AccountConnection } from '../account-channel.ts';
 import { accountsOf, settingPath } from '../accounts.ts';
 import { deliveredJson, refusal, sameSecret, storeThenAcknowledge } from '../webhook.ts';
 import { markdownToSlackMrkdwn, splitMessage } from '../formatting.ts';
+import { describeNetworkError } from '../network-errors.ts';
 import { inboundOf, type SlackEvent } from './inbound.ts';
 
 /** Slack cuts a message's text past 40,000 characters. */
@@ -203,7 +204,7 @@ class SlackAccount extends AccountConnection<AccountSettings> {
       return { state: 'error', detail: `Slack refused a token (${code}); set valid ones: gateway secrets set ${secretFor(this.channelId, this.name, 'botToken')} and ${secretFor(this.channelId, this.name, 'appToken')}`, waitMs: max };
     }
     if (error instanceof this.sdk.webApi.WebAPIRateLimitedError) return { state: 'disconnected', detail: `Slack asked to wait ${error.retryAfter} s`, waitMs: error.retryAfter * 1000 };
-    return { state: 'disconnected', detail: `cannot reach Slack: ${code ?? (error as Error)?.message ?? String(error)}`, waitMs: backoff };
+    return { state: 'disconnected', detail: `cannot reach Slack: ${code ?? this.unreachable(error)}`, waitMs: backoff };
   }
 
   /**
@@ -274,7 +275,12 @@ class SlackAccount extends AccountConnection<AccountSettings> {
       const permanent = ['channel_not_found', 'not_in_channel', 'is_archived', 'msg_too_long', 'no_text', 'user_not_found', 'cannot_dm_bot', 'invalid_auth', 'token_revoked', 'account_inactive'].includes(code);
       return new ChannelSendError(`Slack: ${code}`, { permanent });
     }
-    return new ChannelSendError(`cannot reach Slack: ${(error as Error)?.message ?? String(error)}`);
+    return new ChannelSendError(`cannot reach Slack: ${this.unreachable(error)}`);
+  }
+
+  /** Why Slack's Web API could not be reached, with its host and port. */
+  private unreachable(error: unknown): string {
+    return describeNetworkError(error, this.apiUrl() ?? 'https://slack.com/api/');
   }
 
   async stop(): Promise<void> {

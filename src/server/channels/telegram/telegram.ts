@@ -15,6 +15,7 @@ import { accountsOf, settingPath } from '../accounts.ts';
 import { FIRST_RETRY_MS } from '../reconnect.ts';
 import { deliveredJson, refusal, sameSecret, storeThenAcknowledge } from '../webhook.ts';
 import { markdownToTelegramHtml, plainText, splitMessage } from '../formatting.ts';
+import { describeNetworkError } from '../network-errors.ts';
 import { inboundOf } from './inbound.ts';
 
 /** Telegram's longest message. */
@@ -190,8 +191,7 @@ class TelegramAccount extends AccountConnection<AccountSettings> {
       if (retryAfter !== undefined) return { state: 'disconnected', detail: `Telegram asked to wait ${retryAfter} s`, waitMs: retryAfter * 1000 };
       return { state: 'disconnected', detail: `Telegram: ${grammyError.description}`, waitMs: backoff };
     }
-    const reason = error instanceof this.grammy.HttpError ? describeHttp(error) : (error as Error)?.message ?? String(error);
-    return { state: 'disconnected', detail: `cannot reach Telegram: ${reason}`, waitMs: backoff };
+    return { state: 'disconnected', detail: `cannot reach Telegram: ${this.unreachable(error)}`, waitMs: backoff };
   }
 
   /** An update Telegram posted (webhook mode): its secret checked, stored, and only then answered 200. */
@@ -255,7 +255,15 @@ class TelegramAccount extends AccountConnection<AccountSettings> {
       if (code === 400 || code === 403) return new ChannelSendError(`Telegram: ${description}`, { permanent: true });
       return new ChannelSendError(`Telegram: ${description}`);
     }
-    return new ChannelSendError(`cannot reach Telegram: ${error instanceof this.grammy.HttpError ? describeHttp(error) : (error as Error)?.message ?? String(error)}`);
+    return new ChannelSendError(`cannot reach Telegram: ${this.unreachable(error)}`);
+  }
+
+  /**
+   * Why the Bot API could not be reached (grammY's HttpError names the method; what failed underneath is the
+   * reason), with its host and port: never the URL, which carries the token.
+   */
+  private unreachable(error: unknown): string {
+    return describeNetworkError(error, this.settings()?.apiRoot ?? 'https://api.telegram.org');
   }
 
   async typing(to: string): Promise<void> {
@@ -273,12 +281,6 @@ class TelegramAccount extends AccountConnection<AccountSettings> {
 
 /** A set-up problem (no token): the account waits for an operator. */
 class Setup extends Error {}
-
-/** grammY's HttpError names the method; what failed underneath is the reason (never the URL, which carries the token). */
-function describeHttp(error: Error & { error?: unknown }): string {
-  const inner = error.error as { code?: string; message?: string } | undefined;
-  return inner?.code ?? inner?.message?.replace(/https?:\/\/\S+/g, '<url>') ?? 'network error';
-}
 
 export class TelegramChannel extends AccountChannel<TelegramAccount, AccountSettings> implements Channel {
   private grammy?: Grammy;
