@@ -1,23 +1,33 @@
 import { expect } from 'chai';
 import { pino } from 'pino';
 import { InboundMarks } from '../../../../src/server/channels/inbound-marks.ts';
-import { Outbox, OUTBOX_LIMITS } from '../../../../src/server/channels/outbox/outbox.ts';
-import { ChannelSendError, type AccountStatus, type Channel, type SendReceipt } from '../../../../src/server/kernel/channel.ts';
+import { Outbox, OUTBOX_LIMITS, replyDeliveries } from '../../../../src/server/channels/outbox/outbox.ts';
+import { backoff } from '../../../../src/server/channels/outbox/pump.ts';
+import { ChannelSendError, type AccountStatus, type Channel, type SendOptions, type SendReceipt } from '../../../../src/server/kernel/channel.ts';
+import type { Session } from '../../../../src/server/sessions/module.ts';
+import type { MessageView } from '../../../../src/shared/protocol/results.ts';
 import { freshStore } from '../../../support/store.ts';
 
 /** A platform in memory: each send is answered by the next scripted outcome (a receipt by default). */
 class ScriptedChannel implements Channel {
   readonly id = 'chat';
   readonly sent: { to: string; text: string }[] = [];
+  /** Every try, with its account and options, whatever came of it. */
+  readonly tries: { account: string; to: string; options: SendOptions }[] = [];
   readonly outcomes: (Error | undefined)[] = [];
+  /** Accounts whose sends fail (the platform asked them to wait, or they are down). */
+  readonly failing = new Map<string, Error>();
   private counter = 0;
   parts?: (text: string) => string[];
 
-  accounts() { return ['default']; }
+  accounts() { return ['default', 'second']; }
   async start() {}
   async stop() {}
   status(): AccountStatus[] { return []; }
-  async send(_account: string, to: string, text: string): Promise<SendReceipt> {
+  async send(account: string, to: string, text: string, options: SendOptions = {}): Promise<SendReceipt> {
+    this.tries.push({ account, to, options });
+    const down = this.failing.get(account);
+    if (down) throw down;
     const outcome = this.outcomes.shift();
     if (outcome) throw outcome;
     this.sent.push({ to, text });
@@ -138,5 +148,91 @@ describe('the outbox: replies kept until the platform takes them', () => {
     expect(await marks.cursor('chat', 'default')).to.equal('offset-42');
     await marks.setCursor('chat', 'default', undefined);
     expect(await marks.cursor('chat', 'default')).to.equal(undefined);
+  });
+  it('waits a second after the first failure, doubling up to five minutes', () => {
+    expect([1, 2, 3, 9, 10, 30].map(backoff)).to.deep.equal([1000, 2000, 4000, 256_000, OUTBOX_LIMITS.backoffMaxMs, OUTBOX_LIMITS.backoffMaxMs]);
+  });
+
+  it('sends an account\'s waiting replies at once when it connects again, and leaves another account\'s waits alone', async () => {
+    channel.failing.set('default', new Error('down'));
+    channel.failing.set('second', new Error('down too'));
+    await outbox.enqueue({ channel: 'chat', account: 'default', to: 'alice', text: 'for default' });
+    await outbox.enqueue({ channel: 'chat', account: 'second', to: 'bob', text: 'for second' });
+    await settle();
+    for (let i = 0; i < 4; i++) await later(backoff(i + 1));
+    const waits = (await rows()).map((row) => Date.parse(row.nextAttemptAt!) - now);
+    expect(waits.every((wait) => wait > 1000), 'both wait out a longer backoff').to.equal(true);
+    channel.failing.clear();
+    await outbox.retryNow('chat', 'default');
+    await settle();
+    expect(channel.sent.map((sent) => sent.text)).to.deep.equal(['for default']);
+    expect((await rows())[1]).to.include({ status: 'pending' });
+  });
+
+  it('holds only the account a platform asked to wait: another account\'s replies go meanwhile', async () => {
+    channel.outcomes.push(new ChannelSendError('Too Many Requests', { retryAfterMs: 60_000 }));
+    await outbox.enqueue({ channel: 'chat', account: 'default', to: 'alice', text: 'held' });
+    await settle();
+    await outbox.enqueue({ channel: 'chat', account: 'default', to: 'carol', text: 'also held: same account' });
+    await outbox.enqueue({ channel: 'chat', account: 'second', to: 'bob', text: 'not held' });
+    await later(1000);
+    expect(channel.sent.map((sent) => sent.text)).to.deep.equal(['not held']);
+    await later(59_000);
+    expect(channel.sent.map((sent) => sent.text)).to.have.members(['not held', 'held', 'also held: same account']);
+  });
+
+  it('tells a caller waiting on a first attempt: sent, or waiting with the platform\'s reason, or still queued behind its recipient\'s earlier reply', async () => {
+    const sentId = (await outbox.queue({ channel: 'chat', account: 'default', to: 'alice', text: 'hello' }))!;
+    expect(await outbox.firstAttempt(sentId, 5000)).to.include({ status: 'sent', attempts: 1 });
+    channel.outcomes.push(new Error('connection reset'));
+    const failedId = (await outbox.queue({ channel: 'chat', account: 'default', to: 'bob', text: 'one' }))!;
+    expect(await outbox.firstAttempt(failedId, 5000)).to.include({ status: 'pending', attempts: 1, error: 'connection reset' });
+    const behindId = (await outbox.queue({ channel: 'chat', account: 'default', to: 'bob', text: 'two' }))!;
+    const waiting = outbox.firstAttempt(behindId, 200);
+    now += 200;
+    expect(await waiting).to.include({ status: 'pending', attempts: 0 });
+    expect(await outbox.queue({ channel: 'chat', account: 'default', to: 'bob', text: 'again', key: 'k' })).to.be.a('number');
+    expect(await outbox.queue({ channel: 'chat', account: 'default', to: 'bob', text: 'again', key: 'k' }), 'a key queued already').to.equal(undefined);
+  });
+
+  it('gives up a reply past its longest age at its next failure, tries left or not', async () => {
+    channel.outcomes.push(new Error('down'));
+    await outbox.enqueue({ channel: 'chat', account: 'default', to: 'alice', text: 'late' });
+    await settle();
+    channel.outcomes.push(new Error('still down'));
+    await later(OUTBOX_LIMITS.maxAgeMs);
+    expect((await rows())[0]).to.include({ status: 'failed', attempts: 2, error: 'still down' });
+  });
+
+  it('puts a streamed reply\'s first part into the message it streamed into, and the rest as new messages', async () => {
+    channel.parts = (text) => text.split('|');
+    await outbox.enqueue({ channel: 'chat', account: 'default', to: 'alice', text: 'a|b', editOf: 'm-stream' });
+    await settle();
+    expect(channel.tries.map((attempt) => attempt.options.editOf)).to.deep.equal(['m-stream', undefined]);
+    expect(channel.tries.map((attempt) => attempt.options.idempotencyKey)).to.deep.equal(['gw1p0', 'gw1p1']);
+  });
+
+  it('prunes what was sent or given up past the retention, never what still waits', async () => {
+    channel.outcomes.push(new ChannelSendError('gone', { permanent: true }));
+    await outbox.enqueue({ channel: 'chat', account: 'default', to: 'ghost', text: 'refused' });
+    await outbox.enqueue({ channel: 'chat', account: 'default', to: 'alice', text: 'sent' });
+    await settle();
+    channel.failing.set('second', new Error('down'));
+    await outbox.enqueue({ channel: 'chat', account: 'second', to: 'bob', text: 'waiting' });
+    await settle();
+    now += 10 * 24 * 60 * 60_000;
+    expect(await outbox.prune(24 * 60 * 60_000)).to.equal(2);
+    expect((await rows()).map((row) => row.status)).to.deep.equal(['pending']);
+  });
+
+  it('shows in a session\'s history how each run\'s answer stands', async () => {
+    await outbox.enqueue({ channel: 'chat', account: 'default', to: 'alice', text: 'the answer', sessionKey: 'chat:default:dm:alice', runId: 'run_1' });
+    await settle();
+    const message = (id: number, runId: string | undefined, role: MessageView['role'], kind: MessageView['kind'] = 'message'): MessageView =>
+      ({ id, direction: 'out', sender: 'agent', senderName: null, text: '', at: null, role, kind, ...(runId ? { runId } : {}) });
+    const messages = [message(1, 'run_1', 'assistant', 'tool_call'), message(2, 'run_1', 'assistant'), message(3, undefined, 'user'), message(4, 'run_2', 'assistant')];
+    await replyDeliveries(outbox)({ key: 'chat:default:dm:alice' } as Session, messages);
+    expect(messages.map((shown) => shown.delivery?.status)).to.deep.equal([undefined, 'sent', undefined, undefined]);
+    expect(messages[1]!.delivery!.receipts).to.deep.equal(['m1']);
   });
 });
