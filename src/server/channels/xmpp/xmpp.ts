@@ -120,6 +120,7 @@ class XmppAccount extends AccountConnection<XmppAccountSettings> {
     client.streamManagement?.on('resumed', () => {
       // A dropped stream taken up again where it was (XEP-0198): nothing was lost.
       if (this.stopped || this.client !== client) return;
+      this.log.info('XMPP stream resumed');
       this.reconnect.succeeded();
       this.setState('connected', this.bound);
     });
