@@ -365,3 +365,42 @@ describe('Telegram channel (e2e, grammY against a stand-in of the Bot API)', fun
     expect((await log).stdout).to.not.include(TOKEN.split(':')[1]);
   });
 });
+
+describe('Telegram out of reach (e2e): an account says where and why, not "fetch failed"', function () {
+  this.timeout(90_000);
+  let home: Home;
+  afterEach(() => home?.cleanup());
+
+  it('a closed loopback port and a name that does not resolve are told in channels status, doctor and the log', async () => {
+    const closed = await freePort();
+    home = new Home({ GATEWAY_PORT: String(await freePort()) });
+    await home.set('channels.telegram', {
+      enabled: true, apiRoot: `http://127.0.0.1:${closed}`, reconnectMaxDelayMs: 1000,
+      accounts: { lost: { apiRoot: 'http://nothing.invalid:8081' } },
+    });
+    for (const name of ['channels.telegram.botToken', 'channels.telegram.accounts.lost.botToken']) {
+      expect((await home.run(['secrets', 'set', name], { input: TOKEN })).code).to.equal(0);
+    }
+    const started = await home.run(['start']);
+    expect(started.code, started.stderr).to.equal(0);
+    const accounts = await waitFor(async () => {
+      const listed = (await home.json(['channels', 'status'])).channels.filter((c: any) => c.channel === 'telegram');
+      return listed.length === 2 && listed.every((c: any) => /^cannot reach Telegram: /.test(c.detail ?? '')) ? listed : undefined;
+    }, 30_000, 'both accounts to say why they cannot reach Telegram');
+    const detail = (name: string) => String(accounts.find((c: any) => c.account === name).detail);
+    expect(detail('default')).to.equal(`cannot reach Telegram: connection refused at 127.0.0.1:${closed}`);
+    // Offline resolvers answer "try again" (EAI_AGAIN) where others say the name does not exist (ENOTFOUND).
+    expect(detail('lost')).to.match(/^cannot reach Telegram: DNS lookup failed for host nothing\.invalid \((ENOTFOUND|EAI_AGAIN)/);
+    for (const account of accounts) {
+      expect(account.state).to.equal('disconnected');
+      expect(account.detail).to.not.include('fetch failed').and.not.include(TOKEN.split(':')[1]);
+    }
+
+    const doctor = await home.run(['doctor', '--json']);
+    const channels = (doctor.json as { checks: { name: string; status: string; detail: string }[] }).checks.find((check) => check.name === 'channels')!;
+    expect(channels.status).to.equal('warn');
+    expect(channels.detail).to.include(`connection refused at 127.0.0.1:${closed}`).and.to.include('DNS lookup failed for host nothing.invalid');
+    const log = (await home.run(['logs', '-n', '200', '--raw'])).stdout;
+    expect(log).to.include(`cannot reach Telegram: connection refused at 127.0.0.1:${closed}`).and.not.include(TOKEN.split(':')[1]);
+  });
+});

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { freePort, Home, sleep, waitFor } from '../support/cli.ts';
 import { codeIn } from '../support/irc.ts';
+import { LatencyProxy } from '../support/latency-proxy.ts';
 import { xml } from '@xmpp/client';
 import { MUC_DOMAIN, Prosody, trust, XMPP_DOMAIN, XmppUser } from '../support/prosody.ts';
 import { openaiText, ScriptedUpstream } from '../support/scripted-upstream.ts';
@@ -114,6 +115,29 @@ describe('XMPP channel against a real Prosody (e2e)', function () {
     const delayed = shown.messages.find((m: any) => m.text === 'Delivered after the restart.');
     expect(delayed.delivery.status, 'the reply made while the server was down went out once it was back').to.equal('sent');
     expect(delayed.delivery.attempts).to.be.at.least(1);
+  });
+
+  it('a dropped connection resumes its stream (XEP-0198): connected again, and what was said meanwhile is answered once', async () => {
+    const proxy = await LatencyProxy.start({ host: '127.0.0.1', port: prosody.port }, 0);
+    try {
+      await set('channels.xmpp.service', `xmpp://127.0.0.1:${proxy.port}`);
+      expect((await home.run(['restart'])).code).to.equal(0);
+      await connected();
+      const erin = await person('erin');
+      await set('channels.xmpp.allowFrom', [erin.jid]);
+      const seen = erin.received.length;
+      proxy.cut();
+      await waitFor(async () => ((await state())?.state !== 'connected' ? true : undefined), 15_000, 'the gateway to notice the drop');
+      await erin.say(bot, 'said while the stream was down');
+      await connected();
+      await erin.waitFor(/^Echo: said while the stream was down$/, { after: seen, timeoutMs: 30_000 });
+      await sleep(1500);
+      expect(erin.received.slice(seen).filter((m) => m.text.startsWith('Echo: ')), 'answered once').to.have.length(1);
+      const log = (await home.run(['logs', '-n', '300', '--raw'])).stdout;
+      expect(log, 'the stream was taken up again, not a new login').to.include('XMPP stream resumed');
+    } finally {
+      await proxy.stop();
+    }
   });
 
   it('takes odd and hostile stanzas without stopping, and comes back after the server is killed mid-stream', async () => {

@@ -133,7 +133,7 @@ export class XmppUser {
       made.received.push({ from: stanza.attrs.from ?? '', type: stanza.attrs.type ?? 'normal', text, element: stanza, at: Date.now() });
     });
     await person.start();
-    // As the gateway does: nothing before stream management is enabled (see channels/xmpp.ts).
+    // As the gateway does: nothing before stream management is enabled (see channels/xmpp/xmpp.ts).
     for (let waited = 0; !person.streamManagement?.enabled && waited < 3000; waited += 20) await sleep(20);
     await person.send(xml('presence'));
     return made;

@@ -215,3 +215,27 @@ describe('architecture: each feature owns its tables', () => {
     expect(storeTables).to.deep.equal(['audit_events', 'legacy_module_migrations', 'legacy_schema_migrations', 'module_migrations']);
   });
 });
+
+describe('architecture: channels are inbox, outbox and one folder per platform', () => {
+  const channels = join(SRC, 'server/channels');
+  const platforms = readdirSync(channels).filter((name) => statSync(join(channels, name)).isDirectory() && name !== 'outbox');
+
+  it('finds the platforms', () => {
+    expect(platforms).to.include.members(['telegram', 'slack', 'discord', 'irc', 'matrix', 'email', 'xmpp']);
+  });
+
+  it('no file under src/server/channels is over 400 lines', () => {
+    const long = files(channels).map((file) => [relative(SRC, file), readFileSync(file, 'utf8').split('\n').length - 1] as const).filter(([, lines]) => lines > 400);
+    expect(long).to.deep.equal([]);
+  });
+
+  it('every platform is on the one account base, with the one accounts parser and the one reconnect helper', () => {
+    const off = platforms.filter((platform) => {
+      const sources = files(join(channels, platform)).map((file) => readFileSync(file, 'utf8')).join('\n');
+      // Its accounts read by accountsOf, its connections AccountConnections, their retries timed by their Reconnect.
+      return !/from '\.\.\/account-channel\.ts'/.test(sources) || !/extends AccountConnection</.test(sources) || !/accountsOf</.test(sources)
+        || !/this\.reconnect\.(?:next|schedule|wait)\(/.test(sources);
+    });
+    expect(off).to.deep.equal([]);
+  });
+});

@@ -14,6 +14,7 @@ import type { AttachmentView } from '../../shared/protocol/results.ts';
 import type { InboundAttachment } from '../kernel/channel.ts';
 import type { Db, Store } from '../store/database.ts';
 import type { Migration } from '../store/migrations.ts';
+import { describeNetworkError } from './network-errors.ts';
 
 export const ATTACHMENT_MIGRATIONS: readonly Migration[] = [{
   version: 4,
@@ -109,8 +110,9 @@ export class Attachments {
         if (data.length > maxBytes) throw new TooLarge(maxBytes);
         fetched.push({ view: { ...base, size: data.length, mimeType: mediaTypeOf(data, name, said), kept: true }, data });
       } catch (error) {
-        const note = error instanceof TooLarge ? `not kept: larger than this channel's limit of ${kib(maxBytes)}` : `not kept: it could not be fetched (${(error as Error)?.message ?? String(error)})`;
-        log.warn({ file: name, error: (error as Error)?.message }, 'attachment not kept');
+        const reason = describeNetworkError(error);
+        const note = error instanceof TooLarge ? `not kept: larger than this channel's limit of ${kib(maxBytes)}` : `not kept: it could not be fetched (${reason})`;
+        log.warn({ file: name, error: reason }, 'attachment not kept');
         fetched.push({ view: { ...base, mimeType: mediaTypeOf(undefined, name, said), kept: false, note } });
       }
     }

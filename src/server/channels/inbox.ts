@@ -21,7 +21,7 @@ import type { Store } from '../store/database.ts';
 import type { Attachments } from './attachments.ts';
 import type { DmPairing } from './dm-pairing.ts';
 import type { InboundMarks } from './inbound-marks.ts';
-import type { Outbox } from './outbox.ts';
+import type { Outbox } from './outbox/outbox.ts';
 
 /** A message that reached a session: a direct message from an allowed sender, or one said in a room. */
 export interface Inbound {

@@ -7,7 +7,7 @@ import { STARTED_LATE } from '../kernel/threads.ts';
 import diagnostics from 'node:diagnostics_channel';
 import { pairRequestView, type DecisionFailure } from './dm-pairing.ts';
 import type { Db } from '../store/database.ts';
-import type { OutboxItem } from './outbox.ts';
+import type { OutboxItem } from './outbox/outbox.ts';
 import { refusal } from './webhook.ts';
 import { ReplyStream } from './reply-stream.ts';
 import { Inbox, type Inbound, type InboundListener, type InboxDeps } from './inbox.ts';

@@ -3,23 +3,23 @@
  * runs on) for events, with each event acknowledged only once it is stored,
  * and the Web API (@slack/web-api) for replies in mrkdwn, in the thread of
  * the message they answer. No public address is needed. Several apps
- * (accounts) per channel.
+ * (accounts) per channel. How an event is read is in inbound.ts.
  */
 import { createHmac } from 'node:crypto';
 import type { SocketModeClient as SocketModeClientType } from '@slack/socket-mode';
 import type { WebClient as WebClientType } from '@slack/web-api';
 import type { Logger as PinoLogger } from 'pino';
-import type { ChannelState } from '../../shared/channels.ts';
-import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type ChannelRequest, type ChannelResponse, type InboundAttachment, type InboundMessage, type SendOptions, type SendReceipt } from '../kernel/channel.ts';
-import { readLimited } from './attachments.ts';
-import { AccountChannel, AccountConnection } from './account-channel.ts';
-import { accountsOf, settingPath } from './accounts.ts';
-import { deliveredJson, refusal, sameSecret, storeThenAcknowledge } from './webhook.ts';
-import { markdownToSlackMrkdwn, splitMessage } from './formatting.ts';
+import type { ChannelState } from '../../../shared/channels.ts';
+import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type ChannelRequest, type ChannelResponse, type InboundMessage, type SendOptions, type SendReceipt } from '../../kernel/channel.ts';
+import { AccountChannel, AccountConnection } from '../account-channel.ts';
+import { accountsOf, settingPath } from '../accounts.ts';
+import { deliveredJson, refusal, sameSecret, storeThenAcknowledge } from '../webhook.ts';
+import { markdownToSlackMrkdwn, splitMessage } from '../formatting.ts';
+import { describeNetworkError } from '../network-errors.ts';
+import { inboundOf, type SlackEvent } from './inbound.ts';
 
 /** Slack cuts a message's text past 40,000 characters. */
 export const SLACK_LIMIT = 40_000;
-const MAX_INBOUND_CHARS = 40_000;
 
 interface AccountSettings {
   enabled: boolean;
@@ -62,20 +62,6 @@ function sdkLogger(logger: PinoLogger) {
     getLevel: () => level,
     setName: () => undefined,
   } as never;
-}
-
-/** A Slack event as far as the gateway reads it. */
-interface SlackEvent {
-  type?: string;
-  subtype?: string;
-  channel?: string;
-  channel_type?: string;
-  user?: string;
-  bot_id?: string;
-  text?: string;
-  ts?: string;
-  thread_ts?: string;
-  files?: { id?: string; name?: string; mimetype?: string; size?: number; url_private?: string; url_private_download?: string }[];
 }
 
 /** One Slack app: its Socket Mode connection and its Web API client. */
@@ -218,7 +204,7 @@ class SlackAccount extends AccountConnection<AccountSettings> {
       return { state: 'error', detail: `Slack refused a token (${code}); set valid ones: gateway secrets set ${secretFor(this.channelId, this.name, 'botToken')} and ${secretFor(this.channelId, this.name, 'appToken')}`, waitMs: max };
     }
     if (error instanceof this.sdk.webApi.WebAPIRateLimitedError) return { state: 'disconnected', detail: `Slack asked to wait ${error.retryAfter} s`, waitMs: error.retryAfter * 1000 };
-    return { state: 'disconnected', detail: `cannot reach Slack: ${code ?? (error as Error)?.message ?? String(error)}`, waitMs: backoff };
+    return { state: 'disconnected', detail: `cannot reach Slack: ${code ?? this.unreachable(error)}`, waitMs: backoff };
   }
 
   /**
@@ -236,72 +222,13 @@ class SlackAccount extends AccountConnection<AccountSettings> {
     }
   }
 
+  /** An event as the gateway takes it (inbound.ts), read with what the account knows now. */
   private inbound(event: SlackEvent | undefined): InboundMessage | undefined {
-    if (!event || typeof event !== 'object' || (event.type !== 'message' && event.type !== 'app_mention')) return undefined;
-    // Edits, joins, the bot's own and other bots' messages are not a person speaking.
-    // A message that shares files (file_share) is a person speaking too.
-    if ((event.subtype && event.subtype !== 'file_share') || event.bot_id || !event.user || event.user === this.botUserId) return undefined;
-    const attachments = this.attachmentsOf(event);
-    if (typeof event.channel !== 'string' || typeof event.ts !== 'string' || typeof (event.text ?? '') !== 'string') return undefined;
-    const raw = event.text ?? '';
-    if (!raw.trim() && attachments.length === 0) return undefined;
-    const text = raw.length > MAX_INBOUND_CHARS ? raw.slice(0, MAX_INBOUND_CHARS) : raw;
-    const at = Math.round(Number(event.ts) * 1000) || Date.now();
-    const base = {
-      account: this.name, sender: event.user, senderName: this.names.get(event.user) ?? event.user, text, at,
-      // A mention comes twice (message and app_mention), under one message: its channel and ts.
-      platformId: `${event.channel}:${event.ts}`,
-      ...(attachments.length ? { attachments } : {}),
-    };
-    void this.learnName(event.user);
-    if (event.channel_type === 'im' || event.channel.startsWith('D')) return { ...base, kind: 'direct', replyTo: event.channel };
-    const rooms = this.settings()?.rooms ?? [];
-    if (!rooms.includes('*') && !rooms.includes(event.channel)) {
-      this.log.debug({ room: event.channel }, 'message in a Slack channel the agent may not answer in (channels.<id>.rooms); skipped');
-      return undefined;
-    }
-    const mention = this.botUserId ? `<@${this.botUserId}>` : undefined;
-    const addressed = mention !== undefined && text.includes(mention);
-    // The answer goes in the thread of the message it answers.
-    return {
-      ...base, kind: 'group', room: event.channel, replyTo: `${event.channel}/${event.thread_ts ?? event.ts}`,
-      ...(addressed ? { addressed: { text: text.split(mention).join('').replace(/\s+/g, ' ').trim() || text } } : {}),
-    };
-  }
-
-  /**
-   * The files shared with a message, fetched from their private address with
-   * the bot token (which needs the files:read scope), only from Slack's own
-   * hosts (or the configured apiRoot's): the token goes nowhere else.
-   */
-  private attachmentsOf(event: SlackEvent): InboundAttachment[] {
-    if (!Array.isArray(event.files)) return [];
-    return event.files.filter((file) => file && typeof file === 'object').map((file, index) => ({
-      name: typeof file.name === 'string' ? file.name : `file-${index + 1}`,
-      mimeType: typeof file.mimetype === 'string' ? file.mimetype : undefined,
-      size: typeof file.size === 'number' ? file.size : undefined,
-      fetch: async (maxBytes, signal) => {
-        const address = file.url_private_download ?? file.url_private;
-        if (typeof address !== 'string') throw new Error('Slack gave no address for it');
-        const url = new URL(address);
-        if (!this.slackHost(url)) throw new Error(`files are fetched only from Slack, not ${url.host}`);
-        if (!this.botToken) throw new Error('the app is not connected');
-        const response = await globalThis.fetch(url, { headers: { authorization: `Bearer ${this.botToken}` }, signal });
-        // Without files:read Slack answers with its sign-in page.
-        if ((response.headers.get('content-type') ?? '').startsWith('text/html') && !String(file.mimetype).startsWith('text/html')) {
-          await response.body?.cancel().catch(() => undefined);
-          throw new Error('Slack answered with its sign-in page: give the app the files:read scope');
-        }
-        return readLimited(response, maxBytes);
-      },
-    }));
-  }
-
-  private slackHost(url: URL): boolean {
-    const root = this.settings()?.apiRoot;
-    if (root && new URL(root).origin === url.origin) return true;
-    const host = url.hostname.toLowerCase();
-    return url.protocol === 'https:' && ['slack.com', 'slack-gov.com'].some((domain) => host === domain || host.endsWith(`.${domain}`));
+    return inboundOf(event, {
+      account: this.name, botUserId: this.botUserId, rooms: this.settings()?.rooms ?? [], log: this.log,
+      nameOf: (user) => this.names.get(user), learnName: (user) => void this.learnName(user),
+      apiRoot: () => this.settings()?.apiRoot, botToken: () => this.botToken,
+    });
   }
 
   /** A user's display name, looked up once and kept, for the next messages and for pairing requests. */
@@ -348,7 +275,12 @@ class SlackAccount extends AccountConnection<AccountSettings> {
       const permanent = ['channel_not_found', 'not_in_channel', 'is_archived', 'msg_too_long', 'no_text', 'user_not_found', 'cannot_dm_bot', 'invalid_auth', 'token_revoked', 'account_inactive'].includes(code);
       return new ChannelSendError(`Slack: ${code}`, { permanent });
     }
-    return new ChannelSendError(`cannot reach Slack: ${(error as Error)?.message ?? String(error)}`);
+    return new ChannelSendError(`cannot reach Slack: ${this.unreachable(error)}`);
+  }
+
+  /** Why Slack's Web API could not be reached, with its host and port. */
+  private unreachable(error: unknown): string {
+    return describeNetworkError(error, this.apiUrl() ?? 'https://slack.com/api/');
   }
 
   async stop(): Promise<void> {

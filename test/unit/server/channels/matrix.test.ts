@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { homeserverOf, withoutReplyFallback } from '../../../src/server/channels/matrix.ts';
+import { homeserverOf } from '../../../../src/server/channels/matrix/api.ts';
+import { withoutReplyFallback } from '../../../../src/server/channels/matrix/sync.ts';
 
 describe('matrix: reply fallbacks and where a homeserver may be', () => {
   it('reads a reply without the quote its client put before it, and leaves other text alone', () => {

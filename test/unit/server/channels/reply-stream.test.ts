@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { pino } from 'pino';
-import { ChannelSendError, type Channel, type SendOptions } from '../../../src/server/kernel/channel.ts';
-import { ReplyStream } from '../../../src/server/channels/reply-stream.ts';
+import { ChannelSendError, type Channel, type SendOptions } from '../../../../src/server/kernel/channel.ts';
+import { ReplyStream } from '../../../../src/server/channels/reply-stream.ts';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

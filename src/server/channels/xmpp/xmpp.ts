@@ -4,14 +4,15 @@
  * only with allowPlaintext, and only to a server on loopback), XEP-0198
  * stream management so a dropped stream resumes without losing stanzas,
  * direct chats and MUC rooms (answered when the account's nick is
- * mentioned), chat-state typing notifications. Reconnects by itself.
+ * mentioned), chat-state typing notifications. A dropped stream is opened
+ * again with the channel's backoff, as every account's connection is.
  */
 import { randomUUID } from 'node:crypto';
-import { isLoopbackAddress } from '../../shared/config/exposure.ts';
-import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type InboundMessage, type SendOptions, type SendReceipt } from '../kernel/channel.ts';
-import { AccountChannel, AccountConnection } from './account-channel.ts';
-import { accountsOf, settingPath } from './accounts.ts';
-import { mentionPattern, withoutMention } from './formatting.ts';
+import { isLoopbackAddress } from '../../../shared/config/exposure.ts';
+import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type InboundMessage, type SendOptions, type SendReceipt } from '../../kernel/channel.ts';
+import { AccountChannel, AccountConnection } from '../account-channel.ts';
+import { accountsOf, settingPath } from '../accounts.ts';
+import { mentionPattern, withoutMention } from '../formatting.ts';
 
 /** Longest text taken from one inbound message. */
 const MAX_INBOUND_CHARS = 16_384;
@@ -61,6 +62,8 @@ class XmppAccount extends AccountConnection<XmppAccountSettings> {
   private stopped = false;
   private nickname?: string;
   private ownJid?: string;
+  /** The full JID the server bound the stream to. */
+  private bound?: string;
 
   private readonly xmpp: XmppModule;
   /** Whether a peer is a room an account of the channel joins (a groupchat message, no typing notification). */
@@ -112,6 +115,15 @@ class XmppAccount extends AccountConnection<XmppAccountSettings> {
       },
     });
     this.client = client;
+    // The account tries again with the channel's backoff (up to reconnectMaxDelayMs), not the library's flat second.
+    client.reconnect.stop();
+    client.streamManagement?.on('resumed', () => {
+      // A dropped stream taken up again where it was (XEP-0198): nothing was lost.
+      if (this.stopped || this.client !== client) return;
+      this.log.info('XMPP stream resumed');
+      this.reconnect.succeeded();
+      this.setState('connected', this.bound);
+    });
     client.on('error', (error: Error) => {
       if (this.stopped) return;
       this.log.warn({ error: error.message }, 'xmpp error');
@@ -121,7 +133,9 @@ class XmppAccount extends AccountConnection<XmppAccountSettings> {
       if (!this.stopped) this.setState('disconnected', 'offline');
     });
     client.on('disconnect', () => {
-      if (!this.stopped && this.status.state === 'connected') this.setState('connecting', 'the stream dropped; reconnecting');
+      if (this.stopped || this.client !== client) return;
+      if (this.status.state === 'connected') this.setState('connecting', 'the stream dropped; reconnecting');
+      this.retry(client);
     });
     client.on('online', (jid: { toString(): string }) => void this.online(jid.toString(), settings).catch((error: unknown) => this.log.warn({ err: error }, 'xmpp: could not finish connecting')));
     client.on('stanza', (stanza: Element) => {
@@ -132,6 +146,21 @@ class XmppAccount extends AccountConnection<XmppAccountSettings> {
       }
     });
     await client.start();
+  }
+
+  /**
+   * Opens the stream again after the next backoff wait (the channel's
+   * reconnectMaxDelayMs at most): a try that fails ends in another
+   * disconnect, which waits longer; one that succeeds starts the waits over.
+   */
+  private retry(client: XmppClient): void {
+    const delay = this.reconnect.next();
+    this.log.info({ inMs: Math.round(delay) }, 'XMPP reconnect scheduled');
+    this.reconnect.schedule(() => {
+      if (this.stopped || this.client !== client || client.status !== 'disconnect') return;
+      // A failure is told on the client as an error, and its disconnect schedules the next try.
+      client.reconnect.reconnect().catch(() => undefined);
+    }, delay);
   }
 
   /** STARTTLS is required: a server that does not offer it gets no password, and the account stops until it is fixed. */
@@ -157,6 +186,8 @@ class XmppAccount extends AccountConnection<XmppAccountSettings> {
       await client.send(this.xmpp.xml('presence', { to: `${bareJid(room)}/${this.nickname}` },
         this.xmpp.xml('x', { xmlns: 'http://jabber.org/protocol/muc' }, this.xmpp.xml('history', { maxstanzas: '0' }))));
     }
+    this.bound = jid;
+    this.reconnect.succeeded();
     this.setState('connected', jid);
   }
 
@@ -219,6 +250,7 @@ class XmppAccount extends AccountConnection<XmppAccountSettings> {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.reconnect.stop();
     await this.client?.stop().catch(() => undefined);
     this.setState('disconnected');
   }

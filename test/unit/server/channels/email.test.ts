@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { headerToken, mailtoOf, targetOf, unanswerable, withoutQuote } from '../../../src/server/channels/email.ts';
+import { headerToken, mailtoOf, targetOf, unanswerable, withoutQuote } from '../../../../src/server/channels/email/mail.ts';
 
 describe('email: where replies go, what is never answered, what the agent reads', function () {
   it('keeps a reply\'s threading in a mailto: address and reads it back; a bare address is a new message', () => {

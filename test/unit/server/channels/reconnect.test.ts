@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { Reconnect } from '../../../src/server/channels/reconnect.ts';
+import { Reconnect } from '../../../../src/server/channels/reconnect.ts';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -77,5 +77,26 @@ describe('reconnecting with backoff', () => {
     await reconnect.wait();
     expect(Date.now() - started).to.be.at.least(1000);
     expect(reconnect.next(), 'the wait counted a failure').to.equal(2000);
+  });
+  it('waits the longest at once when it is shorter than the first wait', () => {
+    const reconnect = new Reconnect({ maxDelayMs: () => 400 });
+    expect([reconnect.next(), reconnect.next()]).to.deep.equal([400, 400]);
+  });
+
+  it('keeps every jittered wait within its share of the wait, whatever the draw', () => {
+    const reconnect = new Reconnect({ maxDelayMs: () => 8000, jitter: 0.25 });
+    for (let failure = 0; failure < 200; failure++) {
+      const base = Math.min(1000 * 2 ** failure, 8000);
+      const wait = reconnect.next();
+      expect(wait).to.be.within(base * 0.75, base * 1.25);
+    }
+  });
+
+  it('counts a failure when it schedules without a wait given', async () => {
+    const reconnect = new Reconnect({ maxDelayMs: () => 60_000 });
+    reconnect.schedule(() => undefined);
+    expect(reconnect.pending).to.equal(true);
+    reconnect.stop();
+    expect(reconnect.next(), 'the scheduled try took the first wait').to.equal(2000);
   });
 });

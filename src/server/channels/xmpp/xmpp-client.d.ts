@@ -17,8 +17,12 @@ declare module '@xmpp/client' {
     on(event: 'online', listener: (jid: { toString(): string }) => void): this;
     on(event: 'error', listener: (error: Error) => void): this;
     on(event: 'offline' | 'disconnect' | 'status', listener: (...args: unknown[]) => void): this;
-    /** XEP-0198 stream management: enabled once the server answered <enabled/>. */
-    streamManagement?: { enabled: boolean };
+    /** XEP-0198 stream management: enabled once the server answered <enabled/>; `resumed` once a dropped stream is taken up again. */
+    streamManagement?: { enabled: boolean; on(event: 'resumed', listener: () => void): void };
+    /** The library's own reconnection: stopped, it leaves the timing to the caller, who opens the stream again with reconnect(). */
+    reconnect: { stop(): void; reconnect(): Promise<void> };
+    /** Where the connection stands: 'online', 'disconnect', 'offline' and the steps between. */
+    status: string;
     /** Whether the stream runs over TLS (STARTTLS done, or xmpps://). */
     isSecure(): boolean;
   }

@@ -1,9 +1,9 @@
 import { expect } from 'chai';
 import { pino } from 'pino';
-import { Attachments, cleanName, mediaTypeOf, readLimited } from '../../../src/server/channels/attachments.ts';
-import { namingImages } from '../../../src/server/models/caller.ts';
-import { describeAttachment } from '../../../src/shared/attachments.ts';
-import { freshStore } from '../../support/store.ts';
+import { Attachments, cleanName, mediaTypeOf, readLimited } from '../../../../src/server/channels/attachments.ts';
+import { namingImages } from '../../../../src/server/models/caller.ts';
+import { describeAttachment } from '../../../../src/shared/attachments.ts';
+import { freshStore } from '../../../support/store.ts';
 
 const bytes = (...head: number[]) => Uint8Array.from({ length: 64 }, (_, index) => head[index] ?? 0);
 

@@ -2,23 +2,24 @@
  * Telegram through grammY's Bot API client: long polling, each update stored
  * before Telegram is told it arrived (the next getUpdates' offset), replies
  * in Telegram's HTML, split at its 4,096 characters, and a typing indicator
- * while an agent works. Several bots (accounts) per channel.
+ * while an agent works. Several bots (accounts) per channel. How an update
+ * is read (a person's message and its files) is in inbound.ts.
  */
 import type { Update, UserFromGetMe } from 'grammy/types';
 import type { Api as GrammyApi, GrammyError as GrammyErrorType } from 'grammy';
-import type { ChannelState } from '../../shared/channels.ts';
-import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type ChannelRequest, type ChannelResponse, type InboundAttachment, type InboundMessage, type SendOptions, type SendReceipt } from '../kernel/channel.ts';
-import { readLimited } from './attachments.ts';
-import { AccountChannel, AccountConnection } from './account-channel.ts';
-import { accountsOf, settingPath } from './accounts.ts';
-import { FIRST_RETRY_MS } from './reconnect.ts';
-import { deliveredJson, refusal, sameSecret, storeThenAcknowledge } from './webhook.ts';
-import { markdownToTelegramHtml, plainText, splitMessage } from './formatting.ts';
+import type { ChannelState } from '../../../shared/channels.ts';
+import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type ChannelRequest, type ChannelResponse, type InboundMessage, type SendOptions, type SendReceipt } from '../../kernel/channel.ts';
+import { readLimited } from '../attachments.ts';
+import { AccountChannel, AccountConnection } from '../account-channel.ts';
+import { accountsOf, settingPath } from '../accounts.ts';
+import { FIRST_RETRY_MS } from '../reconnect.ts';
+import { deliveredJson, refusal, sameSecret, storeThenAcknowledge } from '../webhook.ts';
+import { markdownToTelegramHtml, plainText, splitMessage } from '../formatting.ts';
+import { describeNetworkError } from '../network-errors.ts';
+import { inboundOf } from './inbound.ts';
 
 /** Telegram's longest message. */
 export const TELEGRAM_LIMIT = 4096;
-/** Longest text taken from one inbound message; Telegram's own limit, with room for a caption. */
-const MAX_INBOUND_CHARS = 16_384;
 const POLL_SECONDS = 25;
 
 interface AccountSettings {
@@ -48,10 +49,6 @@ type Grammy = typeof import('grammy');
 async function loadGrammy(): Promise<Grammy> {
   return await import('grammy/web') as unknown as Grammy;
 }
-
-/** A user as people know them: @username, else their name. */
-const displayName = (user: { username?: string; first_name?: string; last_name?: string; id: number }) =>
-  user.username ? `@${user.username}` : [user.first_name, user.last_name].filter(Boolean).join(' ') || String(user.id);
 
 /** One bot: polls for updates until stopped, reconnecting with backoff. */
 class TelegramAccount extends AccountConnection<AccountSettings> {
@@ -158,82 +155,25 @@ class TelegramAccount extends AccountConnection<AccountSettings> {
     }
   }
 
-  /** An update as the gateway takes it: a text (or caption) message in a private chat, or in a group where it may answer. */
+  /** An update as the gateway takes it (inbound.ts), read with what the account knows now. */
   private inbound(update: Update): InboundMessage | undefined {
-    const message = update.message;
-    if (typeof update.update_id !== 'number') return undefined;
-    if (!message || typeof message !== 'object' || !message.chat || !message.from || message.from.is_bot) {
-      this.log.debug({ update: update.update_id }, 'update without a message from a person; skipped');
-      return undefined;
-    }
-    const raw = message.text ?? message.caption ?? '';
-    const attachments = this.attachmentsOf(message);
-    if (typeof raw !== 'string' || (!raw.trim() && attachments.length === 0)) {
-      this.log.debug({ update: update.update_id, chat: message.chat.type }, 'message without text or files; skipped');
-      return undefined;
-    }
-    const text = raw.length > MAX_INBOUND_CHARS ? raw.slice(0, MAX_INBOUND_CHARS) : raw;
-    const base = {
-      account: this.name, sender: String(message.from.id), senderName: displayName(message.from), text,
-      at: typeof message.date === 'number' ? message.date * 1000 : Date.now(), platformId: String(update.update_id),
-      ...(attachments.length ? { attachments } : {}),
-    };
-    if (message.chat.type === 'private') return { ...base, kind: 'direct', replyTo: String(message.chat.id) };
-    if (message.chat.type !== 'group' && message.chat.type !== 'supergroup') return undefined;
-    const room = String(message.chat.id);
-    const rooms = this.settings()?.rooms ?? [];
-    if (!rooms.includes('*') && !rooms.includes(room)) {
-      this.log.debug({ chat: room }, 'message in a group the agent may not answer in (channels.<id>.rooms); skipped');
-      return undefined;
-    }
-    return { ...base, kind: 'group', room, ...this.addressing(message, text) };
+    return inboundOf(update, {
+      account: this.name, me: this.me, rooms: this.settings()?.rooms ?? [], log: this.log,
+      maxAttachmentBytes: Number(this.context.settings().maxAttachmentBytes ?? 10 * 1024 * 1024),
+      download: (fileId, maxBytes, signal) => this.download(fileId, maxBytes, signal),
+    });
   }
 
-  /**
-   * The files of a message: its photo (the largest size that fits the
-   * channel's limit), document, audio, voice note or video, fetched through
-   * getFile and the Bot API's file address when the gateway keeps them.
-   */
-  private attachmentsOf(message: NonNullable<Update['message']>): InboundAttachment[] {
-    const found: { fileId: string; name: string; mimeType?: string; size?: number }[] = [];
-    const limit = Number(this.context.settings().maxAttachmentBytes ?? 10 * 1024 * 1024);
-    if (Array.isArray(message.photo) && message.photo.length > 0) {
-      const sizes = message.photo.filter((size) => typeof size?.file_id === 'string');
-      const fitting = sizes.filter((size) => (size.file_size ?? 0) <= limit);
-      const photo = (fitting.length ? fitting : sizes).at(-1);
-      if (photo) found.push({ fileId: photo.file_id, name: 'photo.jpg', mimeType: 'image/jpeg', size: photo.file_size });
-    }
-    for (const [field, fallback] of [['document', 'document'], ['audio', 'audio'], ['voice', 'voice.ogg'], ['video', 'video.mp4'], ['animation', 'animation.mp4']] as const) {
-      const file = (message as unknown as Record<string, unknown>)[field] as { file_id?: unknown; file_name?: string; mime_type?: string; file_size?: number } | undefined;
-      if (file && typeof file.file_id === 'string') found.push({ fileId: file.file_id, name: file.file_name ?? fallback, mimeType: file.mime_type, size: file.file_size });
-    }
-    return found.map((file) => ({
-      name: file.name, mimeType: file.mimeType, size: file.size,
-      fetch: async (maxBytes, signal) => {
-        const api = this.api;
-        if (!api || !this.token) throw new Error('the bot is not connected');
-        const info = await api.getFile(file.fileId, signal as never);
-        if (!info.file_path) throw new Error('Telegram gave no file path');
-        if (info.file_size !== undefined && info.file_size > maxBytes) throw new Error(`it is ${info.file_size} bytes`);
-        const root = (this.settings()?.apiRoot ?? 'https://api.telegram.org').replace(/\/+$/, '');
-        const response = await globalThis.fetch(`${root}/file/bot${this.token}/${info.file_path}`, { signal });
-        return readLimited(response, maxBytes);
-      },
-    }));
-  }
-
-  /** Whether a group message is for the bot: it names it (@bot) or replies to it. The prompt is the text without the mention. */
-  private addressing(message: NonNullable<Update['message']>, text: string): Pick<InboundMessage, 'addressed'> {
-    const username = this.me?.username;
-    if (!username) return {};
-    const mention = `@${username}`.toLowerCase();
-    const entities = message.entities ?? message.caption_entities ?? [];
-    const named = entities.some((entity) => entity.type === 'mention' && text.slice(entity.offset, entity.offset + entity.length).toLowerCase() === mention)
-      || entities.some((entity) => entity.type === 'text_mention' && entity.user?.id === this.me?.id);
-    const repliedTo = message.reply_to_message?.from?.id === this.me?.id;
-    if (!named && !repliedTo) return { addressed: undefined };
-    const prompt = text.replace(new RegExp(`@${username}\\b`, 'ig'), '').replace(/\s+/g, ' ').trim();
-    return { addressed: { text: prompt || text } };
+  /** A file's bytes, through getFile and the Bot API's file address (the token is in it: never logged). */
+  private async download(fileId: string, maxBytes: number, signal: AbortSignal): Promise<Uint8Array> {
+    const api = this.api;
+    if (!api || !this.token) throw new Error('the bot is not connected');
+    const info = await api.getFile(fileId, signal as never);
+    if (!info.file_path) throw new Error('Telegram gave no file path');
+    if (info.file_size !== undefined && info.file_size > maxBytes) throw new Error(`it is ${info.file_size} bytes`);
+    const root = (this.settings()?.apiRoot ?? 'https://api.telegram.org').replace(/\/+$/, '');
+    const response = await globalThis.fetch(`${root}/file/bot${this.token}/${info.file_path}`, { signal });
+    return readLimited(response, maxBytes);
   }
 
   /** What a failure means for the account: its state, what to tell, how long to wait. */
@@ -251,8 +191,7 @@ class TelegramAccount extends AccountConnection<AccountSettings> {
       if (retryAfter !== undefined) return { state: 'disconnected', detail: `Telegram asked to wait ${retryAfter} s`, waitMs: retryAfter * 1000 };
       return { state: 'disconnected', detail: `Telegram: ${grammyError.description}`, waitMs: backoff };
     }
-    const reason = error instanceof this.grammy.HttpError ? describeHttp(error) : (error as Error)?.message ?? String(error);
-    return { state: 'disconnected', detail: `cannot reach Telegram: ${reason}`, waitMs: backoff };
+    return { state: 'disconnected', detail: `cannot reach Telegram: ${this.unreachable(error)}`, waitMs: backoff };
   }
 
   /** An update Telegram posted (webhook mode): its secret checked, stored, and only then answered 200. */
@@ -316,7 +255,15 @@ class TelegramAccount extends AccountConnection<AccountSettings> {
       if (code === 400 || code === 403) return new ChannelSendError(`Telegram: ${description}`, { permanent: true });
       return new ChannelSendError(`Telegram: ${description}`);
     }
-    return new ChannelSendError(`cannot reach Telegram: ${error instanceof this.grammy.HttpError ? describeHttp(error) : (error as Error)?.message ?? String(error)}`);
+    return new ChannelSendError(`cannot reach Telegram: ${this.unreachable(error)}`);
+  }
+
+  /**
+   * Why the Bot API could not be reached (grammY's HttpError names the method; what failed underneath is the
+   * reason), with its host and port: never the URL, which carries the token.
+   */
+  private unreachable(error: unknown): string {
+    return describeNetworkError(error, this.settings()?.apiRoot ?? 'https://api.telegram.org');
   }
 
   async typing(to: string): Promise<void> {
@@ -334,12 +281,6 @@ class TelegramAccount extends AccountConnection<AccountSettings> {
 
 /** A set-up problem (no token): the account waits for an operator. */
 class Setup extends Error {}
-
-/** grammY's HttpError names the method; what failed underneath is the reason (never the URL, which carries the token). */
-function describeHttp(error: Error & { error?: unknown }): string {
-  const inner = error.error as { code?: string; message?: string } | undefined;
-  return inner?.code ?? inner?.message?.replace(/https?:\/\/\S+/g, '<url>') ?? 'network error';
-}
 
 export class TelegramChannel extends AccountChannel<TelegramAccount, AccountSettings> implements Channel {
   private grammy?: Grammy;

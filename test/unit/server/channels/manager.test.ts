@@ -1,17 +1,17 @@
 import { expect } from 'chai';
 import { pino } from 'pino';
-import type { AccountStatus, Channel, ChannelContext, ChannelKind } from '../../../src/server/kernel/channel.ts';
-import { DomainError } from '../../../src/server/kernel/errors.ts';
-import { DmPairing } from '../../../src/server/channels/dm-pairing.ts';
-import { ircFold } from '../../../src/server/channels/irc-names.ts';
-import { ChannelManager } from '../../../src/server/channels/manager.ts';
-import { Outbox } from '../../../src/server/channels/outbox.ts';
-import { InboundMarks } from '../../../src/server/channels/inbound-marks.ts';
-import { Attachments } from '../../../src/server/channels/attachments.ts';
-import { SessionStore } from '../../../src/server/sessions/session-store.ts';
-import { effectiveConfig } from '../../../src/shared/config/keys.ts';
-import type { GatewayConfig } from '../../../src/shared/config/types.ts';
-import { freshStore } from '../../support/store.ts';
+import type { AccountStatus, Channel, ChannelContext, ChannelKind } from '../../../../src/server/kernel/channel.ts';
+import { DomainError } from '../../../../src/server/kernel/errors.ts';
+import { DmPairing } from '../../../../src/server/channels/dm-pairing.ts';
+import { ircFold } from '../../../../src/server/channels/irc/irc-names.ts';
+import { ChannelManager } from '../../../../src/server/channels/manager.ts';
+import { Outbox } from '../../../../src/server/channels/outbox/outbox.ts';
+import { InboundMarks } from '../../../../src/server/channels/inbound-marks.ts';
+import { Attachments } from '../../../../src/server/channels/attachments.ts';
+import { SessionStore } from '../../../../src/server/sessions/session-store.ts';
+import { effectiveConfig } from '../../../../src/shared/config/keys.ts';
+import type { GatewayConfig } from '../../../../src/shared/config/types.ts';
+import { freshStore } from '../../../support/store.ts';
 
 /**
  * A channel that lives in memory: what the gateway sends is kept, and tests

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { markdownToSlackMrkdwn, markdownToTelegramHtml, plainText, splitMessage } from '../../../src/server/channels/formatting.ts';
+import { markdownToSlackMrkdwn, markdownToTelegramHtml, plainText, splitMessage } from '../../../../src/server/channels/formatting.ts';
 
 describe('replies as chat apps show them', () => {
   describe('splitMessage', () => {

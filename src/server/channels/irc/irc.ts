@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
-import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings } from '../kernel/channel.ts';
-import { AccountChannel, AccountConnection } from './account-channel.ts';
-import { accountsOf, settingPath } from './accounts.ts';
+import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings } from '../../kernel/channel.ts';
+import { AccountChannel, AccountConnection } from '../account-channel.ts';
+import { accountsOf, settingPath } from '../accounts.ts';
 import { checkIrcTarget, ircFold, isIrcRoom } from './irc-names.ts';
 
 const QUIT_WAIT_MS = 2000;

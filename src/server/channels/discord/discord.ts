@@ -6,20 +6,25 @@
  * profile's database: a dropped connection, or a daemon that restarts within
  * Discord's resume window, RESUMEs the session and Discord replays what it
  * missed; what was stored already is known by its message id.
+ *
+ * Here: the account's Gateway connection (identify or resume, heartbeats,
+ * dispatches in order, closes and what they mean) and the channel. Its REST
+ * calls and sending are in rest.ts, how a message is read in inbound.ts.
  */
 import { GatewayCloseCodes, GatewayDispatchEvents, GatewayIntentBits, GatewayOpcodes } from 'discord-api-types/v10';
 import type { APIMessage, APIUser, GatewayReceivePayload, GatewayReadyDispatchData } from 'discord-api-types/v10';
-import type { ChannelState } from '../../shared/channels.ts';
-import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type InboundAttachment, type InboundMessage, type SendOptions, type SendReceipt } from '../kernel/channel.ts';
-import { splitMessage } from './formatting.ts';
-import { readLimited } from './attachments.ts';
-import { AccountChannel, AccountConnection } from './account-channel.ts';
-import { accountsOf, settingPath } from './accounts.ts';
-import { FIRST_RETRY_MS } from './reconnect.ts';
+import type { ChannelState } from '../../../shared/channels.ts';
+import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type SendOptions, type SendReceipt } from '../../kernel/channel.ts';
+import { splitMessage } from '../formatting.ts';
+import { AccountChannel, AccountConnection } from '../account-channel.ts';
+import { accountsOf, settingPath } from '../accounts.ts';
+import { describeNetworkError } from '../network-errors.ts';
+import { FIRST_RETRY_MS } from '../reconnect.ts';
+import { inboundOf } from './inbound.ts';
+import { DiscordRest, RestError } from './rest.ts';
 
 /** Discord's longest message. */
 export const DISCORD_LIMIT = 2000;
-const MAX_INBOUND_CHARS = 16_384;
 const INTENTS = GatewayIntentBits.Guilds | GatewayIntentBits.GuildMessages | GatewayIntentBits.DirectMessages | GatewayIntentBits.MessageContent;
 
 interface AccountSettings { enabled: boolean; apiRoot?: string; rooms: string[] }
@@ -35,12 +40,11 @@ interface Cursor { sessionId: string; seq: number; resumeUrl: string }
 
 class Refused extends Error {}
 
-/** One bot: its Gateway connection, heartbeats and resumes, and its REST calls. */
+/** One bot: its Gateway connection, heartbeats and resumes; its REST calls through DiscordRest. */
 class DiscordAccount extends AccountConnection<AccountSettings> {
   private stopped = false;
   private socket?: import('ws').WebSocket;
   private heartbeat?: NodeJS.Timeout;
-  private token?: string;
   private me?: APIUser;
   private cursor?: Cursor;
   /** The last sequence received (heartbeats carry it); the cursor's is the last one handled. */
@@ -48,43 +52,26 @@ class DiscordAccount extends AccountConnection<AccountSettings> {
   private acked = true;
   /** Dispatches are handled one after another, in the order they came. */
   private handling: Promise<void> = Promise.resolve();
-  private readonly dmChannels = new Map<string, string>();
-
+  /** Its REST calls and sending. */
+  private readonly rest: DiscordRest;
 
   constructor(channelId: string, name: string, settings: () => AccountSettings | undefined, context: ChannelContext) {
     super(channelId, name, settings, context);
+    this.rest = new DiscordRest(() => this.settings()?.apiRoot);
   }
 
   get selfName(): string | undefined {
     return this.me ? `@${this.me.username}` : undefined;
   }
 
-  private api(path: string): string {
-    return `${(this.settings()?.apiRoot ?? 'https://discord.com').replace(/\/+$/, '')}/api/v10${path}`;
-  }
-
-  /** A REST call; a refusal comes back as an error with Discord's status, message and retry_after. */
-  private async rest<T>(method: string, path: string, body?: unknown): Promise<T> {
-    const response = await fetch(this.api(path), {
-      method,
-      headers: { authorization: `Bot ${this.token}`, 'content-type': 'application/json', 'user-agent': 'DiscordBot (gateway, 1)' },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      signal: AbortSignal.timeout(30_000),
-    });
-    if (response.status === 204) return undefined as T;
-    const payload = await response.json().catch(() => ({})) as { message?: string; code?: number; retry_after?: number };
-    if (!response.ok) throw new RestError(response.status, payload.message ?? response.statusText, payload.code, payload.retry_after);
-    return payload as T;
-  }
-
   async connect(): Promise<void> {
     if (this.stopped) return;
     this.setState('connecting');
     try {
-      this.token = await this.context.secret(secretFor(this.channelId, this.name));
-      if (!this.token) throw new Refused(`no bot token: gateway secrets set ${secretFor(this.channelId, this.name)} (the token from the Developer Portal's Bot page, on stdin)`);
+      this.rest.token = await this.context.secret(secretFor(this.channelId, this.name));
+      if (!this.rest.token) throw new Refused(`no bot token: gateway secrets set ${secretFor(this.channelId, this.name)} (the token from the Developer Portal's Bot page, on stdin)`);
       this.cursor ??= await this.loadCursor();
-      const gateway = this.cursor?.resumeUrl ?? (await this.rest<{ url: string }>('GET', '/gateway/bot')).url;
+      const gateway = this.cursor?.resumeUrl ?? (await this.rest.call<{ url: string }>('GET', '/gateway/bot')).url;
       await this.open(gateway);
     } catch (error) {
       this.failed(error);
@@ -127,7 +114,7 @@ class DiscordAccount extends AccountConnection<AccountSettings> {
         detail = `Discord: ${error.message}`;
       }
     } else if (!(error instanceof Error && /^Discord/.test(error.message))) {
-      detail = `cannot reach Discord: ${detail}`;
+      detail = `cannot reach Discord: ${describeNetworkError(error, this.rest.root)}`;
     }
     this.setState(state, detail);
     this.log.warn({ error: detail }, 'discord account not connected; retrying');
@@ -160,10 +147,20 @@ class DiscordAccount extends AccountConnection<AccountSettings> {
       }
       this.onPayload(payload);
     });
-    socket.on('error', (error) => this.log.debug({ err: error }, 'Gateway socket error'));
+    let opened = false;
+    let failure: Error | undefined;
+    socket.on('open', () => {
+      opened = true;
+    });
+    socket.on('error', (error) => {
+      failure = error;
+      this.log.debug({ err: error }, 'Gateway socket error');
+    });
     socket.on('close', (code, reason) => {
       if (this.socket !== socket) return;
-      this.onClose(code, String(reason));
+      // Never connected: what stood in the way, and where.
+      if (!opened && failure) this.failed(new Error(`Discord's Gateway cannot be reached: ${describeNetworkError(failure, url)}`));
+      else this.onClose(code, String(reason));
     });
   }
 
@@ -189,9 +186,9 @@ class DiscordAccount extends AccountConnection<AccountSettings> {
         }, interval);
         this.heartbeat.unref();
         if (this.cursor) {
-          this.emit({ op: GatewayOpcodes.Resume, d: { token: this.token, session_id: this.cursor.sessionId, seq: this.cursor.seq } });
+          this.emit({ op: GatewayOpcodes.Resume, d: { token: this.rest.token, session_id: this.cursor.sessionId, seq: this.cursor.seq } });
         } else {
-          this.emit({ op: GatewayOpcodes.Identify, d: { token: this.token, intents: INTENTS, properties: { os: process.platform, browser: 'gateway', device: 'gateway' } } });
+          this.emit({ op: GatewayOpcodes.Identify, d: { token: this.rest.token, intents: INTENTS, properties: { os: process.platform, browser: 'gateway', device: 'gateway' } } });
         }
         return;
       }
@@ -241,7 +238,10 @@ class DiscordAccount extends AccountConnection<AccountSettings> {
       return;
     }
     if (type === GatewayDispatchEvents.MessageCreate) {
-      const message = this.inbound(data as APIMessage);
+      const message = inboundOf(data as APIMessage, {
+        account: this.name, me: this.me, rooms: this.settings()?.rooms ?? [], apiRoot: () => this.settings()?.apiRoot, log: this.log,
+        direct: (user, channel) => this.rest.noteDm(user, channel),
+      });
       if (message) await this.context.inbound(message);
       await this.advance(seq, true);
       return;
@@ -254,61 +254,6 @@ class DiscordAccount extends AccountConnection<AccountSettings> {
     if (!this.cursor || seq <= this.cursor.seq) return;
     this.cursor.seq = seq;
     if (keep) await this.saveCursor();
-  }
-
-  private inbound(message: APIMessage): InboundMessage | undefined {
-    if (!message || typeof message !== 'object' || typeof message.id !== 'string' || typeof message.channel_id !== 'string') return undefined;
-    const author = message.author;
-    if (!author || typeof author.id !== 'string' || author.bot || author.id === this.me?.id) return undefined;
-    // Default messages and replies: joins, pins, boosts and the like are not a person speaking.
-    if (message.type !== 0 && message.type !== 19) return undefined;
-    const attachments = this.attachmentsOf(message);
-    if (typeof message.content !== 'string' || (!message.content.trim() && attachments.length === 0)) return undefined;
-    const text = message.content.length > MAX_INBOUND_CHARS ? message.content.slice(0, MAX_INBOUND_CHARS) : message.content;
-    const at = Date.parse(message.timestamp) || Date.now();
-    const base = {
-      account: this.name, sender: author.id, senderName: author.global_name ?? author.username ?? author.id, text, at, platformId: message.id,
-      ...(attachments.length ? { attachments } : {}),
-    };
-    const guild = (message as { guild_id?: string }).guild_id;
-    if (!guild) {
-      this.dmChannels.set(author.id, message.channel_id);
-      return { ...base, kind: 'direct', replyTo: message.channel_id };
-    }
-    const rooms = this.settings()?.rooms ?? [];
-    if (!rooms.includes('*') && !rooms.includes(message.channel_id)) {
-      this.log.debug({ room: message.channel_id }, 'message in a Discord channel the agent may not answer in (channels.<id>.rooms); skipped');
-      return undefined;
-    }
-    const botId = this.me?.id;
-    const mentioned = botId !== undefined && (message.mentions?.some((user) => user.id === botId) || text.includes(`<@${botId}>`) || text.includes(`<@!${botId}>`));
-    const repliedTo = botId !== undefined && message.referenced_message?.author?.id === botId;
-    const prompt = botId ? text.replace(new RegExp(`<@!?${botId}>`, 'g'), '').replace(/\s+/g, ' ').trim() : text;
-    return {
-      ...base, kind: 'group', room: message.channel_id, replyTo: `${message.channel_id}/${message.id}`,
-      ...(mentioned || repliedTo ? { addressed: { text: prompt || text } } : {}),
-    };
-  }
-
-  /** A message's attachments, fetched from Discord's CDN (or the configured apiRoot's host): no token goes with them. */
-  private attachmentsOf(message: APIMessage): InboundAttachment[] {
-    if (!Array.isArray(message.attachments)) return [];
-    return message.attachments.filter((file) => file && typeof file === 'object' && typeof file.url === 'string').map((file, index) => ({
-      name: typeof file.filename === 'string' ? file.filename : `file-${index + 1}`,
-      mimeType: typeof file.content_type === 'string' ? file.content_type : undefined,
-      size: typeof file.size === 'number' ? file.size : undefined,
-      fetch: async (maxBytes, signal) => {
-        const url = new URL(file.url);
-        if (!this.cdnHost(url)) throw new Error(`files are fetched only from Discord's CDN, not ${url.host}`);
-        return readLimited(await globalThis.fetch(url, { signal }), maxBytes);
-      },
-    }));
-  }
-
-  private cdnHost(url: URL): boolean {
-    const root = this.settings()?.apiRoot;
-    if (root && new URL(root).origin === url.origin) return true;
-    return url.protocol === 'https:' && ['cdn.discordapp.com', 'media.discordapp.net'].includes(url.hostname.toLowerCase());
   }
 
   private onClose(code: number, reason: string): void {
@@ -330,57 +275,14 @@ class DiscordAccount extends AccountConnection<AccountSettings> {
     this.failed(new Error(`Discord closed the connection (${code}${reason ? `: ${reason}` : ''}); resuming`));
   }
 
-  /** The channel a reply goes to: a channel id (with the message it answers), or a person's DM (@<user id>). */
-  private async target(to: string): Promise<{ channel: string; reference?: string }> {
-    const [address, reference] = to.split('/') as [string, string | undefined];
-    // A person who wrote to the bot is reached in their DM by their id alone (a pairing approval's notice).
-    const known = this.dmChannels.get(address.replace(/^@/, ''));
-    if (known) return { channel: known };
-    if (!address.startsWith('@')) return { channel: address, ...(reference ? { reference } : {}) };
-    const user = address.slice(1);
-    let channel = this.dmChannels.get(user);
-    if (!channel) {
-      channel = (await this.rest<{ id: string }>('POST', '/users/@me/channels', { recipient_id: user })).id;
-      this.dmChannels.set(user, channel);
-    }
-    return { channel };
-  }
-
   async send(to: string, text: string, options: SendOptions = {}): Promise<SendReceipt> {
-    if (!this.token || this.status.state !== 'connected') throw new ChannelSendError(`${this.channelId} account ${this.name} is ${this.status.state}; the message was not sent`);
-    try {
-      const { channel, reference } = await this.target(to);
-      if (options.editOf !== undefined) {
-        try {
-          const edited = await this.rest<{ id: string }>('PATCH', `/channels/${channel}/messages/${options.editOf}`, { content: text, allowed_mentions: { parse: [] } });
-          return { ids: [edited.id] };
-        } catch (error) {
-          // A message that is gone gets the text as a new one.
-          if (!(error instanceof RestError) || error.status !== 404) throw error;
-        }
-      }
-      // A nonce Discord enforces: a retry of a message it took already is not posted twice.
-      const nonce = options.idempotencyKey ? options.idempotencyKey.slice(0, 25) : undefined;
-      const sent = await this.rest<{ id: string }>('POST', `/channels/${channel}/messages`, {
-        content: text, allowed_mentions: { parse: [] },
-        ...(reference ? { message_reference: { message_id: reference, fail_if_not_exists: false } } : {}),
-        ...(nonce ? { nonce, enforce_nonce: true } : {}),
-      });
-      return { ids: [sent.id] };
-    } catch (error) {
-      if (error instanceof RestError) {
-        if (error.retryAfterMs !== undefined) throw new ChannelSendError(`Discord: ${error.message}`, { retryAfterMs: error.retryAfterMs });
-        // No such channel, no access, a message Discord will never take: trying again cannot help.
-        throw new ChannelSendError(`Discord: ${error.message}`, { permanent: error.status === 400 || error.status === 403 || error.status === 404 });
-      }
-      throw new ChannelSendError(`cannot reach Discord: ${(error as Error)?.message ?? String(error)}`);
-    }
+    if (!this.rest.token || this.status.state !== 'connected') throw new ChannelSendError(`${this.channelId} account ${this.name} is ${this.status.state}; the message was not sent`);
+    return this.rest.send(to, text, options);
   }
 
   async typing(to: string): Promise<void> {
-    if (!this.token || this.status.state !== 'connected') return;
-    const { channel } = await this.target(to);
-    await this.rest('POST', `/channels/${channel}/typing`);
+    if (!this.rest.token || this.status.state !== 'connected') return;
+    await this.rest.typing(to);
   }
 
   async stop(): Promise<void> {
@@ -390,19 +292,6 @@ class DiscordAccount extends AccountConnection<AccountSettings> {
     this.close(4000);
     await this.handling.catch(() => undefined);
     this.setState('disconnected');
-  }
-}
-
-class RestError extends Error {
-  readonly status: number;
-  readonly code?: number;
-  readonly retryAfterMs?: number;
-
-  constructor(status: number, message: string, code?: number, retryAfterSeconds?: number) {
-    super(message);
-    this.status = status;
-    this.code = code;
-    this.retryAfterMs = status === 429 && retryAfterSeconds !== undefined ? Math.ceil(retryAfterSeconds * 1000) : undefined;
   }
 }
 

@@ -1,0 +1,112 @@
+/**
+ * Discord's REST API (fetch) as an account calls it: a refusal as a
+ * RestError with Discord's status, message and retry_after, and replies sent
+ * (and edited) in the channel or DM they go to, each posted once whatever
+ * the retries (Discord enforces the nonce).
+ */
+import { ChannelSendError, type SendOptions, type SendReceipt } from '../../kernel/channel.ts';
+import { describeNetworkError } from '../network-errors.ts';
+
+export class RestError extends Error {
+  readonly status: number;
+  readonly code?: number;
+  readonly retryAfterMs?: number;
+
+  constructor(status: number, message: string, code?: number, retryAfterSeconds?: number) {
+    super(message);
+    this.status = status;
+    this.code = code;
+    this.retryAfterMs = status === 429 && retryAfterSeconds !== undefined ? Math.ceil(retryAfterSeconds * 1000) : undefined;
+  }
+}
+
+/** One bot's REST calls, with its token. */
+export class DiscordRest {
+  /** The bot token, once read from the secret store. */
+  token?: string;
+  /** Each person's DM channel, as learned from their messages or opened. */
+  private readonly dmChannels = new Map<string, string>();
+  private readonly apiRoot: () => string | undefined;
+
+  /** `apiRoot`: where Discord is (channels.<id>.apiRoot, read at each call), https://discord.com by default. */
+  constructor(apiRoot: () => string | undefined) {
+    this.apiRoot = apiRoot;
+  }
+
+  /** Where Discord is: the configured apiRoot, else https://discord.com. */
+  get root(): string {
+    return (this.apiRoot() ?? 'https://discord.com').replace(/\/+$/, '');
+  }
+
+  /** A REST call; a refusal comes back as an error with Discord's status, message and retry_after. */
+  async call<T>(method: string, path: string, body?: unknown): Promise<T> {
+    const response = await fetch(`${this.root}/api/v10${path}`, {
+      method,
+      headers: { authorization: `Bot ${this.token}`, 'content-type': 'application/json', 'user-agent': 'DiscordBot (gateway, 1)' },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      signal: AbortSignal.timeout(30_000),
+    });
+    if (response.status === 204) return undefined as T;
+    const payload = await response.json().catch(() => ({})) as { message?: string; code?: number; retry_after?: number };
+    if (!response.ok) throw new RestError(response.status, payload.message ?? response.statusText, payload.code, payload.retry_after);
+    return payload as T;
+  }
+
+  /** A person wrote to the bot in their DM: replies to them go there. */
+  noteDm(user: string, channel: string): void {
+    this.dmChannels.set(user, channel);
+  }
+
+  /** The channel a reply goes to: a channel id (with the message it answers), or a person's DM (@<user id>). */
+  private async target(to: string): Promise<{ channel: string; reference?: string }> {
+    const [address, reference] = to.split('/') as [string, string | undefined];
+    // A person who wrote to the bot is reached in their DM by their id alone (a pairing approval's notice).
+    const known = this.dmChannels.get(address.replace(/^@/, ''));
+    if (known) return { channel: known };
+    if (!address.startsWith('@')) return { channel: address, ...(reference ? { reference } : {}) };
+    const user = address.slice(1);
+    let channel = this.dmChannels.get(user);
+    if (!channel) {
+      channel = (await this.call<{ id: string }>('POST', '/users/@me/channels', { recipient_id: user })).id;
+      this.dmChannels.set(user, channel);
+    }
+    return { channel };
+  }
+
+  /** Sends (or edits) one message; a refusal as the outbox reads it: when to try again, or not at all. */
+  async send(to: string, text: string, options: SendOptions = {}): Promise<SendReceipt> {
+    try {
+      const { channel, reference } = await this.target(to);
+      if (options.editOf !== undefined) {
+        try {
+          const edited = await this.call<{ id: string }>('PATCH', `/channels/${channel}/messages/${options.editOf}`, { content: text, allowed_mentions: { parse: [] } });
+          return { ids: [edited.id] };
+        } catch (error) {
+          // A message that is gone gets the text as a new one.
+          if (!(error instanceof RestError) || error.status !== 404) throw error;
+        }
+      }
+      // A nonce Discord enforces: a retry of a message it took already is not posted twice.
+      const nonce = options.idempotencyKey ? options.idempotencyKey.slice(0, 25) : undefined;
+      const sent = await this.call<{ id: string }>('POST', `/channels/${channel}/messages`, {
+        content: text, allowed_mentions: { parse: [] },
+        ...(reference ? { message_reference: { message_id: reference, fail_if_not_exists: false } } : {}),
+        ...(nonce ? { nonce, enforce_nonce: true } : {}),
+      });
+      return { ids: [sent.id] };
+    } catch (error) {
+      if (error instanceof RestError) {
+        if (error.retryAfterMs !== undefined) throw new ChannelSendError(`Discord: ${error.message}`, { retryAfterMs: error.retryAfterMs });
+        // No such channel, no access, a message Discord will never take: trying again cannot help.
+        throw new ChannelSendError(`Discord: ${error.message}`, { permanent: error.status === 400 || error.status === 403 || error.status === 404 });
+      }
+      throw new ChannelSendError(`cannot reach Discord: ${describeNetworkError(error, this.root)}`);
+    }
+  }
+
+  /** Shows the recipient that the bot is writing. */
+  async typing(to: string): Promise<void> {
+    const { channel } = await this.target(to);
+    await this.call('POST', `/channels/${channel}/typing`);
+  }
+}

@@ -1,0 +1,225 @@
+/**
+ * Matrix over the client-server API (https://spec.matrix.org/v1.11/client-server-api/):
+ * one long-polled /sync per account (sync.ts), its access token from the
+ * secret store, its calls over node:http and node:https (api.ts).
+ *
+ * A room of two is a direct chat with the other member; a room named in
+ * `rooms` (or any room, with "*") is a group room, answered when the account
+ * is mentioned. Invites are accepted from senders who may talk (allowFrom,
+ * approved); the others wait, with a pairing request for the operator, and
+ * are joined once approved (rooms.ts). End-to-end encrypted rooms are refused
+ * with the reason: no prebuilt crypto module installs from the npm registry
+ * here.
+ *
+ * Here: the account's life (set up, sync, fail and wait, stop), its sending,
+ * and the channel.
+ */
+import { randomUUID } from 'node:crypto';
+import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type SendOptions, type SendReceipt } from '../../kernel/channel.ts';
+import { AccountChannel, AccountConnection } from '../account-channel.ts';
+import { accountsOf, settingPath } from '../accounts.ts';
+import { splitMessage } from '../formatting.ts';
+import { describeNetworkError } from '../network-errors.ts';
+import { homeserverOf, MatrixApi, MatrixError, Refused, ROOM, USER_ID } from './api.ts';
+import { MatrixRooms } from './rooms.ts';
+import { MatrixSync, SyncTokenUnknown } from './sync.ts';
+
+/** Longest text sent in one event (an event is at most 64 KiB of JSON, escapes included). */
+export const MATRIX_LIMIT = 8000;
+
+interface MatrixAccountSettings { enabled: boolean; homeserver?: string; userId?: string; rooms: string[] }
+
+/** The accounts of a Matrix channel's settings: the top level (its homeserver) and each of `accounts`. */
+export function matrixAccounts(settings: ChannelSettings): Map<string, MatrixAccountSettings> {
+  return accountsOf<MatrixAccountSettings>(settings, {
+    keys: ['homeserver', 'userId', 'rooms'], inherited: { homeserver: true }, defaults: { rooms: [] }, hasDefault: (top) => Boolean(top.homeserver),
+  });
+}
+
+const secretFor = (channelId: string, account: string) => settingPath(channelId, account, 'accessToken');
+
+class MatrixAccount extends AccountConnection<MatrixAccountSettings> {
+  private stopped = false;
+  /** Whether the token is known good and the rooms joined: syncing may go on. */
+  private ready = false;
+  private client?: MatrixApi;
+  private me?: string;
+  private displayName?: string;
+  private loop?: Promise<void>;
+  private readonly rooms: MatrixRooms;
+  private readonly sync: MatrixSync;
+
+  constructor(channelId: string, name: string, settings: () => MatrixAccountSettings | undefined, context: ChannelContext) {
+    super(channelId, name, settings, context);
+    const owner = {
+      name,
+      log: () => this.log,
+      api: () => this.api,
+      me: () => this.me!,
+      displayName: () => this.displayName,
+      rooms: () => this.settings()?.rooms ?? [],
+      admit: context.admit,
+      save: () => this.sync.save(),
+      context,
+      synced: () => {
+        if (this.status.state !== 'connected') this.setState('connected', this.me);
+      },
+    };
+    this.rooms = new MatrixRooms(owner);
+    this.sync = new MatrixSync(owner, this.rooms);
+  }
+
+  /** The account's API client, once set up. */
+  private get api(): MatrixApi {
+    if (!this.client) throw new Error('the Matrix account is not set up');
+    return this.client;
+  }
+
+  get selfName(): string | undefined {
+    return this.status.state === 'connected' ? this.me : undefined;
+  }
+
+  start(): void {
+    this.loop = this.run();
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopped) {
+      try {
+        if (!this.ready) await this.setUp();
+        await this.sync.once();
+        this.reconnect.succeeded();
+      } catch (error) {
+        if (this.stopped) return;
+        await this.failed(error);
+      }
+    }
+  }
+
+  /** Waits before trying again: the homeserver's own wait, backoff, or (a refused token or setting) the longest wait. */
+  private async failed(error: unknown): Promise<void> {
+    const max = this.reconnect.longest;
+    let wait = this.reconnect.next();
+    let detail = error instanceof Error ? error.message : String(error);
+    if (error instanceof Refused) {
+      this.ready = false;
+      this.setState('error', detail);
+      wait = max;
+    } else if (error instanceof MatrixError && (error.errcode === 'M_UNKNOWN_TOKEN' || error.errcode === 'M_MISSING_TOKEN' || error.status === 401)) {
+      this.ready = false;
+      detail = `the homeserver refused the access token (${error.message}); set a valid one: gateway secrets set ${secretFor(this.channelId, this.name)}`;
+      this.setState('error', detail);
+      wait = max;
+    } else if (error instanceof SyncTokenUnknown) {
+      // The homeserver no longer knows where the account left off (its database restored, or the token damaged): it
+      // starts again from now, as a new account does. What was said in between is not read.
+      this.ready = false;
+      this.sync.since = undefined;
+      await this.sync.save().catch((saving: unknown) => this.log.warn({ err: saving }, 'matrix: the cleared sync token could not be stored'));
+      wait = 0;
+      detail = `the homeserver does not know the stored sync token (${error.message}); reading from now on`;
+      this.setState('connecting', detail);
+    } else {
+      if (error instanceof MatrixError && error.retryAfterMs !== undefined) wait = error.retryAfterMs;
+      if (!(error instanceof MatrixError)) detail = `cannot reach the homeserver: ${describeNetworkError(error, this.settings()?.homeserver)}`;
+      // Connected before, and not refused: it is reconnecting, and says why.
+      this.setState(this.ready ? 'connecting' : 'disconnected', detail);
+    }
+    this.sync.quick = true;
+    this.log.warn({ error: detail, retryInMs: wait }, 'matrix account not syncing; retrying');
+    await this.reconnect.wait(wait);
+  }
+
+  /** Reads the token, asks the homeserver who it belongs to, joins the configured rooms, and (first time only) skips the history. */
+  private async setUp(): Promise<void> {
+    const settings = this.settings();
+    const homeserver = homeserverOf(settings?.homeserver);
+    this.setState('connecting');
+    const token = await this.context.secret(secretFor(this.channelId, this.name));
+    if (!token) throw new Refused(`no access token: printf %s "$TOKEN" | gateway secrets set ${secretFor(this.channelId, this.name)}`);
+    this.client = new MatrixApi(homeserver, token);
+    const whoami = await this.api.call<{ user_id?: unknown }>('GET', '/v3/account/whoami');
+    if (typeof whoami.user_id !== 'string' || !USER_ID.test(whoami.user_id)) throw new MatrixError(200, undefined, 'the homeserver did not say whose access token this is');
+    if (settings?.userId && settings.userId !== whoami.user_id) {
+      throw new Refused(`the access token is ${whoami.user_id}'s, not ${settings.userId}'s: set the right token, or userId`);
+    }
+    this.me = whoami.user_id;
+    const profile = await this.api.call<{ displayname?: unknown }>('GET', `/v3/profile/${encodeURIComponent(this.me)}/displayname`).catch(() => ({ displayname: undefined }));
+    this.displayName = typeof profile.displayname === 'string' && profile.displayname.trim() ? profile.displayname.trim() : undefined;
+    await this.sync.load();
+    await this.rooms.joinConfigured(settings?.rooms ?? []);
+    if (this.sync.since === undefined) await this.sync.first();
+    this.ready = true;
+    this.setState('connected', this.me);
+  }
+
+  async send(to: string, text: string, options: SendOptions = {}): Promise<SendReceipt> {
+    if (!this.ready || this.status.state !== 'connected') throw new ChannelSendError(`${this.channelId} account ${this.name} is ${this.status.state}; the message was not sent`);
+    try {
+      const room = await this.rooms.roomFor(to);
+      if (this.rooms.isEncrypted(room)) throw new ChannelSendError('the room is end-to-end encrypted; this gateway does not send into encrypted rooms', { permanent: true });
+      // The homeserver takes a transaction id once: a retry of a message it took already is not posted twice.
+      const txn = options.idempotencyKey ? options.idempotencyKey.replace(/[^A-Za-z0-9._~-]/g, '_').slice(0, 200) : randomUUID();
+      const content = options.editOf
+        ? { msgtype: 'm.text', body: `* ${text}`, 'm.new_content': { msgtype: 'm.text', body: text }, 'm.relates_to': { rel_type: 'm.replace', event_id: options.editOf } }
+        : { msgtype: 'm.text', body: text, 'm.mentions': {} };
+      const sent = await this.api.call<{ event_id?: unknown }>('PUT', `/v3/rooms/${encodeURIComponent(room)}/send/m.room.message/${encodeURIComponent(options.editOf ? `${txn}.${randomUUID()}` : txn)}`, content);
+      // An edit keeps the id of the message it edits: later edits go to that one.
+      return { ids: [options.editOf ?? (typeof sent.event_id === 'string' ? sent.event_id : txn)] };
+    } catch (error) {
+      if (error instanceof ChannelSendError) throw error;
+      if (error instanceof MatrixError) {
+        if (error.retryAfterMs !== undefined) throw new ChannelSendError(`Matrix: ${error.message}`, { retryAfterMs: error.retryAfterMs });
+        // Not in the room, no such room or person, an event the homeserver will never take: trying again cannot help.
+        throw new ChannelSendError(`Matrix: ${error.message}`, { permanent: error.status === 400 || error.status === 403 || error.status === 404 || error.status === 413 });
+      }
+      throw new ChannelSendError(`cannot reach the homeserver: ${describeNetworkError(error, this.settings()?.homeserver)}`);
+    }
+  }
+
+  async typing(to: string): Promise<void> {
+    if (!this.ready || this.status.state !== 'connected') return;
+    const room = await this.rooms.roomFor(to);
+    await this.api.call('PUT', `/v3/rooms/${encodeURIComponent(room)}/typing/${encodeURIComponent(this.me!)}`, { typing: true, timeout: 10_000 });
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.sync.stop();
+    this.reconnect.stop();
+    await this.loop?.catch(() => undefined);
+    this.setState('disconnected');
+  }
+}
+
+export class MatrixChannel extends AccountChannel<MatrixAccount, MatrixAccountSettings> implements Channel {
+  readonly edits = true;
+
+  protected accountsOf(settings: ChannelSettings): Map<string, MatrixAccountSettings> {
+    return matrixAccounts(settings);
+  }
+
+  protected open(name: string, settings: () => MatrixAccountSettings | undefined): MatrixAccount {
+    const account = new MatrixAccount(this.id, name, settings, this.context);
+    account.start();
+    return account;
+  }
+
+  split(text: string): string[] {
+    return splitMessage(text, MATRIX_LIMIT);
+  }
+
+  normalizePeer(peer: string): string {
+    return peer.trim();
+  }
+
+  /** A room id (!...) or alias (#...) is a room; a person is their user id (@name:server). */
+  isRoom(peer: string): boolean {
+    return /^[!#]/.test(peer.trim());
+  }
+
+  checkPeer(peer: string): string | undefined {
+    const value = peer.trim();
+    return USER_ID.test(value) || ROOM.test(value) ? undefined : 'is not a Matrix user id (@name:example.org), room id (!id:example.org) or alias (#name:example.org)';
+  }
+}

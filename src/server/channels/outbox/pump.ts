@@ -1,0 +1,155 @@
+/**
+ * Delivery: one pump per channel this daemon runs, sending its due replies in
+ * order (one recipient's never overtaking each other), each part of a split
+ * reply written down as it goes, and what fails tried again after the
+ * platform's own wait or with backoff, until it is given up.
+ */
+import type { Logger } from 'pino';
+import type { OutboxEntryView } from '../../../shared/protocol/results.ts';
+import { ChannelSendError, type Channel } from '../../kernel/channel.ts';
+import { observe, observed, type ChannelMessageObserved } from '../../kernel/observe.ts';
+import type { Store } from '../../store/database.ts';
+import { FIRST_OF_RECIPIENT, toView, type Row } from './tables.ts';
+
+export const OUTBOX_LIMITS = {
+  /** Tries before a reply is given up, and the longest it is tried for. */
+  maxAttempts: 12,
+  maxAgeMs: 24 * 60 * 60_000,
+  backoffBaseMs: 1000,
+  backoffMaxMs: 5 * 60_000,
+  /** How often a daemon running a channel looks for replies other daemons queued (a shared store without its event). */
+  pollMs: 2000,
+  /** Replies taken per look. */
+  batch: 50,
+} as const;
+
+/** The wait before the next try after `attempts` failed ones: a second, doubled each time, five minutes at most. */
+export const backoff = (attempts: number) => Math.min(OUTBOX_LIMITS.backoffBaseMs * 2 ** (attempts - 1), OUTBOX_LIMITS.backoffMaxMs);
+
+/** One channel's sender: looks for due replies when woken, when a wait ends, and every pollMs. */
+export class Pump {
+  private timer?: NodeJS.Timeout;
+  private running?: Promise<void>;
+  private again = false;
+  private stopped = false;
+  /** The platform asked the whole account to wait (a 429 with retry_after) until then. */
+  private readonly pausedUntil = new Map<string, number>();
+  private readonly channel: Channel;
+  private readonly store: Store;
+  private readonly logger: Logger;
+  private readonly now: () => number;
+  private readonly attempted: (view: OutboxEntryView) => void;
+
+  constructor(channel: Channel, store: Store, logger: Logger, now: () => number, attempted: (view: OutboxEntryView) => void) {
+    this.channel = channel;
+    this.store = store;
+    this.logger = logger;
+    this.now = now;
+    this.attempted = attempted;
+  }
+
+  start(): void {
+    this.wake();
+  }
+
+  wake(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    clearTimeout(this.timer);
+    this.running = this.pass().catch((error: unknown) => {
+      this.logger.warn({ err: error }, 'the outbox could not be read; trying again');
+    }).finally(() => {
+      this.running = undefined;
+      if (this.stopped) return;
+      if (this.again) {
+        this.again = false;
+        this.wake();
+      } else {
+        void this.schedule();
+      }
+    });
+  }
+
+  /** Sleeps until the next reply that may go is due (its recipient's first, its account not asked to wait), or pollMs. */
+  private async schedule(): Promise<void> {
+    const rows = await this.store.all<Row>(`SELECT account, MIN(next_at) AS next FROM channel_outbox o WHERE channel = ? AND status = 'pending' AND ${FIRST_OF_RECIPIENT}
+      GROUP BY account`, this.channel.id).catch(() => [] as Row[]);
+    if (this.stopped || this.running) return;
+    let next = Infinity;
+    for (const row of rows) next = Math.min(next, Math.max(Number(row.next), this.pausedUntil.get(String(row.account)) ?? 0));
+    const delay = Math.max(0, Math.min(next - this.now(), OUTBOX_LIMITS.pollMs));
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.wake(), delay);
+    this.timer.unref();
+  }
+
+  /** Sends every due reply whose recipient has no earlier one waiting. */
+  private async pass(): Promise<void> {
+    for (;;) {
+      const now = this.now();
+      const rows = await this.store.all<Row>(`SELECT * FROM channel_outbox o WHERE channel = ? AND status = 'pending' AND next_at <= ? AND ${FIRST_OF_RECIPIENT}
+        ORDER BY id LIMIT ?`, this.channel.id, now, OUTBOX_LIMITS.batch);
+      if (rows.length === 0 || this.stopped) return;
+      let progressed = false;
+      for (const row of rows) {
+        if (this.stopped) return;
+        if ((this.pausedUntil.get(String(row.account)) ?? 0) > this.now()) continue;
+        if (await this.send(row)) progressed = true;
+      }
+      // A reply that left the queue may have been holding up the next one to its recipient: look again.
+      if (!progressed) return;
+    }
+  }
+
+  /** Sends one reply's remaining parts; true when it left the queue (sent or given up). */
+  private async send(row: Row): Promise<boolean> {
+    const id = Number(row.id);
+    const text = String(row.text);
+    const parts = this.channel.split?.(text) ?? [text];
+    const receipts: string[] = row.receipts ? JSON.parse(String(row.receipts)) as string[] : [];
+    let sent = Number(row.parts_sent);
+    const attempts = Number(row.attempts) + 1;
+    try {
+      for (; sent < parts.length; sent++) {
+        // A streamed reply's first part replaces what was streamed into its message.
+        const editOf = sent === 0 && row.edit_of ? String(row.edit_of) : undefined;
+        const receipt = await this.channel.send(String(row.account), String(row.recipient), parts[sent]!, { idempotencyKey: `gw${id}p${sent}`, ...(editOf ? { editOf } : {}) });
+        if (receipt?.ids) receipts.push(...receipt.ids);
+        // Each part is written down as it goes: a retry resumes after it.
+        if (sent + 1 < parts.length) await this.store.run('UPDATE channel_outbox SET parts_sent = ?, receipts = ? WHERE id = ?', sent + 1, JSON.stringify(receipts), id);
+      }
+      const sentAt = this.now();
+      await this.store.run("UPDATE channel_outbox SET status = 'sent', parts_sent = ?, receipts = ?, attempts = ?, sent_at = ?, error = NULL WHERE id = ?",
+        parts.length, JSON.stringify(receipts), attempts, sentAt, id);
+      this.attempted(toView({ ...row, status: 'sent', parts_sent: parts.length, receipts: JSON.stringify(receipts), attempts, sent_at: sentAt, error: null }));
+      observe(observed.channelMessage, (): ChannelMessageObserved => ({ channel: this.channel.id, direction: 'out' }));
+      return true;
+    } catch (thrown) {
+      const error = thrown instanceof ChannelSendError ? thrown : undefined;
+      const message = thrown instanceof Error ? thrown.message : String(thrown);
+      const now = this.now();
+      const giveUp = error?.permanent === true || attempts >= OUTBOX_LIMITS.maxAttempts || now - Number(row.created_at) >= OUTBOX_LIMITS.maxAgeMs;
+      if (error?.retryAfterMs !== undefined) this.pausedUntil.set(String(row.account), now + error.retryAfterMs);
+      const nextAt = now + (error?.retryAfterMs ?? backoff(attempts));
+      await this.store.run('UPDATE channel_outbox SET status = ?, attempts = ?, parts_sent = ?, receipts = ?, next_at = ?, error = ? WHERE id = ?',
+        giveUp ? 'failed' : 'pending', attempts, sent, JSON.stringify(receipts), nextAt, message, id);
+      this.attempted(toView({ ...row, status: giveUp ? 'failed' : 'pending', attempts, parts_sent: sent, receipts: JSON.stringify(receipts), next_at: nextAt, error: message }));
+      if (giveUp) this.logger.warn({ reply: id, to: String(row.recipient), attempts, error: message }, 'a reply could not be delivered; given up');
+      else this.logger.info({ reply: id, attempts, retryInMs: nextAt - now, error: message }, 'a reply could not be delivered yet; retrying');
+      return giveUp;
+    }
+  }
+
+  async idle(): Promise<void> {
+    while (this.running) await this.running;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.running;
+  }
+}
