@@ -200,14 +200,14 @@ export function assertManagerReachable(manager: ServiceManager, scope: ServiceSc
     const domain = scope === 'system' ? 'system' : `gui/${process.getuid?.() ?? 0}`;
     const result = launchctl(['print', domain], { check: false });
     if (result.status === 0) return;
-    throw new GatewayError(`launchd has no ${domain} domain to load the agent into (launchctl print ${domain}: exit ${result.status}, ${managerOutput(result)}); ${untouched}.`, {
+    throw new GatewayError(`The service manager launchd has no ${domain} domain to load the agent into (launchctl print ${domain}: exit ${result.status}, ${managerOutput(result)}); ${untouched}.`, {
       hints: scope === 'user' ? ['a launchd agent needs the user\'s graphical login session; over SSH use: sudo gateway service install --system --user <name>'] : [],
     });
   }
   const result = systemctl(scope, ['show-environment'], { check: false });
   if (result.status === 0) return;
   if (scope === 'system') {
-    throw new GatewayError(`systemd does not answer here (systemctl show-environment: exit ${result.status}, ${managerOutput(result)}); ${untouched}.`, {
+    throw new GatewayError(`The service manager systemd does not answer here (systemctl show-environment: exit ${result.status}, ${managerOutput(result)}); ${untouched}.`, {
       hints: ['this host (or container) does not run systemd as its init system: run the daemon under its own supervisor with gateway run --profile <name>, or keep gateway start'],
     });
   }

@@ -15,56 +15,20 @@ import { createHmac } from 'node:crypto';
 import type { ChannelState } from '../../../shared/channels.ts';
 import { ChannelSendError, type Channel, type ChannelContext, type ChannelRequest, type ChannelResponse, type ChannelSettings, type InboundMessage, type SendReceipt } from '../../kernel/channel.ts';
 import { AccountChannel, AccountConnection } from '../account-channel.ts';
-import { accountsOf, DEFAULT_ACCOUNT, settingPath } from '../accounts.ts';
+import { DEFAULT_ACCOUNT, settingPath } from '../accounts.ts';
 import { TooLarge } from '../attachments.ts';
 import { deliveredJson, refusal, sameSecret } from '../webhook.ts';
 import { messageBody, splitReply } from './format.ts';
 import { GRAPH_VERSION, GraphApi, GraphError, graphRootOf } from './graph.ts';
 import { changesOf, type WaChange, type WaMessage, type WaStatus } from './notifications.ts';
 import { ServiceWindows } from './service-window.ts';
+import { classifyFailure, REENGAGEMENT, sendFailure, SetupProblem } from './failures.ts';
+import { SECRET_HINTS, SECRET_NAMES, whatsappAccounts, type AccountSettings, type SecretName } from './settings.ts';
 
-interface Template { name: string; language?: string }
-
-interface AccountSettings {
-  enabled: boolean;
-  phoneNumberId?: string;
-  apiRoot?: string;
-  apiVersion?: string;
-  /** The approved template that invites a person back once their window has shut. */
-  template?: Template;
-}
-
-/** The accounts of a WhatsApp channel's settings: the top level (when it names a number, or nothing else does) and each of `accounts`. */
-export function whatsappAccounts(settings: ChannelSettings): Map<string, AccountSettings> {
-  return accountsOf<AccountSettings>(settings, {
-    keys: ['phoneNumberId', 'apiRoot', 'apiVersion', 'template'],
-    inherited: { apiRoot: true, apiVersion: true, template: true },
-    hasDefault: (top, others) => top.phoneNumberId !== undefined || others.length === 0,
-  });
-}
-
-type SecretName = 'accessToken' | 'appSecret' | 'verifyToken';
-const SECRET_NAMES: readonly SecretName[] = ['accessToken', 'appSecret', 'verifyToken'];
-const SECRET_HINTS: Record<SecretName, string> = {
-  accessToken: 'a system user\'s access token with whatsapp_business_messaging',
-  appSecret: 'the Meta app\'s secret (App settings, Basic)',
-  verifyToken: 'a string of your choosing, given to Meta with the callback URL',
-};
-
-/** While a rate limit lasts, the whole account waits: first this long, doubling at each limit met in a row, up to the most. */
-const RATE_LIMIT_FIRST_PAUSE_MS = 2000;
-const RATE_LIMIT_MOST_PAUSE_MS = 60_000;
 /** How often the typing indicator is shown again while an agent works (Meta shows it up to 25 s, or until the reply). */
 const TYPING_EVERY_MS = 20_000;
 /** People whose last message id is kept for read receipts, at most. */
 const MAX_LAST_MESSAGES = 5000;
-
-/** Meta's codes for rate limits that hold the whole number: API calls (4, 80007), Cloud API throughput (130429). */
-const ACCOUNT_RATE_LIMITS = new Set([4, 80007, 130429]);
-/** Codes worth trying again: Meta's own trouble, the spam and per-person rate limits. */
-const RETRYABLE = new Set([1, 2, 131000, 131016, 131048, 131056, 133004]);
-/** The customer service window is shut. */
-const REENGAGEMENT = 131047;
 
 /** A reply's recipient: a person's WhatsApp id, and the message it answers (`<wa_id>/<wamid>`), when it names one. */
 function recipientOf(to: string): { customer: string; context?: string } {
@@ -79,6 +43,8 @@ const iso = (at: number) => new Date(at).toISOString().replace(/\.\d{3}Z$/, 'Z')
 class WhatsAppAccount extends AccountConnection<AccountSettings> {
   private stopped = false;
   private api?: GraphApi;
+  /** The Graph API's address, for what is said when it cannot be reached. */
+  private root?: URL;
   private appSecret?: string;
   private verifyToken?: string;
   /** The number as people see it, and the business's verified name. */
@@ -136,18 +102,19 @@ class WhatsAppAccount extends AccountConnection<AccountSettings> {
       this.verifyToken = verifyToken;
       const missing = SECRET_NAMES.filter((_, index) => ![accessToken, appSecret, verifyToken][index]);
       if (missing.length) {
-        throw new Setup(`missing ${missing.map((name) => `${name} (${SECRET_HINTS[name]}): gateway secrets set ${settingPath(this.channelId, this.name, name)}`).join('; ')} (values on stdin)`);
+        throw new SetupProblem(`missing ${missing.map((name) => `${name} (${SECRET_HINTS[name]}): gateway secrets set ${settingPath(this.channelId, this.name, name)}`).join('; ')} (values on stdin)`);
       }
       if (!settings?.phoneNumberId) {
-        throw new Setup(`set the phone number id (WhatsApp Manager, API Setup; not the number itself): gateway config set ${settingPath(this.channelId, this.name, 'phoneNumberId')} <id>`);
+        throw new SetupProblem(`set the phone number id (WhatsApp Manager, API Setup; not the number itself): gateway config set ${settingPath(this.channelId, this.name, 'phoneNumberId')} <id>`);
       }
       let root: URL;
       try {
         root = graphRootOf(settings.apiRoot);
       } catch (error) {
-        throw new Setup(`${(error as Error).message}: gateway config set ${settingPath(this.channelId, this.name, 'apiRoot')}`);
+        throw new SetupProblem(`${(error as Error).message}: gateway config set ${settingPath(this.channelId, this.name, 'apiRoot')}`);
       }
       await this.windowsRead;
+      this.root = root;
       this.api = new GraphApi(root, settings.apiVersion ?? GRAPH_VERSION, accessToken!);
       const number = await this.api.phoneNumber(settings.phoneNumberId);
       if (this.stopped) return;
@@ -164,20 +131,7 @@ class WhatsAppAccount extends AccountConnection<AccountSettings> {
   }
 
   private classify(error: unknown): { state: ChannelState; detail: string; waitMs: number } {
-    const backoff = this.reconnect.next();
-    const longest = this.reconnect.longest;
-    if (error instanceof Setup) return { state: 'error', detail: error.message, waitMs: longest };
-    if (error instanceof GraphError) {
-      if (error.status === 401 || error.code === 190) {
-        return { state: 'error', detail: `Meta refused the access token (${error.described}); set a valid one: gateway secrets set ${settingPath(this.channelId, this.name, 'accessToken')}`, waitMs: longest };
-      }
-      if (error.status === 404 || (error.code === 100 && error.subcode === 33)) {
-        return { state: 'error', detail: `the phone number id ${this.phoneNumberId} is not one this access token can use (${error.described}); check ${settingPath(this.channelId, this.name, 'phoneNumberId')}`, waitMs: longest };
-      }
-      if (error.status === 429 || ACCOUNT_RATE_LIMITS.has(error.code ?? 0)) return { state: 'disconnected', detail: `Meta asked to wait (${error.described})`, waitMs: error.retryAfterMs ?? backoff };
-      return { state: 'disconnected', detail: `the Graph API: ${error.described}`, waitMs: backoff };
-    }
-    return { state: 'disconnected', detail: `cannot reach the Graph API: ${(error as Error)?.message ?? String(error)}`, waitMs: backoff };
+    return classifyFailure(error, { backoff: this.reconnect.next(), longest: this.reconnect.longest, channelId: this.channelId, account: this.name, phoneNumberId: this.phoneNumberId, root: this.root });
   }
 
   /** A send met no answer: the account is down until its number can be checked again (and then what waits goes at once). */
@@ -364,24 +318,15 @@ class WhatsAppAccount extends AccountConnection<AccountSettings> {
 
   /** A refused send as the outbox reads it: the account paused (a rate limit), tried again later, or given up. */
   private sendError(error: unknown): ChannelSendError {
-    if (!(error instanceof GraphError)) {
-      const reason = (error as Error)?.message ?? String(error);
-      this.lost(reason);
-      return new ChannelSendError(`cannot reach WhatsApp: ${reason}`);
-    }
-    if (error.status === 429 || ACCOUNT_RATE_LIMITS.has(error.code ?? 0)) {
-      this.rateLimitsInRow++;
-      const pause = error.retryAfterMs ?? Math.min(RATE_LIMIT_FIRST_PAUSE_MS * 2 ** (this.rateLimitsInRow - 1), RATE_LIMIT_MOST_PAUSE_MS);
-      return new ChannelSendError(`WhatsApp: rate limited (${error.described}); the account waits ${Math.round(pause / 1000)} s`, { retryAfterMs: pause });
-    }
-    if (error.status === 401 || error.code === 190) {
+    const refused = sendFailure(error, this.rateLimitsInRow, this.root);
+    if (refused.rateLimited) this.rateLimitsInRow++;
+    if (refused.unreachable) this.lost(refused.unreachable);
+    if (refused.token) {
       const { state, detail, waitMs } = this.classify(error);
       this.setState(state, detail);
       this.reconnect.schedule(() => void this.connect(), waitMs);
-      return new ChannelSendError(`WhatsApp refused the access token (${error.described})`);
     }
-    const permanent = error.status < 500 && !RETRYABLE.has(error.code ?? 0);
-    return new ChannelSendError(`WhatsApp: ${error.described}`, { permanent });
+    return refused.error;
   }
 
   /** Marks the person's last message read, with the typing indicator, while an agent works on the answer. */
@@ -406,8 +351,6 @@ class WhatsAppAccount extends AccountConnection<AccountSettings> {
   }
 }
 
-/** A setup problem (a secret or the phone number id missing): the account waits for an operator. */
-class Setup extends Error {}
 
 export class WhatsAppChannel extends AccountChannel<WhatsAppAccount, AccountSettings> implements Channel {
   protected accountsOf(settings: ChannelSettings): Map<string, AccountSettings> {

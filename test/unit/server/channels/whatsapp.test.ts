@@ -3,7 +3,8 @@ import { markdownToWhatsApp, messageBody, splitReply, WHATSAPP_LIMIT } from '../
 import { graphRootOf } from '../../../../src/server/channels/whatsapp/graph.ts';
 import { changesOf } from '../../../../src/server/channels/whatsapp/notifications.ts';
 import { ServiceWindows, WINDOW_MS } from '../../../../src/server/channels/whatsapp/service-window.ts';
-import { normalizeWhatsAppPeer, WhatsAppChannel, whatsappAccounts } from '../../../../src/server/channels/whatsapp/whatsapp.ts';
+import { normalizeWhatsAppPeer, WhatsAppChannel } from '../../../../src/server/channels/whatsapp/whatsapp.ts';
+import { whatsappAccounts } from '../../../../src/server/channels/whatsapp/settings.ts';
 
 const NOW = Date.UTC(2026, 10, 27, 12, 0, 0);
 const envelope = (value: Record<string, unknown>, field = 'messages') => ({ object: 'whatsapp_business_account', entry: [{ id: 'WABA', changes: [{ field, value }] }] });
