@@ -181,6 +181,9 @@ z.close()`]);
     expect(chat.code, chat.stderr).to.equal(0);
     expect(chat.json.text).to.equal('Sunny in Lisbon, 21 C.');
     const seen = (index: number) => JSON.stringify(upstream.requests[index]!.body.messages.at(-1));
+    // The model was told of the skill by its name and description, in the system text.
+    const system = upstream.requests[0]!.body.messages.find((message: any) => message.role === 'system');
+    expect(system.content).to.include('- weather-report: Writes a short weather report for a city. Use when someone asks about the weather.');
     expect(seen(1)).to.include('# Weather report').and.to.include('Run scripts/report.sh');
     expect(seen(2)).to.include('Keep it under twenty words.');
     expect(seen(3)).to.include('Sunny in Lisbon, 21 C').and.to.include('Read-only file system').and.to.include('exit=');

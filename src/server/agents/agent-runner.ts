@@ -79,6 +79,8 @@ export interface AgentRunnerDeps {
   log: Logger;
   /** Tells operators (agent.delta, agent.tool, agent.done, agent.error). */
   emit: (event: string, payload: unknown) => void;
+  /** What the model is told of the agent's skills (their names and descriptions), or ''. */
+  skillsPrompt?: (agentId: string) => Promise<string>;
 }
 
 /** Who runs and where, worked out before the run queues. */
@@ -154,7 +156,8 @@ export class AgentRunner {
     try {
       const messages = request.conversation ?? [...conversationOf(earlier, target.room), { role: 'user' as const, content: files.length ? await turnWithFiles(text, files, sessionKey, this.deps.attachments) : text }];
       const summarised = read.summary ? `Summary of the conversation before the messages below:\n${read.summary}` : undefined;
-      const system = [settings.instructions, request.system, summarised].filter((part) => part && part.trim()).join('\n\n') || undefined;
+      const skills = request.direct || !this.deps.skillsPrompt ? '' : await this.deps.skillsPrompt(agentId);
+      const system = [settings.instructions, skills, request.system, summarised].filter((part) => part && part.trim()).join('\n\n') || undefined;
       const agent = { ...settings, ...definedOf(request.overrides ?? {}) } as AgentSettings & { toolChoice: AgentSettings['toolChoice'] | { name: string } };
       const result = await executeRun({
         runId, agentId, agent, sessionKey, person: request.person, messages, system,

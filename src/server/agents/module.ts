@@ -8,6 +8,7 @@
 import type { AgentSettings } from '../../shared/config/types.ts';
 import type { AgentInfo } from '../../shared/protocol/results.ts';
 import channelsModule from '../channels/module.ts';
+import skillsModule from '../skills/module.ts';
 import jobsModule from '../jobs/module.ts';
 import { DomainError } from '../kernel/errors.ts';
 import { defineModule } from '../kernel/module.ts';
@@ -36,7 +37,7 @@ export interface Agents {
 
 export default defineModule<Agents>({
   id: 'agents',
-  needs: [jobsModule, sessionsModule, modelsModule, toolsModule, channelsModule],
+  needs: [jobsModule, sessionsModule, modelsModule, toolsModule, channelsModule, skillsModule],
   migrations: RUN_MIGRATIONS,
   async setup(ctx) {
     const runs = new RunStore(ctx.store, ctx.daemon.instanceId);
@@ -56,6 +57,7 @@ export default defineModule<Agents>({
       store: ctx.store, runs, runtime, catalog, sessions, attachments, caller, runner, log: ctx.log,
       reader: new SessionReader({ sessions, caller, log: ctx.log }),
       emit: (event, payload) => ctx.events.emit(event, payload, 'operator.read'),
+      skillsPrompt: (agentId) => ctx.use(skillsModule).promptFor(agentId),
     });
     const run = (request: AgentRunRequest) => agents.run(request);
 
