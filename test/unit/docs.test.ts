@@ -30,6 +30,16 @@ describe('the documentation', () => {
     }
   });
 
+  it('shows in docs/architecture.md a worked example that is the module the tests compose, so it compiles and runs', () => {
+    const text = readFileSync(join(ROOT, 'docs', 'architecture.md'), 'utf8');
+    const start = text.indexOf('A worked example (the whole feature):');
+    const block = /```ts\n([\s\S]*?)```/.exec(text.slice(start))?.[1];
+    expect(block, 'the worked example').to.be.a('string');
+    const fixture = readFileSync(join(ROOT, 'test', 'fixtures', 'modules', 'greetings', 'module.ts'), 'utf8');
+    const asInTheSources = fixture.replace(/^\/\*\*[\s\S]*?\*\/\n/, '').replaceAll("'../../../../src/server/", "'../");
+    expect(block!.split('\n').filter((line) => !line.startsWith('// ')).join('\n')).to.equal(asInTheSources);
+  });
+
   it('describes every command and every flag of each in docs/cli.md', () => {
     const cli = read('docs/cli.md');
     const commands = publicCommands(manifest);
