@@ -106,8 +106,8 @@ export class Budgets {
     return caps;
   }
 
-  /** Refuses a call (429 until the period ends) when its agent or automation has spent a cap. */
-  async admit(meta: CallMeta, now = Date.now()): Promise<void> {
+  /** Each cap of a call with a limit for a period, and what was spent against it in that period. */
+  private async *standing(meta: CallMeta, now: number): AsyncGenerator<{ cap: Cap; period: Period; limit: number; start: number; end: number; spent: number; currency: string }> {
     const caps = await this.capsOf(meta);
     if (caps.length === 0) return;
     const currency = this.config().models.currency ?? 'USD';
@@ -116,32 +116,28 @@ export class Budgets {
         const limit = cap.budget[period];
         if (limit === undefined) continue;
         const { start, end } = periodOf(period, now);
-        const spent = await this.usage.costSince(cap.who, start, currency);
-        if (spent >= limit * MICROS) {
-          void this.tell({ level: 'reached', label: cap.label, period, spent, cap: limit * MICROS, currency, setting: cap.setting }, start);
-          const seconds = Math.max(1, Math.ceil((end - now) / 1000));
-          throw new DomainError('rate_limited',
-            `${cap.label} has spent its ${period === 'daily' ? 'daily' : 'monthly'} budget (${money(spent, currency)} of ${money(limit * MICROS, currency)}); it runs again after ${new Date(end).toISOString()} (${cap.setting}).`,
-            { code: 'budget_exceeded', headers: { 'retry-after': String(seconds) }, details: { setting: cap.setting, period, resetsAt: new Date(end).toISOString() }, retryable: false });
-        }
+        yield { cap, period, limit: limit * MICROS, start, end, spent: await this.usage.costSince(cap.who, start, currency), currency };
       }
+    }
+  }
+
+  /** Refuses a call (429 until the period ends) when its agent or automation has spent a cap. */
+  async admit(meta: CallMeta, now = Date.now()): Promise<void> {
+    for await (const { cap, period, limit, start, end, spent, currency } of this.standing(meta, now)) {
+      if (spent < limit) continue;
+      void this.tell({ level: 'reached', label: cap.label, period, spent, cap: limit, currency, setting: cap.setting }, start);
+      const seconds = Math.max(1, Math.ceil((end - now) / 1000));
+      throw new DomainError('rate_limited',
+        `${cap.label} has spent its ${period} budget (${money(spent, currency)} of ${money(limit, currency)}); it runs again after ${new Date(end).toISOString()} (${cap.setting}).`,
+        { code: 'budget_exceeded', headers: { 'retry-after': String(seconds) }, details: { setting: cap.setting, period, resetsAt: new Date(end).toISOString() }, retryable: false });
     }
   }
 
   /** After a call was priced: a cap crossed past 80 % is told once. */
   async spent(meta: CallMeta, now = Date.now()): Promise<void> {
-    const caps = await this.capsOf(meta);
-    if (caps.length === 0) return;
-    const currency = this.config().models.currency ?? 'USD';
-    for (const cap of caps) {
-      for (const period of ['daily', 'monthly'] as const) {
-        const limit = cap.budget[period];
-        if (limit === undefined) continue;
-        const { start } = periodOf(period, now);
-        const spent = await this.usage.costSince(cap.who, start, currency);
-        const level = spent >= limit * MICROS ? 'reached' : spent >= limit * MICROS * 0.8 ? 'warning' : undefined;
-        if (level) await this.tell({ level, label: cap.label, period, spent, cap: limit * MICROS, currency, setting: cap.setting }, start);
-      }
+    for await (const { cap, period, limit, start, spent, currency } of this.standing(meta, now)) {
+      const level = spent >= limit ? 'reached' : spent >= limit * 0.8 ? 'warning' : undefined;
+      if (level) await this.tell({ level, label: cap.label, period, spent, cap: limit, currency, setting: cap.setting }, start);
     }
   }
 
