@@ -27,6 +27,7 @@ export { default as cluster } from './cluster/module.ts';
 export { default as metrics } from './metrics/module.ts';
 export { default as automations } from './automations/module.ts';
 export { default as toolbox } from './toolbox/module.ts';
+export { default as approvals } from './approvals/module.ts';
 export { default as memory } from './memory/module.ts';
 export { default as voice } from './voice/module.ts';
 export { default as skills } from './skills/module.ts';

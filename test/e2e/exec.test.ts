@@ -137,7 +137,11 @@ describe('exec in a bubblewrap sandbox, with approvals (e2e)', function () {
     expect(expired.body.message).to.match(/Nobody approved the command within 5 s/);
     expect(Date.now() - started).to.be.within(4500, 9000);
     expect(existsSync(join(workspace(), 'expired.txt'))).to.equal(false);
-    const gone = await home.run(['approvals', 'approve', second.id]);
+    // A request decided already is said to be, and by whom: the first answer stands.
+    const late = await home.run(['approvals', 'approve', second.id]);
+    expect(late.code).to.equal(1);
+    expect(late.stderr).to.match(new RegExp(`Approval ${second.code} was already rejected by device:\\S+ \\(cli\\)`));
+    const gone = await home.run(['approvals', 'approve', 'ap_000000000000']);
     expect(gone.code).to.equal(5);
   });
 

@@ -6,13 +6,15 @@
  * calls a bot makes (GET /gateway/bot, POST /channels/{id}/messages,
  * POST /channels/{id}/typing, POST /users/@me/channels), with Discord's own
  * answers for what goes wrong (401, 404 Unknown Channel, a 429 with
- * retry_after). Every REST call is kept for the tests to read.
+ * retry_after); buttons pressed (INTERACTION_CREATE) and the answers to them
+ * (POST /interactions/{id}/{token}/callback). Every REST call is kept for the
+ * tests to read.
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { WebSocketServer, type WebSocket } from 'ws';
 
-export interface DiscordCall { method: string; path: string; token: string; body: Record<string, any>; at: number; refused?: boolean }
+export interface DiscordCall { method: string; path: string; token: string; body: Record<string, any>; at: number; refused?: boolean; /** What the stand-in answered. */ response?: any }
 export type DiscordFault = { status: number; retryAfter?: number; code?: number; message?: string } | { hang: true };
 export interface DiscordUser { id: string; username: string; global_name?: string; bot?: boolean }
 
@@ -117,6 +119,29 @@ export class DiscordApi {
     return message;
   }
 
+  /**
+   * A person presses a button under one of the bot's messages: an
+   * INTERACTION_CREATE of a message component, as Discord dispatches it (in a
+   * DM the user is `user`, in a guild `member.user`). Its answer comes to
+   * POST /interactions/{id}/{token}/callback (interactions() reads them).
+   */
+  press(fields: { user: DiscordUser; channel: string; messageId: string; customId: string; guild?: boolean }): { id: string; token: string } {
+    const id = nextId();
+    const token = `itok.${id}`;
+    this.dispatch('INTERACTION_CREATE', {
+      id, token, type: 3, version: 1, application_id: this.bot.id, channel_id: fields.channel,
+      ...(fields.guild ? { guild_id: this.guildId, member: { user: fields.user, roles: [] } } : { user: fields.user }),
+      message: { id: fields.messageId, channel_id: fields.channel, author: this.bot, content: '' },
+      data: { custom_id: fields.customId, component_type: 2 },
+    });
+    return { id, token };
+  }
+
+  /** The bot's answers to interactions, in order. */
+  interactions(id?: string): DiscordCall[] {
+    return this.calls.filter((call) => call.method === 'POST' && /^\/interactions\/\d+\/[^/]+\/callback$/.test(call.path) && (id === undefined || call.path.startsWith(`/interactions/${id}/`)));
+  }
+
   /** Any dispatch (malformed ones included), to every session. */
   dispatch(t: string, d: unknown): void {
     for (const session of this.sessions.values()) {
@@ -212,6 +237,7 @@ export class DiscordApi {
     this.calls.push(call);
     const send = (status: number, payload: unknown, headers: Record<string, string> = {}) => {
       if (status >= 300) call.refused = true;
+      call.response = payload;
       res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(status === 204 ? undefined : JSON.stringify(payload));
     };
     const route = `${call.method} ${path.replace(/\d{17,20}/g, ':id')}`;
@@ -223,6 +249,9 @@ export class DiscordApi {
         ? { message: 'You are being rate limited.', retry_after: fault.retryAfter ?? 1, global: false }
         : { message: fault.message ?? '500: Internal Server Error', code: fault.code ?? 0 }, retry);
     }
+    // An interaction's answer is authorised by its token, in the path.
+    const interaction = /^\/interactions\/(\d+)\/([^/]+)\/callback$/.exec(path);
+    if (interaction && call.method === 'POST') return interaction[2] === `itok.${interaction[1]}` ? send(204, undefined) : send(401, { message: 'Invalid interaction token', code: 50027 });
     if (token !== this.token || this.revoked.has(token)) return send(401, { message: '401: Unauthorized', code: 0 });
 
     if (route === 'GET /gateway/bot') {

@@ -5,7 +5,9 @@
  * (invalid_auth, channel_not_found, a 429 with Retry-After), and the Socket
  * Mode WebSocket: a hello, events in envelopes, acknowledgements, and events
  * not acknowledged sent again (retry_attempt + 1) on the next connection, as
- * Slack does. Every Web API call is kept for the tests to read.
+ * Slack does; buttons pressed (block_actions), over Socket Mode or posted to
+ * the interactivity request URL, and chat.postEphemeral. Every Web API call
+ * is kept for the tests to read.
  */
 import { createHmac, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -135,6 +137,46 @@ export class SlackApi {
     };
   }
 
+  /**
+   * A person presses a button of a message's actions block: the
+   * block_actions interaction Slack sends, over Socket Mode (an
+   * "interactive" envelope) or, given the app's request URL, posted there
+   * as Slack posts interactivity requests (a form with the JSON in
+   * `payload`, signed like every request).
+   */
+  blockAction(fields: { user: string; channel: string; messageTs: string; value: string }): Record<string, unknown> {
+    return {
+      type: 'block_actions', team: { id: 'T0TEAM' }, api_app_id: 'A111', trigger_id: `trig.${++this.counter}`,
+      user: { id: fields.user, username: this.users.get(fields.user)?.toLowerCase() ?? fields.user, name: this.users.get(fields.user) ?? fields.user },
+      container: { type: 'message', message_ts: fields.messageTs, channel_id: fields.channel, is_ephemeral: false },
+      channel: { id: fields.channel }, message: { type: 'message', ts: fields.messageTs },
+      response_url: `http://127.0.0.1:${this.port}/actions/response`,
+      actions: [{ type: 'button', action_id: 'gw_0', block_id: 'b1', value: fields.value, action_ts: String(Date.now() / 1000) }],
+    };
+  }
+
+  /** An interaction over Socket Mode: kept until acknowledged, as events are. */
+  interactive(payload: Record<string, unknown>): void {
+    const envelope = { envelope_id: randomUUID(), type: 'interactive', accepts_response_payload: true, payload } as unknown as Envelope;
+    this.unacked.set(envelope.envelope_id, envelope);
+    this.socket?.send(JSON.stringify(envelope));
+  }
+
+  /** An interactivity request posted to the app's URL, signed; the status and body it answered. */
+  async interact(url: string, payload: Record<string, unknown>, options: { secret?: string } = {}): Promise<{ status: number; body: any }> {
+    const body = new URLSearchParams({ payload: JSON.stringify(payload) }).toString();
+    const timestamp = String(Math.floor(Date.now() / 1000));
+    const signature = `v0=${createHmac('sha256', options.secret ?? this.signingSecret).update(`v0:${timestamp}:${body}`).digest('hex')}`;
+    const response = await fetch(url, { method: 'POST', body, headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-slack-request-timestamp': timestamp, 'x-slack-signature': signature } });
+    const text = await response.text();
+    return { status: response.status, body: text ? JSON.parse(text) : undefined };
+  }
+
+  /** What the app told one person alone (chat.postEphemeral), in order. */
+  ephemeral(user?: string): SlackCall[] {
+    return this.calls.filter((call) => call.method === 'chat.postEphemeral' && !call.refused && (user === undefined || call.body.user === user));
+  }
+
   /** A file a user shares: its url_private_download answers the bot token only, as Slack's does. */
   file(data: Uint8Array, name: string, mimetype: string): SlackFile {
     const id = `F0FILE${this.files.size}`;
@@ -220,6 +262,13 @@ export class SlackApi {
         const ts = `${Math.floor(Date.now() / 1000)}.${String(++this.counter).padStart(6, '0')}`;
         this.postedTs.add(`${channel} ${ts}`);
         return ok({ channel, ts, message: { type: 'message', text: content, user: this.botUserId, ts, ...(body.thread_ts ? { thread_ts: body.thread_ts } : {}) } });
+      }
+      case 'chat.postEphemeral': {
+        if (!isBot) return error('invalid_auth');
+        const channel = String(body.channel ?? '');
+        if (!channel.startsWith('D') && !this.channels.has(channel)) return error('channel_not_found');
+        if (!String(body.text ?? '').trim()) return error('no_text');
+        return ok({ message_ts: `${Math.floor(Date.now() / 1000)}.${String(++this.counter).padStart(6, '0')}` });
       }
       case 'chat.update': {
         if (!isBot) return error('invalid_auth');

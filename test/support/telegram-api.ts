@@ -6,7 +6,8 @@
  * parse entities", 409 when two pollers compete). Tests push users'
  * messages in as updates and read back every request the bot made; faults
  * (a 429, a 5xx, a hang, a connection cut mid-answer) are scripted per
- * method.
+ * method. Buttons: a press of an inline keyboard's button comes as a
+ * callback_query update, answered with answerCallbackQuery.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 
@@ -24,7 +25,7 @@ export interface TgMessage {
 }
 export interface TgUpdate { update_id: number; message?: TgMessage; [field: string]: unknown }
 
-export interface TgRequest { token: string; method: string; body: Record<string, any>; at: number }
+export interface TgRequest { token: string; method: string; body: Record<string, any>; at: number; /** The result the stand-in answered with, when it took the call. */ result?: any }
 
 export type Fault =
   | { status: number; description: string; retryAfter?: number }
@@ -122,11 +123,39 @@ export class TelegramApi {
     this.faults.set(method, [...(this.faults.get(method) ?? []), ...faults]);
   }
 
+  /** A chat the bot is in (a group it was added to, a person who started it), known before anyone writes there. */
+  openChat(chat: TgChat): void {
+    this.chats.set(chat.id, chat);
+  }
+
   /** A message a user sends the bot (or a group it is in); returns its update. */
   message(token: string, message: Omit<TgMessage, 'message_id' | 'date'> & { date?: number; [field: string]: unknown }): TgUpdate {
     this.chats.set(message.chat.id, message.chat);
     const full: TgMessage = { message_id: this.nextMessageId(message.chat.id), date: Math.floor(Date.now() / 1000), ...message };
     return this.update(token, { message: full });
+  }
+
+  /**
+   * A user presses a button of an inline keyboard under one of the bot's
+   * messages: a callback_query update, as Telegram sends it, with the
+   * button's callback_data. Returns the query's id (answerCallbackQuery names it).
+   */
+  press(token: string, fields: { from: TgUser; chat: TgChat; messageId: number; data: string; text?: string }): string {
+    this.chats.set(fields.chat.id, fields.chat);
+    const bot = this.bots.get(token)!;
+    const id = `cbq${++this.nextUpdateId}`;
+    this.update(token, {
+      callback_query: {
+        id, from: fields.from, chat_instance: `ci${fields.chat.id}`, data: fields.data,
+        message: { message_id: fields.messageId, date: Math.floor(Date.now() / 1000), chat: fields.chat, from: bot.user, text: fields.text ?? '' },
+      },
+    });
+    return id;
+  }
+
+  /** The bot's answers to callback queries (answerCallbackQuery), by query id. */
+  answers(queryId?: string): TgRequest[] {
+    return this.requests.filter((request) => request.method === 'answerCallbackQuery' && (queryId === undefined || request.body.callback_query_id === queryId));
   }
 
   /** Any update, as Telegram would send it (malformed ones included). */
@@ -224,7 +253,8 @@ export class TelegramApi {
     if (type.includes('json') && text) body = JSON.parse(text);
     else if (type.includes('urlencoded')) body = Object.fromEntries(new URLSearchParams(text));
     else if (req.url?.includes('?')) body = Object.fromEntries(new URLSearchParams(req.url.split('?')[1]));
-    this.requests.push({ token, method, body, at: Date.now() });
+    const request: TgRequest = { token, method, body, at: Date.now() };
+    this.requests.push(request);
 
     const fault = this.faults.get(method)?.shift();
     if (fault && 'hang' in fault) return;
@@ -239,7 +269,10 @@ export class TelegramApi {
     }
     const bot = this.bots.get(token);
     if (!bot) return send(401, { ok: false, error_code: 401, description: 'Unauthorized' });
-    const ok = (result: unknown) => send(200, { ok: true, result });
+    const ok = (result: unknown) => {
+      request.result = result;
+      send(200, { ok: true, result });
+    };
     const bad = (description: string, status = 400) => send(status, { ok: false, error_code: status, description });
 
     switch (method) {
@@ -295,6 +328,7 @@ export class TelegramApi {
         return ok({ file_id: body.file_id, file_unique_id: `U${String(body.file_id)}`, file_size: file.data.length, file_path: file.path });
       }
       case 'sendChatAction': return this.chats.has(Number(body.chat_id)) ? ok(true) : bad('Bad Request: chat not found');
+      case 'answerCallbackQuery': return String(body.callback_query_id ?? '').startsWith('cbq') ? ok(true) : bad('Bad Request: query is too old and response timeout expired or query ID is invalid');
       case 'sendMessage': case 'editMessageText': {
         const chat = this.chats.get(Number(body.chat_id));
         if (!chat) return bad('Bad Request: chat not found');

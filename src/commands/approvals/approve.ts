@@ -5,8 +5,8 @@ import { visibleText } from '../../shared/visible-text.ts';
 
 export default class ApprovalsApprove extends BaseCommand<ExecApprovalView> {
   static override summary = 'Approve a waiting command: exec runs it, in its sandbox.';
-  static override examples = ['<%= config.bin %> approvals approve ap_3xYz0Q'];
-  static override args = { id: Args.string({ description: 'the approval id (gateway approvals list)', required: true }) };
+  static override examples = ['<%= config.bin %> approvals approve ap_7f3a1c9e20b4', '<%= config.bin %> approvals approve 7f3a'];
+  static override args = { id: Args.string({ description: 'the approval id, or its short code (gateway approvals list)', required: true }) };
   static override flags = { url: BaseCommand.urlFlag };
 
   async run(): Promise<ExecApprovalView> {

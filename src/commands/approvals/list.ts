@@ -4,7 +4,7 @@ import type { ExecApprovalView } from '../../shared/protocol/results.ts';
 import { visibleText } from '../../shared/visible-text.ts';
 
 export default class ApprovalsList extends BaseCommand<{ approvals: ExecApprovalView[] }> {
-  static override summary = 'List commands waiting for an operator before exec runs them.';
+  static override summary = 'List commands waiting for an operator before exec runs them (on every daemon of a shared store).';
   static override examples = ['<%= config.bin %> approvals list', '<%= config.bin %> approvals list --json'];
   static override flags = { url: BaseCommand.urlFlag };
 
@@ -13,8 +13,8 @@ export default class ApprovalsList extends BaseCommand<{ approvals: ExecApproval
     const client = await this.rpc(this.selectProfile(flags.profile), flags.url);
     const result = await client.call('approvals.list');
     // The command whole and last, its line breaks, escapes and invisible characters shown as escapes: what is approved is what is read.
-    this.say(result.approvals.length ? table(['ID', 'CALLER', 'EXPIRES', 'COMMAND'], result.approvals.map((approval) => [
-      approval.id, visibleText(approval.caller), approval.expiresAt, visibleText(approval.command),
+    this.say(result.approvals.length ? table(['ID', 'CODE', 'CALLER', 'EXPIRES', 'COMMAND'], result.approvals.map((approval) => [
+      approval.id, approval.code, visibleText(approval.caller), approval.expiresAt, visibleText(approval.command),
     ])) : 'No command waits for approval.');
     return result;
   }

@@ -5,8 +5,8 @@ import { visibleText } from '../../shared/visible-text.ts';
 
 export default class ApprovalsReject extends BaseCommand<ExecApprovalView> {
   static override summary = 'Reject a waiting command: it does not run, and the caller is told.';
-  static override examples = ['<%= config.bin %> approvals reject ap_3xYz0Q'];
-  static override args = { id: Args.string({ description: 'the approval id (gateway approvals list)', required: true }) };
+  static override examples = ['<%= config.bin %> approvals reject ap_7f3a1c9e20b4', '<%= config.bin %> approvals reject 7f3a'];
+  static override args = { id: Args.string({ description: 'the approval id, or its short code (gateway approvals list)', required: true }) };
   static override flags = { url: BaseCommand.urlFlag };
 
   async run(): Promise<ExecApprovalView> {

@@ -37,6 +37,14 @@ export interface AgentRunRequest {
   /** Nothing to record as the turn (the caller's last message answers a tool call). */
   noTurn?: boolean;
   /**
+   * The run resumes the session where an earlier run stopped to wait for a
+   * tool's result (ask), now recorded there: the model continues from the
+   * session as it is, with no new turn (`text` is not read).
+   */
+  resume?: boolean;
+  /** Where the run's answer goes on its channel (a chat, a thread), for the tools that reach the person (ask). */
+  replyTo?: string;
+  /**
    * Who says the new turn; `person` when the turn is a person's own words,
    * recorded with it so memory finds the session for them (an automation's
    * prompt in a conversation it continues is no one's).
@@ -154,7 +162,8 @@ export class AgentRunner {
       }
     };
     try {
-      const messages = request.conversation ?? [...conversationOf(earlier, target.room), { role: 'user' as const, content: files.length ? await turnWithFiles(text, files, sessionKey, this.deps.attachments) : text }];
+      const messages = request.conversation ?? (request.resume ? conversationOf(earlier, target.room)
+        : [...conversationOf(earlier, target.room), { role: 'user' as const, content: files.length ? await turnWithFiles(text, files, sessionKey, this.deps.attachments) : text }]);
       const summarised = read.summary ? `Summary of the conversation before the messages below:\n${read.summary}` : undefined;
       const skills = request.direct || !this.deps.skillsPrompt ? '' : await this.deps.skillsPrompt(agentId);
       const system = [settings.instructions, skills, request.system, summarised].filter((part) => part && part.trim()).join('\n\n') || undefined;
@@ -163,7 +172,7 @@ export class AgentRunner {
         runId, agentId, agent, sessionKey, person: request.person, messages, system,
         models: [request.model ?? settings.model!, ...settings.fallbacks.filter((ref) => ref !== (request.model ?? settings.model))],
         tools: this.deps.catalog.toolsFor(settings), clientTools: request.clientTools ?? [],
-        meta: { agent: agentId, sessionKey, subject: request.subject, surface: request.surface, runId },
+        meta: { agent: agentId, sessionKey, subject: request.subject, surface: request.surface, runId }, ...(request.replyTo ? { replyTo: request.replyTo } : {}),
         signal: AbortSignal.any([signal, records.signal]), onEvent: emit, begin: () => records.begin(), onSent: () => records.soon(RECORD_WAIT_MS),
       }, { caller: this.deps.caller, runner: this.deps.runner, sessions: this.deps.sessions, logger: this.deps.log });
       await records.begin();
@@ -185,7 +194,7 @@ export class AgentRunner {
         direction: 'in' as const, sender: request.sender?.id ?? 'operator', senderName: request.sender?.name, person: request.sender?.person, text, at: arrived,
         role: 'user' as const, messageKind: 'message' as const, runId,
       };
-      if (request.recordedId !== undefined || request.noTurn) {
+      if (request.recordedId !== undefined || request.noTurn || request.resume) {
         if (address) await sessions.store.ensure(address, arrived, tx);
       } else if (address) await sessions.record({ ...address, ...turn }, tx);
       else await sessions.append(sessionKey, turn, tx);

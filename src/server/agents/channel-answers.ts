@@ -35,6 +35,12 @@ export interface AnswerJob {
   text: string;
   to: string;
   sender: { id: string; name: string };
+  /**
+   * The run resumes the session after the question (its id) an earlier run
+   * asked with ask: no new turn, the answer is in the session as the call's
+   * result; its reply goes out once under the question's key.
+   */
+  resume?: string;
 }
 
 export interface ChannelAnswersDeps {
@@ -106,7 +112,7 @@ export class ChannelAnswers {
     const { channels, log } = this.deps;
     const job = payload as AnswerJob;
     // An earlier attempt that answered and then lost its daemon before it could say so: the answer stands.
-    if (attempt > 1 && await channels.answered(job.sessionKey, job.recordedId)) return { answered: 'by an earlier attempt' };
+    if (attempt > 1 && !job.resume && await channels.answered(job.sessionKey, job.recordedId)) return { answered: 'by an earlier attempt' };
     // The recipient sees the reply being written (where the channel can show it), refreshed before it fades.
     void channels.typing(job.channel, job.account, job.to);
     const typing = setInterval(() => void channels.typing(job.channel, job.account, job.to), this.deps.typingEveryMs ?? TYPING_EVERY_MS);
@@ -114,7 +120,8 @@ export class ChannelAnswers {
     const stream = channels.stream(job.channel, job.account, job.to);
     try {
       const result = await this.deps.run({
-        agentId: job.agentId, session: { key: job.sessionKey }, text: job.text, recordedId: job.recordedId, surface: 'channel', sender: job.sender,
+        agentId: job.agentId, session: { key: job.sessionKey }, text: job.text, surface: 'channel', sender: job.sender, replyTo: job.to,
+        ...(job.resume ? { resume: true } : { recordedId: job.recordedId }),
         // In a room too: the person who spoke the message answered, never the room.
         person: peerPerson(job.channel, job.account, job.sender.id),
         ...(stream ? { onEvent: (event: { type: string; text?: string }) => { if (event.type === 'delta') stream.push(event.text!); } } : {}),
@@ -124,8 +131,8 @@ export class ChannelAnswers {
       if (!result.text.trim()) return { runId: result.runId, status: result.status, replied: false };
       // Merged turns (the collect queue mode) share one run, and its answer goes out once.
       await channels.reply({
-        channel: job.channel, account: job.account, to: job.to, text: result.text, key: `run:${result.runId}`, sessionKey: job.sessionKey, runId: result.runId, turnId: job.recordedId,
-        ...(editOf ? { editOf } : {}),
+        channel: job.channel, account: job.account, to: job.to, text: result.text, key: job.resume ? `resume:${job.resume}` : `run:${result.runId}`, sessionKey: job.sessionKey, runId: result.runId,
+        ...(job.resume ? {} : { turnId: job.recordedId }), ...(editOf ? { editOf } : {}),
       });
       return { runId: result.runId, status: result.status, replied: true };
     } catch (error) {
@@ -136,9 +143,15 @@ export class ChannelAnswers {
       if (failure.code === 'run_interrupted' || failure.retryable) throw error;
       log.warn({ channel: job.channel, agent: job.agentId, error: failure.message }, 'agent could not answer a channel message');
       if (failure.code === 'run_aborted') return { aborted: failure.message };
+      // At a spending cap the person is told plainly, and when it lifts; the operator hears of it through approvals.notify.
+      const resetsAt = failure.code === 'budget_exceeded' ? (failure.details as { resetsAt?: string } | undefined)?.resetsAt : undefined;
+      const text = failure.code === 'budget_exceeded'
+        ? `Sorry, I cannot answer now: I have reached the spending limit my operator set${resetsAt ? `, until ${resetsAt.slice(0, 16).replace('T', ' ')} UTC` : ''}. The operator has been told.`
+        : 'Sorry, I could not answer that just now; please try again later.';
       await channels.reply({
-        channel: job.channel, account: job.account, to: job.to, text: 'Sorry, I could not answer that just now; please try again later.',
-        key: `unanswered:${job.sessionKey}:${job.recordedId}`, sessionKey: job.sessionKey, turnId: job.recordedId, ...(editOf ? { editOf } : {}),
+        channel: job.channel, account: job.account, to: job.to, text,
+        key: job.resume ? `unanswered:resume:${job.resume}` : `unanswered:${job.sessionKey}:${job.recordedId}`, sessionKey: job.sessionKey,
+        ...(job.resume ? {} : { turnId: job.recordedId }), ...(editOf ? { editOf } : {}),
       });
       return { failed: failure.message };
     }

@@ -27,6 +27,7 @@ export type { AgentRunRequest } from './agent-runner.ts';
 export type { RunEvent } from './run.ts';
 export type { RunOutcome } from './runtime.ts';
 export { CHANNEL_ANSWER_JOB, TOOL_PROFILE_TOOLS };
+export type { AnswerJob } from './channel-answers.ts';
 
 /** What other modules get from this one. */
 export interface Agents {

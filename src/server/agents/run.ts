@@ -7,7 +7,7 @@
 import type { Logger } from 'pino';
 import type { AgentSettings } from '../../shared/config/types.ts';
 import type { RunResult, RunUsage } from '../../shared/protocol/results.ts';
-import { toDomainError } from '../kernel/errors.ts';
+import { RunSuspended, toDomainError } from '../kernel/errors.ts';
 import type { CallMeta, ChatMessage, ModelCaller, ToolCallRecord, ToolSpec } from '../models/module.ts';
 import type { Sessions } from '../sessions/module.ts';
 import type { ToolRunner } from '../tools/module.ts';
@@ -37,6 +37,8 @@ export interface RunSpec {
   /** Tools the client runs itself (inference API): the model's calls of them end the run and go back to the client. */
   clientTools: ToolSpec[];
   meta: CallMeta;
+  /** Where the run's answer goes on its channel, for the tools that reach the person (ask). */
+  replyTo?: string;
   signal: AbortSignal;
   onEvent: (event: RunEvent) => void;
   /** Writes the run's first records (once; later calls wait for that); awaited before any other record. */
@@ -119,7 +121,16 @@ export async function executeRun(spec: RunSpec, deps: RunDeps): Promise<RunResul
       return finish('succeeded', { pendingClientCalls: forClient, finishReason: 'tool-calls' });
     }
     for (const call of calls) {
-      const outcome = await runTool(call, spec, deps);
+      let outcome: { result?: unknown; error?: string };
+      try {
+        outcome = await runTool(call, spec, deps);
+      } catch (thrown) {
+        // The call waits for its result (ask): the run ends here, holding nothing, and a new run resumes from the recorded result.
+        if (!(thrown instanceof RunSuspended)) throw thrown;
+        toolCalls.push({ id: call.id, name: call.name, args: call.args, result: thrown.result });
+        spec.onEvent({ type: 'tool', phase: 'result', call, result: thrown.result });
+        return finish('waiting', { pendingClientCalls: [], finishReason: 'tool-wait' });
+      }
       toolCalls.push({ id: call.id, name: call.name, args: call.args, ...outcome });
       spec.onEvent({ type: 'tool', phase: 'result', call, ...outcome });
       await record({
@@ -148,12 +159,13 @@ async function runTool(call: ToolCallRecord, spec: RunSpec, deps: RunDeps): Prom
   if (!spec.tools.some((tool) => tool.name === call.name)) return { error: `Tool ${call.name} is not available to this agent.` };
   const args = call.args && typeof call.args === 'object' && !Array.isArray(call.args) ? call.args as Record<string, unknown> : {};
   try {
-    const { result } = await deps.runner.invoke({ tool: call.name, args, sessionKey: spec.sessionKey, runId: spec.runId }, {
+    const { result } = await deps.runner.invoke({ tool: call.name, args, sessionKey: spec.sessionKey, runId: spec.runId, callId: call.id, ...(spec.replyTo ? { replyTo: spec.replyTo } : {}) }, {
       name: `agent:${spec.agentId}`, surface: 'agent', admin: false, agent: spec.agentId, person: spec.person,
     });
     return { result };
   } catch (thrown) {
     if (spec.signal.aborted) throw spec.signal.reason;
+    if (thrown instanceof RunSuspended) throw thrown;
     const { error, unexpected } = toDomainError(thrown);
     if (unexpected) deps.logger.error({ err: thrown, tool: call.name }, 'agent tool call failed');
     return { error: error.message };

@@ -8,7 +8,7 @@
  * answers) in the same transaction.
  */
 import type { Logger } from 'pino';
-import { PAIRING_CODE_TTL_MS } from '../../shared/channels.ts';
+import { PAIRING_CODE_TTL_MS, type SessionKind } from '../../shared/channels.ts';
 import type { ChannelSettings, InboundMessage } from '../kernel/channel.ts';
 import { observe, observed, type ChannelMessageObserved } from '../kernel/observe.ts';
 import { peerPerson } from '../kernel/person.ts';
@@ -38,6 +38,15 @@ export interface Inbound {
  */
 export type InboundListener = (inbound: Inbound, tx: Tx) => Promise<void> | void;
 
+/**
+ * Looks at a message before anything else does (after a redelivery is
+ * dropped), in the transaction that would record it: true when the message
+ * is an answer it takes (an approver's "approve 7f3a", a person answering an
+ * agent's question), which then reaches no session and no agent. `session`
+ * is where the message would be recorded.
+ */
+export type InboundClaim = (claim: { channel: string; message: InboundMessage; session: { kind: SessionKind; peer: string } }, tx: Tx) => Promise<boolean> | boolean;
+
 /** What the inbox works with (the channel manager's own). */
 export interface InboxDeps {
   logger: Logger;
@@ -52,6 +61,7 @@ export interface InboxDeps {
 
 export class Inbox {
   private readonly listeners: InboundListener[] = [];
+  private readonly claims: InboundClaim[] = [];
   /** Each channel's inbound messages are handled one after another, in the order they came. */
   private readonly queues = new Map<string, Promise<void>>();
   private readonly deps: InboxDeps;
@@ -67,6 +77,11 @@ export class Inbox {
   /** Tells a listener of every message that reaches a session (agents answer from here). */
   onInbound(listener: InboundListener): void {
     this.listeners.push(listener);
+  }
+
+  /** Lets a claim take the messages that are answers (see InboundClaim). */
+  onClaim(claim: InboundClaim): void {
+    this.claims.push(claim);
   }
 
   /** Resolves once every message handed in so far is handled. */
@@ -128,6 +143,13 @@ export class Inbox {
           log.debug({ platformId: message.platformId }, 'inbound message seen already; dropped');
           return;
         }
+        const peer = message.kind === 'group' ? message.room! : message.thread ? `${message.sender}#${message.thread}` : message.sender;
+        for (const claim of this.claims) {
+          if (await claim({ channel, message, session: { kind: message.kind, peer } }, tx)) {
+            log.debug('inbound message taken as an answer; it reaches no session');
+            return;
+          }
+        }
         const data = {
           ...(message.platformId ? { platformId: message.platformId } : {}),
           ...(files.length ? { attachments: files.map((file) => file.view) } : {}),
@@ -150,7 +172,6 @@ export class Inbox {
           return;
         }
         if (await this.isAllowed(channel, message.sender, tx)) {
-          const peer = message.thread ? `${message.sender}#${message.thread}` : message.sender;
           await this.arrived(channel, message, await keep(await this.record(channel, message.account, 'direct', peer, message.senderName, entry, tx)), tx);
           return;
         }

@@ -21,6 +21,7 @@ export const BUILT_IN_KINDS: readonly (ChannelKind & { id: string })[] = [
   {
     id: 'telegram',
     label: 'Telegram',
+    buttons: true,
     normalizePeer: (peer) => (peer.trim().startsWith('@') ? peer.trim().toLowerCase() : peer.trim()),
     create: async (id, context) => {
       const { TelegramChannel } = await import('./telegram/telegram.ts');
@@ -30,6 +31,7 @@ export const BUILT_IN_KINDS: readonly (ChannelKind & { id: string })[] = [
   {
     id: 'slack',
     label: 'Slack',
+    buttons: true,
     normalizePeer: (peer) => peer.trim().toUpperCase(),
     create: async (id, context) => {
       const { SlackChannel } = await import('./slack/slack.ts');
@@ -39,6 +41,7 @@ export const BUILT_IN_KINDS: readonly (ChannelKind & { id: string })[] = [
   {
     id: 'discord',
     label: 'Discord',
+    buttons: true,
     normalizePeer: (peer) => peer.trim().replace(/^<@!?(\d+)>$/, '@$1'),
     create: async (id, context) => {
       const { DiscordChannel } = await import('./discord/discord.ts');

@@ -1,7 +1,7 @@
 import { MAX_MESSAGE_CHARS } from '../../shared/channels.ts';
 import type { GatewayConfig } from '../../shared/config/types.ts';
 import type { ChannelInfo, ChannelStatus, DmPairingRequestView, PairApproved } from '../../shared/protocol/results.ts';
-import type { AccountStatus, Channel, ChannelKind, ChannelRequest, ChannelResponse, ChannelSettings } from '../kernel/channel.ts';
+import type { AccountStatus, ButtonPress, Channel, ChannelKind, ChannelRequest, ChannelResponse, ChannelSettings, PressAnswer } from '../kernel/channel.ts';
 import { DomainError } from '../kernel/errors.ts';
 import { STARTED_LATE } from '../kernel/threads.ts';
 import diagnostics from 'node:diagnostics_channel';
@@ -10,9 +10,12 @@ import type { Db } from '../store/database.ts';
 import type { OutboxItem } from './outbox/outbox.ts';
 import { refusal } from './webhook.ts';
 import { ReplyStream } from './reply-stream.ts';
-import { Inbox, type Inbound, type InboundListener, type InboxDeps } from './inbox.ts';
+import { Inbox, type Inbound, type InboundClaim, type InboundListener, type InboxDeps } from './inbox.ts';
 
-export type { Inbound, InboundListener };
+export type { Inbound, InboundClaim, InboundListener };
+
+/** Acts on a button press of a channel: what to show the presser, or undefined when the button is not its own. */
+export type PressHandler = (channel: string, press: ButtonPress) => Promise<PressAnswer | undefined>;
 
 /** The inbox's parts (InboxDeps: logger, pairing, sessions, store, outbox, marks, attachments, emit) and what runs the channels. */
 export interface ChannelManagerDeps extends InboxDeps {
@@ -52,6 +55,7 @@ export class ChannelManager {
   private readonly standby = new Set<string>();
   private readonly now: () => number;
   private readonly deps: ChannelManagerDeps;
+  private readonly pressHandlers: PressHandler[] = [];
 
   /** What comes in from the channels: admitted, stored and handed to the listeners (inbox.ts). */
   private readonly inbox: Inbox;
@@ -69,6 +73,29 @@ export class ChannelManager {
   /** Tells a listener of every message that reaches a session (agents answer from here). */
   onInbound(listener: InboundListener): void {
     this.inbox.onInbound(listener);
+  }
+
+  /** Lets a claim take the inbound messages that are answers rather than turns (see InboundClaim). */
+  onClaim(claim: InboundClaim): void {
+    this.inbox.onClaim(claim);
+  }
+
+  /** Acts on the presses of buttons under the channels' messages (the first handler that knows the button answers). */
+  onPress(handler: PressHandler): void {
+    this.pressHandlers.push(handler);
+  }
+
+  private async pressed(channel: string, press: ButtonPress): Promise<PressAnswer> {
+    for (const handler of this.pressHandlers) {
+      const answer = await handler(channel, press);
+      if (answer) return answer;
+    }
+    return { text: 'This button is no longer in use.' };
+  }
+
+  /** Whether a channel's messages carry buttons (its kind says so, wherever it runs). */
+  hasButtons(channel: string): boolean {
+    return this.running.get(channel)?.buttons ?? this.kind(channel)?.buttons ?? false;
   }
 
   /** The name an account goes by on its channel (an IRC nick), when it is connected. */
@@ -123,6 +150,7 @@ export class ChannelManager {
         },
         cursor: { get: (account) => this.deps.marks.cursor(id, account), set: (account, cursor) => this.deps.marks.setCursor(id, account, cursor) },
         admit: (request) => this.inbox.admit(id, request),
+        pressed: (press) => this.pressed(id, press),
       });
       this.running.set(id, channel);
       await channel.start();
@@ -221,6 +249,7 @@ export class ChannelManager {
    */
   async receive(channelId: string, request: ChannelRequest): Promise<ChannelResponse> {
     const channel = this.running.get(channelId);
+    if (request.interaction && channel && !channel.buttons) return refusal(404, 'not_found', `Channel ${channelId} takes no interactions.`);
     if (channel?.receive && channel.accounts().includes(request.account)) return channel.receive(request);
     if (this.standby.has(channelId)) return refusal(503, 'unavailable', `Channel ${channelId} is connected through another daemon of this gateway; point the platform at that one.`);
     return refusal(404, 'not_found', 'No channel account here takes webhook deliveries at this address.');

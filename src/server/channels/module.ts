@@ -20,7 +20,7 @@ import { registerChannelMethods } from './methods.ts';
 import { Outbox, OUTBOX_MIGRATIONS, replyDeliveries } from './outbox/outbox.ts';
 import { registerWebhookRoute } from './webhook-route.ts';
 
-export type { ChannelManager, Inbound, InboundListener } from './manager.ts';
+export type { ChannelManager, Inbound, InboundClaim, InboundListener, PressHandler } from './manager.ts';
 export type { ReplyStream } from './reply-stream.ts';
 export type { Outbox, OutboxItem } from './outbox/outbox.ts';
 export { describeAttachment } from './attachments.ts';

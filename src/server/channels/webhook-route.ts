@@ -23,6 +23,17 @@ export function registerWebhookRoute(ctx: ModuleContext, channels: ChannelManage
     },
   });
 
+  // A button pressed, posted where the platform posts interactions (Slack's interactivity request URL): a signed form.
+  ctx.http.route({
+    method: 'POST', path: '/channels/:channel/:account/interactivity', auth: 'plugin',
+    body: { types: ['application/x-www-form-urlencoded'], limit: WEBHOOK_MAX_BYTES, raw: true },
+    handler: async (http) => {
+      const answer = await channels.receive(http.params.channel!, { account: http.params.account!, headers: http.req.headers, body: http.received!.raw, interaction: true });
+      http.status = answer.status;
+      http.body = answer.body ?? {};
+    },
+  });
+
   // A platform checking the address before it posts there (WhatsApp's subscription handshake).
   ctx.http.route({
     method: 'GET', path: '/channels/:channel/:account/webhook', auth: 'plugin',
@@ -73,6 +84,26 @@ export function registerWebhookRoute(ctx: ModuleContext, channels: ChannelManage
             413: errorResponse('over 1 MB'),
             415: errorResponse('not sent as application/json'),
             503: errorResponse('it could not be stored now, another daemon of the gateway runs the channel, or the account is not ready: the platform delivers it again'),
+          },
+        },
+      },
+      '/channels/{channel}/{account}/interactivity': {
+        post: {
+          summary: 'a button pressed under one of a channel account\'s messages, posted as the platform posts interactions (Slack\'s interactivity request URL: a form whose payload is the interaction, signed like its events); an approval request\'s or an agent\'s question\'s button is acted on before the answer',
+          security: [],
+          parameters: [
+            { name: 'channel', in: 'path', required: true, schema: { type: 'string' } },
+            { name: 'account', in: 'path', required: true, schema: { type: 'string' } },
+          ],
+          requestBody: { required: true, content: { 'application/x-www-form-urlencoded': { schema: { type: 'object', properties: { payload: { type: 'string' } } } } } },
+          responses: {
+            200: { description: 'acted on' },
+            400: errorResponse('not an interaction the platform would send'),
+            401: errorResponse('the platform\'s signature is missing or wrong'),
+            404: errorResponse('no channel account here takes interactions at this address'),
+            413: errorResponse('over 1 MB'),
+            415: errorResponse('not sent as application/x-www-form-urlencoded'),
+            503: errorResponse('it could not be handled now, or another daemon of the gateway runs the channel: the platform sends it again'),
           },
         },
       },

@@ -12,7 +12,7 @@ import { defineModule } from '../kernel/module.ts';
  * operator approves a pairing wherever they are connected. A run's stream
  * (agent.*) stays with the daemon that runs it.
  */
-const SHARED_EVENTS = new Set(['device.pair.requested', 'device.pair.resolved', 'channel.pair.requested', 'channel.pair.resolved', 'jobs.changed', 'session.message', 'session.wake', 'channel.status']);
+const SHARED_EVENTS = new Set(['device.pair.requested', 'device.pair.resolved', 'channel.pair.requested', 'channel.pair.resolved', 'jobs.changed', 'session.message', 'session.wake', 'channel.status', 'exec.approval']);
 
 export default defineModule({
   id: 'cluster',

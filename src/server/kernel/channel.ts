@@ -64,6 +64,8 @@ export interface ChannelRequest {
   headers: Record<string, string | string[] | undefined>;
   /** The raw bytes: signatures are checked over them. */
   body: Buffer;
+  /** Posted where the platform posts interactions (a button pressed: POST /channels/<id>/<account>/interactivity), not events. */
+  interaction?: boolean;
 }
 
 /** What the gateway answers the platform: a status (2xx only once what came is stored), and a JSON body. */
@@ -82,6 +84,37 @@ export interface SendOptions {
    * that cannot edit it now (it was deleted) sends the text as a new message.
    */
   editOf?: string;
+  /**
+   * Buttons under the message (its last part), where the platform has them
+   * (Channel.buttons): a press comes back through ChannelContext.pressed with
+   * the button's data. With editOf, an empty list takes the buttons away.
+   */
+  buttons?: ChannelButton[];
+}
+
+/** A button under a message: what it says, and what a press of it hands back (at most 64 bytes, Telegram's bound). */
+export interface ChannelButton {
+  label: string;
+  data: string;
+}
+
+/** Someone pressed a button under one of the account's messages. */
+export interface ButtonPress {
+  account: string;
+  /** Who pressed it: the platform's stable id, as InboundMessage.sender (and pairing) names people. */
+  sender: string;
+  senderName: string;
+  /** The button's data (ChannelButton.data). */
+  data: string;
+  /** Where the message is (a chat or conversation id), as a send names it. */
+  chat?: string;
+  /** The platform's id of the message the button is under. */
+  messageId?: string;
+}
+
+/** What the person who pressed a button is shown (a toast, an ephemeral message), if anything. */
+export interface PressAnswer {
+  text?: string;
 }
 
 /** What a platform answered for a message it took: its ids, kept with the reply. */
@@ -145,6 +178,13 @@ export interface ChannelContext {
    * reach them yet); 'refused' under the other policies.
    */
   admit: (request: { account: string; sender: string; senderName: string; ask: boolean }) => Promise<'allowed' | 'pending' | 'refused'>;
+  /**
+   * A button under one of the account's messages was pressed: the gateway
+   * acts on it (an approval, an answer to an agent's question) and says what
+   * to show the person who pressed it. Rejects when it could not be handled
+   * now: a platform that delivers the press again leaves it unacknowledged.
+   */
+  pressed: (press: ButtonPress) => Promise<PressAnswer>;
 }
 
 /**
@@ -175,6 +215,8 @@ export interface Channel {
   receive?(request: ChannelRequest): Promise<ChannelResponse>;
   /** Whether send() takes SendOptions.editOf (the platform edits messages): replies may then stream (channels.<id>.streaming). */
   readonly edits?: boolean;
+  /** Whether send() shows SendOptions.buttons (and presses come back through ChannelContext.pressed). */
+  readonly buttons?: boolean;
   /** Shows the recipient that a reply is being written (Telegram's "typing…"), for a few seconds. */
   typing?(account: string, to: string): Promise<void>;
   /** Splits a reply into the messages the platform takes (its length limit, code blocks kept whole); one message when absent. */
@@ -195,6 +237,12 @@ export type ChannelFactory = (id: string, context: ChannelContext) => Channel | 
 export interface ChannelKind {
   /** A short description for listings. */
   label: string;
+  /**
+   * Its messages carry buttons, and edit (as Channel.buttons and edits say):
+   * known while the channel runs on another daemon, for those that word a
+   * message for it (a question's numbered options are left to the others).
+   */
+  buttons?: boolean;
   /** The channel's peer folding, also needed while the channel is not running. */
   normalizePeer: (peer: string) => string;
   create: ChannelFactory;

@@ -27,6 +27,22 @@ export const rateLimited = (retryAfterMs: number, what = 'Too many requests'): D
   });
 };
 
+/**
+ * A tool call that ends its agent's run for now (the ask tool): the run ends
+ * as waiting, holding no run slot, and resumes as a new run of its session
+ * once the call's result is recorded there. `result` is what the run reports
+ * of the call meanwhile.
+ */
+export class RunSuspended extends Error {
+  readonly result: unknown;
+
+  constructor(result: unknown) {
+    super('the run waits for the result of a tool call');
+    this.name = 'RunSuspended';
+    this.result = result;
+  }
+}
+
 const GENERIC = 'An unexpected error occurred; the gateway log has the details.';
 
 /** A file or folder name longer than the file system takes: the caller's to shorten (the path itself is not repeated). */

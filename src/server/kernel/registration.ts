@@ -144,6 +144,11 @@ export interface ToolContext {
    */
   person: string;
   sessionKey?: string;
+  /** The agent run that calls it, and the call's id in that run (surface agent). */
+  runId?: string;
+  callId?: string;
+  /** Where the run's answer goes on its channel (a chat, a thread), when it answers a channel message. */
+  replyTo?: string;
   logger: Logger;
 }
 

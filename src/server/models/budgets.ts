@@ -54,6 +54,8 @@ interface Cap {
 }
 
 export interface BudgetNotice {
+  /** The notice's key: the setting, the period and its start, the level (told once each). */
+  key?: string;
   level: 'warning' | 'reached';
   label: string;
   period: Period;
@@ -145,7 +147,7 @@ export class Budgets {
   private async tell(notice: BudgetNotice, periodStart: number): Promise<void> {
     const key = `${notice.setting}:${notice.period}:${periodStart}:${notice.level}`;
     const { changes } = await this.store.run('INSERT INTO budget_notices (key, at) VALUES (?, ?) ON CONFLICT (key) DO NOTHING', key, Date.now());
-    if (changes > 0) this.notify(notice);
+    if (changes > 0) this.notify({ ...notice, key });
   }
 
   /** Notices of periods long past are forgotten. */

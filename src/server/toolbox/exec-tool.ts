@@ -8,7 +8,8 @@ import type { ExecApproval } from '../../shared/config/schema.ts';
 import type { GatewayConfig } from '../../shared/config/types.ts';
 import { DomainError, rateLimited } from '../kernel/errors.ts';
 import type { ToolContext, ToolDef } from '../kernel/module.ts';
-import { allowedCommand, type Approvals } from './approvals.ts';
+import type { ExecApprovals } from '../approvals/module.ts';
+import { allowedCommand } from './approvals.ts';
 import { type ExecResult, runSandboxed, sandboxTools } from '../sandbox/sandbox.ts';
 import { skillBinds, type SkillLookup } from './skill-files.ts';
 import type { Workspaces } from './workspaces.ts';
@@ -67,7 +68,7 @@ export class RunningCommands {
 
 export interface ExecToolDeps {
   config: () => GatewayConfig;
-  approvals: Pick<Approvals, 'ask'>;
+  approvals: Pick<ExecApprovals, 'ask'>;
   workspaces: Pick<Workspaces, 'of' | 'for'>;
   /** The agents' skills, bound read-only into the sandbox. */
   skills?: SkillLookup;

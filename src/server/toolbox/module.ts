@@ -8,8 +8,8 @@
  * `workspace` folder): workspaces.ts.
  */
 import agentsModule from '../agents/module.ts';
+import approvalsModule from '../approvals/module.ts';
 import { defineModule } from '../kernel/module.ts';
-import { Approvals } from './approvals.ts';
 import { execTool } from './exec-tool.ts';
 import { fileTools, webFetchTool } from './file-tools.ts';
 import { SANDBOX_USER } from '../sandbox/sandbox.ts';
@@ -24,7 +24,7 @@ export interface Toolbox {
 
 export default defineModule<Toolbox>({
   id: 'toolbox',
-  needs: [agentsModule, skillsModule],
+  needs: [agentsModule, skillsModule, approvalsModule],
   setup(ctx) {
     const agents = ctx.use(agentsModule);
     const workspaces = new Workspaces({
@@ -36,17 +36,8 @@ export default defineModule<Toolbox>({
     const skills = ctx.use(skillsModule);
     for (const tool of fileTools(workspaces, skills)) ctx.tools.add(tool);
 
-    const approvals = new Approvals((event, view) => ctx.events.emit('exec.approval', { event, approval: view }, 'operator.read'));
-    ctx.onStop(() => approvals.close());
-    ctx.rpc.method({ name: 'approvals.list', handler: () => ({ approvals: approvals.list() }) });
-    ctx.rpc.method({
-      name: 'approvals.decide',
-      handler: ({ id, approve }, client) => {
-        const decided = approvals.decide(id, approve, `device:${client.deviceId}`);
-        void ctx.store.audit(approve ? 'exec.approved' : 'exec.rejected', { actor: client.deviceId, subject: id, address: client.address, detail: { command: decided.command } });
-        return decided;
-      },
-    });
+    // Commands that ask wait for an operator in the store (approvals/), answered from the CLI, the Control UI or a chat.
+    const { approvals } = ctx.use(approvalsModule);
     ctx.tools.add(execTool({ config: ctx.config, approvals, workspaces, skills }));
     return { workspaceOf: (agentId) => workspaces.of(agentId) };
   },

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { GatewayConfig } from '../../shared/config/types.ts';
 import { matchesPattern } from '../../shared/patterns.ts';
 import type { ToolAnswer, ToolCatalogEntry } from '../../shared/protocol/results.ts';
-import { DomainError, toDomainError } from '../kernel/errors.ts';
+import { DomainError, RunSuspended, toDomainError } from '../kernel/errors.ts';
 import { observe, observed, type ToolCallObserved } from '../kernel/observe.ts';
 import type { ToolDef } from '../kernel/module.ts';
 import type { RegistryTable } from '../kernel/registry.ts';
@@ -17,8 +17,10 @@ export interface ToolRequest {
   tool: string;
   args?: Record<string, unknown>;
   sessionKey?: string;
-  /** The agent run that calls it (never from a request body). */
+  /** The agent run that calls it, the call's id in it, and where the run's answer goes (never from a request body). */
   runId?: string;
+  callId?: string;
+  replyTo?: string;
   idempotencyKey?: string;
   dryRun?: boolean;
 }
@@ -198,10 +200,18 @@ export class ToolRunner {
       tool: tool.name, surface: caller.surface, startedAt, endedAt: Date.now(), ...(request.runId ? { runId: request.runId } : {}), ...(error ? { error } : {}),
     }));
     try {
-      const result = await tool.handler(args, { caller: caller.name, surface: caller.surface, person: caller.person, sessionKey: request.sessionKey, logger, ...(caller.agent ? { agent: caller.agent } : {}) });
+      const result = await tool.handler(args, {
+        caller: caller.name, surface: caller.surface, person: caller.person, sessionKey: request.sessionKey, logger, ...(caller.agent ? { agent: caller.agent } : {}),
+        ...(request.runId ? { runId: request.runId } : {}), ...(request.callId ? { callId: request.callId } : {}), ...(request.replyTo ? { replyTo: request.replyTo } : {}),
+      });
       told();
       return result === undefined ? null : JSON.parse(JSON.stringify(result));
     } catch (thrown) {
+      // The call ends its run for now (ask): no failure, the run's loop takes it.
+      if (thrown instanceof RunSuspended) {
+        told();
+        throw thrown;
+      }
       // What a tool says of the call answers as it says: the caller's request refused (a DomainError, an error with a status of
       // 400-499), the server it works against failed (502) or is away (503). Only what nobody expected is 500, its inside logged.
       // An outcome of the tool's work (a page's 404, a command's exit code, an MCP tool's isError) is no error: it is the result.

@@ -530,7 +530,21 @@ export const configSchema: SchemaNode = object({
       tmpMB: int(64, 1, 65_536, 'size of the sandbox\'s private /tmp'),
       approvalTimeoutSeconds: int(300, 5, 86_400, 'how long an asked command waits for an operator before it is refused'),
     }),
-  }, 'the built-in tools: web.fetch, files.*, exec'),
+    ask: object({
+      timeoutSeconds: int(3600, 5, 604_800, 'how long a question an agent asks its person (the ask tool) waits for the answer; then the run resumes with the question\'s stated default, or with no answer'),
+    }),
+  }, 'the built-in tools: web.fetch, files.*, exec, ask'),
+  approvals: object({
+    notify: list({
+      ...object({
+        channel: text('channel the message goes to', { pattern: ID }),
+        account: text('account of the channel (default: default)', { pattern: ID }),
+        to: text('recipient as the channel takes it: a chat id (Telegram), a channel or user id (Slack, Discord), a nick or #room (IRC), an address (email, XMPP)', { maxLength: 256 }),
+      }),
+      required: ['channel', 'to'],
+    }, 'chats told of each command waiting for approval (with Approve and Reject buttons where the platform has them, else how to answer in words), of its outcome, and of budget warnings and caps reached'),
+    approvers: list({ type: 'string', pattern: '^[a-z0-9][a-z0-9_-]{0,31}:.{1,256}$' }, 'who may answer approval requests from a chat: <channel>:<sender>, the sender as pairing names them (telegram:1001, slack:U0123ABC, discord:<user id>, irc:alice); everyone else is refused, and told'),
+  }, 'approvals in the chat: where requests go and who may answer them (the CLI and the Control UI always may)'),
   automations: ids(automation, 'automations by id: a trigger (a schedule, a webhook, a hook) and an action (an agent run, a message)'),
   runtime: object({
     defaultAgent: text('agent used when none is named (else the agent "default", else the first)', { pattern: ID }),
@@ -603,7 +617,7 @@ export const configSchema: SchemaNode = object({
 /** Keys the daemon applies as soon as they change; every other change needs a restart. */
 export const LIVE_KEYS: readonly string[] = [
   'log.level', 'api.jwt', 'api.tokens', 'gateway.tools', 'hooks.enabled', 'hooks.maxBodyBytes', 'hooks.defaultSessionKey',
-  'hooks.allowedSessionKeyPrefixes', 'hooks.presets', 'hooks.mappings', 'models', 'agents', 'automations', 'tools', 'runtime', 'inference', 'gateway.http.endpoints', 'mcp', 'voice', 'gateway.controlUi.allowedOrigins',
+  'hooks.allowedSessionKeyPrefixes', 'hooks.presets', 'hooks.mappings', 'models', 'agents', 'automations', 'tools', 'approvals', 'runtime', 'inference', 'gateway.http.endpoints', 'mcp', 'voice', 'gateway.controlUi.allowedOrigins',
   // /metrics reads both settings at each request; turned on, counting starts as the setting is written (metrics/module.ts).
   'metrics',
 ];

@@ -143,7 +143,9 @@ export interface GatewayConfig {
       approval: ExecApproval; allow: string[]; network: boolean; timeoutSeconds: number; maxTimeoutSeconds: number; cpuSeconds: number; memoryMB: number;
       processes: number; outputBytes: number; fileMB: number; workspaceMB: number; concurrency: number; tmpMB: number; approvalTimeoutSeconds: number;
     };
+    ask: { timeoutSeconds: number };
   };
+  approvals: { notify: { channel: string; account?: string; to: string }[]; approvers: string[] };
   automations: Record<string, AutomationSettings>;
   runtime: { defaultAgent?: string; concurrency: number; toolRunConcurrency: number; senderLimit: { max: number; windowMs: number } };
   voice: VoiceSettings;

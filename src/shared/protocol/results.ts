@@ -178,6 +178,8 @@ export interface SkillView {
 
 export interface ExecApprovalView {
   id: string;
+  /** The short code a chat answers with ("approve 7f3a"): the id's first four digits. */
+  code: string;
   command: string;
   /** Who asked: agent:<id>, or the HTTP or WebSocket caller. */
   caller: string;
@@ -188,7 +190,10 @@ export interface ExecApprovalView {
   requestedAt: string;
   expiresAt: string;
   status: 'pending' | 'approved' | 'rejected' | 'expired';
+  /** Who answered: device:<id> (the CLI, the Control UI), or <channel>:<sender> from a chat. */
   decidedBy: string | null;
+  /** Through what: cli, control-ui, or the channel; for an expired request, why it ended. */
+  decidedVia: string | null;
 }
 
 /** One firing of an automation: its job's state, and what its run answered and where that went. */
@@ -418,7 +423,8 @@ export interface RunResult {
   runId: string;
   agent: string;
   sessionKey: string;
-  status: 'succeeded' | 'failed' | 'aborted' | 'interrupted';
+  /** waiting: the run asked its person a question (ask) and ended there; a new run of the session resumes with the answer. */
+  status: 'succeeded' | 'failed' | 'aborted' | 'interrupted' | 'waiting';
   text: string;
   model: string | null;
   usage: RunUsage;

@@ -81,7 +81,7 @@ export class OverviewPage extends Page {
       <h2 id="approvals-title">Waiting for approval</h2>
       <ul class="plain" data-testid="approvals">${this.approvals.map((approval) => html`<li>
         <code class="wrap" data-testid="approval-command">${visibleText(approval.command)}</code>
-        <div class="muted">${visibleText(approval.caller)}${approval.sessionKey ? html` in ${visibleText(approval.sessionKey)}` : nothing} · ${approval.why} · until ${when(approval.expiresAt)}</div>
+        <div class="muted">${approval.code} · ${visibleText(approval.caller)}${approval.sessionKey ? html` in ${visibleText(approval.sessionKey)}` : nothing} · ${approval.why} · until ${when(approval.expiresAt)}</div>
         ${admin ? html`<div class="row">
           <button aria-label=${`Approve ${approval.id}`} @click=${() => void this.decide(approval, true)}>Approve</button>
           <button class="secondary" aria-label=${`Reject ${approval.id}`} @click=${() => void this.decide(approval, false)}>Reject</button></div>`

@@ -12,7 +12,7 @@
  * calls and sending are in rest.ts, how a message is read in inbound.ts.
  */
 import { GatewayCloseCodes, GatewayDispatchEvents, GatewayIntentBits, GatewayOpcodes } from 'discord-api-types/v10';
-import type { APIMessage, APIUser, GatewayReceivePayload, GatewayReadyDispatchData } from 'discord-api-types/v10';
+import type { APIInteraction, APIMessage, APIUser, GatewayReceivePayload, GatewayReadyDispatchData } from 'discord-api-types/v10';
 import type { ChannelState } from '../../../shared/channels.ts';
 import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type SendOptions, type SendReceipt } from '../../kernel/channel.ts';
 import { splitMessage } from '../formatting.ts';
@@ -22,6 +22,7 @@ import { describeNetworkError } from '../network-errors.ts';
 import { FIRST_RETRY_MS } from '../reconnect.ts';
 import { inboundOf } from './inbound.ts';
 import { DiscordRest, RestError } from './rest.ts';
+import { interactionAnswer, pressOf } from './buttons.ts';
 
 /** Discord's longest message. */
 export const DISCORD_LIMIT = 2000;
@@ -246,6 +247,16 @@ class DiscordAccount extends AccountConnection<AccountSettings> {
       await this.advance(seq, true);
       return;
     }
+    if (type === GatewayDispatchEvents.InteractionCreate) {
+      const interaction = data as APIInteraction;
+      const press = pressOf(interaction, this.name);
+      if (press) {
+        const answer = await this.context.pressed(press);
+        await this.rest.respond(interaction.id, interaction.token, interactionAnswer(answer.text)).catch((error: unknown) => this.log.debug({ err: error }, 'an interaction could not be answered'));
+      }
+      await this.advance(seq, true);
+      return;
+    }
     await this.advance(seq, false);
   }
 
@@ -307,6 +318,7 @@ export class DiscordChannel extends AccountChannel<DiscordAccount, AccountSettin
   }
 
   readonly edits = true;
+  readonly buttons = true;
 
   split(text: string): string[] {
     return splitMessage(text, DISCORD_LIMIT);

@@ -6,6 +6,7 @@
  */
 import { ChannelSendError, type SendOptions, type SendReceipt } from '../../kernel/channel.ts';
 import { describeNetworkError } from '../network-errors.ts';
+import { componentsOf } from './buttons.ts';
 
 export class RestError extends Error {
   readonly status: number;
@@ -77,9 +78,11 @@ export class DiscordRest {
   async send(to: string, text: string, options: SendOptions = {}): Promise<SendReceipt> {
     try {
       const { channel, reference } = await this.target(to);
+      const components = options.buttons === undefined ? {} : { components: componentsOf(options.buttons) };
       if (options.editOf !== undefined) {
         try {
-          const edited = await this.call<{ id: string }>('PATCH', `/channels/${channel}/messages/${options.editOf}`, { content: text, allowed_mentions: { parse: [] } });
+          // Components listed (none: taken away) only when the send names buttons.
+          const edited = await this.call<{ id: string }>('PATCH', `/channels/${channel}/messages/${options.editOf}`, { content: text, allowed_mentions: { parse: [] }, ...components });
           return { ids: [edited.id] };
         } catch (error) {
           // A message that is gone gets the text as a new one.
@@ -91,7 +94,7 @@ export class DiscordRest {
       const sent = await this.call<{ id: string }>('POST', `/channels/${channel}/messages`, {
         content: text, allowed_mentions: { parse: [] },
         ...(reference ? { message_reference: { message_id: reference, fail_if_not_exists: false } } : {}),
-        ...(nonce ? { nonce, enforce_nonce: true } : {}),
+        ...(nonce ? { nonce, enforce_nonce: true } : {}), ...(options.buttons?.length ? components : {}),
       });
       return { ids: [sent.id] };
     } catch (error) {
@@ -102,6 +105,11 @@ export class DiscordRest {
       }
       throw new ChannelSendError(`cannot reach Discord: ${describeNetworkError(error, this.root)}`);
     }
+  }
+
+  /** Answers an interaction (a button pressed), within the three seconds Discord waits. */
+  async respond(interactionId: string, token: string, answer: unknown): Promise<void> {
+    await this.call('POST', `/interactions/${interactionId}/${token}/callback`, answer);
   }
 
   /** Shows the recipient that the bot is writing. */

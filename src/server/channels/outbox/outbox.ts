@@ -17,7 +17,7 @@
  */
 import type { Logger } from 'pino';
 import type { OutboxEntryView } from '../../../shared/protocol/results.ts';
-import type { Channel } from '../../kernel/channel.ts';
+import type { Channel, ChannelButton } from '../../kernel/channel.ts';
 import { inTransaction, type Db, type Store } from '../../store/database.ts';
 import { pruneRows } from '../../store/retention.ts';
 import type { HistoryDecorator } from '../../sessions/module.ts';
@@ -42,6 +42,8 @@ export interface OutboxItem {
   turnId?: number;
   /** The platform's id of a message of the account's showing the reply as it streamed: its first part goes there. */
   editOf?: string;
+  /** Buttons under its last part, where the platform has them; with editOf, [] takes an edited message's buttons away. */
+  buttons?: ChannelButton[];
 }
 
 /** The replies that wait, and the pumps of the channels this daemon runs. */
@@ -70,9 +72,10 @@ export class Outbox {
   /** Queues a message as enqueue does, and says its id (undefined when its key was queued already). */
   async queue(item: OutboxItem, db: Db = this.store): Promise<number | undefined> {
     const now = this.now();
-    const row = await db.get<{ id: number | bigint }>(`INSERT INTO channel_outbox (channel, account, recipient, text, dedupe_key, session_key, run_id, turn_id, edit_of, status, next_at, created_at)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT (dedupe_key) DO NOTHING RETURNING id`,
-    item.channel, item.account, item.to, item.text, item.key ?? null, item.sessionKey ?? null, item.runId ?? null, item.turnId ?? null, item.editOf ?? null, now, now);
+    const row = await db.get<{ id: number | bigint }>(`INSERT INTO channel_outbox (channel, account, recipient, text, dedupe_key, session_key, run_id, turn_id, edit_of, buttons, status, next_at, created_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT (dedupe_key) DO NOTHING RETURNING id`,
+    item.channel, item.account, item.to, item.text, item.key ?? null, item.sessionKey ?? null, item.runId ?? null, item.turnId ?? null, item.editOf ?? null,
+    item.buttons ? JSON.stringify(item.buttons) : null, now, now);
     if (row) {
       const wake = () => this.wake(item.channel);
       if (inTransaction(db)) db.afterCommit(wake);
@@ -184,6 +187,12 @@ export class Outbox {
       counts.set(String(row.channel), entry);
     }
     return counts;
+  }
+
+  /** The message queued under a key (OutboxItem.key), as the outbox shows it: its status and the platform's ids once sent. */
+  async byKey(key: string, db: Db = this.store): Promise<OutboxEntryView | undefined> {
+    const row = await db.get<Row>('SELECT * FROM channel_outbox WHERE dedupe_key = ?', key);
+    return row ? toView(row) : undefined;
   }
 
   /** Whether a reply to this message of the session is queued (or sent) already. */

@@ -6,7 +6,7 @@
  */
 import type { Logger } from 'pino';
 import type { OutboxEntryView } from '../../../shared/protocol/results.ts';
-import { ChannelSendError, type Channel } from '../../kernel/channel.ts';
+import { ChannelSendError, type Channel, type ChannelButton } from '../../kernel/channel.ts';
 import { observe, observed, type ChannelMessageObserved } from '../../kernel/observe.ts';
 import type { Store } from '../../store/database.ts';
 import { FIRST_OF_RECIPIENT, toView, type Row } from './tables.ts';
@@ -112,11 +112,13 @@ export class Pump {
     const receipts: string[] = row.receipts ? JSON.parse(String(row.receipts)) as string[] : [];
     let sent = Number(row.parts_sent);
     const attempts = Number(row.attempts) + 1;
+    const buttons = row.buttons ? JSON.parse(String(row.buttons)) as ChannelButton[] : undefined;
     try {
       for (; sent < parts.length; sent++) {
-        // A streamed reply's first part replaces what was streamed into its message.
+        // A streamed reply's first part replaces what was streamed into its message; buttons go under the last.
         const editOf = sent === 0 && row.edit_of ? String(row.edit_of) : undefined;
-        const receipt = await this.channel.send(String(row.account), String(row.recipient), parts[sent]!, { idempotencyKey: `gw${id}p${sent}`, ...(editOf ? { editOf } : {}) });
+        const options = { idempotencyKey: `gw${id}p${sent}`, ...(editOf ? { editOf } : {}), ...(buttons && sent === parts.length - 1 ? { buttons } : {}) };
+        const receipt = await this.channel.send(String(row.account), String(row.recipient), parts[sent]!, options);
         if (receipt?.ids) receipts.push(...receipt.ids);
         // Each part is written down as it goes: a retry resumes after it.
         if (sent + 1 < parts.length) await this.store.run('UPDATE channel_outbox SET parts_sent = ?, receipts = ? WHERE id = ?', sent + 1, JSON.stringify(receipts), id);

@@ -58,6 +58,10 @@ export const OUTBOX_MIGRATIONS: readonly Migration[] = [{
   version: 5,
   name: 'a streamed reply ends in the message it was streamed into',
   sql: 'ALTER TABLE channel_outbox ADD COLUMN edit_of TEXT;',
+}, {
+  version: 6,
+  name: 'buttons under a message (an approval request, an agent\'s question)',
+  sql: 'ALTER TABLE channel_outbox ADD COLUMN buttons TEXT;',
 }];
 
 /** A row of channel_outbox as the store returns it. */

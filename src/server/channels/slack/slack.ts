@@ -17,6 +17,7 @@ import { deliveredJson, refusal, sameSecret, storeThenAcknowledge } from '../web
 import { markdownToSlackMrkdwn, splitMessage } from '../formatting.ts';
 import { describeNetworkError } from '../network-errors.ts';
 import { inboundOf, type SlackEvent } from './inbound.ts';
+import { blocksOf, interactionIn, pressesOf, type SlackInteraction } from './buttons.ts';
 
 /** Slack cuts a message's text past 40,000 characters. */
 export const SLACK_LIMIT = 40_000;
@@ -181,6 +182,18 @@ class SlackAccount extends AccountConnection<AccountSettings> {
     if (!/^\d{1,12}$/.test(timestamp) || Math.abs(Date.now() / 1000 - Number(timestamp)) > SIGNATURE_MAX_AGE_S) return refused('The request\'s timestamp is not within five minutes of now.');
     const expected = `v0=${createHmac('sha256', secret).update(`v0:${timestamp}:`).update(request.body).digest('hex')}`;
     if (!sameSecret(signature, expected)) return refused('The request\'s signature does not match the signing secret.');
+    // The interactivity request (a button pressed), signed the same way: a form carrying the interaction as JSON.
+    if (request.interaction) {
+      const interaction = interactionIn(request.body);
+      if (!interaction) return refusal(400, 'bad_request', 'The body is not a Slack interaction (a form with its payload).');
+      try {
+        await this.interacted(interaction);
+      } catch (error) {
+        this.log.warn({ err: error }, 'a Slack interaction could not be handled');
+        return refusal(503, 'unavailable', 'The interaction could not be handled now.');
+      }
+      return { status: 200, body: {} };
+    }
     const read = deliveredJson(request.body);
     if (read.refused) return read.refused;
     const payload = read.value as { type?: string; challenge?: unknown; event?: SlackEvent; event_id?: string } | null;
@@ -213,12 +226,23 @@ class SlackAccount extends AccountConnection<AccountSettings> {
    */
   private async onEnvelope(envelope: { ack: () => Promise<void>; type: string; body?: { event?: SlackEvent; event_id?: string } }): Promise<void> {
     try {
+      if (envelope.type === 'interactive') await this.interacted(envelope.body as SlackInteraction);
       const message = envelope.type === 'events_api' ? this.inbound(envelope.body?.event) : undefined;
       if (message) await this.context.inbound(message);
       await envelope.ack();
     } catch (error) {
       // Not acknowledged: Slack delivers it again.
       this.log.warn({ err: error }, 'a Slack event could not be stored; left for Slack to send again');
+    }
+  }
+
+  /** Buttons pressed: the gateway acts on each, and what it says goes to the person who pressed, alone. */
+  private async interacted(interaction: SlackInteraction): Promise<void> {
+    for (const press of pressesOf(interaction, this.name)) {
+      const answer = await this.context.pressed(press);
+      if (answer.text && press.chat && this.web) {
+        await this.web.chat.postEphemeral({ channel: press.chat, user: press.sender, text: answer.text }).catch((error: unknown) => this.log.debug({ err: error }, 'an ephemeral answer could not be posted'));
+      }
     }
   }
 
@@ -245,14 +269,17 @@ class SlackAccount extends AccountConnection<AccountSettings> {
     }
   }
 
-  async send(to: string, text: string, { editOf }: SendOptions = {}): Promise<SendReceipt> {
+  async send(to: string, text: string, { editOf, buttons }: SendOptions = {}): Promise<SendReceipt> {
     const web = this.web;
     if (!web || this.status.state !== 'connected') throw new ChannelSendError(`${this.channelId} account ${this.name} is ${this.status.state}; the message was not sent`);
     const [channel, thread] = to.split('/') as [string, string | undefined];
+    const mrkdwn = markdownToSlackMrkdwn(text);
+    // Buttons in an actions block; an edit with none takes a message's blocks away (Slack keeps them otherwise).
+    const blocks = buttons === undefined ? {} : { blocks: buttons.length ? blocksOf(mrkdwn, buttons) : [] };
     try {
       if (editOf !== undefined) {
         try {
-          const updated = await web.chat.update({ channel, ts: editOf, text: markdownToSlackMrkdwn(text) });
+          const updated = await web.chat.update({ channel, ts: editOf, text: mrkdwn, ...blocks } as never);
           return { ids: [updated.ts ?? editOf] };
         } catch (error) {
           // A message that is gone (or can no longer be edited) gets the text as a new one.
@@ -260,7 +287,7 @@ class SlackAccount extends AccountConnection<AccountSettings> {
           if (code !== 'message_not_found' && code !== 'cant_update_message' && code !== 'edit_window_closed') throw error;
         }
       }
-      const sent = await web.chat.postMessage({ channel, text: markdownToSlackMrkdwn(text), mrkdwn: true, unfurl_links: false, ...(thread ? { thread_ts: thread } : {}) });
+      const sent = await web.chat.postMessage({ channel, text: mrkdwn, mrkdwn: true, unfurl_links: false, ...(thread ? { thread_ts: thread } : {}), ...(buttons?.length ? blocks : {}) } as never);
       return { ids: sent.ts ? [sent.ts] : [] };
     } catch (error) {
       throw this.sendError(error);
@@ -312,6 +339,7 @@ export class SlackChannel extends AccountChannel<SlackAccount, AccountSettings> 
   }
 
   readonly edits = true;
+  readonly buttons = true;
 
   receive(request: ChannelRequest): Promise<ChannelResponse> {
     return this.handOver(request);

@@ -17,6 +17,7 @@ import { deliveredJson, refusal, sameSecret, storeThenAcknowledge } from '../web
 import { markdownToTelegramHtml, plainText, splitMessage } from '../formatting.ts';
 import { describeNetworkError } from '../network-errors.ts';
 import { inboundOf } from './inbound.ts';
+import { inlineKeyboard, pressOf } from './buttons.ts';
 
 /** Telegram's longest message. */
 export const TELEGRAM_LIMIT = 4096;
@@ -123,7 +124,7 @@ class TelegramAccount extends AccountConnection<AccountSettings> {
         throw new Setup(`webhook mode needs a secret Telegram sends with each update (1-256 of A-Z a-z 0-9 _ -): openssl rand -hex 32 | gateway secrets set ${secretName}`);
       }
       // Telegram keeps an update and posts it again until this daemon answers 2xx, which it does once the update is stored.
-      await this.api.setWebhook(webhookUrl, { secret_token: secret, allowed_updates: ['message'], drop_pending_updates: false }, this.signal);
+      await this.api.setWebhook(webhookUrl, { secret_token: secret, allowed_updates: ['message', 'callback_query'], drop_pending_updates: false }, this.signal);
       this.webhookSecret = secret;
       this.setState('connected', `@${this.me.username} (webhook)`);
       return;
@@ -143,10 +144,12 @@ class TelegramAccount extends AccountConnection<AccountSettings> {
   private async poll(): Promise<void> {
     const api = this.api!;
     while (!this.stopped) {
-      const updates = await api.getUpdates({ offset: this.offset, timeout: POLL_SECONDS, allowed_updates: ['message'] }, this.signal);
+      const updates = await api.getUpdates({ offset: this.offset, timeout: POLL_SECONDS, allowed_updates: ['message', 'callback_query'] }, this.signal);
       if (this.status.state !== 'connected') this.setState('connected', `@${this.me!.username}`);
       for (const update of updates) {
         if (this.stopped) return;
+        // A button pressed: acted on before the offset moves past it, like a message.
+        if (update.callback_query) await this.press(update.callback_query);
         const message = this.inbound(update);
         // A message that cannot be stored now stops the batch; the next getUpdates brings it (and the rest) again.
         if (message) await this.context.inbound(message);
@@ -162,6 +165,13 @@ class TelegramAccount extends AccountConnection<AccountSettings> {
       maxAttachmentBytes: Number(this.context.settings().maxAttachmentBytes ?? 10 * 1024 * 1024),
       download: (fileId, maxBytes, signal) => this.download(fileId, maxBytes, signal),
     });
+  }
+
+  /** A button pressed: the gateway acts on it, then Telegram is told (its spinner stops, with the answer's text as a toast). */
+  private async press(query: NonNullable<Update['callback_query']>): Promise<void> {
+    const press = pressOf(query, this.name);
+    const answer = press ? await this.context.pressed(press) : {};
+    await this.api?.answerCallbackQuery(query.id, answer.text ? { text: answer.text.slice(0, 200) } : {}).catch((error: unknown) => this.log.debug({ err: error }, 'a callback query could not be answered'));
   }
 
   /** A file's bytes, through getFile and the Bot API's file address (the token is in it: never logged). */
@@ -208,14 +218,23 @@ class TelegramAccount extends AccountConnection<AccountSettings> {
     if (read.refused) return read.refused;
     const update = read.value as Update | null;
     if (!update || typeof update !== 'object' || typeof update.update_id !== 'number') return refusal(400, 'bad_request', 'The body is not a Telegram update.');
+    if (update.callback_query) {
+      try {
+        await this.press(update.callback_query);
+      } catch (error) {
+        this.log.warn({ err: error }, 'a button press could not be handled; left for Telegram to deliver again');
+        return refusal(503, 'unavailable', 'The button press could not be handled now.');
+      }
+    }
     return storeThenAcknowledge(this.context, this.inbound(update), this.log, 'a Telegram update');
   }
 
-  async send(to: string, text: string, { editOf }: SendOptions = {}): Promise<SendReceipt> {
+  async send(to: string, text: string, { editOf, buttons }: SendOptions = {}): Promise<SendReceipt> {
     const api = this.api;
     if (!api || this.status.state !== 'connected') throw new ChannelSendError(`${this.channelId} account ${this.name} is ${this.status.state}; the message was not sent`);
     const post = async (body: string, html: boolean): Promise<SendReceipt> => {
-      const options = { ...(html ? { parse_mode: 'HTML' as const } : {}), link_preview_options: { is_disabled: true } };
+      // An edit without a keyboard takes the message's buttons away.
+      const options = { ...(html ? { parse_mode: 'HTML' as const } : {}), link_preview_options: { is_disabled: true }, ...(buttons?.length ? { reply_markup: inlineKeyboard(buttons) } : {}) };
       if (editOf !== undefined) {
         try {
           await api.editMessageText(to, Number(editOf), body, options);
@@ -301,6 +320,7 @@ export class TelegramChannel extends AccountChannel<TelegramAccount, AccountSett
   }
 
   readonly edits = true;
+  readonly buttons = true;
 
   receive(request: ChannelRequest): Promise<ChannelResponse> {
     return this.handOver(request);

@@ -1,0 +1,55 @@
+/**
+ * Buttons on Slack: a message's text with an actions block of buttons
+ * (Block Kit), and a press of one (a block_actions interaction, over Socket
+ * Mode or posted to the app's interactivity request URL) read as the gateway
+ * takes it. What the person who pressed is told goes to them alone
+ * (chat.postEphemeral).
+ */
+import type { ButtonPress, ChannelButton } from '../../kernel/channel.ts';
+
+/** Slack's longest text in a section block. */
+const SECTION_LIMIT = 3000;
+
+/** The blocks of a message with buttons: its text (when it fits a section; the message's text stands in otherwise), then the buttons. */
+export function blocksOf(mrkdwn: string, buttons: readonly ChannelButton[]): unknown[] {
+  return [
+    ...(mrkdwn.length <= SECTION_LIMIT ? [{ type: 'section', text: { type: 'mrkdwn', text: mrkdwn } }] : []),
+    {
+      type: 'actions',
+      elements: buttons.map((button, index) => ({ type: 'button', action_id: `gw_${index}`, text: { type: 'plain_text', text: button.label.slice(0, 75) }, value: button.data })),
+    },
+  ];
+}
+
+/** A block_actions interaction as it reaches the app. */
+export interface SlackInteraction {
+  type?: string;
+  user?: { id?: string; username?: string; name?: string };
+  channel?: { id?: string };
+  container?: { message_ts?: string; channel_id?: string };
+  message?: { ts?: string };
+  actions?: { action_id?: string; value?: string; type?: string }[];
+}
+
+/** The buttons pressed in an interaction (one, in practice); none for any other interaction. */
+export function pressesOf(payload: SlackInteraction | undefined, account: string): ButtonPress[] {
+  if (!payload || payload.type !== 'block_actions' || typeof payload.user?.id !== 'string' || !Array.isArray(payload.actions)) return [];
+  const chat = payload.channel?.id ?? payload.container?.channel_id;
+  const messageId = payload.container?.message_ts ?? payload.message?.ts;
+  return payload.actions.filter((action) => action?.type === 'button' && typeof action.value === 'string').map((action) => ({
+    account, sender: payload.user!.id!, senderName: payload.user!.username ?? payload.user!.name ?? payload.user!.id!, data: action.value!,
+    ...(chat ? { chat } : {}), ...(messageId ? { messageId } : {}),
+  }));
+}
+
+/** The interaction in an interactivity request's body (a form with its JSON in `payload`); undefined when the body is not one. */
+export function interactionIn(body: Buffer): SlackInteraction | undefined {
+  const payload = new URLSearchParams(body.toString('utf8')).get('payload');
+  if (payload === null) return undefined;
+  try {
+    const value = JSON.parse(payload) as unknown;
+    return value && typeof value === 'object' ? value as SlackInteraction : undefined;
+  } catch {
+    return undefined;
+  }
+}
