@@ -286,8 +286,9 @@ export class ExecApprovals {
    * longer attached.
    */
   async interruptLeftovers(): Promise<number> {
-    const gone = (await this.deps.store.liveDaemons()) ?? [this.deps.daemon];
-    const rows = await this.deps.store.all<Row>(`SELECT id FROM exec_approvals WHERE status = 'pending' AND (daemon IS NULL OR daemon NOT IN (${gone.map(() => '?').join(', ')}))`, ...gone);
+    const live = await this.deps.store.liveDaemons();
+    const alive = live?.length ? live : [this.deps.daemon];
+    const rows = await this.deps.store.all<Row>(`SELECT id FROM exec_approvals WHERE status = 'pending' AND (daemon IS NULL OR daemon NOT IN (${alive.map(() => '?').join(', ')}))`, ...alive);
     for (const row of rows) await this.expire(String(row.id), 'the daemon stopped while it waited');
     return rows.length;
   }
