@@ -183,6 +183,35 @@ describe('approvals in the chat: answered by button, by words, or from the CLI; 
     });
   });
 
+  describe('Slack over Socket Mode: an interaction in an envelope', () => {
+    it('a press comes as an interactive envelope, is acted on and acknowledged; the message loses its buttons', async () => {
+      const slack = await new SlackApi().start();
+      slack.channel('C0OPS0002');
+      const { home, base } = await askingHome({
+        'channels.slack': { enabled: true, apiRoot: slack.apiRoot, reconnectMaxDelayMs: 2000 },
+        approvals: { notify: [{ channel: 'slack', to: 'C0OPS0002' }], approvers: ['slack:UOPS00002'] },
+      });
+      try {
+        expect((await home.run(['secrets', 'set', 'channels.slack.botToken'], { input: slack.botToken })).code).to.equal(0);
+        expect((await home.run(['secrets', 'set', 'channels.slack.appToken'], { input: slack.appToken })).code).to.equal(0);
+        expect((await home.run(['start'])).code).to.equal(0);
+        await waitFor(() => (slack.connectedNow ? true : undefined), 20_000, 'Socket Mode');
+        const running = execOver(base, 'echo over the socket');
+        const request = await waitFor(() => slack.posted('C0OPS0002').find((call) => String(call.body.text).includes('echo over the socket')), 20_000, 'the request');
+        const blocks = typeof request.body.blocks === 'string' ? JSON.parse(request.body.blocks) : request.body.blocks;
+        const value = blocks.find((block: any) => block.type === 'actions').elements[0].value as string;
+        const acked = slack.acked.length;
+        slack.interactive(slack.blockAction({ user: 'UOPS00002', channel: 'C0OPS0002', messageTs: '1.000001', value }));
+        expect((await running).body.result.stdout).to.equal('over the socket\n');
+        await waitFor(() => (slack.acked.length > acked ? true : undefined), 10_000, 'the envelope acknowledged');
+        await waitFor(() => slack.updated('C0OPS0002').find((call) => String(call.body.text).includes('approved by slack:UOPS00002 (slack)')), 10_000, 'the request updated');
+      } finally {
+        home.cleanup();
+        await slack.stop();
+      }
+    });
+  });
+
   describe('Discord: message components and interactions', () => {
     let discord: DiscordApi;
     let home: Home;

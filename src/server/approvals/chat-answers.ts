@@ -57,6 +57,8 @@ export class ChatAnswers {
       return true;
     }
     const decided = await approvals.decide(reference, approve, { by: who, via: channel }, tx);
+    // Words that name no request are an ordinary message, an approver's too.
+    if (decided.outcome === 'unknown') return false;
     // The chats told of the request hear of its outcome already; elsewhere (a direct message to the gateway) the approver is answered.
     if (decided.outcome === 'decided' && notices.isTarget(notices.targets(), place)) return true;
     await this.deps.outbox.queue({ ...place, text: answerText(decided), key }, tx);
