@@ -13,7 +13,7 @@ import { answerText, type ExecApprovals } from './approvals.ts';
 import type { OperatorNotices } from './notices.ts';
 import type { Questions } from './questions.ts';
 
-/** An approver's answer in words: approve or reject, then the id or its short code. */
+/** An approver's answer in words, alone on the message's first line: approve or reject, then the id or its short code. */
 const TEXT_ANSWER = /^\s*(approve|reject)\s+(ap_[0-9a-f]{12}|[0-9a-f]{4,12})\s*[.!]?\s*$/i;
 const BUTTON = /^ap:([yn]):(ap_[0-9a-f]{12})$/;
 
@@ -37,7 +37,8 @@ export class ChatAnswers {
 
   /** Takes a message that is an answer (see InboundClaim), in the transaction that would have recorded it. */
   async claim(channel: string, message: InboundMessage, session: { kind: 'direct' | 'group'; peer: string }, tx: Tx): Promise<boolean> {
-    const words = TEXT_ANSWER.exec(message.text);
+    // The first line says it (a mail's signature may follow).
+    const words = TEXT_ANSWER.exec(message.text.trim().split('\n')[0] ?? '');
     if (words && await this.answerInWords(channel, message, words[1]!.toLowerCase() === 'approve', words[2]!, tx)) return true;
     return this.deps.questions.claim(channel, message, session, tx);
   }

@@ -60,6 +60,11 @@ export default defineModule<OperatorControl>({
       if (left > 0) ctx.log.warn({ approvals: left }, 'commands a stopped daemon left waiting for approval ended unanswered');
     });
     ctx.onStop(() => approvals.close());
+    // A chat told of requests, or an approver, on a channel that is not configured would never hear or be heard.
+    ctx.configCheck((next) => [
+      ...next.approvals.notify.map((target, index) => ({ key: `approvals.notify[${index}].channel`, channel: target.channel })),
+      ...next.approvals.approvers.map((entry, index) => ({ key: `approvals.approvers[${index}]`, channel: entry.slice(0, entry.indexOf(':')) })),
+    ].filter(({ channel }) => !next.channels[channel]).map(({ key, channel }) => `${key}: no channel ${channel} is configured (gateway config set channels.${channel} ...)`));
     retention('execApprovals', (retentionMs) => approvals.prune(retentionMs));
 
     ctx.rpc.method({ name: 'approvals.list', handler: async () => ({ approvals: await approvals.list() }) });
