@@ -12,8 +12,8 @@ import type { McpServerSettings } from '../../shared/config/types.ts';
 import type { McpServerInfo } from '../../shared/protocol/results.ts';
 import { mcpUrlProblem } from '../../shared/mcp-url.ts';
 import { errorResponse, ref } from '../kernel/api-doc.ts';
-import { DomainError } from '../kernel/errors.ts';
-import { defineModule, type ToolDef } from '../kernel/module.ts';
+import { answerOf, DomainError } from '../kernel/errors.ts';
+import { defineModule, type RouteContext, type RouteVerifier, type ToolDef } from '../kernel/module.ts';
 import jobsModule from '../jobs/module.ts';
 import toolsModule from '../tools/module.ts';
 import { CALLBACK_SCRIPT, callbackPage, resultPage, STYLE_HASH } from './callback-page.ts';
@@ -42,6 +42,15 @@ interface CallbackInput {
   error?: string;
   error_description?: string;
 }
+
+/** A callback whose state held: its authorization response and the login it finishes. */
+interface Callback {
+  input: CallbackInput;
+  flow: Flow;
+}
+
+/** A form posted by a browser that reads the answer as a page (the callback page's button without JavaScript). */
+const wantsPage = (http: RouteContext): boolean => http.received?.type !== 'application/json' && http.accepts('json', 'html') === 'html';
 
 const text = (value: unknown, max: number): string | undefined => (typeof value === 'string' && value.length > 0 ? value.slice(0, max) : undefined);
 
@@ -210,14 +219,26 @@ export default defineModule({
       return new DomainError('upstream', `${what}: ${message}.`);
     };
 
-    /** Finishes a login with the authorization response: state taken once, iss checked, code exchanged with the verifier and the resource. */
-    const finishLogin = async (input: CallbackInput, address: string): Promise<McpServerInfo> => {
-      if (!input.state) throw new DomainError('invalid', 'The authorization response has no state.', { code: 'invalid_state' });
-      const flow = await flows.take(input.state);
-      if (!flow) {
-        ctx.log.warn({ address }, 'MCP login callback with an unknown, used or expired state');
-        throw new DomainError('invalid', 'This login is unknown, already finished or expired (a login lasts 10 minutes); start it again with gateway mcp login <server>.', { code: 'invalid_state' });
-      }
+    /**
+     * The callback's credential, checked by the pipeline before its handler:
+     * the state of a login this gateway started, taken once (kept hashed,
+     * single use, 10 minutes). Its login, with the authorization response.
+     */
+    const callbackState: RouteVerifier = {
+      body: async (req, { value }): Promise<Callback> => {
+        const input = callbackInput(value);
+        if (!input.state) throw new DomainError('invalid', 'The authorization response has no state.', { code: 'invalid_state' });
+        const flow = await flows.take(input.state);
+        if (!flow) {
+          ctx.log.warn({ address: req.socket.remoteAddress }, 'MCP login callback with an unknown, used or expired state');
+          throw new DomainError('invalid', 'This login is unknown, already finished or expired (a login lasts 10 minutes); start it again with gateway mcp login <server>.', { code: 'invalid_state' });
+        }
+        return { input, flow };
+      },
+    };
+
+    /** Finishes a login with the authorization response to its state: iss checked, code exchanged with the verifier and the resource. */
+    const finishLogin = async ({ input, flow }: Callback, address: string): Promise<McpServerInfo> => {
       const entry = find(flow.server);
       if (input.error) {
         const code = input.error.replace(/[^a-z0-9_]/gi, '').slice(0, 64) || 'oauth_error';
@@ -280,30 +301,25 @@ export default defineModule({
       },
     });
     ctx.http.route({
-      method: 'POST', path: CALLBACK_PATH, auth: 'public',
+      method: 'POST', path: CALLBACK_PATH, auth: { verify: callbackState },
       body: { types: ['application/json', 'application/x-www-form-urlencoded'], limit: CALLBACK_MAX_BYTES },
+      // A browser's form reads a page, for the login's own refusals too (from its state on); every other caller, the error body.
+      errorBody: (error, http) => {
+        if (!http.received || !wantsPage(http) || error.kind === 'internal') return answerOf(error).body;
+        http.set(SECURITY_HEADERS);
+        http.type = 'text/html; charset=utf-8';
+        return resultPage(false, error.message);
+      },
       handler: async (http) => {
-        const { type, value } = http.received!;
-        const input = callbackInput(value);
-        const address = http.req.socket.remoteAddress ?? 'unknown';
-        const html = type !== 'application/json' && http.accepts('json', 'html') === 'html';
-        try {
-          const info = await finishLogin(input, address);
-          if (html) {
-            http.set(SECURITY_HEADERS);
-            http.type = 'text/html; charset=utf-8';
-            http.body = resultPage(true, `MCP server ${info.name} is connected${info.state === 'connected' ? ` with ${info.tools} tool${info.tools === 1 ? '' : 's'}` : ` (${info.state})`}. You can close this page.`);
-            return;
-          }
-          http.set('cache-control', 'no-store');
-          http.body = { connected: info.state === 'connected', server: info };
-        } catch (error) {
-          if (!html || !(error instanceof DomainError)) throw error;
+        const info = await finishLogin(http.verified as Callback, http.req.socket.remoteAddress ?? 'unknown');
+        if (wantsPage(http)) {
           http.set(SECURITY_HEADERS);
-          http.status = error.status;
           http.type = 'text/html; charset=utf-8';
-          http.body = resultPage(false, error.message);
+          http.body = resultPage(true, `MCP server ${info.name} is connected${info.state === 'connected' ? ` with ${info.tools} tool${info.tools === 1 ? '' : 's'}` : ` (${info.state})`}. You can close this page.`);
+          return;
         }
+        http.set('cache-control', 'no-store');
+        http.body = { connected: info.state === 'connected', server: info };
       },
     });
     ctx.http.document({
