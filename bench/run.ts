@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, type LoadResult, loadFrom, machineLoad, median, ms, printFigures, rssKiB, sleep, startBare, step, timeCommand, type Figure } from './support.ts';
 import { runConnectBench } from './connect.ts';
+import { runPipelineFigures } from './pipeline.ts';
 import { type BenchProfile, runWebhookFigures, WEBHOOK_BENCH_SECRET } from './webhooks.ts';
 import { runPostgresBench } from './postgres.ts';
 import { runPluginBench, writeBenchPlugin } from './plugins.ts';
@@ -28,7 +29,7 @@ const daemonPid = (): number => JSON.parse(readFileSync(join(home, 'profiles/ben
 
 
 const figures: Figure[] = [];
-/** BENCH_ONLY=mcp,control-ui runs only those sections (start, foundation, connect, plugins, mcp, control-ui, webhooks, stacks, agents, channels, automations, tools, postgres; channels-soak only when named). */
+/** BENCH_ONLY=mcp,control-ui runs only those sections (start, foundation, pipeline, connect, plugins, mcp, control-ui, webhooks, stacks, agents, channels, automations, tools, postgres; channels-soak only when named). */
 const only = new Set((process.env.BENCH_ONLY ?? '').split(',').map((name) => name.trim()).filter(Boolean));
 const wants = (section: string) => only.size === 0 || only.has(section);
 try {
@@ -108,6 +109,12 @@ try {
     await sleep(200);
     const rssLoaded = rssKiB(pid);
     figures.push({ name: 'daemon RSS after load + API request', value: `${(rssLoaded / 1024).toFixed(1)} MB`, baseline: `${(bareRss / 1024).toFixed(1)} MB bare server`, comparison: `+${((rssLoaded - bareRss) / 1024).toFixed(1)} MB`, target: '(informational)', ok: true });
+  }
+
+  if (wants('pipeline')) {
+    // The same seven short rounds as the probe above, for the same reason.
+    step('the HTTP pipeline alone beside a bare node:http server: GET /healthz and a signed webhook route, 7 alternating rounds of 3 s each');
+    figures.push(...(await runPipelineFigures({ rounds: 7, seconds: 3 })));
   }
 
   const token = JSON.parse(readFileSync(join(home, 'profiles/bench/secrets.json'), 'utf8')).secrets['gateway.token'];

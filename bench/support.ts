@@ -98,7 +98,7 @@ export interface LoadResult {
 export const ms = (value: number): string => (Number.isInteger(value) ? String(value) : value.toFixed(1));
 
 /** Load from a process of its own (bench/load-process.ts): GET a URL, or POST signed deliveries to it. */
-export function loadFrom(options: { url: string; connections: number; duration: number; deliveries?: boolean; payload?: '1k' | '2-8k' }): Promise<LoadResult> {
+export function loadFrom(options: { url: string; connections: number; duration: number; deliveries?: boolean; payload?: '1k' | '2-8k' | 'small' }): Promise<LoadResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [new URL('./load-process.ts', import.meta.url).pathname, JSON.stringify(options)], { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
