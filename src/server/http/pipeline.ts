@@ -188,31 +188,33 @@ export const earlyRoute = (route: FastRoute, deps: PipelineDeps): EarlyRoute => 
  * Serves a route answered before the application: its checks, then its
  * handler; any refusal or failure answers the common error body with the
  * request id. The route's own refusals (its authentication onwards) are told
- * to it. Returns at once when nothing had to wait.
+ * to it. Returns at once when nothing had to wait, having made no closure.
  */
 export function serveEarly(early: EarlyRoute, exchange: EarlyExchange, onUnexpected: (error: unknown) => void): void | Promise<void> {
-  const { route, checks } = early;
-  const refuse = (error: unknown) => {
-    if (exchange.step >= checks.own) route.refused?.(error);
-    answerError(exchange, error, onUnexpected, route.unexpected);
-  };
-  const fail = (error: unknown) => answerError(exchange, error, onUnexpected, route.unexpected);
-  const handle = (): void | Promise<void> => {
-    let answered: unknown;
-    try {
-      answered = route.handler(exchange);
-    } catch (error) {
-      return fail(error);
-    }
-    return isPromise(answered) ? answered.then(() => undefined, fail) : undefined;
-  };
   let checked: void | Promise<void>;
   try {
-    checked = runChecks(checks.list, exchange);
+    checked = runChecks(early.checks.list, exchange);
   } catch (error) {
-    return refuse(error);
+    return refuseEarly(early, exchange, error, onUnexpected);
   }
-  return checked === undefined ? handle() : checked.then(handle, refuse);
+  if (checked === undefined) return handleEarly(early, exchange, onUnexpected);
+  return checked.then(() => handleEarly(early, exchange, onUnexpected), (error: unknown) => refuseEarly(early, exchange, error, onUnexpected));
+}
+
+function handleEarly(early: EarlyRoute, exchange: EarlyExchange, onUnexpected: (error: unknown) => void): void | Promise<void> {
+  let answered: unknown;
+  try {
+    answered = early.route.handler(exchange);
+  } catch (error) {
+    return answerError(exchange, error, onUnexpected, early.route.unexpected);
+  }
+  if (!isPromise(answered)) return undefined;
+  return answered.then(() => undefined, (error: unknown) => answerError(exchange, error, onUnexpected, early.route.unexpected));
+}
+
+function refuseEarly(early: EarlyRoute, exchange: EarlyExchange, error: unknown, onUnexpected: (error: unknown) => void): void {
+  if (exchange.step >= early.checks.own) early.route.refused?.(error);
+  answerError(exchange, error, onUnexpected, early.route.unexpected);
 }
 
 /** The common error body for any thrown value, with the request id. */
