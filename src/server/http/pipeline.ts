@@ -19,7 +19,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { holds, queryCarriesCredential, queryCredentialRefused } from '../auth/http-auth.ts';
-import { sendError } from '../kernel/answer.ts';
+import { type IdentifiedResponse, sendError } from '../kernel/answer.ts';
 import { readBody, type ReceivedBody } from '../kernel/body.ts';
 import { DomainError, methodNotAllowed, rateLimited } from '../kernel/errors.ts';
 import type { Budget, FastRoute, Principal, RawExchange, RouteRules } from '../kernel/registration.ts';
@@ -170,6 +170,8 @@ export class EarlyExchange implements Exchange, RawExchange {
     this.req = req;
     this.res = res;
     this.requestId = requestId;
+    // Written with the answer's headers in its one writeHead (kernel/answer.ts).
+    (res as IdentifiedResponse).requestId = requestId;
   }
   abandon(): void {
     this.res.setHeader('connection', 'close');
@@ -206,19 +208,14 @@ function handleEarly(early: EarlyRoute, exchange: EarlyExchange, onUnexpected: (
   try {
     answered = early.route.handler(exchange);
   } catch (error) {
-    return answerError(exchange, error, onUnexpected, early.route.unexpected);
+    return sendError(exchange.res, error, onUnexpected, early.route.unexpected);
   }
   if (!isPromise(answered)) return undefined;
-  return answered.then(() => undefined, (error: unknown) => answerError(exchange, error, onUnexpected, early.route.unexpected));
+  return answered.then(() => undefined, (error: unknown) => sendError(exchange.res, error, onUnexpected, early.route.unexpected));
 }
 
 function refuseEarly(early: EarlyRoute, exchange: EarlyExchange, error: unknown, onUnexpected: (error: unknown) => void): void {
   if (exchange.step >= early.checks.own) early.route.refused?.(error);
-  answerError(exchange, error, onUnexpected, early.route.unexpected);
+  sendError(exchange.res, error, onUnexpected, early.route.unexpected);
 }
 
-/** The common error body for any thrown value, with the request id. */
-export function answerError(exchange: EarlyExchange, error: unknown, onUnexpected: (error: unknown) => void, unexpectedMessage?: string): void {
-  if (!exchange.res.headersSent) exchange.res.setHeader('x-request-id', exchange.requestId);
-  sendError(exchange.res, error, onUnexpected, unexpectedMessage);
-}

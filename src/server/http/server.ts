@@ -92,7 +92,7 @@ export function createHttpServer(options: HttpServerOptions): Server {
     const path = query === -1 ? url : url.slice(0, query);
     const probe = probes.get(path);
     if (probe) {
-      // A probe writes its request id with its one writeHead; most are answered at once, and told now.
+      // Most probes are answered at once: told now, without waiting for the response's finish.
       serveEarly(probe, new EarlyExchange(req, res, id), onUnexpected);
       if (started >= 0) {
         if (res.writableEnded) tell(req, res, started);
@@ -101,13 +101,13 @@ export function createHttpServer(options: HttpServerOptions): Server {
       return;
     }
     if (started >= 0) watchRequest(req, res, started);
-    res.setHeader('x-request-id', id);
     const fast = options.fastRoute(path);
     if (fast) {
       // Observed under its template once path and method match, as the application's routes are.
       if (fast.methods.includes(req.method!)) (res as Routed).gatewayRoute = fast.path;
       return void serveEarly(earlyOf(fast), new EarlyExchange(req, res, id), onUnexpected);
     }
+    res.setHeader('x-request-id', id);
     if (loaded) return void loaded(req, res);
     handler ??= loadHandler();
     handler.then((handle) => handle(req, res), (error: unknown) => {

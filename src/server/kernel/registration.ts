@@ -133,7 +133,11 @@ export interface FastRoute extends RouteRules {
   refused?: (error: unknown) => void;
   /** What an unexpected failure says when the route has more to tell its caller than the generic message. */
   unexpected?: string;
-  /** Answers the request (sendJson); a failure it throws or rejects with is answered with the error body. */
+  /**
+   * Answers the request with sendJson or sendEmpty (kernel/answer.ts), which
+   * write its request id; a failure it throws or rejects with is answered
+   * with the error body.
+   */
   handler: (exchange: RawExchange) => unknown | Promise<unknown>;
 }
 
@@ -141,7 +145,7 @@ export interface FastRoute extends RouteRules {
 export interface RawExchange {
   readonly req: IncomingMessage;
   readonly res: ServerResponse;
-  /** The request's id, already on the response's headers (x-request-id). */
+  /** The request's id, written with the answer (x-request-id) by sendJson and sendEmpty. */
   readonly requestId: string;
   /** The caller, for a route that authenticates one. */
   readonly principal?: Principal;

@@ -90,8 +90,6 @@ export interface SignatureOptions {
   refusal: (presented: boolean) => DomainError;
 }
 
-const HEX_DIGEST = /^[0-9a-f]{64}$/i;
-
 /**
  * An HMAC-SHA256 signature of the raw body (never of re-serialised JSON) under
  * one of the secrets, as `<prefix><hex>`: whether a secret is configured is
@@ -99,20 +97,23 @@ const HEX_DIGEST = /^[0-9a-f]{64}$/i;
  * tried, so the time taken does not say which one matched.
  */
 export function hmacSignature(options: SignatureOptions): RouteVerifier {
+  const { signed } = options;
+  const form = new RegExp(`^\\s*${options.prefix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}([0-9a-f]{64})\\s*$`, 'i');
   return {
     headers: (req) => {
       if (options.secrets().length === 0) throw options.unconfigured(req);
     },
     body: (req, body: ReceivedBody) => {
-      const header = headerOf(req, options.header)?.trim();
-      const hex = header?.toLowerCase().startsWith(options.prefix.toLowerCase()) ? header.slice(options.prefix.length) : undefined;
-      if (hex === undefined || !HEX_DIGEST.test(hex)) throw options.refusal(header !== undefined);
-      const parts = options.signed ? options.signed(req, body.raw) : [body.raw];
+      const header = headerOf(req, options.header);
+      const hex = header === undefined ? undefined : form.exec(header)?.[1];
+      if (hex === undefined) throw options.refusal(header !== undefined);
+      const parts = signed?.(req, body.raw);
       const given = Buffer.from(hex, 'hex');
       let ok = false;
       for (const secret of options.secrets()) {
         const hmac = createHmac('sha256', secret);
-        for (const part of parts) hmac.update(part);
+        if (parts) for (const part of parts) hmac.update(part);
+        else hmac.update(body.raw);
         ok = timingSafeEqual(hmac.digest(), given) || ok;
       }
       if (!ok) throw options.refusal(true);

@@ -8,7 +8,7 @@ import { HttpAuthenticator } from '../../../../src/server/auth/http-auth.ts';
 import { AuthLockout, RequestBudget } from '../../../../src/server/auth/throttle.ts';
 import { createHttpServer } from '../../../../src/server/http/server.ts';
 import { probeRoutes } from '../../../../src/server/http/probes.ts';
-import { sendJson } from '../../../../src/server/kernel/answer.ts';
+import { sendEmpty, sendJson } from '../../../../src/server/kernel/answer.ts';
 import { DomainError } from '../../../../src/server/kernel/errors.ts';
 import type { FastRoute, HttpRoute, Principal, RouteContext } from '../../../../src/server/kernel/module.ts';
 import { TableBuilder } from '../../../../src/server/kernel/registry.ts';
@@ -88,6 +88,7 @@ async function startPipeline(): Promise<Pipeline> {
       handler: ({ res, received }) => sendJson(res, 200, { received: received?.value ?? null }),
     },
     { path: '/early/limited', methods: ['GET'], auth: 'public', budget: new RequestBudget(3, 60_000), handler: ({ res }) => sendJson(res, 200, {}) },
+    { path: '/early/empty', methods: ['DELETE'], auth: 'public', handler: ({ res }) => sendEmpty(res, 204) },
   ];
   const server = createHttpServer({
     logger: log, config: () => config, exposed: false, readiness: () => 'ready', problems: () => ({}), detail: () => ({ profile: 'unit' }),
@@ -265,7 +266,8 @@ describe('the HTTP pipeline', function () {
   describe('request ids and the error body', () => {
     it('gives every answer an id of its own, and keeps a well-formed one the caller sends', async () => {
       const answers = await Promise.all(['/healthz', '/readyz', '/nowhere', '/app/public', '/app/admin'].map((path) => request(path)));
-      answers.push(await post('/early/signed', '{}'));
+      answers.push(await post('/early/signed', '{}'), await post('/early/hook/x', '{}', { ...json, 'x-hook-token': HOOK_SECRET }), await request('/early/empty', { method: 'DELETE' }));
+      expect(answers.at(-1)!.status).to.equal(204);
       const ids = answers.map((answer) => answer.headers.get('x-request-id'));
       for (const id of ids) expect(id).to.match(ID);
       expect(new Set(ids).size).to.equal(ids.length);
