@@ -8,7 +8,7 @@ import { answerOf, methodNotAllowed, toDomainError } from '../kernel/errors.ts';
 import type { HttpRoute, Principal, RouteContext } from '../kernel/module.ts';
 import type { Routed } from '../kernel/observe.ts';
 import type { RegistryTable, RouteMatch } from '../kernel/registry.ts';
-import { checksOf, type Checks, type Exchange, notFound, runChecks, unmatchedChecks } from './pipeline.ts';
+import { checksOf, type Checks, type Exchange, notFound, type PipelineDeps, runChecks, unmatchedChecks } from './pipeline.ts';
 import { requestIds } from './request-id.ts';
 
 export interface HttpAppOptions {
@@ -132,7 +132,7 @@ class KoaExchange implements Exchange {
  * ctx.received and ctx.verified), with its path parameters in ctx.params,
  * then its handler. A path no route claims takes the common checks, then 404.
  */
-function routesLayer(deps: Parameters<typeof checksOf>[1]) {
+function routesLayer(deps: PipelineDeps) {
   const unmatched = unmatchedChecks(deps);
   // Put together at a route's first request: a table lives until the next reload, and its routes with it.
   const compiled = new WeakMap<HttpRoute, Checks>();
@@ -140,7 +140,7 @@ function routesLayer(deps: Parameters<typeof checksOf>[1]) {
     let checks = compiled.get(route);
     if (!checks) {
       const admit = route.admit;
-      checks = checksOf(route, deps, admit ? { admit: (exchange) => admit((exchange as KoaExchange).ctx) as void | Promise<void> } : {});
+      checks = checksOf(route, deps, admit ? { admit: (exchange) => admit((exchange as KoaExchange).ctx) } : {});
       compiled.set(route, checks);
     }
     return checks;

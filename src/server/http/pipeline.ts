@@ -48,8 +48,8 @@ export interface PipelineDeps {
   budget: Budget;
 }
 
-/** One check: nothing, or a promise when it must wait; a refusal is thrown (or rejected). */
-export type Check = (exchange: Exchange) => void | Promise<void>;
+/** One check: a promise when it must wait, anything else once done; a refusal is thrown (or rejected). */
+export type Check = (exchange: Exchange) => unknown;
 
 /** The checks of one route, and from which of them a refusal is the route's own (told to FastRoute.refused). */
 export interface Checks {
@@ -152,7 +152,7 @@ export function runChecks(checks: readonly Check[], exchange: Exchange & { step?
   for (let index = from; index < checks.length; index++) {
     exchange.step = index;
     const waiting = checks[index]!(exchange);
-    if (waiting !== undefined) return waiting.then(() => runChecks(checks, exchange, index + 1));
+    if (isPromise(waiting)) return waiting.then(() => runChecks(checks, exchange, index + 1));
   }
   return undefined;
 }
