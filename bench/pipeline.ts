@@ -7,13 +7,14 @@
  * the two and the figure is the median of the rounds' ratios.
  */
 import { spawn } from 'node:child_process';
-import { freePort, type Figure, type LoadResult, loadFrom, machineLoad, median, ms, readyLine } from './support.ts';
+import { freePort, type Figure, type LoadResult, loadFrom, machineLoad, median, ms, OWN_SESSION, readyLine } from './support.ts';
 
 const SERVER = new URL('./pipeline-server.ts', import.meta.url).pathname;
 
 async function startServer(kind: 'gateway' | 'bare'): Promise<{ url: string; stop: () => void }> {
   const port = await freePort();
-  const child = spawn(process.execPath, [SERVER, String(port), kind], { stdio: ['ignore', 'pipe', 'inherit'] });
+  // Each in a session of its own, as the daemon and the bare server of the other figures run (support.ts).
+  const child = spawn(process.execPath, [SERVER, String(port), kind], { stdio: ['ignore', 'pipe', 'inherit'], ...OWN_SESSION });
   await readyLine(child, /listening/, `the ${kind} pipeline server`);
   return { url: `http://127.0.0.1:${port}`, stop: () => child.kill('SIGKILL') };
 }
