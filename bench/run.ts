@@ -4,7 +4,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, type LoadResult, loadFrom, machineLoad, median, ms, printFigures, rssKiB, sleep, startBare, step, timeCommand, type Figure } from './support.ts';
+import { cpuComparison, freePort, type LoadResult, loadFrom, machineLoad, median, ms, printFigures, rssKiB, sleep, startBare, step, timeCommand, type Figure } from './support.ts';
 import { runConnectBench } from './connect.ts';
 import { runPipelineFigures } from './pipeline.ts';
 import { type BenchProfile, runWebhookFigures, WEBHOOK_BENCH_SECRET } from './webhooks.ts';
@@ -93,15 +93,15 @@ try {
     const coldBare = await loadFrom({ url: `http://127.0.0.1:${barePort}/healthz`, connections: 50, duration: 2 });
     const coldGateway = await loadFrom({ url: `http://127.0.0.1:${port}/healthz`, connections: 50, duration: 2 });
     for (let round = 0; round < probeRounds; round++) {
-      bareRuns.push(await loadFrom({ url: `http://127.0.0.1:${barePort}/healthz`, connections: 50, duration: probeSeconds }));
-      gatewayRuns.push(await loadFrom({ url: `http://127.0.0.1:${port}/healthz`, connections: 50, duration: probeSeconds }));
+      bareRuns.push(await loadFrom({ url: `http://127.0.0.1:${barePort}/healthz`, connections: 50, duration: probeSeconds }, bare.pid));
+      gatewayRuns.push(await loadFrom({ url: `http://127.0.0.1:${port}/healthz`, connections: 50, duration: probeSeconds }, pid));
     }
     bare.stop();
     const ratio = median(gatewayRuns.map((run, round) => run.rps / bareRuns[round]!.rps));
     figures.push({
       name: `GET /healthz, 50 conns, median of ${probeRounds} alternating rounds`, value: `${median(gatewayRuns.map((run) => run.rps)).toFixed(0)} req/s (p99 ${ms(median(gatewayRuns.map((run) => run.p99)))} ms)`,
       baseline: `${median(bareRuns.map((run) => run.rps)).toFixed(0)} req/s bare (p99 ${ms(median(bareRuns.map((run) => run.p99)))} ms); load ${loadBefore}, ${bareRuns[0]!.generator}`,
-      comparison: `${ratio.toFixed(2)}x (first 2 s of load: ${(coldGateway.rps / coldBare.rps).toFixed(2)}x)`, target: '>= 0.95x', ok: ratio >= 0.95,
+      comparison: `${ratio.toFixed(2)}x (first 2 s of load: ${(coldGateway.rps / coldBare.rps).toFixed(2)}x); ${cpuComparison(gatewayRuns, bareRuns)}`, target: '>= 0.95x', ok: ratio >= 0.95,
     });
 
     // Informational: the HTTP application loads on the first non-probe request.
