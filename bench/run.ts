@@ -4,8 +4,9 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, type LoadResult, loadFrom, machineLoad, median, ms, printFigures, rssKiB, sleep, startBare, step, timeCommand, type Figure } from './support.ts';
+import { cpuComparison, freePort, type LoadResult, loadFrom, machineLoad, median, ms, printFigures, rssKiB, sleep, startBare, step, timeCommand, type Figure } from './support.ts';
 import { runConnectBench } from './connect.ts';
+import { runPipelineFigures } from './pipeline.ts';
 import { type BenchProfile, runWebhookFigures, WEBHOOK_BENCH_SECRET } from './webhooks.ts';
 import { runPostgresBench } from './postgres.ts';
 import { runPluginBench, writeBenchPlugin } from './plugins.ts';
@@ -28,7 +29,7 @@ const daemonPid = (): number => JSON.parse(readFileSync(join(home, 'profiles/ben
 
 
 const figures: Figure[] = [];
-/** BENCH_ONLY=mcp,control-ui runs only those sections (start, foundation, connect, plugins, mcp, control-ui, webhooks, stacks, agents, channels, automations, tools, postgres; channels-soak only when named). */
+/** BENCH_ONLY=mcp,control-ui runs only those sections (start, foundation, pipeline, connect, plugins, mcp, control-ui, webhooks, stacks, agents, channels, automations, tools, postgres; channels-soak only when named). */
 const only = new Set((process.env.BENCH_ONLY ?? '').split(',').map((name) => name.trim()).filter(Boolean));
 const wants = (section: string) => only.size === 0 || only.has(section);
 try {
@@ -92,15 +93,15 @@ try {
     const coldBare = await loadFrom({ url: `http://127.0.0.1:${barePort}/healthz`, connections: 50, duration: 2 });
     const coldGateway = await loadFrom({ url: `http://127.0.0.1:${port}/healthz`, connections: 50, duration: 2 });
     for (let round = 0; round < probeRounds; round++) {
-      bareRuns.push(await loadFrom({ url: `http://127.0.0.1:${barePort}/healthz`, connections: 50, duration: probeSeconds }));
-      gatewayRuns.push(await loadFrom({ url: `http://127.0.0.1:${port}/healthz`, connections: 50, duration: probeSeconds }));
+      bareRuns.push(await loadFrom({ url: `http://127.0.0.1:${barePort}/healthz`, connections: 50, duration: probeSeconds }, bare.pid));
+      gatewayRuns.push(await loadFrom({ url: `http://127.0.0.1:${port}/healthz`, connections: 50, duration: probeSeconds }, pid));
     }
     bare.stop();
     const ratio = median(gatewayRuns.map((run, round) => run.rps / bareRuns[round]!.rps));
     figures.push({
       name: `GET /healthz, 50 conns, median of ${probeRounds} alternating rounds`, value: `${median(gatewayRuns.map((run) => run.rps)).toFixed(0)} req/s (p99 ${ms(median(gatewayRuns.map((run) => run.p99)))} ms)`,
       baseline: `${median(bareRuns.map((run) => run.rps)).toFixed(0)} req/s bare (p99 ${ms(median(bareRuns.map((run) => run.p99)))} ms); load ${loadBefore}, ${bareRuns[0]!.generator}`,
-      comparison: `${ratio.toFixed(2)}x (first 2 s of load: ${(coldGateway.rps / coldBare.rps).toFixed(2)}x)`, target: '>= 0.95x', ok: ratio >= 0.95,
+      comparison: `${ratio.toFixed(2)}x (first 2 s of load: ${(coldGateway.rps / coldBare.rps).toFixed(2)}x); ${cpuComparison(gatewayRuns, bareRuns)}`, target: '>= 0.95x', ok: ratio >= 0.95,
     });
 
     // Informational: the HTTP application loads on the first non-probe request.
@@ -108,6 +109,12 @@ try {
     await sleep(200);
     const rssLoaded = rssKiB(pid);
     figures.push({ name: 'daemon RSS after load + API request', value: `${(rssLoaded / 1024).toFixed(1)} MB`, baseline: `${(bareRss / 1024).toFixed(1)} MB bare server`, comparison: `+${((rssLoaded - bareRss) / 1024).toFixed(1)} MB`, target: '(informational)', ok: true });
+  }
+
+  if (wants('pipeline')) {
+    // The same seven short rounds as the probe above, for the same reason.
+    step('the HTTP pipeline alone beside a bare node:http server: GET /healthz and a signed webhook route, 7 alternating rounds of 3 s each');
+    figures.push(...(await runPipelineFigures({ rounds: 7, seconds: 3 })));
   }
 
   const token = JSON.parse(readFileSync(join(home, 'profiles/bench/secrets.json'), 'utf8')).secrets['gateway.token'];

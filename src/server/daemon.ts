@@ -137,7 +137,7 @@ export class Daemon {
     const host = new ModuleHost(this.parts.modules ?? BUILTIN_MODULES, {
       daemon: this.view(), config: () => this.config, store, secrets: this.secrets, events, connections: hub, lockout,
       credential: this.credential, logger: this.logger,
-      authenticate: (req) => authenticator.authenticate(req), addBearer: (verifier) => authenticator.addVerifier(verifier),
+      addBearer: (verifier) => authenticator.addVerifier(verifier),
       setOverlayIdentity: (identity) => authenticator.setOverlayIdentity(identity),
     });
     this.host = host;
