@@ -16,6 +16,7 @@ import { systemResolver } from './address-guard.ts';
 import { allowedCommand, Approvals } from './approvals.ts';
 import { runSandboxed, SANDBOX_USER, sandboxTools } from './sandbox.ts';
 import { fetchPage } from './web-fetch.ts';
+import { MAX_RESULTS, search, secretOfProvider } from './web-search.ts';
 import { FILE_LIMITS, Workspace } from './workspace.ts';
 
 /** What other modules (and tests) get from this one. */
@@ -62,6 +63,33 @@ export default defineModule<Toolbox>({
           maxBytes: Math.min(Number(args.maxBytes ?? web.maxBytes), web.maxBytes), timeoutMs: web.timeoutMs, maxRedirects: web.maxRedirects,
           allowPrivate: web.allowPrivate, userAgent: `gateway/${gatewayVersion()} (web.fetch)`,
         }, systemResolver);
+      },
+    });
+
+    // Search providers' keys are read once and again when `gateway secrets set` changes one.
+    const searchKeys = new Map<string, Promise<string | undefined>>();
+    ctx.watch.secrets(['tools.web.search.*'], () => void searchKeys.clear());
+    const searchKey = (provider: 'searxng' | 'brave' | 'tavily') => {
+      let key = searchKeys.get(provider);
+      if (!key) {
+        key = ctx.secrets.get(secretOfProvider(provider));
+        searchKeys.set(provider, key);
+        key.catch(() => searchKeys.delete(provider));
+      }
+      return key;
+    };
+    ctx.tools.add({
+      name: 'web.search',
+      description: 'Search the web: results as title, url and snippet, from the search provider the gateway is set up with. Read a result with web.fetch or browser.open.',
+      inputSchema: {
+        type: 'object', additionalProperties: false, required: ['query'],
+        properties: { query: { type: 'string', minLength: 1, maxLength: 400 }, count: { type: 'integer', minimum: 1, maximum: MAX_RESULTS } },
+      },
+      handler: (args) => {
+        const settings = ctx.config().tools.web.search;
+        const query = String(args.query).trim();
+        if (!query) throw new DomainError('invalid', 'query must hold words to search for.');
+        return search(query, Number(args.count ?? settings.count), settings, searchKey);
       },
     });
 

@@ -53,6 +53,8 @@ export const QUEUE_MODES = ['followup', 'collect', 'interrupt'] as const;
 export const TOOL_PROFILES = ['minimal', 'messaging', 'coding', 'full'] as const;
 export const EXEC_APPROVALS = ['off', 'ask', 'allowlist', 'full'] as const;
 export const MEMORY_SCOPES = ['person', 'agent'] as const;
+export const SEARCH_PROVIDERS = ['searxng', 'brave', 'tavily'] as const;
+export type SearchProvider = (typeof SEARCH_PROVIDERS)[number];
 export type MemoryScope = (typeof MEMORY_SCOPES)[number];
 export type ExecApproval = (typeof EXEC_APPROVALS)[number];
 export type ToolProfile = (typeof TOOL_PROFILES)[number];
@@ -463,6 +465,12 @@ export const configSchema: SchemaNode = object({
       maxBytes: int(2 * 1024 * 1024, 1024, 50 * 1024 * 1024, 'most bytes of a page web.fetch reads (once decompressed)'),
       timeoutMs: int(15_000, 1000, 120_000, 'longest a web.fetch may take, redirects included'),
       maxRedirects: int(5, 0, 20, 'redirects web.fetch follows'),
+      search: object({
+        provider: oneOf(SEARCH_PROVIDERS, undefined, 'who answers web.search: searxng (an instance of your own at tools.web.search.baseUrl, its JSON API, no key), brave (the Brave Search API, its key the secret tools.web.search.brave.apiKey) or tavily (the Tavily API, its key the secret tools.web.search.tavily.apiKey); unset, web.search answers 503'),
+        baseUrl: text('address of the search provider: the SearXNG instance (needed for searxng), or another address for the Brave or Tavily API (default: theirs)', API_ROOT),
+        count: int(5, 1, 20, 'results web.search answers when the call asks for no number'),
+        timeoutMs: int(10_000, 1000, 60_000, 'longest a search may take'),
+      }, 'web.search and who answers it'),
     }),
     exec: object({
       approval: oneOf(EXEC_APPROVALS, 'off', 'whether exec runs commands: off (refused), ask (an operator approves each: gateway approvals approve <id>), allowlist (commands matching tools.exec.allow run, others ask) or full (every command runs); always in the sandbox'),
@@ -480,7 +488,7 @@ export const configSchema: SchemaNode = object({
       tmpMB: int(64, 1, 65_536, 'size of the sandbox\'s private /tmp'),
       approvalTimeoutSeconds: int(300, 5, 86_400, 'how long an asked command waits for an operator before it is refused'),
     }),
-  }, 'the built-in tools: web.fetch, files.*, exec'),
+  }, 'the built-in tools: web.fetch, web.search, files.*, exec'),
   automations: ids(automation, 'automations by id: a trigger (a schedule, a webhook, a hook) and an action (an agent run, a message)'),
   runtime: object({
     defaultAgent: text('agent used when none is named (else the agent "default", else the first)', { pattern: ID }),

@@ -10,6 +10,8 @@ export const SECRET_NAMES = [
   'api.jwt.secret',
   'api.serviceKey',
   'store.password',
+  'tools.web.search.brave.apiKey',
+  'tools.web.search.tavily.apiKey',
 ] as const;
 
 /** A channel account's credentials: an IRC password, a bot's token, an app-level token. */
