@@ -15,7 +15,8 @@ import { defineModule, type ToolContext } from '../kernel/module.ts';
 import { systemResolver } from './address-guard.ts';
 import { allowedCommand, Approvals } from './approvals.ts';
 import { runSandboxed, SANDBOX_USER, sandboxTools } from './sandbox.ts';
-import { fetchPage } from './web-fetch.ts';
+import { Browsers, BROWSER_LIMITS } from './browsers.ts';
+import { fetchableUrl, fetchPage } from './web-fetch.ts';
 import { MAX_RESULTS, search, secretOfProvider } from './web-search.ts';
 import { FILE_LIMITS, Workspace } from './workspace.ts';
 
@@ -90,6 +91,63 @@ export default defineModule<Toolbox>({
         const query = String(args.query).trim();
         if (!query) throw new DomainError('invalid', 'query must hold words to search for.');
         return search(query, Number(args.count ?? settings.count), settings, searchKey);
+      },
+    });
+
+    const browsers = new Browsers({ profileDir, config: ctx.config, logger: ctx.log, workspaceOf: (agentId) => new Workspace(workspaceOf(agentId), owner) });
+    ctx.onStop(() => browsers.closeAll());
+    const PAGE = { type: 'string', pattern: '^p[0-9]{1,6}$', description: 'a page of this browser (default: the current one)' } as const;
+    const REF = { type: 'string', pattern: '^((f[0-9]{1,6})?e[0-9]{1,7}|[0-9]{1,7})$', description: 'a reference from the latest browser.snapshot, such as e12' } as const;
+    ctx.tools.add({
+      name: 'browser.open',
+      description: 'Open a web page (http or https) in a real browser, which runs its JavaScript: in the current page, or a new one with newPage. The browser is yours alone (its logins are kept for you) and reaches public addresses only. Read the page with browser.snapshot.',
+      inputSchema: {
+        type: 'object', additionalProperties: false, required: ['url'],
+        properties: { url: { type: 'string', minLength: 1, maxLength: 4096 }, newPage: { type: 'boolean' } },
+      },
+      handler: (args, context) => {
+        const url = fetchableUrl(String(args.url), 'browser.open');
+        return browsers.use(context.agent, context.person, true, (browser) => browser.open(url, args.newPage === true));
+      },
+    });
+    ctx.tools.add({
+      name: 'browser.snapshot',
+      description: 'Read the open page as text: its headings, text, links, buttons and fields, each element with a reference (e5) that browser.click and browser.type take.',
+      inputSchema: { type: 'object', additionalProperties: false, properties: { page: PAGE } },
+      handler: (args, context) => browsers.use(context.agent, context.person, false, (browser) => browser.snapshot(args.page as string | undefined)),
+    });
+    ctx.tools.add({
+      name: 'browser.click',
+      description: 'Click an element of the open page (a link, a button, a box) by its reference from the latest browser.snapshot; says whether the page changed.',
+      inputSchema: { type: 'object', additionalProperties: false, required: ['ref'], properties: { ref: REF, page: PAGE } },
+      handler: (args, context) => browsers.use(context.agent, context.person, false, (browser) => browser.click(String(args.ref), args.page as string | undefined)),
+    });
+    ctx.tools.add({
+      name: 'browser.type',
+      description: 'Type text into a field of the open page (by its reference from the latest browser.snapshot), replacing what it held; submit: true presses Enter after.',
+      inputSchema: {
+        type: 'object', additionalProperties: false, required: ['ref', 'text'],
+        properties: { ref: REF, text: { type: 'string', maxLength: 20_000 }, submit: { type: 'boolean' }, page: PAGE },
+      },
+      handler: (args, context) => browsers.use(context.agent, context.person, false, (browser) => browser.type(String(args.ref), String(args.text), args.submit === true, args.page as string | undefined)),
+    });
+    ctx.tools.add({
+      name: 'browser.screenshot',
+      description: 'Take a screenshot of the open page (the visible part, or the whole page up to 8000 pixels with fullPage): a PNG saved in the workspace under screenshots/, shown to models that take images.',
+      inputSchema: { type: 'object', additionalProperties: false, properties: { page: PAGE, fullPage: { type: 'boolean' } } },
+      handler: (args, context) => browsers.use(context.agent, context.person, false,
+        (browser) => browser.screenshot(args.page as string | undefined, args.fullPage === true, BROWSER_LIMITS.screenshotBytes)),
+    });
+    ctx.tools.add({
+      name: 'browser.close',
+      description: 'Close a page of the browser, or (without page) the whole browser; its logins are kept for the next time.',
+      inputSchema: { type: 'object', additionalProperties: false, properties: { page: PAGE } },
+      handler: async (args, context) => {
+        const running = browsers.running(context.agent, context.person);
+        if (!running) return { closed: 'none', pages: [] };
+        if (args.page !== undefined) return browsers.use(context.agent, context.person, false, (browser) => browser.closePage(String(args.page)));
+        await running.close('closed by browser.close');
+        return { closed: 'browser', pages: [] };
       },
     });
 

@@ -461,7 +461,7 @@ export const configSchema: SchemaNode = object({
   agents: ids(agent, 'agents by id'),
   tools: object({
     web: object({
-      allowPrivate: list({ type: 'string', pattern: '^(\\[[0-9A-Fa-f:.]+\\]|[^\\s:/\\[\\]]+):[0-9]{1,5}$' }, 'host:port pairs web.fetch may reach although they are loopback, private or link-local (such as an intranet wiki: wiki.internal:443)'),
+      allowPrivate: list({ type: 'string', pattern: '^(\\[[0-9A-Fa-f:.]+\\]|[^\\s:/\\[\\]]+):[0-9]{1,5}$' }, 'host:port pairs web.fetch and the browser may reach although they are loopback, private or link-local (such as an intranet wiki: wiki.internal:443)'),
       maxBytes: int(2 * 1024 * 1024, 1024, 50 * 1024 * 1024, 'most bytes of a page web.fetch reads (once decompressed)'),
       timeoutMs: int(15_000, 1000, 120_000, 'longest a web.fetch may take, redirects included'),
       maxRedirects: int(5, 0, 20, 'redirects web.fetch follows'),
@@ -472,6 +472,15 @@ export const configSchema: SchemaNode = object({
         timeoutMs: int(10_000, 1000, 60_000, 'longest a search may take'),
       }, 'web.search and who answers it'),
     }),
+    browser: object({
+      executablePath: text('the Chromium to run (default: the first of /usr/lib/chromium/chromium, /usr/bin/chromium, /usr/bin/chromium-browser); gateway doctor says when none is there', { maxLength: 4096 }),
+      pages: int(4, 1, 32, 'pages one browser may have open at once (popups count)'),
+      browsers: int(4, 1, 64, 'browsers open at once, one per agent and person: past it the one unused longest is closed, or the call is answered 429 while every one is busy'),
+      actionTimeoutSeconds: int(30, 1, 300, 'longest one browser action may take: opening a page, a click, typing, a snapshot, a screenshot'),
+      idleSeconds: int(300, 10, 86_400, 'a browser unused this long is closed (its profile, logins included, is kept)'),
+      memoryMB: int(1024, 256, 65_536, 'memory a browser and all its processes may use together (a control group; where the daemon can make none, no bound holds and gateway doctor says so)'),
+      downloadMB: int(50, 1, 4096, 'largest file a page may download (into the workspace\'s downloads/ folder)'),
+    }, 'the browser.* tools: a headless Chromium in a sandbox, every request it makes through the address guard'),
     exec: object({
       approval: oneOf(EXEC_APPROVALS, 'off', 'whether exec runs commands: off (refused), ask (an operator approves each: gateway approvals approve <id>), allowlist (commands matching tools.exec.allow run, others ask) or full (every command runs); always in the sandbox'),
       allow: list({ type: 'string', minLength: 1, maxLength: 512 }, 'commands that run without asking under the allowlist approval, matched word by word against what will run: the program exactly, then each argument exactly, * alone for one or more arguments, * inside a word for any characters of one (git status, git log *, ls *, npm run test:*); a * never covers an option that runs another command (git -c, find -exec, ssh -o: docs/security.md), and a command with ; | & $ ` < > ( ) an unquoted glob or a line break always asks'),
@@ -488,7 +497,7 @@ export const configSchema: SchemaNode = object({
       tmpMB: int(64, 1, 65_536, 'size of the sandbox\'s private /tmp'),
       approvalTimeoutSeconds: int(300, 5, 86_400, 'how long an asked command waits for an operator before it is refused'),
     }),
-  }, 'the built-in tools: web.fetch, web.search, files.*, exec'),
+  }, 'the built-in tools: web.fetch, web.search, browser.*, files.*, exec'),
   automations: ids(automation, 'automations by id: a trigger (a schedule, a webhook, a hook) and an action (an agent run, a message)'),
   runtime: object({
     defaultAgent: text('agent used when none is named (else the agent "default", else the first)', { pattern: ID }),

@@ -116,6 +116,7 @@ export interface GatewayConfig {
       allowPrivate: string[]; maxBytes: number; timeoutMs: number; maxRedirects: number;
       search: { provider?: SearchProvider; baseUrl?: string; count: number; timeoutMs: number };
     };
+    browser: { executablePath?: string; pages: number; browsers: number; actionTimeoutSeconds: number; idleSeconds: number; memoryMB: number; downloadMB: number };
     exec: {
       approval: ExecApproval; allow: string[]; network: boolean; timeoutSeconds: number; maxTimeoutSeconds: number; cpuSeconds: number; memoryMB: number;
       processes: number; outputBytes: number; fileMB: number; workspaceMB: number; concurrency: number; tmpMB: number; approvalTimeoutSeconds: number;
