@@ -6,6 +6,7 @@ import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import { freePort, Home, sleep, waitFor } from '../support/cli.ts';
 import { TestBrowser } from '../support/browser.ts';
+import { openaiText, openaiToolCalls, ScriptedUpstream } from '../support/scripted-upstream.ts';
 
 const TOKEN = 'browser-gateway-token-for-tests';
 const root = process.getuid?.() === 0;
@@ -325,5 +326,31 @@ describe('browser.* tools: a contained Chromium (e2e)', function () {
     expect((await invoke('browser.snapshot', {})).status).to.equal(404);
     const left = readdirSync('/tmp').filter((name) => name.startsWith(`gateway-browser-${home.lock().pid}-`));
     expect(left, 'its run folder removed').to.deep.equal([]);
+  });
+
+  it('an agent with the coding profile browses, and a model that takes images sees the screenshot', async () => {
+    const upstream = await new ScriptedUpstream().start();
+    try {
+      await home.set('models.providers.script', { kind: 'openai-compatible', baseUrl: upstream.url, models: ['m'], imageModels: ['m'], retries: { max: 0 } });
+      await home.set('agents.browser', { model: 'script/m', toolProfile: 'coding' });
+      upstream.enqueue(
+        openaiToolCalls([{ name: 'browser_open', args: { url: `${page}/next` } }]),
+        openaiToolCalls([{ name: 'browser_screenshot', args: {} }]),
+        openaiText('It shows the second page.'),
+      );
+      const chat = await home.run(['chat', '--agent', 'browser', 'What does the next page show?', '--json']);
+      expect(chat.code, chat.stderr).to.equal(0);
+      expect(chat.json.text).to.equal('It shows the second page.');
+      const names = upstream.requests[0]!.body.tools.map((tool: any) => tool.function.name);
+      expect(names).to.include.members(['browser_open', 'browser_snapshot', 'browser_click', 'browser_type', 'browser_screenshot', 'browser_close', 'web_search', 'web_fetch']);
+      const last = upstream.requests[2]!.body.messages;
+      const pictures = last.filter((message: any) => message.role === 'user' && Array.isArray(message.content));
+      expect(pictures, 'the screenshot shown as an image').to.have.length(1);
+      expect(pictures[0].content[0].text).to.match(/^The image browser\.screenshot made \(screenshots\/.*\.png\):$/);
+      expect(pictures[0].content[1].image_url.url).to.match(/^data:image\/png;base64,iVBOR/);
+      expect(existsSync(join(profile(), 'workspaces', 'browser', 'screenshots'))).to.equal(true);
+    } finally {
+      await upstream.stop();
+    }
   });
 });

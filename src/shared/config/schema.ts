@@ -289,7 +289,7 @@ const agent: SchemaNode = object({
   contextTokens: int(24_000, 500, 2_000_000, 'about how many tokens of the session\'s earlier messages the model reads (four characters a token); past them, the older ones are summarised'),
   clientTools: bool(false, 'let inference API clients pass tools of their own, which the client runs'),
   models: list(modelRef, 'backend models an inference API client may choose with the x-gateway-model header'),
-  toolProfile: oneOf(TOOL_PROFILES, undefined, 'a shorthand added to tools: minimal (memory), messaging (memory, messages, reminders), coding (memory, files, web.fetch, exec) or full (every tool); gateway.tools.allow and deny still apply'),
+  toolProfile: oneOf(TOOL_PROFILES, undefined, 'a shorthand added to tools: minimal (memory), messaging (memory, messages, reminders, web.search), coding (memory, files, web.fetch, web.search, browser.*, exec) or full (every tool); gateway.tools.allow and deny still apply'),
   workspace: text('folder the agent\'s files.* and exec work in (default: workspaces/<agent> in the profile\'s folder)', { maxLength: 4096 }),
   exec: object({ approval: oneOf(EXEC_APPROVALS, undefined, 'this agent\'s exec approval, over tools.exec.approval') }),
   memory: object({
