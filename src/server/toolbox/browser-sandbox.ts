@@ -43,6 +43,7 @@ const INSIDE = '/run/gateway';
 /** The relay, run by Node in the sandbox: listens, then starts Chromium with descriptors 0-4 as given (3 and 4 are Playwright's pipe). */
 const RELAY = `'use strict';
 // The browser sandbox's way out: each connection to 127.0.0.1:<port> here goes to the gateway's proxy socket (browser-sandbox.ts).
+const fs = require('node:fs');
 const net = require('node:net');
 const { spawn } = require('node:child_process');
 const [socketPath, port, program, ...args] = process.argv.slice(2);
@@ -60,7 +61,14 @@ relay.listen(Number(port), '127.0.0.1', () => {
   const browser = spawn(program, args, { stdio: [0, 1, 2, 3, 4] });
   for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP']) process.on(signal, () => browser.kill(signal));
   browser.on('error', (error) => { process.stderr.write('gateway relay: ' + error.message + '\\n'); process.exit(71); });
-  browser.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
+  // Chromium's other processes (its network service writing the cookies down) may outlive it a moment: the sandbox, and
+  // everything in it, ends when this does, so it waits for them (its /proc shows the sandbox's processes only).
+  browser.on('exit', (code, signal) => {
+    const until = Date.now() + 5000;
+    const others = () => fs.readdirSync('/proc').filter((name) => /^[0-9]+$/.test(name) && Number(name) !== 1 && Number(name) !== process.pid);
+    const wait = () => (others().length === 0 || Date.now() > until ? process.exit(code ?? (signal ? 1 : 0)) : setTimeout(wait, 50));
+    wait();
+  });
 });
 `;
 

@@ -45,9 +45,11 @@ export const SNAPSHOT_LIMITS = {
   screenshotHeight: 8000,
   /** How long after a click or a submit a navigation it started is waited for. */
   navigationStartMs: 400,
-  /** How long an action waits for a page's load event and for its network to settle, once its document is there. */
+  /** How long an action waits for a page's load event and for its requests to settle, once its document is there. */
   loadMs: 5000,
   settleMs: 1500,
+  /** How long without a request under way counts as settled. */
+  quietMs: 100,
   /** Past the action's own bound, how long before its page is closed. */
   graceMs: 3000,
   /** How long a page's title is waited for. */
@@ -111,6 +113,8 @@ export class BrowserSession {
   private readonly notes: string[] = [];
   private readonly downloaded: NonNullable<ActionNotes['downloads']> = [];
   private readonly downloading = new Set<Download>();
+  /** Requests under way, per page. */
+  private readonly inflight = new WeakMap<Page, number>();
   /** Downloads stopped for their size (their cancellation is no failure to report again). */
   private readonly stopped = new WeakSet<Download>();
   private downloadWatch: NodeJS.Timeout | undefined;
@@ -173,6 +177,10 @@ export class BrowserSession {
     });
     page.on('crash', () => this.notes.push(`page ${id} crashed (it may have used more memory than tools.browser.memoryMB allows)`));
     page.on('download', (download) => this.take(download));
+    const count = (by: number) => () => this.inflight.set(page, Math.max(0, (this.inflight.get(page) ?? 0) + by));
+    page.on('request', count(1));
+    page.on('requestfinished', count(-1));
+    page.on('requestfailed', count(-1));
   }
 
   /** A download: moved into the workspace's downloads/ once whole, unless larger than the bound (then stopped and removed). */
@@ -296,14 +304,30 @@ export class BrowserSession {
     return new DomainError('invalid', `${what} failed: ${message}`, { code: 'browser_failed' });
   }
 
-  /** Once an action may have started a navigation: waits for it to begin and its page to load, within the action's bound. */
+  /**
+   * Until the page has had no request under way for a moment (what its
+   * scripts fetched to draw it has come), or the time given is up.
+   */
+  private async quiet(page: Page, until: number): Promise<void> {
+    let quietSince = Date.now();
+    while (Date.now() < until) {
+      if ((this.inflight.get(page) ?? 0) > 0) quietSince = Date.now();
+      else if (Date.now() - quietSince >= SNAPSHOT_LIMITS.quietMs) return;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+
+  /** After an action: waits for a navigation it started to begin and its page to load, then for its requests, within the action's bound. */
   private async settle(page: Page, navigated: () => boolean, deadline: number): Promise<void> {
     const left = () => Math.max(1, deadline - Date.now());
     const startBy = Date.now() + SNAPSHOT_LIMITS.navigationStartMs;
     while (!navigated() && Date.now() < startBy) await new Promise((resolve) => setTimeout(resolve, 25));
-    if (!navigated()) return;
-    await page.waitForLoadState('domcontentloaded', { timeout: left() });
-    await page.waitForLoadState('load', { timeout: Math.min(left(), SNAPSHOT_LIMITS.loadMs) }).catch(() => undefined);
+    if (navigated()) {
+      await page.waitForLoadState('domcontentloaded', { timeout: left() });
+      await page.waitForLoadState('load', { timeout: Math.min(left(), SNAPSHOT_LIMITS.loadMs) }).catch(() => undefined);
+    }
+    // What the action set going (a page's script fetching what a click asked for) has a moment to arrive.
+    await this.quiet(page, Math.min(deadline, Date.now() + SNAPSHOT_LIMITS.settleMs));
   }
 
   /** A navigation the proxy refused answers with its refusal, not with the page it shows. */
@@ -353,7 +377,7 @@ export class BrowserSession {
       const refusal = this.refusedAnswer(response, mark);
       if (refusal) throw new DomainError('invalid', `Opening ${url.href} was refused: ${refusal.reason}`, { code: 'browser_refused' });
       await page.waitForLoadState('load', { timeout: Math.max(1, Math.min(deadline - Date.now(), SNAPSHOT_LIMITS.loadMs)) }).catch(() => undefined);
-      await page.waitForLoadState('networkidle', { timeout: Math.max(1, Math.min(deadline - Date.now(), SNAPSHOT_LIMITS.settleMs)) }).catch(() => undefined);
+      await this.quiet(page, Math.min(deadline, Date.now() + SNAPSHOT_LIMITS.settleMs));
       return { ...(await this.view(id, page)), status: response?.status() ?? null };
     }, page);
   }
