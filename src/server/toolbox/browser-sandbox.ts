@@ -95,6 +95,8 @@ export interface SandboxPlan {
   args: string[];
   /** Where the proxy must listen. */
   proxySocket: string;
+  /** Where the launcher writes the process id of the sandbox (bubblewrap's). */
+  pidFile: string;
 }
 
 export interface SandboxOptions {
@@ -191,12 +193,15 @@ export async function prepareSandbox(options: SandboxOptions): Promise<SandboxPl
   const limits = ['--core=0', `--fsize=${options.fileBytes}`];
   const join_ = options.group ? options.group.procs.map((procs) => `echo $$ > ${quote(procs)} || exit 70`).join('\n') : '';
   const launcher = join(options.runDir, 'launch.sh');
+  const pidFile = join(options.runDir, 'sandbox.pid');
   await writeFile(launcher, [
     '#!/bin/sh',
     '# One browser\'s sandbox, written by the gateway (src/server/toolbox/browser-sandbox.ts).',
     join_,
+    // The process that becomes bubblewrap: killing it ends the sandbox and everything in it.
+    `echo $$ > ${quote(pidFile)}`,
     `exec ${[options.prlimit, ...limits, '--', options.bwrap, '--args', '5', '--', ...inner].map(quote).join(' ')} "$@" 5< ${quote(bwrapArgs)} 6< ${quote(seccomp)}`,
     '',
   ].join('\n'), { mode: 0o700 });
-  return { launcher, args: [...CHROMIUM_SWITCHES], proxySocket };
+  return { launcher, args: [...CHROMIUM_SWITCHES], proxySocket, pidFile };
 }

@@ -56,6 +56,8 @@ export const SNAPSHOT_LIMITS = {
   titleMs: 1000,
   /** How long a failed navigation's error page is waited for. */
   errorPageMs: 2000,
+  /** How long a browser asked to close may take before it is killed. */
+  closeMs: 15_000,
 } as const;
 
 /** The viewport pages are shown in (and screenshots taken at). */
@@ -73,12 +75,13 @@ function downloadName(suggested: string): string {
   return name || 'download';
 }
 
-/** The host:port of an address, or of a tunnel's name (which is one already). */
-const hostOf = (url: string) => {
+/** The host and port an address goes to (its scheme's port when it names none); a tunnel's name is one already. */
+const endpointOf = (url: string) => {
   try {
-    return new URL(url).host;
+    const parsed = new URL(url);
+    return `${parsed.hostname}:${parsed.port || (parsed.protocol === 'https:' || parsed.protocol === 'wss:' ? 443 : 80)}`;
   } catch {
-    return url;
+    return url.toLowerCase();
   }
 };
 
@@ -101,6 +104,8 @@ export interface SessionParts {
   downloadsDir: string;
   /** Called once the browser is gone, whatever closed it. */
   onClosed: (why: string | undefined) => void;
+  /** Kills the browser's sandbox outright. */
+  kill: () => void;
 }
 
 export class BrowserSession {
@@ -295,9 +300,12 @@ export class BrowserSession {
       return new DomainError('upstream', `${what} did not finish within ${actionMs / 1000} s (tools.browser.actionTimeoutSeconds): the page is slow or stuck.`, { code: 'browser_timeout' });
     }
     const message = firstLine(error);
+    // The refusal of what failed (Playwright names it: "net::ERR_... at <url>"), else the latest (a redirect's target).
     const refused = this.parts.proxy.refusedSince(mark);
-    if (/net::ERR_/.test(message) && refused.length > 0) {
-      return new DomainError('invalid', `${what} was refused: ${refused.at(-1)!.reason}`, { code: 'browser_refused' });
+    const failedAt = / at (\S+)$/.exec(message)?.[1];
+    const refusal = refused.filter((candidate) => failedAt !== undefined && endpointOf(candidate.url) === endpointOf(failedAt)).at(-1) ?? refused.at(-1);
+    if (/net::ERR_/.test(message) && refusal) {
+      return new DomainError('invalid', `${what} was refused: ${refusal.reason}`, { code: 'browser_refused' });
     }
     const failure = this.parts.proxy.failedSince(mark);
     if (/net::ERR_/.test(message)) return new DomainError('upstream', `${what} failed: ${failure ? failure.reason : message}`, { code: 'browser_failed' });
@@ -333,8 +341,8 @@ export class BrowserSession {
   /** A navigation the proxy refused answers with its refusal, not with the page it shows. */
   private refusedAnswer(response: Response | null, mark: number): Refusal | undefined {
     if (!response || response.headers()[REFUSED_HEADER] !== '1') return undefined;
-    const host = hostOf(response.url());
-    return this.parts.proxy.refusedSince(mark).find((refusal) => refusal.url === response.url() || hostOf(refusal.url) === host);
+    const endpoint = endpointOf(response.url());
+    return this.parts.proxy.refusedSince(mark).find((refusal) => refusal.url === response.url() || endpointOf(refusal.url) === endpoint);
   }
 
   /** A page's address and title; the title not waited for past a moment (a page stuck in a loop answers nothing). */
@@ -463,7 +471,16 @@ export class BrowserSession {
     this.closing ??= (async () => {
       this.closed = true;
       clearInterval(this.downloadWatch);
-      await this.parts.context.close({ reason: why }).catch(() => undefined);
+      // Chromium that does not close when asked (a browser stuck with its pages) is killed, sandbox and all.
+      let timer: NodeJS.Timeout | undefined;
+      const stuck = new Promise<void>((resolve) => {
+        timer = setTimeout(() => {
+          this.parts.kill();
+          resolve();
+        }, SNAPSHOT_LIMITS.closeMs);
+      });
+      await Promise.race([this.parts.context.close({ reason: why }).catch(() => undefined), stuck]);
+      clearTimeout(timer);
       this.gone(why);
     })();
     return this.closing;

@@ -10,7 +10,7 @@
  * daemon whose agents never browse pays nothing for it.
  */
 import { createHash } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { chmod, chown, mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -126,6 +126,8 @@ export class Browsers {
   }
 
   private async start(key: string, agent: string | undefined): Promise<BrowserSession> {
+    // The same person's browser still closing holds the profile: the new one waits for it to be gone.
+    await this.started.get(key)?.close();
     const settings = this.deps.config().tools.browser;
     await this.makeRoom(settings.browsers);
     const tools = sandboxTools({ tool: 'the browser', runs: 'Chromium' });
@@ -141,6 +143,9 @@ export class Browsers {
     const browserRoot = join(this.deps.profileDir, 'browser');
     await mkdir(browserRoot, { recursive: true, mode: 0o700 });
     const profileDir = join(browserRoot, key);
+    // A browser killed before it could close left its lock (its host name and process id, which the next sandbox's Chromium
+    // may well have too): nothing else runs on this profile now.
+    await Promise.all(['SingletonLock', 'SingletonSocket', 'SingletonCookie'].map((name) => rm(join(profileDir, name), { force: true })));
     const runDir = await mkdtemp(join(runRoot(), `gateway-browser-${process.pid}-`));
     const downloadsDir = join(runDir, 'downloads');
     let group: SandboxGroup | undefined;
@@ -176,6 +181,14 @@ export class Browsers {
           return { pages: now.pages, actionMs: now.actionTimeoutSeconds * 1000, downloadBytes: now.downloadMB * MB };
         },
         workspace: () => this.deps.workspaceOf(agent), downloadsDir,
+        kill: () => {
+          try {
+            const pid = Number(readFileSync(plan.pidFile, 'utf8').trim());
+            if (pid > 1) process.kill(pid, 'SIGKILL');
+          } catch {
+            // Gone already.
+          }
+        },
         onClosed: (why) => {
           if (this.started.get(key) === session) this.started.delete(key);
           void (async () => {
