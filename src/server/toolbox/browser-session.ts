@@ -135,7 +135,9 @@ export class BrowserSession {
   constructor(parts: SessionParts) {
     this.parts = parts;
     parts.context.on('page', (page) => this.adopt(page, true));
-    parts.context.on('close', () => this.gone(undefined));
+    // Closed from elsewhere (Chromium gone, killed for its memory): what is left is cleaned up once the process has ended, not
+    // while its last processes still write (the sandbox's control group is killed whole after).
+    parts.context.on('close', () => void this.close());
     for (const page of parts.context.pages()) this.adopt(page, false);
   }
 
