@@ -93,6 +93,8 @@ await build({
     // Started with new Worker(new URL('./<name>.js', import.meta.url)): beside every chunk, as beside their modules in dist/server.
     'checkpoint-worker': join(dist, 'server/store/checkpoint-worker.js'),
     'webhook-thread': join(dist, 'server/webhooks/webhook-thread.js'),
+    // Started with fork(new URL('./browser-host.js', import.meta.url)): the browsers' own process.
+    'browser-host': join(dist, 'server/toolbox/browser-host.js'),
   },
   outdir: out,
 });

@@ -11,7 +11,6 @@
 import { stat } from 'node:fs/promises';
 import type { BrowserContext, Download, Locator, Page, Response } from 'playwright-core';
 import { DomainError } from '../kernel/errors.ts';
-import { holdToolImage, type ToolImage } from '../kernel/tool-images.ts';
 import { REFUSED_HEADER, type BrowserProxy, type Refusal } from './browser-proxy.ts';
 import type { Workspace } from './workspace.ts';
 
@@ -448,7 +447,8 @@ export class BrowserSession {
     });
   }
 
-  async screenshot(pageId: string | undefined, fullPage: boolean, maxBytes: number): Promise<PageView & { path: string; bytes: number; width: number; height: number; image: ToolImage } & ActionNotes> {
+  /** A screenshot saved in the workspace; the answer carries the PNG too, for a model that takes images. */
+  async screenshot(pageId: string | undefined, fullPage: boolean, maxBytes: number): Promise<PageView & { path: string; bytes: number; width: number; height: number; png: Uint8Array } & ActionNotes> {
     const { id, page } = this.page(pageId);
     return this.act('Taking a screenshot', async (deadline) => {
       const png = await page.screenshot({
@@ -457,7 +457,7 @@ export class BrowserSession {
       });
       const written = await this.parts.workspace().write(`screenshots/${stamp()}-${id}.png`, png, { maxBytes, keep: true });
       const size = pngSize(png);
-      return { ...(await this.view(id, page)), path: written.path, bytes: written.bytes, ...size, image: holdToolImage(png, 'image/png', written.path) };
+      return { ...(await this.view(id, page)), path: written.path, bytes: written.bytes, ...size, png };
     }, page);
   }
 

@@ -42,14 +42,18 @@ export const BROWSER_LIMITS = {
   fileBytes: 256 * MB,
   /** Longest Chromium may take to start. */
   launchTimeoutMs: 60_000,
-  /** Largest screenshot kept. */
-  screenshotBytes: 32 * MB,
 } as const;
+
+/** What the browsers are run with: tools.browser, and the private addresses the guard lets through. */
+export interface BrowserSettings {
+  browser: GatewayConfig['tools']['browser'];
+  allowPrivate: readonly string[];
+}
 
 export interface BrowsersDeps {
   /** The gateway profile's folder: browser profiles are kept under browser/ in it. */
   profileDir: string;
-  config: () => GatewayConfig;
+  settings: () => BrowserSettings;
   logger: Logger;
   /** The workspace of an agent (undefined: the one callers without an agent act in). */
   workspaceOf: (agent: string | undefined) => Workspace;
@@ -128,7 +132,7 @@ export class Browsers {
   private async start(key: string, agent: string | undefined): Promise<BrowserSession> {
     // The same person's browser still closing holds the profile: the new one waits for it to be gone.
     await this.started.get(key)?.close();
-    const settings = this.deps.config().tools.browser;
+    const settings = this.deps.settings().browser;
     await this.makeRoom(settings.browsers);
     const tools = sandboxTools({ tool: 'the browser', runs: 'Chromium' });
     if ('missing' in tools) throw browserUnavailable(tools.missing);
@@ -162,7 +166,7 @@ export class Browsers {
         fileBytes: Math.max(BROWSER_LIMITS.fileBytes, settings.downloadMB * MB), tmpBytes: BROWSER_LIMITS.tmpBytes, ...(group ? { group } : {}),
       });
       proxy = await BrowserProxy.listen(plan.proxySocket, {
-        allowPrivate: () => this.deps.config().tools.web.allowPrivate, resolve: this.deps.resolve ?? systemResolver,
+        allowPrivate: () => this.deps.settings().allowPrivate, resolve: this.deps.resolve ?? systemResolver,
         maxConnections: BROWSER_LIMITS.connections, connectTimeoutMs: BROWSER_LIMITS.connectTimeoutMs,
       });
       // The socket is the sandbox user's alone (its folder is the daemon's, 0700: nobody else reaches it).
@@ -177,7 +181,7 @@ export class Browsers {
       const session: BrowserSession = new BrowserSession({
         context, proxy,
         limits: () => {
-          const now = this.deps.config().tools.browser;
+          const now = this.deps.settings().browser;
           return { pages: now.pages, actionMs: now.actionTimeoutSeconds * 1000, downloadBytes: now.downloadMB * MB };
         },
         workspace: () => this.deps.workspaceOf(agent), downloadsDir,
@@ -218,9 +222,9 @@ export class Browsers {
   /** Closes the browsers unused for tools.browser.idleSeconds, looking a few times per that span. */
   private sweepIdle(): void {
     if (this.sweeper) return;
-    const every = () => Math.min(30_000, Math.max(1000, this.deps.config().tools.browser.idleSeconds * 250));
+    const every = () => Math.min(30_000, Math.max(1000, this.deps.settings().browser.idleSeconds * 250));
     const look = () => {
-      const idleMs = this.deps.config().tools.browser.idleSeconds * 1000;
+      const idleMs = this.deps.settings().browser.idleSeconds * 1000;
       for (const session of this.started.values()) {
         if (session.busy === 0 && Date.now() - session.lastUsed >= idleMs) void session.close('idle');
       }

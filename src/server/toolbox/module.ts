@@ -1,8 +1,10 @@
 /**
  * The built-in tools that make an agent useful, contained: web.fetch (public
- * addresses only, bounded), files.* (one workspace folder per agent) and
- * exec (a command in a bubblewrap sandbox over that folder, run only as the
- * approval setting says).
+ * addresses only, bounded), web.search (the provider the operator chose),
+ * browser.* (a headless Chromium in a sandbox whose every request passes the
+ * same address guard, one per agent and person, run from a process of its
+ * own), files.* (one workspace folder per agent) and exec (a command in a
+ * bubblewrap sandbox over that folder, run only as the approval setting says).
  * Called by an agent, they act in its workspace; over POST /tools/invoke or
  * the WebSocket, in the default agent's (or, with no agent, the profile's own
  * `workspace` folder).
@@ -15,7 +17,8 @@ import { defineModule, type ToolContext } from '../kernel/module.ts';
 import { systemResolver } from './address-guard.ts';
 import { allowedCommand, Approvals } from './approvals.ts';
 import { runSandboxed, SANDBOX_USER, sandboxTools } from './sandbox.ts';
-import { Browsers, BROWSER_LIMITS } from './browsers.ts';
+import { holdToolImage } from '../kernel/tool-images.ts';
+import { type BrowserAction, BrowserHost, SCREENSHOT_BYTES } from './browser-host-client.ts';
 import { fetchableUrl, fetchPage } from './web-fetch.ts';
 import { MAX_RESULTS, search, secretOfProvider } from './web-search.ts';
 import { FILE_LIMITS, Workspace } from './workspace.ts';
@@ -94,10 +97,23 @@ export default defineModule<Toolbox>({
       },
     });
 
-    const browsers = new Browsers({ profileDir, config: ctx.config, logger: ctx.log, workspaceOf: (agentId) => new Workspace(workspaceOf(agentId), owner) });
-    ctx.onStop(() => browsers.closeAll());
+    // The browsers run in a process of their own, started at the first call and ended a while after the last browser closed.
+    const host = new BrowserHost({ profileDir, logger: ctx.log });
+    ctx.onStop(() => host.stop());
+    ctx.watch.config((next, previous) => {
+      if (JSON.stringify([next.tools.browser, next.tools.web.allowPrivate]) === JSON.stringify([previous.tools.browser, previous.tools.web.allowPrivate])) return;
+      host.settings({ browser: next.tools.browser, allowPrivate: next.tools.web.allowPrivate });
+    });
+    const browse = (context: ToolContext, action: BrowserAction) => {
+      const { tools } = ctx.config();
+      return host.call({
+        agent: context.agent, person: context.person, action, settings: { browser: tools.browser, allowPrivate: tools.web.allowPrivate },
+        workspace: { root: workspaceOf(context.agent), ...(owner ? { owner } : {}) },
+      });
+    };
     const PAGE = { type: 'string', pattern: '^p[0-9]{1,6}$', description: 'a page of this browser (default: the current one)' } as const;
     const REF = { type: 'string', pattern: '^((f[0-9]{1,6})?e[0-9]{1,7}|[0-9]{1,7})$', description: 'a reference from the latest browser.snapshot, such as e12' } as const;
+    const page = (args: Record<string, unknown>) => (args.page === undefined ? {} : { page: String(args.page) });
     ctx.tools.add({
       name: 'browser.open',
       description: 'Open a web page (http or https) in a real browser, which runs its JavaScript: in the current page, or a new one with newPage. The browser is yours alone (its logins are kept for you) and reaches public addresses only. Read the page with browser.snapshot.',
@@ -105,22 +121,19 @@ export default defineModule<Toolbox>({
         type: 'object', additionalProperties: false, required: ['url'],
         properties: { url: { type: 'string', minLength: 1, maxLength: 4096 }, newPage: { type: 'boolean' } },
       },
-      handler: (args, context) => {
-        const url = fetchableUrl(String(args.url), 'browser.open');
-        return browsers.use(context.agent, context.person, true, (browser) => browser.open(url, args.newPage === true));
-      },
+      handler: (args, context) => browse(context, { op: 'open', url: fetchableUrl(String(args.url), 'browser.open').href, newPage: args.newPage === true }),
     });
     ctx.tools.add({
       name: 'browser.snapshot',
       description: 'Read the open page as text: its headings, text, links, buttons and fields, each element with a reference (e5) that browser.click and browser.type take.',
       inputSchema: { type: 'object', additionalProperties: false, properties: { page: PAGE } },
-      handler: (args, context) => browsers.use(context.agent, context.person, false, (browser) => browser.snapshot(args.page as string | undefined)),
+      handler: (args, context) => browse(context, { op: 'snapshot', ...page(args) }),
     });
     ctx.tools.add({
       name: 'browser.click',
       description: 'Click an element of the open page (a link, a button, a box) by its reference from the latest browser.snapshot; says whether the page changed.',
       inputSchema: { type: 'object', additionalProperties: false, required: ['ref'], properties: { ref: REF, page: PAGE } },
-      handler: (args, context) => browsers.use(context.agent, context.person, false, (browser) => browser.click(String(args.ref), args.page as string | undefined)),
+      handler: (args, context) => browse(context, { op: 'click', ref: String(args.ref), ...page(args) }),
     });
     ctx.tools.add({
       name: 'browser.type',
@@ -129,26 +142,22 @@ export default defineModule<Toolbox>({
         type: 'object', additionalProperties: false, required: ['ref', 'text'],
         properties: { ref: REF, text: { type: 'string', maxLength: 20_000 }, submit: { type: 'boolean' }, page: PAGE },
       },
-      handler: (args, context) => browsers.use(context.agent, context.person, false, (browser) => browser.type(String(args.ref), String(args.text), args.submit === true, args.page as string | undefined)),
+      handler: (args, context) => browse(context, { op: 'type', ref: String(args.ref), text: String(args.text), submit: args.submit === true, ...page(args) }),
     });
     ctx.tools.add({
       name: 'browser.screenshot',
       description: 'Take a screenshot of the open page (the visible part, or the whole page up to 8000 pixels with fullPage): a PNG saved in the workspace under screenshots/, shown to models that take images.',
       inputSchema: { type: 'object', additionalProperties: false, properties: { page: PAGE, fullPage: { type: 'boolean' } } },
-      handler: (args, context) => browsers.use(context.agent, context.person, false,
-        (browser) => browser.screenshot(args.page as string | undefined, args.fullPage === true, BROWSER_LIMITS.screenshotBytes)),
+      handler: async (args, context) => {
+        const { png, ...shot } = await browse(context, { op: 'screenshot', fullPage: args.fullPage === true, maxBytes: SCREENSHOT_BYTES, ...page(args) }) as { png: Uint8Array; path: string };
+        return { ...shot, image: holdToolImage(png, 'image/png', shot.path) };
+      },
     });
     ctx.tools.add({
       name: 'browser.close',
       description: 'Close a page of the browser, or (without page) the whole browser; its logins are kept for the next time.',
       inputSchema: { type: 'object', additionalProperties: false, properties: { page: PAGE } },
-      handler: async (args, context) => {
-        const running = browsers.running(context.agent, context.person);
-        if (!running) return { closed: 'none', pages: [] };
-        if (args.page !== undefined) return browsers.use(context.agent, context.person, false, (browser) => browser.closePage(String(args.page)));
-        await running.close('closed by browser.close');
-        return { closed: 'browser', pages: [] };
-      },
+      handler: (args, context) => browse(context, args.page === undefined ? { op: 'close' } : { op: 'closePage', page: String(args.page) }),
     });
 
     ctx.tools.add({
