@@ -36,10 +36,14 @@ export interface PageView {
   title: string;
 }
 
-/** Bounds of what a page's answer holds. */
-export const SNAPSHOT_LIMITS = {
+/** The bounds and waits of one browser: what an answer holds, how long an action waits for what. */
+export const SESSION_LIMITS = {
   /** Characters of a snapshot answered (the rest cut, and said). */
   chars: 40_000,
+  /** Notes kept between two answers (the latest; a page can dismiss dialogs all day long). */
+  notes: 50,
+  /** Downloads one browser keeps in the workspace before it stops taking any. */
+  downloads: 100,
   /** Tallest full-page screenshot, in CSS pixels. */
   screenshotHeight: 8000,
   /** How long after a click or a submit a navigation it started is waited for. */
@@ -119,6 +123,8 @@ export class BrowserSession {
   private readonly downloading = new Set<Download>();
   /** Requests under way, per page. */
   private readonly inflight = new WeakMap<Page, number>();
+  /** Downloads this browser was offered. */
+  private downloadsTaken = 0;
   /** Downloads stopped for their size (their cancellation is no failure to report again). */
   private readonly stopped = new WeakSet<Download>();
   private downloadWatch: NodeJS.Timeout | undefined;
@@ -164,24 +170,24 @@ export class BrowserSession {
     if (this.ids.has(page)) return;
     const limits = this.parts.limits();
     if (this.pages.size >= limits.pages) {
-      this.notes.push(`a page it opened (${page.url() || 'a popup'}) was closed at once: ${limits.pages} pages are open already (tools.browser.pages)`);
+      this.note(`a page it opened (${page.url() || 'a popup'}) was closed at once: ${limits.pages} pages are open already (tools.browser.pages)`);
       void page.close({ runBeforeUnload: false }).catch(() => undefined);
       return;
     }
     const id = `p${this.nextId++}`;
     this.pages.set(id, page);
     this.ids.set(page, id);
-    if (opened && this.current !== undefined) this.notes.push(`a new page ${id} opened; it is the current page now`);
+    if (opened && this.current !== undefined) this.note(`a new page ${id} opened; it is the current page now`);
     this.current = id;
     page.on('close', () => {
       this.pages.delete(id);
       if (this.current === id) this.current = [...this.pages.keys()].at(-1);
     });
     page.on('dialog', (dialog) => {
-      this.notes.push(`a ${dialog.type()} dialog was dismissed: ${JSON.stringify(dialog.message().slice(0, 200))}`);
+      this.note(`a ${dialog.type()} dialog was dismissed: ${JSON.stringify(dialog.message().slice(0, 200))}`);
       void dialog.dismiss().catch(() => undefined);
     });
-    page.on('crash', () => this.notes.push(`page ${id} crashed (it may have used more memory than tools.browser.memoryMB allows)`));
+    page.on('crash', () => this.note(`page ${id} crashed (it may have used more memory than tools.browser.memoryMB allows)`));
     page.on('download', (download) => this.take(download));
     const count = (by: number) => () => this.inflight.set(page, Math.max(0, (this.inflight.get(page) ?? 0) + by));
     page.on('request', count(1));
@@ -189,27 +195,37 @@ export class BrowserSession {
     page.on('requestfailed', count(-1));
   }
 
+  private note(text: string): void {
+    this.notes.push(text);
+    if (this.notes.length > SESSION_LIMITS.notes) this.notes.shift();
+  }
+
   /** A download: moved into the workspace's downloads/ once whole, unless larger than the bound (then stopped and removed). */
   private take(download: Download): void {
+    if (++this.downloadsTaken > SESSION_LIMITS.downloads) {
+      this.note(`the download of ${download.suggestedFilename()} was refused: this browser has kept ${SESSION_LIMITS.downloads} downloads already (close it to start again)`);
+      void download.cancel().catch(() => undefined);
+      return;
+    }
     this.downloading.add(download);
     this.watchDownloads();
     const limits = this.parts.limits();
     void (async () => {
       const failure = await download.failure();
       if (failure) {
-        if (!this.stopped.has(download)) this.notes.push(`the download of ${download.suggestedFilename()} failed: ${failure}`);
+        if (!this.stopped.has(download)) this.note(`the download of ${download.suggestedFilename()} failed: ${failure}`);
         return;
       }
       const path = await download.path();
       const { size } = await stat(path);
       if (size > limits.downloadBytes) {
-        this.notes.push(`the download of ${download.suggestedFilename()} was dropped: ${size} bytes is more than tools.browser.downloadMB`);
+        this.note(`the download of ${download.suggestedFilename()} was dropped: ${size} bytes is more than tools.browser.downloadMB`);
         return;
       }
       const written = await this.parts.workspace().write(`downloads/${downloadName(download.suggestedFilename())}`, await download.createReadStream(), { maxBytes: limits.downloadBytes, keep: true });
       this.downloaded.push({ path: written.path, bytes: written.bytes, url: download.url() });
     })().catch((error: unknown) => {
-      this.notes.push(`the download of ${download.suggestedFilename()} could not be kept: ${firstLine(error)}`);
+      this.note(`the download of ${download.suggestedFilename()} could not be kept: ${firstLine(error)}`);
     }).finally(() => {
       this.downloading.delete(download);
       void download.delete().catch(() => undefined);
@@ -234,7 +250,7 @@ export class BrowserSession {
           for (const download of this.downloading) {
             if (this.stopped.has(download)) continue;
             this.stopped.add(download);
-            this.notes.push(`the download of ${download.suggestedFilename()} was stopped: it grew past tools.browser.downloadMB`);
+            this.note(`the download of ${download.suggestedFilename()} was stopped: it grew past tools.browser.downloadMB`);
             void download.cancel().catch(() => undefined);
           }
         }
@@ -266,11 +282,11 @@ export class BrowserSession {
       timer = setTimeout(() => {
         // Past its bound and Playwright's own: the page is stuck (a renderer in a loop); it is closed, and so the action ends.
         if (page) {
-          this.notes.push('the page did not answer and was closed');
+          this.note('the page did not answer and was closed');
           void page.close({ runBeforeUnload: false }).catch(() => undefined);
         }
         reject(Object.assign(new Error(`Timeout ${actionMs}ms exceeded.`), { name: 'TimeoutError' }));
-      }, actionMs + SNAPSHOT_LIMITS.graceMs);
+      }, actionMs + SESSION_LIMITS.graceMs);
     });
     try {
       const result = await Promise.race([work(deadline), expired]);
@@ -321,7 +337,7 @@ export class BrowserSession {
     let quietSince = Date.now();
     while (Date.now() < until) {
       if ((this.inflight.get(page) ?? 0) > 0) quietSince = Date.now();
-      else if (Date.now() - quietSince >= SNAPSHOT_LIMITS.quietMs) return;
+      else if (Date.now() - quietSince >= SESSION_LIMITS.quietMs) return;
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
   }
@@ -329,14 +345,14 @@ export class BrowserSession {
   /** After an action: waits for a navigation it started to begin and its page to load, then for its requests, within the action's bound. */
   private async settle(page: Page, navigated: () => boolean, deadline: number): Promise<void> {
     const left = () => Math.max(1, deadline - Date.now());
-    const startBy = Date.now() + SNAPSHOT_LIMITS.navigationStartMs;
+    const startBy = Date.now() + SESSION_LIMITS.navigationStartMs;
     while (!navigated() && Date.now() < startBy) await new Promise((resolve) => setTimeout(resolve, 25));
     if (navigated()) {
       await page.waitForLoadState('domcontentloaded', { timeout: left() });
-      await page.waitForLoadState('load', { timeout: Math.min(left(), SNAPSHOT_LIMITS.loadMs) }).catch(() => undefined);
+      await page.waitForLoadState('load', { timeout: Math.min(left(), SESSION_LIMITS.loadMs) }).catch(() => undefined);
     }
     // What the action set going (a page's script fetching what a click asked for) has a moment to arrive.
-    await this.quiet(page, Math.min(deadline, Date.now() + SNAPSHOT_LIMITS.settleMs));
+    await this.quiet(page, Math.min(deadline, Date.now() + SESSION_LIMITS.settleMs));
   }
 
   /** A navigation the proxy refused answers with its refusal, not with the page it shows. */
@@ -352,7 +368,7 @@ export class BrowserSession {
     const title = await Promise.race([
       page.title().catch(() => ''),
       new Promise<string>((resolve) => {
-        timer = setTimeout(() => resolve(''), SNAPSHOT_LIMITS.titleMs);
+        timer = setTimeout(() => resolve(''), SESSION_LIMITS.titleMs);
       }),
     ]);
     clearTimeout(timer);
@@ -380,13 +396,13 @@ export class BrowserSession {
       });
       errorPage.catch(() => undefined);
       const response = await page.goto(url.href, { waitUntil: 'domcontentloaded', timeout: Math.max(1, deadline - Date.now()) }).catch(async (error: unknown) => {
-        if (/net::ERR_/.test(firstLine(error))) await Promise.race([errorPage, new Promise((resolve) => setTimeout(resolve, SNAPSHOT_LIMITS.errorPageMs))]).catch(() => undefined);
+        if (/net::ERR_/.test(firstLine(error))) await Promise.race([errorPage, new Promise((resolve) => setTimeout(resolve, SESSION_LIMITS.errorPageMs))]).catch(() => undefined);
         throw error;
       });
       const refusal = this.refusedAnswer(response, mark);
       if (refusal) throw new DomainError('invalid', `Opening ${url.href} was refused: ${refusal.reason}`, { code: 'browser_refused' });
-      await page.waitForLoadState('load', { timeout: Math.max(1, Math.min(deadline - Date.now(), SNAPSHOT_LIMITS.loadMs)) }).catch(() => undefined);
-      await this.quiet(page, Math.min(deadline, Date.now() + SNAPSHOT_LIMITS.settleMs));
+      await page.waitForLoadState('load', { timeout: Math.max(1, Math.min(deadline - Date.now(), SESSION_LIMITS.loadMs)) }).catch(() => undefined);
+      await this.quiet(page, Math.min(deadline, Date.now() + SESSION_LIMITS.settleMs));
       return { ...(await this.view(id, page)), status: response?.status() ?? null };
     }, page);
   }
@@ -395,8 +411,8 @@ export class BrowserSession {
     const { id, page } = this.page(pageId);
     return this.act('Reading the page', async (deadline) => {
       const text = await page.ariaSnapshot({ mode: 'ai', timeout: Math.max(1, deadline - Date.now()) });
-      const truncated = text.length > SNAPSHOT_LIMITS.chars;
-      return { ...(await this.view(id, page)), snapshot: truncated ? `${text.slice(0, SNAPSHOT_LIMITS.chars)}\n[cut at ${SNAPSHOT_LIMITS.chars} characters]` : text, truncated };
+      const truncated = text.length > SESSION_LIMITS.chars;
+      return { ...(await this.view(id, page)), snapshot: truncated ? `${text.slice(0, SESSION_LIMITS.chars)}\n[cut at ${SESSION_LIMITS.chars} characters]` : text, truncated };
     }, page);
   }
 
@@ -453,7 +469,7 @@ export class BrowserSession {
     return this.act('Taking a screenshot', async (deadline) => {
       const png = await page.screenshot({
         type: 'png', timeout: Math.max(1, deadline - Date.now()), animations: 'disabled', caret: 'hide',
-        ...(fullPage ? { fullPage: true, clip: { x: 0, y: 0, width: VIEWPORT.width, height: SNAPSHOT_LIMITS.screenshotHeight } } : {}),
+        ...(fullPage ? { fullPage: true, clip: { x: 0, y: 0, width: VIEWPORT.width, height: SESSION_LIMITS.screenshotHeight } } : {}),
       });
       const written = await this.parts.workspace().write(`screenshots/${stamp()}-${id}.png`, png, { maxBytes, keep: true });
       const size = pngSize(png);
@@ -479,7 +495,7 @@ export class BrowserSession {
         timer = setTimeout(() => {
           this.parts.kill();
           resolve();
-        }, SNAPSHOT_LIMITS.closeMs);
+        }, SESSION_LIMITS.closeMs);
       });
       await Promise.race([this.parts.context.close({ reason: why }).catch(() => undefined), stuck]);
       clearTimeout(timer);

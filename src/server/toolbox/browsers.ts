@@ -6,8 +6,8 @@
  * own proxy (browser-proxy.ts) at its first use, closed when unused for
  * tools.browser.idleSeconds. At most tools.browser.browsers run at once: a
  * new one closes the one unused longest, or is answered 429 while every one
- * is busy. Playwright is loaded with the first browser, never before: a
- * daemon whose agents never browse pays nothing for it.
+ * is busy. They run in the browsers' own process (browser-host.ts), which
+ * loads Playwright with its first browser.
  */
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
