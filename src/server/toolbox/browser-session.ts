@@ -8,7 +8,9 @@
  * what the proxy refused meanwhile, which downloads reached the workspace
  * and what else happened (a dialog dismissed, a popup opened or closed).
  */
-import { stat } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { lstat, open, readdir } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import type { BrowserContext, Download, Locator, Page, Response } from 'playwright-core';
 import { DomainError } from '../kernel/errors.ts';
 import { REFUSED_HEADER, type BrowserProxy, type Refusal } from './browser-proxy.ts';
@@ -216,14 +218,23 @@ export class BrowserSession {
         if (!this.stopped.has(download)) this.note(`the download of ${download.suggestedFilename()} failed: ${failure}`);
         return;
       }
+      // The file is read as what the sandbox left in its downloads folder, which Chromium could have made a link to anything
+      // the daemon may read: opened without following a link, and only if it is a regular file there.
       const path = await download.path();
-      const { size } = await stat(path);
-      if (size > limits.downloadBytes) {
-        this.note(`the download of ${download.suggestedFilename()} was dropped: ${size} bytes is more than tools.browser.downloadMB`);
-        return;
+      if (dirname(path) !== this.parts.downloadsDir) throw new Error('the download is not in the browser\'s downloads folder');
+      const handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+      try {
+        const info = await handle.stat();
+        if (!info.isFile()) throw new Error('the download is not a regular file');
+        if (info.size > limits.downloadBytes) {
+          this.note(`the download of ${download.suggestedFilename()} was dropped: ${info.size} bytes is more than tools.browser.downloadMB`);
+          return;
+        }
+        const written = await this.parts.workspace().write(`downloads/${downloadName(download.suggestedFilename())}`, handle.createReadStream({ autoClose: false }), { maxBytes: limits.downloadBytes, keep: true });
+        this.downloaded.push({ path: written.path, bytes: written.bytes, url: download.url() });
+      } finally {
+        await handle.close();
       }
-      const written = await this.parts.workspace().write(`downloads/${downloadName(download.suggestedFilename())}`, await download.createReadStream(), { maxBytes: limits.downloadBytes, keep: true });
-      this.downloaded.push({ path: written.path, bytes: written.bytes, url: download.url() });
     })().catch((error: unknown) => {
       this.note(`the download of ${download.suggestedFilename()} could not be kept: ${firstLine(error)}`);
     }).finally(() => {
@@ -242,10 +253,9 @@ export class BrowserSession {
         return;
       }
       void (async () => {
-        const { readdir } = await import('node:fs/promises');
         const limit = this.parts.limits().downloadBytes;
         for (const name of await readdir(this.parts.downloadsDir).catch(() => [] as string[])) {
-          const size = (await stat(`${this.parts.downloadsDir}/${name}`).catch(() => undefined))?.size ?? 0;
+          const size = (await lstat(join(this.parts.downloadsDir, name)).catch(() => undefined))?.size ?? 0;
           if (size <= limit) continue;
           for (const download of this.downloading) {
             if (this.stopped.has(download)) continue;
