@@ -53,6 +53,8 @@ export type FromHost =
 
 /** How long the process stays once no browser is open: the next browser then starts without loading Playwright again. */
 export const HOST_LINGER_MS = 30_000;
+/** The browsers' process's heap, at most (MB). */
+const HOST_HEAP_MB = 512;
 /** Largest screenshot kept. */
 export const SCREENSHOT_BYTES = 32 * 1024 * 1024;
 /** How long a stopping daemon waits for the process to close its browsers. */
@@ -106,7 +108,8 @@ export class BrowserHost {
     // Beside this file: .js when built (the daemon's bundle has it as an entry of its own), .ts when run from the sources.
     const entry = new URL(`./browser-host.${import.meta.url.endsWith('.ts') ? 'ts' : 'js'}`, import.meta.url);
     const env: NodeJS.ProcessEnv = { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8', ...(process.env.TMPDIR ? { TMPDIR: process.env.TMPDIR } : {}) };
-    const child = fork(entry, [this.deps.profileDir], { serialization: 'advanced', stdio: ['ignore', 'ignore', 'inherit', 'ipc'], execArgv: [], env });
+    // Its heap bounded: what Chromium sends it (a browser taken over by a page among them) cannot grow it past that.
+    const child = fork(entry, [this.deps.profileDir], { serialization: 'advanced', stdio: ['ignore', 'ignore', 'inherit', 'ipc'], execArgv: [`--max-old-space-size=${HOST_HEAP_MB}`], env });
     this.child = child;
     this.browsers = 0;
     child.on('message', (message: FromHost) => {
