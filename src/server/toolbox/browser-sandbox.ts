@@ -161,11 +161,12 @@ export async function prepareSandbox(options: SandboxOptions): Promise<SandboxPl
     if (existsSync(`/etc/${name}`)) args.push('--ro-bind', `/etc/${name}`, `/etc/${name}`);
   }
   args.push('--ro-bind', passwd, '/etc/passwd', '--ro-bind', group, '/etc/group');
-  // Node and Chromium from outside /usr (a Node of its own, a Chromium elsewhere): their folders, read-only.
-  for (const program of [node, options.chromium]) {
-    if (program.startsWith('/usr/')) continue;
-    for (const above of ancestors(dirname(program))) args.push('--perms', '0711', '--dir', above);
-    args.push('--ro-bind', dirname(program), dirname(program));
+  // Node and Chromium from outside /usr (a Node of its own, a Chromium elsewhere), read-only: Node's program alone (it needs
+  // nothing beside it), Chromium's folder (its resources are there).
+  for (const shown of [node, dirname(options.chromium)]) {
+    if (shown.startsWith('/usr/')) continue;
+    for (const above of ancestors(shown)) args.push('--perms', '0711', '--dir', above);
+    args.push('--ro-bind', shown, shown);
   }
   args.push('--perms', '0755', '--dir', INSIDE, '--ro-bind', relay, `${INSIDE}/relay.cjs`, '--bind', proxySocket, `${INSIDE}/proxy.sock`);
   // Playwright names these by their host paths (--user-data-dir, the downloads it reads back): the same paths inside, the
@@ -191,13 +192,13 @@ export async function prepareSandbox(options: SandboxOptions): Promise<SandboxPl
     : [];
   const inner = [...drop, node, '--max-old-space-size=32', `${INSIDE}/relay.cjs`, `${INSIDE}/proxy.sock`, String(RELAY_PORT), options.chromium];
   const limits = ['--core=0', `--fsize=${options.fileBytes}`];
-  const join_ = options.group ? options.group.procs.map((procs) => `echo $$ > ${quote(procs)} || exit 70`).join('\n') : '';
+  const joinGroup = options.group ? options.group.procs.map((procs) => `echo $$ > ${quote(procs)} || exit 70`).join('\n') : '';
   const launcher = join(options.runDir, 'launch.sh');
   const pidFile = join(options.runDir, 'sandbox.pid');
   await writeFile(launcher, [
     '#!/bin/sh',
     '# One browser\'s sandbox, written by the gateway (src/server/toolbox/browser-sandbox.ts).',
-    join_,
+    joinGroup,
     // The process that becomes bubblewrap: killing it ends the sandbox and everything in it.
     `echo $$ > ${quote(pidFile)}`,
     `exec ${[options.prlimit, ...limits, '--', options.bwrap, '--args', '5', '--', ...inner].map(quote).join(' ')} "$@" 5< ${quote(bwrapArgs)} 6< ${quote(seccomp)}`,
