@@ -133,6 +133,11 @@ describe('web.search against SearXNG, Brave and Tavily stand-ins (e2e)', functio
     for (const args of [{}, { query: '' }, { query: 'x', count: 0 }, { query: 'x', count: 21 }, { query: 'x', extra: true }, { query: 'x'.repeat(401) }]) {
       expect((await invoke('web.search', args)).status, JSON.stringify(args).slice(0, 40)).to.equal(400);
     }
+    // Denied like any tool: gone everywhere, the browser's tools with it.
+    await home.set('gateway.tools.deny', ['web.search', 'browser.*']);
+    expect((await invoke('web.search', { query: 'gateway' })).status).to.equal(404);
+    expect((await invoke('browser.open', { url: 'https://example.org/' })).status).to.equal(404);
+    await home.set('gateway.tools.deny', []);
     await home.set('tools.web.search.provider', 'searxng');
     const noBase = await invoke('web.search', { query: 'gateway' });
     expect(noBase.status).to.equal(503);
