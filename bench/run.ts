@@ -17,6 +17,7 @@ import { runStackFigures } from './stacks.ts';
 import { runChannelBench, runChannelSoak } from './channels.ts';
 import { runAutomationBench } from './automations.ts';
 import { runMemoryBench, runToolboxBench } from './toolbox.ts';
+import { runBrowserBench } from './browser.ts';
 
 const BIN = new URL('../bin/run.js', import.meta.url).pathname;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
@@ -29,7 +30,7 @@ const daemonPid = (): number => JSON.parse(readFileSync(join(home, 'profiles/ben
 
 
 const figures: Figure[] = [];
-/** BENCH_ONLY=mcp,control-ui runs only those sections (start, foundation, pipeline, connect, plugins, mcp, control-ui, webhooks, stacks, agents, channels, automations, tools, postgres; channels-soak only when named). */
+/** BENCH_ONLY=mcp,control-ui runs only those sections (start, foundation, pipeline, connect, plugins, mcp, control-ui, webhooks, stacks, agents, channels, automations, tools, browser, postgres; channels-soak only when named). */
 const only = new Set((process.env.BENCH_ONLY ?? '').split(',').map((name) => name.trim()).filter(Boolean));
 const wants = (section: string) => only.size === 0 || only.has(section);
 try {
@@ -257,6 +258,10 @@ try {
     figures.push(...(await runToolboxBench()));
     step('memory.search over 100,000 stored messages');
     figures.push(...(await runMemoryBench()));
+  }
+  if (wants('browser')) {
+    step('browser.open of a loopback page, cold and warm, and the memory of a browser');
+    figures.push(...(await runBrowserBench({ port, token, gateway, daemonPid, rounds: Math.min(ROUNDS, 5) })));
   }
   // Long: only when asked for (BENCH_ONLY=channels-soak; BENCH_SOAK_MINUTES, 15 by default).
   if (only.has('channels-soak')) {

@@ -1,8 +1,8 @@
 /**
  * The built-in tools that make an agent useful, contained: web.fetch (public
- * addresses only, bounded), files.* (one workspace folder per agent) and
- * exec (a command in a bubblewrap sandbox over that folder, run only as the
- * approval setting says).
+ * addresses only, bounded), web.search and browser.* (web-tools.ts), files.*
+ * (one workspace folder per agent) and exec (a command in a bubblewrap
+ * sandbox over that folder, run only as the approval setting says).
  * Called by an agent, they act in its workspace; over POST /tools/invoke or
  * the WebSocket, in the default agent's (or, with no agent, the profile's own
  * `workspace` folder): workspaces.ts.
@@ -14,6 +14,7 @@ import { execTool } from './exec-tool.ts';
 import { fileTools, webFetchTool } from './file-tools.ts';
 import { SANDBOX_USER } from '../sandbox/sandbox.ts';
 import skillsModule from '../skills/module.ts';
+import { browserTools, webSearchTool } from './web-tools.ts';
 import { Workspaces } from './workspaces.ts';
 
 /** What other modules (and tests) get from this one. */
@@ -27,12 +28,13 @@ export default defineModule<Toolbox>({
   needs: [agentsModule, skillsModule],
   setup(ctx) {
     const agents = ctx.use(agentsModule);
-    const workspaces = new Workspaces({
-      config: ctx.config, profileDir: ctx.daemon.paths.dir, defaultAgent: () => agents.resolve(),
-      // A root daemon's sandbox runs commands as an unprivileged user, who owns what is made in the workspaces.
-      ...(process.getuid?.() === 0 ? { owner: SANDBOX_USER } : {}),
-    });
+    // A root daemon's sandbox runs commands as an unprivileged user, who owns what is made in the workspaces.
+    const owner = process.getuid?.() === 0 ? SANDBOX_USER : undefined;
+    const profileDir = ctx.daemon.paths.dir;
+    const workspaces = new Workspaces({ config: ctx.config, profileDir, defaultAgent: () => agents.resolve(), ...(owner ? { owner } : {}) });
     ctx.tools.add(webFetchTool(ctx.config));
+    ctx.tools.add(webSearchTool(ctx));
+    for (const tool of browserTools(ctx, { profileDir, workspaces, ...(owner ? { owner } : {}) })) ctx.tools.add(tool);
     const skills = ctx.use(skillsModule);
     for (const tool of fileTools(workspaces, skills)) ctx.tools.add(tool);
 

@@ -16,7 +16,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import { chown, type FileHandle, lstat, mkdir, open, readdir, readlink, realpath, rename, rm } from 'node:fs/promises';
+import { chown, type FileHandle, link, lstat, mkdir, open, readdir, readlink, realpath, rename, rm } from 'node:fs/promises';
 import { isAbsolute, posix, relative, resolve, sep } from 'node:path';
 import { DomainError, nameTooLong } from '../kernel/errors.ts';
 
@@ -259,8 +259,12 @@ export class Workspace {
     return guarded(path, () => this.readFile(path, maxBytes));
   }
 
-  /** Writes a whole file atomically: a temporary file beside it, then renamed over it. */
-  write(path: string, content: string, options: { maxBytes?: number } = {}): Promise<{ path: string; bytes: number; created: boolean }> {
+  /**
+   * Writes a whole file atomically: a temporary file beside it, then renamed
+   * over it. With `keep`, a file already there is kept and the new one takes
+   * the first free name beside it (`name-2.ext`, `name-3.ext`...).
+   */
+  write(path: string, content: string | Uint8Array | AsyncIterable<Uint8Array>, options: { maxBytes?: number; keep?: boolean } = {}): Promise<{ path: string; bytes: number; created: boolean }> {
     return guarded(path, () => this.writeFile(path, content, options));
   }
 
@@ -288,10 +292,12 @@ export class Workspace {
     }
   }
 
-  private async writeFile(path: string, content: string, options: { maxBytes?: number }): Promise<{ path: string; bytes: number; created: boolean }> {
-    const bytes = Buffer.byteLength(content, 'utf8');
+  private async writeFile(path: string, content: string | Uint8Array | AsyncIterable<Uint8Array>, options: { maxBytes?: number; keep?: boolean }): Promise<{ path: string; bytes: number; created: boolean }> {
+    const whole = typeof content === 'string' || content instanceof Uint8Array;
+    let bytes = typeof content === 'string' ? Buffer.byteLength(content, 'utf8') : content instanceof Uint8Array ? content.byteLength : 0;
     const maxBytes = options.maxBytes ?? FILE_LIMITS.maxBytes;
-    if (bytes > maxBytes) throw new DomainError('too_large', `${bytes} bytes is more than a file may hold here (${maxBytes}).`);
+    const tooLarge = () => new DomainError('too_large', whole ? `${bytes} bytes is more than a file may hold here (${maxBytes}).` : `The file is larger than a file may be here (${maxBytes} bytes).`);
+    if (bytes > maxBytes) throw tooLarge();
     const place = await this.walk(path, { make: true });
     try {
       if (!place.name) throw new DomainError('invalid', `${path} is a folder.`);
@@ -303,10 +309,24 @@ export class Workspace {
       try {
         try {
           if (this.owner) await handle.chown(this.owner.uid, this.owner.gid);
-          await handle.writeFile(content, 'utf8');
+          if (whole) {
+            await handle.writeFile(content);
+          } else {
+            for await (const chunk of content) {
+              bytes += chunk.byteLength;
+              if (bytes > maxBytes) throw tooLarge();
+              await handle.write(chunk);
+            }
+          }
           await handle.sync();
         } finally {
           await handle.close();
+        }
+        if (options.keep) {
+          // Linked, never renamed, under the first name nothing holds (link(2) fails on a name taken, whatever took it meanwhile).
+          const name = await linkFree(folder, temporary, place.name);
+          await rm(at(folder, temporary), { force: true });
+          return { path: this.shown({ ...place, name }), bytes, created: true };
         }
         // Renamed within the held folder: whatever was put at that name meanwhile is replaced, nothing outside is touched.
         await rename(at(folder, temporary), at(folder, place.name));
@@ -405,6 +425,26 @@ async function guarded<T>(path: string, run: () => Promise<T>): Promise<T> {
   } catch (error) {
     throw fsFailure(error, path);
   }
+}
+
+/** Names tried for a file that keeps what is there: name, name-2, ... name-100 (the extension kept). */
+const FREE_NAMES = 100;
+
+/** Links a file of a held folder under the first free name from `name`; answers the name used. */
+async function linkFree(folder: FileHandle, from: string, name: string): Promise<string> {
+  const dot = name.lastIndexOf('.');
+  const [stem, extension] = dot > 0 ? [name.slice(0, dot), name.slice(dot)] : [name, ''];
+  for (let n = 1; n <= FREE_NAMES; n++) {
+    const candidate = n === 1 ? name : `${stem}-${n}${extension}`;
+    if (Buffer.byteLength(candidate) > NAME_MAX) throw nameTooLong();
+    try {
+      await link(at(folder, from), at(folder, candidate));
+      return candidate;
+    } catch (error) {
+      if (code(error) !== 'EEXIST') throw error;
+    }
+  }
+  throw new DomainError('conflict', `${name} and ${FREE_NAMES - 1} names like it are taken in the workspace; remove some.`);
 }
 
 /** Closes the folders a walk held. */

@@ -55,6 +55,8 @@ export const EXEC_APPROVALS = ['off', 'ask', 'allowlist', 'full'] as const;
 export const VOICE_KINDS = ['auto', 'openai-compatible', 'command', 'off'] as const;
 export type VoiceKind = (typeof VOICE_KINDS)[number];
 export const MEMORY_SCOPES = ['person', 'agent'] as const;
+export const SEARCH_PROVIDERS = ['searxng', 'brave', 'tavily'] as const;
+export type SearchProvider = (typeof SEARCH_PROVIDERS)[number];
 export type MemoryScope = (typeof MEMORY_SCOPES)[number];
 export type ExecApproval = (typeof EXEC_APPROVALS)[number];
 export type ToolProfile = (typeof TOOL_PROFILES)[number];
@@ -332,7 +334,7 @@ const agent: SchemaNode = object({
   contextTokens: int(24_000, 500, 2_000_000, 'about how many tokens of the session\'s earlier messages the model reads (four characters a token); past them, the older ones are summarised'),
   clientTools: bool(false, 'let inference API clients pass tools of their own, which the client runs'),
   models: list(modelRef, 'backend models an inference API client may choose with the x-gateway-model header'),
-  toolProfile: oneOf(TOOL_PROFILES, undefined, 'a shorthand added to tools: minimal (memory), messaging (memory, messages, reminders), coding (memory, files, web.fetch, exec) or full (every tool); gateway.tools.allow and deny still apply'),
+  toolProfile: oneOf(TOOL_PROFILES, undefined, 'a shorthand added to tools: minimal (memory), messaging (memory, messages, reminders, web.search), coding (memory, files, web.fetch, web.search, browser.*, exec) or full (every tool); gateway.tools.allow and deny still apply'),
   workspace: text('folder the agent\'s files.* and exec work in (default: workspaces/<agent> in the profile\'s folder)', { maxLength: 4096 }),
   exec: object({ approval: oneOf(EXEC_APPROVALS, undefined, 'this agent\'s exec approval, over tools.exec.approval') }),
   budget: budget('the agent'),
@@ -509,11 +511,26 @@ export const configSchema: SchemaNode = object({
   agents: ids(agent, 'agents by id'),
   tools: object({
     web: object({
-      allowPrivate: list({ type: 'string', pattern: '^(\\[[0-9A-Fa-f:.]+\\]|[^\\s:/\\[\\]]+):[0-9]{1,5}$' }, 'host:port pairs web.fetch may reach although they are loopback, private or link-local (such as an intranet wiki: wiki.internal:443)'),
+      allowPrivate: list({ type: 'string', pattern: '^(\\[[0-9A-Fa-f:.]+\\]|[^\\s:/\\[\\]]+):[0-9]{1,5}$' }, 'host:port pairs web.fetch and the browser may reach although they are loopback, private or link-local (such as an intranet wiki: wiki.internal:443)'),
       maxBytes: int(2 * 1024 * 1024, 1024, 50 * 1024 * 1024, 'most bytes of a page web.fetch reads (once decompressed)'),
       timeoutMs: int(15_000, 1000, 120_000, 'longest a web.fetch may take, redirects included'),
       maxRedirects: int(5, 0, 20, 'redirects web.fetch follows'),
+      search: object({
+        provider: oneOf(SEARCH_PROVIDERS, undefined, 'who answers web.search: searxng (an instance of your own at tools.web.search.baseUrl, its JSON API, no key), brave (the Brave Search API, its key the secret tools.web.search.brave.apiKey) or tavily (the Tavily API, its key the secret tools.web.search.tavily.apiKey); unset, web.search answers 503'),
+        baseUrl: text('address of the search provider: the SearXNG instance (needed for searxng), or another address for the Brave or Tavily API (default: theirs)', API_ROOT),
+        count: int(5, 1, 20, 'results web.search answers when the call asks for no number'),
+        timeoutMs: int(10_000, 1000, 60_000, 'longest a search may take'),
+      }, 'web.search and who answers it'),
     }),
+    browser: object({
+      executablePath: text('the Chromium to run (default: the first of /usr/lib/chromium/chromium, /usr/bin/chromium, /usr/bin/chromium-browser); gateway doctor says when none is there', { maxLength: 4096 }),
+      pages: int(4, 1, 32, 'pages one browser may have open at once (popups count)'),
+      browsers: int(4, 1, 64, 'browsers open at once, one per agent and person: past it the one unused longest is closed, or the call is answered 429 while every one is busy'),
+      actionTimeoutSeconds: int(30, 1, 300, 'longest one browser action may take: opening a page, a click, typing, a snapshot, a screenshot'),
+      idleSeconds: int(300, 10, 86_400, 'a browser unused this long is closed (its profile, logins included, is kept)'),
+      memoryMB: int(1024, 256, 65_536, 'memory a browser and all its processes may use together (a control group; where the daemon can make none, no bound holds and gateway doctor says so)'),
+      downloadMB: int(50, 1, 4096, 'largest file a page may download (into the workspace\'s downloads/ folder)'),
+    }, 'the browser.* tools: a headless Chromium in a sandbox, every request it makes through the address guard'),
     exec: object({
       approval: oneOf(EXEC_APPROVALS, 'off', 'whether exec runs commands: off (refused), ask (an operator approves each: gateway approvals approve <id>), allowlist (commands matching tools.exec.allow run, others ask) or full (every command runs); always in the sandbox'),
       allow: list({ type: 'string', minLength: 1, maxLength: 512 }, 'commands that run without asking under the allowlist approval, matched word by word against what will run: the program exactly, then each argument exactly, * alone for one or more arguments, * inside a word for any characters of one (git status, git log *, ls *, npm run test:*); a * never covers an option that runs another command (git -c, find -exec, ssh -o: docs/security.md), and a command with ; | & $ ` < > ( ) an unquoted glob or a line break always asks'),
@@ -530,7 +547,7 @@ export const configSchema: SchemaNode = object({
       tmpMB: int(64, 1, 65_536, 'size of the sandbox\'s private /tmp'),
       approvalTimeoutSeconds: int(300, 5, 86_400, 'how long an asked command waits for an operator before it is refused'),
     }),
-  }, 'the built-in tools: web.fetch, files.*, exec'),
+  }, 'the built-in tools: web.fetch, web.search, browser.*, files.*, exec'),
   automations: ids(automation, 'automations by id: a trigger (a schedule, a webhook, a hook) and an action (an agent run, a message)'),
   runtime: object({
     defaultAgent: text('agent used when none is named (else the agent "default", else the first)', { pattern: ID }),

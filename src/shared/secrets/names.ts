@@ -12,6 +12,8 @@ export const SECRET_NAMES = [
   'store.password',
   'voice.transcribe.apiKey',
   'voice.speak.apiKey',
+  'tools.web.search.brave.apiKey',
+  'tools.web.search.tavily.apiKey',
 ] as const;
 
 /** A channel account's credentials: an IRC password, a bot's token, an app-level token. */
