@@ -10,6 +10,7 @@ import jobsModule from '../jobs/module.ts';
 import sessionsModule, { messageView } from '../sessions/module.ts';
 import { CHANNEL_MIGRATIONS, DmPairing } from './dm-pairing.ts';
 import { ircFold } from './irc-names.ts';
+import { signalPeer } from './signal/peers.ts';
 import { pairRequestView } from './dm-pairing.ts';
 import { ChannelManager } from './manager.ts';
 import { InboundMarks } from './inbound-marks.ts';
@@ -137,6 +138,15 @@ export default defineModule<Channels>({
       create: async (id, context) => {
         const { MatrixChannel } = await import('./matrix.ts');
         return new MatrixChannel(id, context);
+      },
+    });
+    ctx.channels.add({
+      id: 'signal',
+      label: 'Signal',
+      normalizePeer: signalPeer,
+      create: async (id, context) => {
+        const { SignalChannel } = await import('./signal/signal.ts');
+        return new SignalChannel(id, context);
       },
     });
     ctx.channels.add({
