@@ -19,13 +19,13 @@ const RELEASES = 'https://github.com/AsamK/signal-cli/releases';
 
 interface SignalAccount { name: string; number?: string; rpcUrl: string }
 
-/** The enabled accounts of channels.signal: the top level when it names a number, and each of its accounts. */
+/** The enabled accounts of channels.signal: the top level when it names a number (or nothing else does), and each of its accounts. */
 function accountsOf(config: GatewayConfig): SignalAccount[] {
   const top = config.channels.signal as (Record<string, unknown> & { enabled?: boolean; accounts?: Record<string, Record<string, unknown>> }) | undefined;
   if (!top?.enabled) return [];
   const rpcUrl = typeof top.rpcUrl === 'string' ? top.rpcUrl : DEFAULT_RPC_URL;
   const found: SignalAccount[] = [];
-  if (typeof top.account === 'string') found.push({ name: 'default', number: top.account, rpcUrl });
+  if (typeof top.account === 'string' || Object.keys(top.accounts ?? {}).length === 0) found.push({ name: 'default', ...(typeof top.account === 'string' ? { number: top.account } : {}), rpcUrl });
   for (const [name, account] of Object.entries(top.accounts ?? {})) {
     if (account.enabled === false) continue;
     found.push({ name, ...(typeof account.account === 'string' ? { number: account.account } : {}), rpcUrl: typeof account.rpcUrl === 'string' ? account.rpcUrl : rpcUrl });

@@ -55,10 +55,14 @@ const INVALID_PARAMS = -32602;
 
 interface SignalAccountSettings { enabled: boolean; account?: string; rpcUrl?: string; rooms: string[] }
 
-/** The accounts of a Signal channel's settings: the top level (when it names a number) and each of `accounts`, which share its rpcUrl unless they give one. */
+/**
+ * The accounts of a Signal channel's settings: the top level (when it names a
+ * number, or nothing else does: then it says a number is missing) and each
+ * of `accounts`, which share its rpcUrl unless they give one.
+ */
 export function signalAccounts(settings: ChannelSettings): Map<string, SignalAccountSettings> {
   return accountsOf<SignalAccountSettings>(settings, {
-    keys: ['account', 'rpcUrl', 'rooms'], inherited: { rpcUrl: true }, defaults: { rooms: [] }, hasDefault: (top) => Boolean(top.account),
+    keys: ['account', 'rpcUrl', 'rooms'], inherited: { rpcUrl: true }, defaults: { rooms: [] }, hasDefault: (top, others) => Boolean(top.account) || others.length === 0,
   });
 }
 

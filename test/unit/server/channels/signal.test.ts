@@ -3,6 +3,7 @@ import { readReceived } from '../../../../src/server/channels/signal/envelope.ts
 import { markdownToSignal } from '../../../../src/server/channels/signal/format.ts';
 import { isGroupId, signalPeer, signalPeerProblem } from '../../../../src/server/channels/signal/peers.ts';
 import { rpcUrlOf } from '../../../../src/server/channels/signal/rpc.ts';
+import { signalAccounts } from '../../../../src/server/channels/signal/signal.ts';
 
 const self = { number: '+15550000001', aci: '0d9f3a52-7a7c-4c8b-9a34-4b5a1f2e9c10' };
 const ann = { sourceNumber: '+15550000002', sourceUuid: '7b1b6a9e-2f43-4a2e-9d3c-5b0b7f7e4a11', sourceName: 'Ann' };
@@ -87,6 +88,16 @@ describe('signal: peers and where signal-cli may be', () => {
     expect(isGroupId('+15550100')).to.equal(false);
     expect(signalPeerProblem('+15550100')).to.equal(undefined);
     expect(signalPeerProblem('alice')).to.match(/not a Signal number/);
+  });
+
+  it('reads its accounts: the top level\'s number, others sharing its signal-cli unless they name theirs; with none named, one that says so', () => {
+    const base = { enabled: true, dmPolicy: 'pairing', allowFrom: [] };
+    const accounts = signalAccounts({ ...base, account: '+15550000001', rpcUrl: 'http://127.0.0.1:7583', rooms: [GROUP], accounts: { two: { account: '+15550000002' }, three: { account: '+15550000003', rpcUrl: 'http://127.0.0.1:9000', enabled: false } } });
+    expect([...accounts.keys()]).to.deep.equal(['default', 'two', 'three']);
+    expect(accounts.get('two')).to.deep.include({ account: '+15550000002', rpcUrl: 'http://127.0.0.1:7583', rooms: [] });
+    expect(accounts.get('three')).to.deep.include({ enabled: false, rpcUrl: 'http://127.0.0.1:9000' });
+    expect([...signalAccounts({ ...base, accounts: { two: { account: '+15550000002' } } }).keys()]).to.deep.equal(['two']);
+    expect([...signalAccounts(base).entries()]).to.deep.equal([['default', { enabled: true, account: undefined, rpcUrl: undefined, rooms: [] }]]);
   });
 
   it('takes https anywhere, http only on this host', () => {
