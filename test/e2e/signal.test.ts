@@ -300,6 +300,31 @@ describe('Signal channel (e2e, a stand-in of signal-cli daemon --http)', functio
     expect(home.stateText()).to.not.include('MALFORMED');
   });
 
+  it('two accounts on one signal-cli serving several (started without -a): each receives its own people and answers from its own number', async () => {
+    const SECOND = '+15550000002';
+    const shared = await new SignalCli({ accounts: [BOT, SECOND], multiAccount: true }).start();
+    try {
+      const jo = shared.person('Jo');
+      await set('channels.signal.allowFrom', [jo.number]);
+      await set('channels.signal.rpcUrl', shared.url);
+      await set('channels.signal.accounts.two', { account: SECOND });
+      expect((await home.run(['restart'])).code).to.equal(0);
+      await waitFor(async () => {
+        const states = (await json(['channels', 'status'])).channels.filter((c: any) => c.channel === 'signal');
+        return states.length === 2 && states.every((c: any) => c.state === 'connected') ? states : undefined;
+      }, 30_000, 'both accounts connected');
+      shared.say(jo, 'to the first');
+      shared.say(jo, 'to the second', { to: SECOND });
+      await waitFor(() => (shared.texts(jo).length >= 2 ? true : undefined), 30_000, 'both answers');
+      expect(shared.sentTo(jo).map((sent) => [sent.from, sent.text]).sort()).to.deep.equal([[BOT, 'Answer: to the first'], [SECOND, 'Answer: to the second']]);
+      expect(await inbound(`signal:two:dm:${jo.number}`)).to.deep.equal(['to the second']);
+      const receives = shared.calls.filter((call) => call.method === 'receive');
+      expect(new Set(receives.map((call) => call.params.account))).to.deep.equal(new Set([BOT, SECOND]));
+    } finally {
+      await shared.stop();
+    }
+  });
+
   it('gateway doctor says when signal-cli is missing or not running, and how to link or register the number; a multi-account signal-cli without it puts the account in error', async () => {
     const bin = mkdtempSync(join(tmpdir(), 'signal-cli-bin-'));
     const other = await new SignalCli({ accounts: ['+15550009999'], multiAccount: true }).start();
@@ -335,6 +360,11 @@ describe('Signal channel (e2e, a stand-in of signal-cli daemon --http)', functio
       const refused = await waitFor(async () => ((await account()).state === 'error' ? account() : undefined), 20_000, 'the account in error');
       expect(refused.detail).to.include(`has no account ${BOT}`).and.to.include('signal-cli link -n gateway');
       expect(other.calls.filter((call) => call.method === 'receive'), 'nothing received for an account signal-cli does not have').to.deep.equal([]);
+
+      expect((await home.run(['config', 'unset', 'channels.signal.account'])).code).to.equal(0);
+      const unnamed = await doctor(`${bin}:${nodeOnly}`);
+      expect(unnamed).to.include({ status: 'fail', detail: 'no number is set' });
+      expect(unnamed.fix).to.include('gateway config set channels.signal.account +15550100');
     } finally {
       await other.stop();
       rmSync(bin, { recursive: true, force: true });

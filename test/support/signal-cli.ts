@@ -31,8 +31,8 @@ import type { Socket } from 'node:net';
 
 export interface SignalPerson { number?: string; uuid: string; name: string }
 export interface SignalCall { method: string; params: Record<string, any>; at: number }
-/** A message the account sent: to a person (recipient) or a group. */
-export interface SignalSent { to: string; text: string; textStyle: string[]; timestamp: number; at: number }
+/** A message one of the accounts sent: to a person (recipient) or a group. */
+export interface SignalSent { from: string; to: string; text: string; textStyle: string[]; timestamp: number; at: number }
 
 type Fault = { code: number; message: string; data?: unknown } | { status: number } | { cut: true } | { hangMs: number };
 
@@ -327,7 +327,7 @@ export class SignalCli {
       return;
     }
     const params: Record<string, any> = request.params && typeof request.params === 'object' ? { ...request.params } : {};
-    this.calls.push({ method: request.method, params, at: Date.now() });
+    this.calls.push({ method: request.method, params: { ...params }, at: Date.now() });
     const fault = this.faults.get(request.method)?.shift();
     if (fault) {
       if ('hangMs' in fault) await sleep(fault.hangMs);
@@ -393,7 +393,7 @@ export class SignalCli {
       const answer = results();
       if (answer.length > 0 && answer.every((result) => result.type !== 'SUCCESS')) return error(-1, 'Failed to send message', { response: { timestamp, results: answer } });
       const textStyle = ([] as unknown[]).concat(params.textStyle ?? params.textStyles ?? []).map(String);
-      for (const to of [...recipients.filter((recipient) => this.people.has(recipient)), ...groups]) this.sends.push({ to, text: params.message, textStyle, timestamp, at: Date.now() });
+      for (const to of [...recipients.filter((recipient) => this.people.has(recipient)), ...groups]) this.sends.push({ from: account.number, to, text: params.message, textStyle, timestamp, at: Date.now() });
       return this.json(res, { jsonrpc: '2.0', result: { timestamp, results: answer }, id: request.id });
     }
     if (method === 'sendTyping') {
