@@ -1,7 +1,7 @@
 /**
  * The chat channels beside IRC, in one run, against the stand-ins the tests
  * use (Telegram's Bot API, Slack's Web API and Socket Mode, Discord's Gateway
- * and REST API, a Matrix homeserver's client-server API), a real ngircd, a real Prosody (XMPP), and a real postfix and
+ * and REST API, a Matrix homeserver's client-server API, signal-cli's HTTP daemon), a real ngircd, a real Prosody (XMPP), and a real postfix and
  * dovecot (email), with a model upstream that answers at once:
  *
  * - what each channel adds to an idle daemon's resident memory, connected
@@ -11,6 +11,9 @@
  *   leaving (stored, run as a job, answered by the model at once, queued in the
  *   outbox, sent), p50 and p99, at 1 message a second and at 100 a second,
  *   each channel beside IRC.
+ *
+ * BENCH_CHANNELS=signal,matrix measures only those (beside IRC, the baseline),
+ * for a host too busy for all of them at 100 messages a second.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -24,20 +27,25 @@ import { MailPerson, MailServers } from '../test/support/mail.ts';
 import { Homeserver, MatrixPerson } from '../test/support/matrix-homeserver.ts';
 import { Prosody, XMPP_DOMAIN, XmppUser, trust } from '../test/support/prosody.ts';
 import { openaiText, ScriptedUpstream } from '../test/support/scripted-upstream.ts';
+import { SignalCli } from '../test/support/signal-cli.ts';
 import { SlackApi } from '../test/support/slack-api.ts';
 import { TelegramApi } from '../test/support/telegram-api.ts';
 import { freePort, median, ms, rssKiB, sleep, step, type Figure } from './support.ts';
 
 const BIN = new URL('../bin/run.js', import.meta.url).pathname;
 const TG_TOKEN = '7001234567:AAH-bench-token';
+/** The numbers signal-cli has (one daemon serving both, as started without -a). */
+const SIGNAL_BOTS = ['+15550000001', '+15550000002'];
 
-type Kind = 'telegram' | 'slack' | 'discord' | 'irc' | 'xmpp' | 'email' | 'matrix';
-const KINDS: Kind[] = ['irc', 'telegram', 'slack', 'discord', 'xmpp', 'email', 'matrix'];
+type Kind = 'telegram' | 'slack' | 'discord' | 'irc' | 'xmpp' | 'email' | 'matrix' | 'signal';
+const KINDS: Kind[] = ['irc', 'telegram', 'slack', 'discord', 'xmpp', 'email', 'matrix', 'signal'];
+const CHOSEN = process.env.BENCH_CHANNELS ? new Set(['irc', ...process.env.BENCH_CHANNELS.split(',').map((kind) => kind.trim())]) : undefined;
+const chosen = (...kinds: Kind[]) => !CHOSEN || kinds.every((kind) => CHOSEN.has(kind));
 const XMPP_BOT = 'gwbench';
 
 interface Parts {
   telegram: TelegramApi; slack: SlackApi; discord: DiscordApi; ircd: IrcServer; upstream: ScriptedUpstream;
-  prosody: Prosody; mail: MailServers; mailBot: MailPerson; hs: Homeserver; matrixBot: { userId: string; token: string };
+  prosody: Prosody; mail: MailServers; mailBot: MailPerson; hs: Homeserver; matrixBot: { userId: string; token: string }; signal: SignalCli;
   /** A second account of the bot's for XMPP, email and Matrix: what one more idle account adds. */
   mailBot2: MailPerson; matrixBot2: { userId: string; token: string };
   /** The XMPP and mail servers' certificates, for the daemon to trust. */
@@ -90,6 +98,10 @@ async function startDaemon(parts: Parts, kinds: Kind[], senders: Record<Kind, st
       gateway(['secrets', 'set', 'channels.email.accounts.two.password'], 'bench-bot-password');
     }
   }
+  if (kinds.includes('signal')) {
+    set('channels.signal', { ...policy('signal'), account: SIGNAL_BOTS[0], rpcUrl: parts.signal.url });
+    if (twice.includes('signal')) set('channels.signal.accounts.two', { account: SIGNAL_BOTS[1] });
+  }
   if (kinds.includes('matrix')) {
     set('channels.matrix', { ...policy('matrix'), homeserver: parts.hs.url });
     gateway(['secrets', 'set', 'channels.matrix.accessToken'], parts.matrixBot.token);
@@ -133,7 +145,7 @@ async function startParts(pieces: number): Promise<Parts> {
   const hs = await new Homeserver().start();
   const parts: Parts = {
     telegram: await new TelegramApi().start(), slack: await new SlackApi().start(), discord: await new DiscordApi().start(),
-    ircd: await IrcServer.start(), upstream: await new ScriptedUpstream().start(),
+    ircd: await IrcServer.start(), upstream: await new ScriptedUpstream().start(), signal: await new SignalCli({ accounts: SIGNAL_BOTS, multiAccount: true }).start(),
     prosody, mail, mailBot: new MailPerson(mail, 'gwbench', 'bench-bot-password'), certificates, hs, matrixBot: hs.register('gwbench'),
     mailBot2: new MailPerson(mail, 'gwbench2', 'bench-bot-password'), matrixBot2: hs.register('gwbench2'),
   };
@@ -145,7 +157,7 @@ async function startParts(pieces: number): Promise<Parts> {
 export async function runChannelBench(rounds: number): Promise<Figure[]> {
   const parts = await startParts(1);
   const figures: Figure[] = [];
-  const senders: Record<Kind, string[]> = { telegram: [], slack: [], discord: [], irc: [], xmpp: [], email: [], matrix: [] };
+  const senders: Record<Kind, string[]> = { telegram: [], slack: [], discord: [], irc: [], xmpp: [], email: [], matrix: [], signal: [] };
   const SENDERS = 20;
   const tgUsers = Array.from({ length: SENDERS }, (_, index) => ({ id: 6_000_000 + index, first_name: `T${index}` }));
   const slackUsers = Array.from({ length: SENDERS }, (_, index) => ({ user: parts.slack.user(`U0BENCH${index}`, `S${index}`), dm: `D0BENCH${index}` }));
@@ -171,14 +183,17 @@ export async function runChannelBench(rounds: number): Promise<Figure[]> {
     return { person, room: await person.directChat(parts.matrixBot.userId) };
   }));
   senders.matrix = matrixPeople.map(({ person }) => person.userId);
+  const signalPeople = Array.from({ length: 4 }, (_, index) => parts.signal.person(`person${index}`));
+  senders.signal = signalPeople.map((person) => person.number!);
 
   try {
     step('channels: resident memory of an idle daemon, by channel');
-    const alone = ['telegram', 'slack', 'discord', 'xmpp', 'email', 'matrix'] as const;
-    const second = ['xmpp', 'email', 'matrix'] as const;
+    const alone = (['telegram', 'slack', 'discord', 'xmpp', 'email', 'matrix', 'signal'] as const).filter((kind) => chosen(kind));
+    const second = (['xmpp', 'email', 'matrix', 'signal'] as const).filter((kind) => chosen(kind));
     const rss: Record<string, number[]> = { none: [], all: [], tls: [], ...Object.fromEntries([...alone, ...second.map((kind) => `${kind}2`)].map((kind) => [kind, []])) };
     for (let round = 0; round < rounds; round++) {
-      const configs = [['none', []], ...alone.map((kind) => [kind, [kind]]), ...second.map((kind) => [`${kind}2`, [kind], [kind]]), ['all', ['telegram', 'slack', 'discord']], ['tls', ['xmpp', 'email']]] as [string, Kind[], Kind[]?][];
+      const configs = ([['none', []], ...alone.map((kind) => [kind, [kind]]), ...second.map((kind) => [`${kind}2`, [kind], [kind]]), ['all', ['telegram', 'slack', 'discord']], ['tls', ['xmpp', 'email']]] as [string, Kind[], Kind[]?][])
+        .filter(([, kinds]) => chosen(...kinds));
       for (const [name, kinds, twice] of configs) {
         const daemon = await startDaemon(parts, kinds, senders, twice);
         // Long enough for the daemon's memory reducer to give back what connecting left (two idle checks 5 s apart).
@@ -196,16 +211,21 @@ export async function runChannelBench(rounds: number): Promise<Figure[]> {
       const added = median(rss[`${kind}2`]!) - median(rss[kind]!);
       figures.push({ name: `a second idle ${kind} account`, value: `${median(rss[`${kind}2`]!).toFixed(1)} MB RSS`, baseline: `${median(rss[kind]!).toFixed(1)} MB with one`, comparison: `+${added.toFixed(1)} MB`, target: '<= +8 MB', ok: added <= 8 });
     }
-    const all = median(rss.all!) - none;
-    // XMPP and email are the channels here that speak TLS: the process's first TLS connection sets up OpenSSL's
-    // TLS state once (about 6 MB in a bare Node process that already hashes and signs), which both share.
-    const both = median(rss.tls!) - none;
-    const apart = median(rss.xmpp!) + median(rss.email!) - 2 * none;
-    figures.push({ name: 'idle daemon with XMPP and email connected (both over TLS)', value: `${median(rss.tls!).toFixed(1)} MB RSS`, baseline: `${none.toFixed(1)} MB with no channel`, comparison: `+${both.toFixed(1)} MB together, +${apart.toFixed(1)} MB as the sum of each alone: ${(apart - both).toFixed(1)} MB is what they share`, target: '', ok: true });
-    figures.push({ name: 'idle daemon with Telegram, Slack and Discord connected', value: `${median(rss.all!).toFixed(1)} MB RSS`, baseline: `${none.toFixed(1)} MB with no channel`, comparison: `+${all.toFixed(1)} MB`, target: '<= +24 MB', ok: all <= 24 });
+    if (chosen('xmpp', 'email')) {
+      // XMPP and email are the channels here that speak TLS: the process's first TLS connection sets up OpenSSL's
+      // TLS state once (about 6 MB in a bare Node process that already hashes and signs), which both share.
+      const both = median(rss.tls!) - none;
+      const apart = median(rss.xmpp!) + median(rss.email!) - 2 * none;
+      figures.push({ name: 'idle daemon with XMPP and email connected (both over TLS)', value: `${median(rss.tls!).toFixed(1)} MB RSS`, baseline: `${none.toFixed(1)} MB with no channel`, comparison: `+${both.toFixed(1)} MB together, +${apart.toFixed(1)} MB as the sum of each alone: ${(apart - both).toFixed(1)} MB is what they share`, target: '', ok: true });
+    }
+    if (chosen('telegram', 'slack', 'discord')) {
+      const all = median(rss.all!) - none;
+      figures.push({ name: 'idle daemon with Telegram, Slack and Discord connected', value: `${median(rss.all!).toFixed(1)} MB RSS`, baseline: `${none.toFixed(1)} MB with no channel`, comparison: `+${all.toFixed(1)} MB`, target: '<= +24 MB', ok: all <= 24 });
+    }
 
     step('channels: inbound to reply, at 1 and 100 messages a second');
-    const daemon = await startDaemon(parts, KINDS, senders);
+    const kinds = KINDS.filter((kind) => chosen(kind));
+    const daemon = await startDaemon(parts, kinds, senders);
     const db = join(daemon.home, 'profiles/default/state.db');
     /** What the daemon recorded: each reply's leaving (the outbox's sent_at) after the message it answers arrived (its session record's at). */
     const recorded = <T>(sql: string, ...params: (string | number)[]): T[] => {
@@ -247,6 +267,10 @@ export async function runChannelBench(rounds: number): Promise<Figure[]> {
         void person.say(room, text);
         // The homeserver dates an event as it takes it: the reply's time is when the gateway's send reached it.
         arrived = () => person.received.find((event) => event.room_id === room && event.content?.body === answer)?.origin_server_ts;
+      } else if (kind === 'signal') {
+        const person = signalPeople[sender % signalPeople.length]!;
+        parts.signal.say(person, text);
+        arrived = () => parts.signal.sentTo(person).find((sent) => sent.text === answer)?.at;
       } else if (kind === 'email') {
         const person = mailPeople[sender % mailPeople.length]!;
         void person.send({ to: parts.mailBot.address, subject: text, text });
@@ -271,7 +295,7 @@ export async function runChannelBench(rounds: number): Promise<Figure[]> {
     for (const rate of [1, 100]) {
       const latencies = Object.fromEntries(KINDS.map((kind) => [kind, [] as number[]])) as Record<Kind, number[]>;
       const owns = {} as Record<Kind, number[]>;
-      for (const kind of KINDS) {
+      for (const kind of kinds) {
         // IRC servers pace a client's lines (about one a second after a short burst): at 100/s, fewer IRC messages keep the run short.
         const count = rate === 1 ? 15 : kind === 'irc' ? 40 : kind === 'email' ? 100 : 300;
         const before = lastOutbox();
@@ -288,16 +312,17 @@ export async function runChannelBench(rounds: number): Promise<Figure[]> {
       }
       // Telegram, Slack and IRC date a message by the platform's clock (to the second, or the server's), so the
       // gateway's own share is measured where it dates arrival itself: XMPP, email and Matrix (the homeserver's dates). Elsewhere the time from the
-      // person's message to the answer reaching them stands for it (the stand-ins and ngircd add next to nothing).
+      // person's message to the answer reaching them stands for it (the stand-ins and ngircd add next to nothing). Signal's
+      // messages are dated by the sender's clock, here the stand-in's own, so its share is measured too.
       const irc = `IRC ${ms(percentile(latencies.irc, 50))} / ${ms(percentile(latencies.irc, 99))} ms sent to answer received`;
-      for (const kind of KINDS) {
+      for (const kind of kinds) {
         const endToEnd = `${ms(percentile(latencies[kind], 50))} / ${ms(percentile(latencies[kind], 99))} ms`;
         const ownTime = `${ms(percentile(owns[kind], 50))} / ${ms(percentile(owns[kind], 99))} ms`;
         figures.push(kind === 'email'
           ? { name: `email: the gateway's own time, mail read to reply sent, at ${rate}/s, p50 / p99`, value: ownTime, baseline: irc, comparison: `mail sent to reply sent ${endToEnd} (postfix and dovecot included)`, target: '', ok: true }
           : {
             name: `${kind}: sent to answer received, at ${rate}/s, p50 / p99`, value: endToEnd, baseline: kind === 'irc' ? '(the baseline)' : irc,
-            comparison: kind === 'xmpp' || kind === 'matrix' ? `the gateway's own time, message in to reply out: ${ownTime}` : `${(percentile(latencies[kind], 50) / Math.max(1, percentile(latencies.irc, 50))).toFixed(2)}x IRC p50`, target: '', ok: true,
+            comparison: kind === 'xmpp' || kind === 'matrix' || kind === 'signal' ? `the gateway's own time, message in to reply out: ${ownTime}` : `${(percentile(latencies[kind], 50) / Math.max(1, percentile(latencies.irc, 50))).toFixed(2)}x IRC p50`, target: '', ok: true,
           });
       }
     }
@@ -306,7 +331,7 @@ export async function runChannelBench(rounds: number): Promise<Figure[]> {
     ircUsers.forEach((user) => user.quit());
     await Promise.all(xmppUsers.map((user) => user.quit()));
     await Promise.all(matrixPeople.map(({ person }) => person.quit()));
-    await Promise.all([parts.telegram.stop(), parts.slack.stop(), parts.discord.stop(), parts.ircd.stop(), parts.upstream.stop(), parts.prosody.stop(), parts.mail.stop(), parts.hs.stop()]);
+    await Promise.all([parts.telegram.stop(), parts.slack.stop(), parts.discord.stop(), parts.ircd.stop(), parts.upstream.stop(), parts.prosody.stop(), parts.mail.stop(), parts.hs.stop(), parts.signal.stop()]);
   }
   return figures;
 }
@@ -324,7 +349,7 @@ export async function runChannelSoak(minutes: number): Promise<Figure[]> {
   const slackUser = { user: parts.slack.user('U0SOAK1', 'Soak'), dm: 'D0SOAK1' };
   const discordUser = { id: nextId(), username: 'soak' };
   const discordDm = parts.discord.dmOf(discordUser);
-  const senders: Record<Kind, string[]> = { telegram: [String(tg.id)], slack: [slackUser.user], discord: [discordUser.id], irc: [], xmpp: [], email: [], matrix: [] };
+  const senders: Record<Kind, string[]> = { telegram: [String(tg.id)], slack: [slackUser.user], discord: [discordUser.id], irc: [], xmpp: [], email: [], matrix: [], signal: [] };
   const daemon = await startDaemon(parts, ['telegram', 'slack', 'discord'], senders);
   const samples: { at: number; mb: number }[] = [];
   let sent = 0;
@@ -357,6 +382,6 @@ export async function runChannelSoak(minutes: number): Promise<Figure[]> {
     }];
   } finally {
     daemon.stop();
-    await Promise.all([parts.telegram.stop(), parts.slack.stop(), parts.discord.stop(), parts.ircd.stop(), parts.upstream.stop(), parts.prosody.stop(), parts.mail.stop(), parts.hs.stop()]);
+    await Promise.all([parts.telegram.stop(), parts.slack.stop(), parts.discord.stop(), parts.ircd.stop(), parts.upstream.stop(), parts.prosody.stop(), parts.mail.stop(), parts.hs.stop(), parts.signal.stop()]);
   }
 }

@@ -238,7 +238,7 @@ try {
     }
   }
   if (wants('channels')) {
-    step('Telegram, Slack, Discord, XMPP, email and Matrix beside IRC: memory and inbound-to-reply latency');
+    step('Telegram, Slack, Discord, XMPP, email, Matrix and Signal beside IRC: memory and inbound-to-reply latency');
     figures.push(...(await runChannelBench(Math.min(ROUNDS, 3))));
   }
   if (wants('automations')) {
