@@ -181,6 +181,21 @@ describe('Signal channel (e2e, a stand-in of signal-cli daemon --http)', functio
     await sleep(2000);
     expect([...cli.texts(dan)].sort()).to.deep.equal(questions.map((question) => `Answer: ${question}`).sort());
     expect(await inbound(`signal:default:dm:${dan.number}`), 'each stored once').to.deep.equal(questions);
+
+    // Started again at once, while the dead gateway's receive still runs: signal-cli refuses a second one for a few
+    // seconds, which is not signal-cli receiving by itself: the account waits it out and receives as before.
+    await waitFor(() => (cli.receiving === 1 ? true : undefined), 10_000, 'a receive waiting');
+    process.kill(home.lock().pid, 'SIGKILL');
+    const refused = cli.refusedReceives;
+    expect((await home.run(['start'])).code).to.equal(0);
+    await connected();
+    await waitFor(() => (cli.refusedReceives > refused ? true : undefined), 10_000, 'a receive refused while the dead one runs');
+    await waitFor(() => (cli.receiving === 0 ? true : undefined), 10_000, 'the orphaned receive to end');
+    await waitFor(() => (cli.receiving === 1 ? true : undefined), 10_000, 'the new gateway\'s receive');
+    cli.say(dan, 'question 6');
+    expect(await replyFor(dan, questions.length, /question 6/)).to.equal('Answer: question 6');
+    expect((await account()).detail).to.equal(BOT);
+    expect(cli.streams, 'never the event stream').to.equal(0);
   });
 
   it('a graceful restart waits for the receive in flight: nothing sent meanwhile is lost, each answered once', async () => {

@@ -49,6 +49,8 @@ export class SignalCli {
   readonly sends: SignalSent[] = [];
   readonly typing: { to: string; stop: boolean; at: number }[] = [];
   readonly receipts: { recipient: string; timestamps: number[]; type: string; at: number }[] = [];
+  /** `receive` calls refused because signal-cli was receiving already. */
+  refusedReceives = 0;
   readonly version = '0.14.6';
   port = 0;
   private server?: Server;
@@ -366,6 +368,7 @@ export class SignalCli {
       const unknown = Object.keys(params).find((key) => !['timeout', 'maxMessages'].includes(key));
       if (unknown) return error(-32600, `Unrecognized field "${unknown}" (class org.asamk.signal.commands.ReceiveCommand$ReceiveParams), not marked as ignorable`);
       if (this.receivesByItself(account.number) || [...this.pending].some((call) => call.account === account.number)) {
+        this.refusedReceives++;
         return error(-1, 'Receive command cannot be used if messages are already being received.');
       }
       const timeout = typeof params.timeout === 'number' ? params.timeout : 3;

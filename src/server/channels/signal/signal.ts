@@ -88,6 +88,8 @@ class SignalAccount extends AccountConnection<SignalAccountSettings> {
   private multi = false;
   /** The account's ACI, learned once: mentions and quotes may name only it. */
   private aci?: string;
+  /** signal-cli was found receiving by itself: refused again, the account goes back to its event stream at once. */
+  private receivesByItself = false;
   /** Aborts what the account waits on: the event stream at once, a `receive` in flight only past the stop's grace. */
   private readonly abort = new AbortController();
   private stream?: AbortController;
@@ -158,6 +160,7 @@ class SignalAccount extends AccountConnection<SignalAccountSettings> {
    */
   private async listen(): Promise<void> {
     this.setState('connected', this.number);
+    let refusedSince: number | undefined;
     for (;;) {
       let items: unknown;
       const asked = Date.now();
@@ -165,9 +168,19 @@ class SignalAccount extends AccountConnection<SignalAccountSettings> {
         // Not aborted when the account stops (only past its grace): what the call brings is stored first.
         items = await this.call<unknown>('receive', { timeout: RECEIVE_WAIT_S, maxMessages: 1 }, { timeoutMs: (RECEIVE_WAIT_S + 30) * 1000 });
       } catch (error) {
-        if (error instanceof SignalRpcError && error.code === USER_ERROR && /already being received/i.test(error.message)) return this.readStream();
-        throw error;
+        if (!(error instanceof SignalRpcError && error.code === USER_ERROR && /already being received/i.test(error.message))) throw error;
+        // Refused: signal-cli receives by itself, or a `receive` of a gateway that died still runs (it ends within its wait).
+        refusedSince ??= Date.now();
+        if (this.receivesByItself || Date.now() - refusedSince > RECEIVE_WAIT_S * 1000 + STOP_GRACE_MS) {
+          this.receivesByItself = true;
+          return this.readStream();
+        }
+        await this.reconnect.wait(1000);
+        if (this.stopped) return;
+        continue;
       }
+      refusedSince = undefined;
+      this.receivesByItself = false;
       if (this.status.state !== 'connected') this.setState('connected', this.number);
       this.reconnect.succeeded();
       const received = Array.isArray(items) ? items : [];
@@ -300,7 +313,7 @@ class SignalAccount extends AccountConnection<SignalAccountSettings> {
       detail = `signal-cli: ${error.message}`;
     } else {
       const reason = (error as NodeJS.ErrnoException)?.code ?? (error as Error)?.message ?? String(error);
-      detail = `cannot reach signal-cli at ${url.origin} (${reason}): is its daemon running? signal-cli -a ${this.number || '<number>'} daemon --http ${url.host} --receive-mode=manual`;
+      detail = `cannot reach signal-cli at ${url.origin} (${reason}): is its daemon running? ${url.protocol === 'http:' ? `signal-cli -a ${this.number || '<number>'} daemon --http ${url.host} --receive-mode=manual` : 'it runs behind that address, with --receive-mode=manual'}`;
     }
     this.setState(state, detail);
     this.log.warn({ error: detail, retryInMs: Math.round(wait) }, 'signal account not receiving; retrying');
