@@ -195,6 +195,11 @@ export class SignalCli {
     return this.pending.size;
   }
 
+  /** `receive` calls still running for a client that has gone (they end at their timeout, and what they take is lost). */
+  get orphaned(): number {
+    return [...this.pending].filter((call) => call.gone).length;
+  }
+
   /** Event streams connected now (as signal-cli counts them: until a write to one fails). */
   get streams(): number {
     return this.subscribers.size;
