@@ -379,7 +379,7 @@ export async function runDoctor(paths: ProfilePaths, options: { fix: boolean }):
     ['node', nodeCheck], ['modes', () => modesCheck(context)], ['config', () => configCheck(context)], ['daemon', () => daemonCheck(context)],
     ['secrets', () => secretsCheck(context)], ['service', () => serviceCheck(context)], ['storage', () => storageCheck(context)],
     ['tokens', () => tokensCheck(context)], ['channels', () => channelsCheck(context)], ['sandbox', () => sandboxCheck(context)],
-    ['voice', () => voiceCheck(context)],
+    ['voice', () => voiceCheck(context)], ['signal', async () => (await import('./signal-check.ts')).signalCheck(context.config)],
     ['browser', () => browserCheck(context)], ['search', () => searchCheck(context)],
   ];
   const checks: Check[] = [];

@@ -7,6 +7,7 @@ import { unknownChannelProblems } from '../../shared/config/channel-kinds.ts';
 import type { ChannelKind } from '../kernel/channel.ts';
 import type { ModuleContext } from '../kernel/module.ts';
 import { ircFold } from './irc/irc-names.ts';
+import { signalPeer } from './signal/peers.ts';
 
 export const BUILT_IN_KINDS: readonly (ChannelKind & { id: string })[] = [
   {
@@ -70,6 +71,15 @@ export const BUILT_IN_KINDS: readonly (ChannelKind & { id: string })[] = [
     create: async (id, context) => {
       const { WhatsAppChannel } = await import('./whatsapp/whatsapp.ts');
       return new WhatsAppChannel(id, context);
+    },
+  },
+  {
+    id: 'signal',
+    label: 'Signal',
+    normalizePeer: signalPeer,
+    create: async (id, context) => {
+      const { SignalChannel } = await import('./signal/signal.ts');
+      return new SignalChannel(id, context);
     },
   },
   {

@@ -273,6 +273,25 @@ const whatsappChannel: SchemaNode = object({
   accounts: ids(whatsappAccount, 'further business phone numbers by name (their secrets under channels.<id>.accounts.<name>, else the channel\'s)'),
 }, 'WhatsApp through Meta\'s Cloud API: a business phone number whose access token, app secret and verify token are the secrets channels.<id>.accessToken, .appSecret and .verifyToken');
 
+const SIGNAL_NUMBER = { type: 'string', pattern: '^\\+[1-9]\\d{6,14}$' } as const;
+const SIGNAL_RPC_URL = { type: 'string', pattern: '^https?://[^\\s?#]+$', maxLength: 512 } as const;
+const SIGNAL_GROUP = { type: 'string', pattern: '^(\\*|[A-Za-z0-9+/]{43}=|[A-Za-z0-9+/]{22}==)$' } as const;
+
+const signalAccount: SchemaNode = object({
+  enabled: bool(true, 'connect this account'),
+  account: { ...SIGNAL_NUMBER, description: 'its number, as signal-cli has it (+15550100)' },
+  rpcUrl: { ...SIGNAL_RPC_URL, description: 'its signal-cli daemon --http (else the channel\'s)' },
+  rooms: { type: 'array', items: SIGNAL_GROUP, description: 'group ids this account answers in when mentioned ("*": any group it is in)' },
+}, 'another Signal account of the channel');
+
+const signalChannel: SchemaNode = object({
+  ...channelPolicy,
+  account: { ...SIGNAL_NUMBER, description: 'the account\'s number, as signal-cli has it (registered, or linked to a phone): +15550100' },
+  rpcUrl: { ...SIGNAL_RPC_URL, default: 'http://127.0.0.1:8080', description: 'where signal-cli daemon --http listens (http only on this host; start it with --receive-mode=manual, so that nothing is lost while the gateway is away)' },
+  rooms: list(SIGNAL_GROUP, 'group ids (base64, as signal-cli listGroups shows them) the agent answers in when mentioned or quoted ("*": any group the account is in)'),
+  accounts: ids(signalAccount, 'further Signal accounts by name (each its own number, on the same signal-cli unless it gives its rpcUrl)'),
+}, 'Signal: an account of signal-cli\'s HTTP daemon, over its JSON-RPC');
+
 const hookMapping: SchemaNode = {
   type: 'object',
   additionalProperties: false,
@@ -478,7 +497,7 @@ export const configSchema: SchemaNode = object({
   channels: {
     type: 'object',
     description: 'messaging channels by id',
-    properties: { irc: channel, telegram: telegramChannel, slack: slackChannel, discord: discordChannel, xmpp: xmppChannel, email: emailChannel, matrix: matrixChannel, whatsapp: whatsappChannel },
+    properties: { irc: channel, telegram: telegramChannel, slack: slackChannel, discord: discordChannel, xmpp: xmppChannel, email: emailChannel, matrix: matrixChannel, whatsapp: whatsappChannel, signal: signalChannel },
     propertyNames: { pattern: '^[a-z0-9][a-z0-9_-]{0,31}$' },
     additionalProperties: channel,
   },
