@@ -81,9 +81,11 @@ export default defineModule<Sessions>({
         // unless the agent's memory is shared; the operator, who reads every session anyway, lists all.
         const shared = context.agent !== undefined && ctx.config().agents[context.agent]?.memory.scope === 'agent';
         const person = context.person === OPERATOR || shared ? undefined : context.person;
-        return {
-          sessions: (await store.list({ channel: args.channel as string | undefined, limit: Number(args.limit ?? 100), ...(person === undefined ? {} : { person }) })).map((session) => sessionView(session)),
-        };
+        const channel = args.channel as string | undefined;
+        const sessions = await store.list({ channel, limit: Number(args.limit ?? 100), ...(person === undefined ? {} : { person }) });
+        // A misspelt channel is told to the model as such (with the channels there are), not answered with an empty list.
+        if (channel !== undefined && sessions.length === 0) assertKnownChannel(channel);
+        return { sessions: sessions.map((session) => sessionView(session)) };
       },
     });
 
