@@ -25,9 +25,13 @@ export const SESSION_SOURCES = ['api', 'automation', 'chat'] as const;
 
 export type SessionKind = 'direct' | 'group';
 
-/** One session per channel, account and peer (direct), or per room (group). */
-export function sessionKey(channel: string, account: string, kind: SessionKind, peer: string): string {
-  return `${channel}:${account}:${kind === 'direct' ? 'dm' : 'group'}:${peer}`;
+/**
+ * One session per channel, account and peer (direct), or per room (group);
+ * and per agent, when a route names one other than the channel's own
+ * (`irc:default:agent:helper:dm:alice`).
+ */
+export function sessionKey(channel: string, account: string, kind: SessionKind, peer: string, agent?: string): string {
+  return `${channel}:${account}:${agent === undefined ? '' : `agent:${agent}:`}${kind === 'direct' ? 'dm' : 'group'}:${peer}`;
 }
 
 /** Longest text an operator may send in one message. */
