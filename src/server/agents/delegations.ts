@@ -185,11 +185,12 @@ export class Delegations {
       log.warn({ delegation: sessionKey, agent: row.agent, error: error.message }, 'a delegated task failed; its failure goes back to the parent');
       outcome = { status: 'failed', runId: null, answer: null, error: error.message, usage: {} };
     }
+    // The waiting call takes the answer itself, unless its daemon is gone.
+    const waiterThere = await rows.attached(row.waiter);
     const ended = await this.deps.store.transaction(async (tx) => {
       const finished = await rows.finish(sessionKey, outcome, tx);
       if (!finished) return undefined;
-      // The waiting call takes the answer itself, unless its daemon is gone.
-      if (finished.mode === 'turn' || !(await rows.attached(finished.waiter))) await this.handBack(finished, tx);
+      if (finished.mode === 'turn' || !waiterThere) await this.handBack(finished, tx);
       return finished;
     });
     if (ended) this.waiting.get(sessionKey)?.();
