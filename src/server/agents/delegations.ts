@@ -187,10 +187,11 @@ export class Delegations {
     }
     // The waiting call takes the answer itself, unless its daemon is gone.
     const waiterThere = await rows.attached(row.waiter);
+    const to = await this.recipient(row.parentSession);
     const ended = await this.deps.store.transaction(async (tx) => {
       const finished = await rows.finish(sessionKey, outcome, tx);
       if (!finished) return undefined;
-      if (finished.mode === 'turn' || !waiterThere) await this.handBack(finished, tx);
+      if (finished.mode === 'turn' || !waiterThere) await this.handBack(finished, to, tx);
       return finished;
     });
     if (ended) this.waiting.get(sessionKey)?.();
@@ -209,7 +210,7 @@ export class Delegations {
    * and the parent's run on it queued (a channel's answer job, whose reply
    * goes to the peer through the outbox).
    */
-  private async handBack(row: Delegation, tx: Db): Promise<void> {
+  private async handBack(row: Delegation, to: string | undefined, tx: Db): Promise<void> {
     if (!(await this.deps.rows.delivered(row.sessionKey, tx))) return;
     const text = turnText(row);
     const recorded = await this.deps.sessions.append(row.parentSession, {
@@ -228,14 +229,18 @@ export class Delegations {
       return;
     }
     // A channel's conversation: answered like a message from the peer, to the peer, where the channel's replies go.
-    const [last] = await this.deps.outbox.list({ sessionKey: session.key, limit: 1 });
     // The run acts for the person the parent's did: the peer whose conversation it is (kernel/person.ts).
     const peerOf = `peer:${session.channel}:${session.account}:`;
     const answer: AnswerJob = {
       channel: session.channel, account: session.account, agentId: row.parentAgent, sessionKey: session.key, recordedId: message.id, text,
-      to: last?.to ?? session.peer, sender: { id: row.person.startsWith(peerOf) ? row.person.slice(peerOf.length) : session.peer, name: row.agent },
+      to: to ?? session.peer, sender: { id: row.person.startsWith(peerOf) ? row.person.slice(peerOf.length) : session.peer, name: row.agent },
     };
     await this.deps.jobs.enqueue({ kind: CHANNEL_ANSWER_JOB, payload: answer, source, maxAttempts: 5 }, tx);
+  }
+
+  /** Where the channel's replies in a session went last (a chat id, a thread), read before the transaction that hands an answer back. */
+  private async recipient(sessionKey: string): Promise<string | undefined> {
+    return (await this.deps.outbox.list({ sessionKey, limit: 1 }))[0]?.to;
   }
 
   /** Runs the parent on an answer come back as a turn, in a session no channel holds. */
@@ -255,7 +260,10 @@ export class Delegations {
   /** At start: answers whose waiting call died with its daemon come back as turns. */
   async recover(): Promise<number> {
     const orphans = await this.deps.rows.orphans();
-    for (const row of orphans) await this.deps.store.transaction((tx) => this.handBack(row, tx));
+    for (const row of orphans) {
+      const to = await this.recipient(row.parentSession);
+      await this.deps.store.transaction((tx) => this.handBack(row, to, tx));
+    }
     return orphans.length;
   }
 
