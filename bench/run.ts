@@ -16,6 +16,7 @@ import { runControlUiBench } from './control-ui.ts';
 import { runStackFigures } from './stacks.ts';
 import { runChannelBench, runChannelSoak } from './channels.ts';
 import { runAutomationBench } from './automations.ts';
+import { runDelegationBench } from './delegation.ts';
 import { runMemoryBench, runToolboxBench } from './toolbox.ts';
 import { runBrowserBench } from './browser.ts';
 
@@ -30,7 +31,7 @@ const daemonPid = (): number => JSON.parse(readFileSync(join(home, 'profiles/ben
 
 
 const figures: Figure[] = [];
-/** BENCH_ONLY=mcp,control-ui runs only those sections (start, foundation, pipeline, connect, plugins, mcp, control-ui, webhooks, stacks, agents, channels, automations, tools, browser, postgres; channels-soak only when named). */
+/** BENCH_ONLY=mcp,control-ui runs only those sections (start, foundation, pipeline, connect, plugins, mcp, control-ui, webhooks, stacks, agents, channels, automations, delegation, tools, browser, postgres; channels-soak only when named). */
 const only = new Set((process.env.BENCH_ONLY ?? '').split(',').map((name) => name.trim()).filter(Boolean));
 const wants = (section: string) => only.size === 0 || only.has(section);
 try {
@@ -252,6 +253,10 @@ try {
   if (wants('automations')) {
     step('automations: 10,000 defined, and lateness at 1,000 firings a minute');
     figures.push(...(await runAutomationBench(Math.min(ROUNDS, 3))));
+  }
+  if (wants('delegation')) {
+    step('delegation: a parent agent that delegates to a child answering at once, beside the child asked directly');
+    figures.push(...(await runDelegationBench()));
   }
   if (wants('tools')) {
     step('exec of true through the sandbox beside a bare spawn');

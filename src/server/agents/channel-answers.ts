@@ -1,8 +1,9 @@
 /**
- * An agent's answers on channels. The agent named by channels.<id>.agent
- * answers direct messages from approved senders, and rooms when addressed by
- * its nick ("gw: ..." or "gw, ..."); a sender over runtime.senderLimit is told
- * once and then not answered until the window passes.
+ * An agent's answers on channels. The agent a route of channels.<id>.routes
+ * names, else channels.<id>.agent, answers direct messages from approved
+ * senders, and rooms when addressed by its nick ("gw: ..." or "gw, ..."); a
+ * sender over runtime.senderLimit is told once and then not answered until
+ * the window passes.
  *
  * A message to answer is a job, queued in the transaction that records the
  * message; the answer goes to the channel's outbox. A daemon that stops
@@ -65,9 +66,9 @@ export class ChannelAnswers {
   }
 
   /** Decides whether a message that reached a session is answered, and queues its answer in the transaction that records it. */
-  async inbound({ channel, message, session, recorded }: Inbound, tx: Tx): Promise<void> {
+  async inbound({ channel, message, session, recorded, agent: agentId }: Inbound, tx: Tx): Promise<void> {
     const { config, channels, log } = this.deps;
-    const agentId = (config().channels[channel] as { agent?: string } | undefined)?.agent;
+    // Chosen by the channel as it recorded the message (channels.<id>.routes, else channels.<id>.agent).
     if (!agentId) return;
     let text = message.text;
     // Where the channel says a reply goes (a Slack thread, a Telegram chat), else the room or the sender's name.

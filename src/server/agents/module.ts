@@ -3,7 +3,8 @@
  * session (runtime.ts), a run from anywhere (agent-runner.ts) with its tool
  * loop over the gateway's tool registry (run.ts), runs over the WebSocket
  * (`gateway chat`, WebChat) and answers to channel messages from approved
- * senders (channel-answers.ts).
+ * senders (channel-answers.ts), and tasks one agent hands another
+ * (delegations.ts).
  */
 import type { AgentSettings } from '../../shared/config/types.ts';
 import type { AgentInfo } from '../../shared/protocol/results.ts';
@@ -19,6 +20,8 @@ import toolsModule from '../tools/module.ts';
 import { type AgentRunRequest, AgentRunner } from './agent-runner.ts';
 import { AgentCatalog, TOOL_PROFILE_TOOLS } from './catalog.ts';
 import { CHANNEL_ANSWER_JOB, ChannelAnswers } from './channel-answers.ts';
+import { DELEGATION_MIGRATIONS, DelegationStore } from './delegation-store.ts';
+import { DELEGATE_JOB, DELEGATION_TURN_JOB, Delegations } from './delegations.ts';
 import { RUN_MIGRATIONS, RunStore } from './run-store.ts';
 import { AgentRuntime, type RunOutcome } from './runtime.ts';
 import { SessionReader } from './session-reader.ts';
@@ -38,7 +41,7 @@ export interface Agents {
 export default defineModule<Agents>({
   id: 'agents',
   needs: [jobsModule, sessionsModule, modelsModule, toolsModule, channelsModule, skillsModule],
-  migrations: RUN_MIGRATIONS,
+  migrations: [...RUN_MIGRATIONS, ...DELEGATION_MIGRATIONS],
   async setup(ctx) {
     const runs = new RunStore(ctx.store, ctx.daemon.instanceId);
     const interrupted = await runs.interruptLeftovers();
@@ -48,7 +51,7 @@ export default defineModule<Agents>({
     const sessions = ctx.use(sessionsModule);
     const { caller } = ctx.use(modelsModule);
     const { runner } = ctx.use(toolsModule);
-    const { channels, attachments } = ctx.use(channelsModule);
+    const { channels, attachments, outbox } = ctx.use(channelsModule);
     const runtime = new AgentRuntime(ctx.config);
     ctx.onStop((deadline) => runtime.stop(deadline));
 
@@ -84,6 +87,22 @@ export default defineModule<Agents>({
     const answers = new ChannelAnswers({ config: ctx.config, channels, run, jobs: queue, log: ctx.log });
     channels.onInbound((inbound, tx) => answers.inbound(inbound, tx));
     ctx.jobs.handle(CHANNEL_ANSWER_JOB, (payload, context) => answers.answer(payload, context));
+
+    const delegationRows = new DelegationStore(ctx.store);
+    retention('delegations', (retentionMs) => delegationRows.prune(retentionMs));
+    const delegations = new Delegations({
+      config: ctx.config, store: ctx.store, rows: delegationRows, sessions, jobs: queue, outbox, run, daemon: ctx.daemon.instanceId, log: ctx.log,
+    });
+    // Answers whose waiting call died with its daemon come back as turns, before the jobs worker starts.
+    const recovered = await delegations.recover();
+    if (recovered > 0) ctx.log.warn({ delegations: recovered }, 'answers of delegated tasks whose waiting run was interrupted come back as new turns');
+    ctx.tools.add(delegations.tool());
+    ctx.jobs.handle(DELEGATE_JOB, (payload, context) => delegations.runChild(payload, context));
+    ctx.jobs.handle(DELEGATION_TURN_JOB, (payload, context) => delegations.runTurn(payload, context));
+    sessions.decorate(async (session) => {
+      const delegation = await delegations.of(session.key);
+      return delegation ? { delegation } : undefined;
+    });
     return { resolve: (agentId) => catalog.resolve(agentId), run, list: () => catalog.list() };
   },
 });

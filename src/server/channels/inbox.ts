@@ -22,6 +22,7 @@ import type { Attachments } from './attachments.ts';
 import type { DmPairing } from './dm-pairing.ts';
 import type { InboundMarks } from './inbound-marks.ts';
 import type { Outbox } from './outbox/outbox.ts';
+import { type Routed, routeOf, sessionAgent } from './routes.ts';
 
 /** A message that reached a session: a direct message from an allowed sender, or one said in a room. */
 export interface Inbound {
@@ -29,6 +30,8 @@ export interface Inbound {
   message: InboundMessage;
   session: Session;
   recorded: SessionMessage;
+  /** The agent that answers it (channels.<id>.routes, else channels.<id>.agent); absent when none does. */
+  agent?: string;
 }
 
 /**
@@ -136,12 +139,15 @@ export class Inbox {
           direction: 'in' as const, sender: message.sender, senderName: message.senderName, person: peerPerson(channel, message.account, message.sender), text: message.text, at: message.at,
           ...(Object.keys(data).length ? { data } : {}),
         };
+        // The agent is chosen once, here: the session the message goes to is that agent's.
+        const routed = routeOf(this.settingsOf(channel), message, (peer) => this.normalize(channel, peer));
+        const agent = sessionAgent(this.settingsOf(channel), routed);
         const keep = async (recorded: { session: Session; message: SessionMessage }) => {
           await this.deps.attachments.save(channel, message.account, recorded.session.key, files, tx);
           return recorded;
         };
         if (message.kind === 'group') {
-          await this.arrived(channel, message, await keep(await this.record(channel, message.account, 'group', message.room!, message.room!, entry, tx)), tx);
+          await this.arrived(channel, message, routed, await keep(await this.record(channel, message.account, 'group', message.room!, message.room!, agent, entry, tx)), tx);
           return;
         }
         const policy = this.settingsOf(channel)?.dmPolicy ?? 'disabled';
@@ -151,7 +157,7 @@ export class Inbox {
         }
         if (await this.isAllowed(channel, message.sender, tx)) {
           const peer = message.thread ? `${message.sender}#${message.thread}` : message.sender;
-          await this.arrived(channel, message, await keep(await this.record(channel, message.account, 'direct', peer, message.senderName, entry, tx)), tx);
+          await this.arrived(channel, message, routed, await keep(await this.record(channel, message.account, 'direct', peer, message.senderName, agent, entry, tx)), tx);
           return;
         }
         if (policy !== 'pairing') {
@@ -194,12 +200,13 @@ export class Inbox {
     return this.deps.attachments.fetch(attachments, Number(settings?.maxAttachmentBytes ?? 10 * 1024 * 1024), log);
   }
 
-  private record(channel: string, account: string, kind: 'direct' | 'group', peer: string, peerName: string, message: { direction: 'in' | 'out'; sender: string; senderName?: string; person?: string; text: string; at: number; via?: string; data?: Record<string, unknown> }, db?: Db) {
-    return this.deps.sessions.record({ channel, account, kind, peer, peerName, ...message }, db);
+  private record(channel: string, account: string, kind: 'direct' | 'group', peer: string, peerName: string, agent: string | undefined, message: { direction: 'in' | 'out'; sender: string; senderName?: string; person?: string; text: string; at: number; via?: string; data?: Record<string, unknown> }, db?: Db) {
+    return this.deps.sessions.record({ channel, account, kind, peer, peerName, ...(agent === undefined ? {} : { agent }), ...message }, db);
   }
 
-  private async arrived(channel: string, message: InboundMessage, recorded: { session: Session; message: SessionMessage }, tx: Tx): Promise<void> {
+  private async arrived(channel: string, message: InboundMessage, routed: Routed, recorded: { session: Session; message: SessionMessage }, tx: Tx): Promise<void> {
     tx.afterCommit(() => observe(observed.channelMessage, (): ChannelMessageObserved => ({ channel, direction: 'in' })));
-    for (const listener of this.listeners) await listener({ channel, message, session: recorded.session, recorded: recorded.message }, tx);
+    const inbound = { channel, message, session: recorded.session, recorded: recorded.message, ...(routed.agent === undefined ? {} : { agent: routed.agent }) };
+    for (const listener of this.listeners) await listener(inbound, tx);
   }
 }

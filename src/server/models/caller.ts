@@ -29,6 +29,8 @@ export interface CallMeta {
   runId?: string;
   /** The person the conversation is with (kernel/person.ts): usage and spend are shown per person. */
   person?: string;
+  /** The agent that delegated the run (agents.delegate): the call counts to it too. */
+  delegatedBy?: string;
 }
 
 export type CallEvent = StepEvent | { type: 'model'; ref: string; providerId: string };
@@ -187,7 +189,7 @@ export class ModelCaller {
       at: call.started, provider: target.providerId, model: target.model, agent: meta.agent, sessionKey: meta.sessionKey, subject: meta.subject,
       surface: meta.surface, inputTokens: call.usage.inputTokens, outputTokens: call.usage.outputTokens, cachedInputTokens: call.usage.cachedInputTokens, latencyMs,
       firstTokenMs: call.firstTokenAt === undefined ? undefined : call.firstTokenAt - call.started, outcome: call.outcome, status: call.status, error: call.error,
-      costMicros: costOf(price, call.usage), currency: price?.currency, ...whoOf(meta),
+      costMicros: costOf(price, call.usage), currency: price?.currency, ...whoOf(meta), ...(meta.delegatedBy ? { delegatedBy: meta.delegatedBy } : {}),
     }));
     this.deps.usage.record(recorded, (error) => this.deps.logger.error({ err: error }, 'could not record a model call'));
     void recorded.then((entry) => {

@@ -3,7 +3,7 @@
  * every message recorded here is also pushed to operators as session.message.
  */
 import { SESSION_SOURCES } from '../../shared/channels.ts';
-import type { MessageView } from '../../shared/protocol/results.ts';
+import type { MessageView, MethodResults } from '../../shared/protocol/results.ts';
 import { suggestions } from '../../shared/suggest.ts';
 import { DomainError } from '../kernel/errors.ts';
 import { defineModule } from '../kernel/module.ts';
@@ -27,7 +27,8 @@ export interface Sessions {
   decorate(decorator: HistoryDecorator): void;
 }
 
-export type HistoryDecorator = (session: Session, messages: MessageView[]) => Promise<void>;
+/** Adds to a session's history as shown: to its messages (a reply's delivery), or facts of the session beside them (its delegations). */
+export type HistoryDecorator = (session: Session, messages: MessageView[]) => Promise<void | Omit<MethodResults['sessions.history'], 'session' | 'messages'>>;
 
 const CHANNEL_ID = { type: 'string', pattern: '^[a-z0-9][a-z0-9_-]{0,31}$' };
 
@@ -68,8 +69,9 @@ export default defineModule<Sessions>({
         const session = await store.get(key);
         if (!session) throw new DomainError('not_found', `No session ${key}.`);
         const messages = (await store.history(key, { limit: limit ?? 200, before })).map(messageView);
-        for (const decorator of decorators) await decorator(session, messages);
-        return { session: sessionView(session), messages };
+        let facts = {};
+        for (const decorator of decorators) facts = { ...facts, ...(await decorator(session, messages)) };
+        return { session: sessionView(session), messages, ...facts };
       },
     });
     ctx.tools.add({

@@ -50,6 +50,8 @@ export interface SessionAddress {
   kind: SessionKind;
   peer: string;
   peerName?: string;
+  /** The agent the session is kept for, when a channel's route names one other than the channel's own (channels/routes.ts). */
+  agent?: string;
 }
 
 export interface NewEntry {
@@ -154,7 +156,7 @@ export class SessionStore {
 
   /** The key of the session at an address. */
   keyOf(address: SessionAddress): string {
-    return sessionKey(address.channel, address.account, address.kind, address.peer);
+    return sessionKey(address.channel, address.account, address.kind, address.peer, address.agent);
   }
 
   /** Appends a message to its session, creating the session on its first message; both in one transaction. */

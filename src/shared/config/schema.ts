@@ -105,9 +105,23 @@ const channelAccount: SchemaNode = object({
   rooms: { type: 'array', items: { type: 'string', minLength: 1 }, description: 'rooms to join (none unless listed)' },
 }, 'another account of the channel');
 
+/** Who a channel's message comes from, for routes: all that a route names must hold. */
+const routes: SchemaNode = list({
+  ...object({
+    match: object({
+      account: text('the channel account the message reached', { pattern: ID }),
+      peer: text('the sender, as allowFrom names them (an IRC nick, a Telegram user id, an address)', { maxLength: 256 }),
+      room: text('the room the message was said in (an IRC #room, a chat or channel id); a route with a room never matches a direct message', { maxLength: 256 }),
+    }, 'what the message must come from: each field named must hold (at least one)'),
+    agent: text('the agent that answers these messages, in sessions of its own', { pattern: ID }),
+  }, 'a route'),
+  required: ['match', 'agent'],
+}, 'routes checked in order before agent: the first whose match holds names the agent that answers (each person or room its own agent, each agent its own sessions)');
+
 const channel: SchemaNode = object({
   enabled: bool(false, 'connect this channel when the daemon starts'),
   agent: text('agent that answers direct messages from approved senders (and the room when addressed by nick)', { pattern: ID }),
+  routes,
   dmPolicy: oneOf(DM_POLICIES, 'pairing', 'what happens to direct messages from unknown senders'),
   allowFrom: list({ type: 'string', minLength: 1 }, 'senders allowed without pairing ("*" allows everyone under the open policy)'),
   ...connection,
@@ -119,6 +133,7 @@ const channel: SchemaNode = object({
 const channelPolicy = {
   enabled: bool(false, 'connect this channel when the daemon starts'),
   agent: text('agent that answers direct messages from approved senders (and rooms where it is addressed)', { pattern: ID }),
+  routes,
   dmPolicy: oneOf(DM_POLICIES, 'pairing', 'what happens to direct messages from unknown senders'),
   allowFrom: list({ type: 'string', minLength: 1 }, 'senders allowed without pairing ("*" allows everyone under the open policy)'),
   reconnectMaxDelayMs: int(60_000, 1000, 3_600_000, 'upper bound of the reconnect backoff'),
@@ -358,6 +373,12 @@ const agent: SchemaNode = object({
   exec: object({ approval: oneOf(EXEC_APPROVALS, undefined, 'this agent\'s exec approval, over tools.exec.approval') }),
   budget: budget('the agent'),
   skills: list({ type: 'string', pattern: '^(\\*|[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?)$' }, 'skills the agent may use (gateway skills list): names, or * for every installed skill; the model sees each one\'s name and description, loads its instructions with skills.load, reads its files under skills/<name>/ and runs its scripts only through exec'),
+  delegation: object({
+    agents: list({ type: 'string', pattern: ID }, 'agents this one may hand a task to with agents.delegate (none unless listed)'),
+    depth: int(2, 1, 8, 'how deep delegations may go below the run that started them: a child of a child of ... this agent\'s run, counted from the first'),
+    maxChildren: int(4, 1, 64, 'delegations of one session running at once; more are refused until one ends'),
+    timeoutSeconds: int(300, 1, 86_400, 'longest agents.delegate with wait waits for the answer; past it the answer arrives later as a new turn'),
+  }, 'handing tasks to other agents (agents.delegate)'),
   memory: object({
     scope: oneOf(MEMORY_SCOPES, 'person', 'whose conversations and notes memory.search, memory.get and memory.note read and keep: each person\'s own (person), or one memory all the agent\'s people share (agent)'),
   }),
@@ -648,7 +669,7 @@ export const LIVE_KEYS: readonly string[] = [
 export const RELOAD_KEYS: readonly string[] = ['plugins'];
 
 /** Live keys under an id of the user's choosing: who may write to a channel applies at once. */
-export const LIVE_KEY_PATTERNS: readonly RegExp[] = [/^channels\.[^.]+\.(dmPolicy|allowFrom|agent)(\.|$)/];
+export const LIVE_KEY_PATTERNS: readonly RegExp[] = [/^channels\.[^.]+\.(dmPolicy|allowFrom|agent|routes)(\.|$)/];
 
 /** Keys that only the gateway itself writes. */
 export const READ_ONLY_KEYS: Readonly<Record<string, string>> = {

@@ -46,6 +46,14 @@ export interface AgentSettings {
   skills?: string[];
   budget?: Budget;
   memory: { scope: MemoryScope };
+  /** Absent only for a bare model called as an agent, which delegates to no one. */
+  delegation?: { agents: string[]; depth: number; maxChildren: number; timeoutSeconds: number };
+}
+
+/** A route of channels.<id>.routes: who a message comes from, and the agent that answers it. */
+export interface ChannelRoute {
+  match: { account?: string; peer?: string; room?: string };
+  agent: string;
 }
 
 export interface AutomationTrigger {
