@@ -380,6 +380,7 @@ export async function runDoctor(paths: ProfilePaths, options: { fix: boolean }):
     ['secrets', () => secretsCheck(context)], ['service', () => serviceCheck(context)], ['storage', () => storageCheck(context)],
     ['tokens', () => tokensCheck(context)], ['channels', () => channelsCheck(context)], ['sandbox', () => sandboxCheck(context)],
     ['voice', () => voiceCheck(context)], ['signal', async () => (await import('./signal-check.ts')).signalCheck(context.config)],
+    ['deltachat', async () => (await import('./deltachat-check.ts')).deltachatCheck(context.config, context.paths)],
     ['browser', () => browserCheck(context)], ['search', () => searchCheck(context)],
   ];
   const checks: Check[] = [];

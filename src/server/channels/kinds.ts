@@ -6,6 +6,7 @@
 import { unknownChannelProblems } from '../../shared/config/channel-kinds.ts';
 import type { ChannelKind } from '../kernel/channel.ts';
 import type { ModuleContext } from '../kernel/module.ts';
+import { deltachatPeer } from './deltachat/peers.ts';
 import { ircFold } from './irc/irc-names.ts';
 import { signalPeer } from './signal/peers.ts';
 
@@ -80,6 +81,15 @@ export const BUILT_IN_KINDS: readonly (ChannelKind & { id: string })[] = [
     create: async (id, context) => {
       const { SignalChannel } = await import('./signal/signal.ts');
       return new SignalChannel(id, context);
+    },
+  },
+  {
+    id: 'deltachat',
+    label: 'Delta Chat',
+    normalizePeer: deltachatPeer,
+    create: async (id, context) => {
+      const { DeltaChatChannel } = await import('./deltachat/deltachat.ts');
+      return new DeltaChatChannel(id, context);
     },
   },
   {

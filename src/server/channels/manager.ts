@@ -20,6 +20,8 @@ export interface ChannelManagerDeps extends InboxDeps {
   kinds: () => ReadonlyMap<string, { value: ChannelKind }>;
   config: () => GatewayConfig;
   secret: (name: string) => Promise<string | undefined>;
+  /** The profile's folder for a channel's own files. */
+  folder: (id: string) => string;
   /**
    * Runs a channel's connection on exactly one daemon of the gateway (several
    * share a PostgreSQL store): start is called when this daemon takes it.
@@ -107,6 +109,7 @@ export class ChannelManager {
       const channel = await kind.create(id, {
         settings: () => this.settings(id) ?? { enabled: false, dmPolicy: 'pairing', allowFrom: [] },
         secret: this.deps.secret,
+        folder: this.deps.folder(id),
         logger: this.deps.logger,
         inbound: (message) => this.inbox.enqueue(id, message),
         stateChanged: (status) => {

@@ -8,6 +8,7 @@
  * the outbox, the built-in kinds (kinds.ts), the webhook route
  * (webhook-route.ts) and the RPC methods and tool (methods.ts).
  */
+import { join } from 'node:path';
 import { defineModule } from '../kernel/module.ts';
 import jobsModule from '../jobs/module.ts';
 import sessionsModule from '../sessions/module.ts';
@@ -56,7 +57,7 @@ export default defineModule<Channels>({
     const attachments = new Attachments(store, ctx.log);
     const marks = new InboundMarks({ store });
     const channels = new ChannelManager({
-      kinds: () => ctx.table().channels, config: ctx.config, secret: (name) => ctx.secrets.get(name), logger: ctx.log,
+      kinds: () => ctx.table().channels, config: ctx.config, secret: (name) => ctx.secrets.get(name), folder: (id) => join(ctx.daemon.paths.dir, 'channels', id), logger: ctx.log,
       pairing, sessions, store, outbox, marks, attachments, emit: (event, payload, scope) => events.emit(event, payload, scope),
       // Sharing a PostgreSQL store, each channel connects from the one daemon holding its singleton.
       singleton: store.coordinator ? (name, handlers) => store.singleton(name, handlers) : undefined,

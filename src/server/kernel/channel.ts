@@ -118,6 +118,8 @@ export interface AccountStatus {
 export interface ChannelContext {
   /** This channel's current settings (they may change while it runs). */
   settings: () => ChannelSettings;
+  /** A folder of the profile's for this channel's own files (<profile>/channels/<id>); the channel makes it when it needs it. */
+  folder: string;
   /** Reads a secret of this channel, such as `channels.<id>.password`; undefined when unset. */
   secret: (name: string) => Promise<string | undefined>;
   logger: Logger;

@@ -307,6 +307,31 @@ const signalChannel: SchemaNode = object({
   accounts: ids(signalAccount, 'further Signal accounts by name (each its own number, on the same signal-cli unless it gives its rpcUrl)'),
 }, 'Signal: an account of signal-cli\'s HTTP daemon, over its JSON-RPC');
 
+const DELTACHAT_GROUP = { type: 'string', pattern: '^(\\*|group:\\d{1,10})$' } as const;
+
+const deltachatAccount: SchemaNode = object({
+  enabled: bool(true, 'connect this account'),
+  address: { ...EMAIL, description: 'its e-mail address' },
+  user: text('its login (else the address)', { maxLength: 256 }),
+  imap: { ...IMAP_SERVER, description: 'its IMAP server (else the channel\'s)' },
+  smtp: { ...SMTP_SERVER, description: 'its SMTP server (else the channel\'s)' },
+  acceptInvalidCertificates: { type: 'boolean', description: 'accept a certificate that does not check out (servers on this host only)' },
+  displayName: text('the name people see it by', { maxLength: 128 }),
+  rooms: { type: 'array', items: DELTACHAT_GROUP, description: 'groups this account answers in when addressed ("*": any group it is in)' },
+}, 'another Delta Chat account of the channel');
+
+const deltachatChannel: SchemaNode = object({
+  ...channelPolicy,
+  address: { ...EMAIL, description: 'the account\'s e-mail address; its password (IMAP and SMTP) is the secret channels.<id>.password' },
+  user: text('the login (default the address)', { maxLength: 256 }),
+  imap: { ...IMAP_SERVER, description: 'the IMAP server: imap://host:port (STARTTLS) or imaps://host:port (TLS from the start); default: found from the address, as Delta Chat\'s apps do' },
+  smtp: { ...SMTP_SERVER, description: 'the SMTP server: smtp://host:port (STARTTLS) or smtps://host:port (TLS from the start); default: found from the address' },
+  acceptInvalidCertificates: bool(false, 'accept server certificates that do not check out (self-signed), for servers on this host only (refused for any other)'),
+  displayName: text('the name people see the account by, and address it by in groups ("name: ..."); default the address\'s name', { maxLength: 128 }),
+  rooms: list(DELTACHAT_GROUP, 'groups (group:<id>, as the log names them) the agent answers in when addressed by name or quoted ("*": any group the account is added to)'),
+  accounts: ids(deltachatAccount, 'further Delta Chat accounts by name (each one\'s password is the secret channels.<id>.accounts.<name>.password)'),
+}, 'Delta Chat: end-to-end encrypted chat over e-mail, through Delta Chat\'s own engine; people write to it through its invite link');
+
 const hookMapping: SchemaNode = {
   type: 'object',
   additionalProperties: false,
@@ -518,7 +543,7 @@ export const configSchema: SchemaNode = object({
   channels: {
     type: 'object',
     description: 'messaging channels by id',
-    properties: { irc: channel, telegram: telegramChannel, slack: slackChannel, discord: discordChannel, xmpp: xmppChannel, email: emailChannel, matrix: matrixChannel, whatsapp: whatsappChannel, signal: signalChannel },
+    properties: { irc: channel, telegram: telegramChannel, slack: slackChannel, discord: discordChannel, xmpp: xmppChannel, email: emailChannel, matrix: matrixChannel, whatsapp: whatsappChannel, signal: signalChannel, deltachat: deltachatChannel },
     propertyNames: { pattern: '^[a-z0-9][a-z0-9_-]{0,31}$' },
     additionalProperties: channel,
   },
