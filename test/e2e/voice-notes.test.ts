@@ -4,6 +4,7 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, Home, sleep, waitFor } from '../support/cli.ts';
+import { Homeserver, MatrixPerson } from '../support/matrix-homeserver.ts';
 import { openaiText, ScriptedUpstream } from '../support/scripted-upstream.ts';
 import { TelegramApi, type TgUser } from '../support/telegram-api.ts';
 
@@ -17,7 +18,7 @@ public <command> = (turn on | turn off) the (lights | radio | heating);
 `;
 
 /** A voice note as the apps record them: speech (espeak-ng) in OGG/Opus (ffmpeg). */
-export function voiceNote(phrase: string): Buffer {
+function voiceNote(phrase: string): Buffer {
   const wav = execFileSync('espeak-ng', ['-v', 'en-us', '--stdout', phrase]);
   return execFileSync('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-i', '-', '-c:a', 'libopus', '-b:a', '24k', '-f', 'ogg', '-'], { input: wav });
 }
@@ -159,5 +160,61 @@ describe('voice notes on channels: heard before the agent runs, answered with a 
     expect(api.requests.filter((request) => request.method === 'getFile' || request.method === 'file'), 'the audio was never fetched').to.deep.equal([]);
     expect(upstream.requests).to.have.length(0);
     expect(await voiceCalls()).to.equal(0);
+  });
+});
+
+describe('voice notes on Matrix: the same pipeline as on Telegram (e2e, a stand-in homeserver, real pocketsphinx)', function () {
+  this.timeout(180_000);
+  let hs: Homeserver;
+  let home: Home;
+  let upstream: ScriptedUpstream;
+  let folder: string;
+  const people: MatrixPerson[] = [];
+
+  before(() => {
+    folder = mkdtempSync(join(tmpdir(), 'voice-notes-grammar-'));
+    chmodSync(folder, 0o755);
+    writeFileSync(join(folder, 'lights.jsgf'), GRAMMAR, { mode: 0o644 });
+  });
+  after(() => rmSync(folder, { recursive: true, force: true }));
+  afterEach(async () => {
+    await Promise.all(people.splice(0).map((someone) => someone.quit()));
+    home?.cleanup();
+    await hs?.stop();
+    await upstream?.stop();
+  });
+
+  it('an approved person\'s voice message (m.audio, marked as voice) reaches the agent as their words; the answer comes back in writing', async () => {
+    hs = await new Homeserver().start();
+    const bot = hs.register('gwbot', 'Gateway Bot');
+    upstream = await new ScriptedUpstream().start();
+    upstream.responder = () => openaiText('Heating is off.');
+    home = new Home({ GATEWAY_PORT: String(await freePort()) });
+    await home.set('voice', {
+      transcribe: { kind: 'command', command: ['pocketsphinx_continuous', '-infile', '{input}', '-jsgf', join(folder, 'lights.jsgf'), '-logfn', '/dev/null'], paths: [folder] },
+    });
+    await home.set('models.providers.script', { kind: 'openai-compatible', baseUrl: upstream.url, models: ['m'], retries: { max: 0 } });
+    await home.set('agents.helper', { model: 'script/m' });
+    const dora = new MatrixPerson(hs, 'dora');
+    people.push(dora);
+    await home.set('channels.matrix', { enabled: true, homeserver: hs.url, agent: 'helper', allowFrom: [dora.userId], reconnectMaxDelayMs: 2000 });
+    expect((await home.run(['secrets', 'set', 'channels.matrix.accessToken'], { input: bot.token })).code).to.equal(0);
+    const started = await home.run(['start']);
+    expect(started.code, started.stderr).to.equal(0);
+    const room = await dora.directChat(bot.userId);
+    await waitFor(() => (hs.membership(room, bot.userId) === 'join' ? true : undefined), 20_000, 'the bot to join');
+
+    const note = voiceNote('turn off the heating');
+    const url = await dora.upload(note, 'audio/ogg');
+    await dora.say(room, 'Voice message', {
+      msgtype: 'm.audio', url, info: { mimetype: 'audio/ogg', size: note.length, duration: 2000 },
+      'org.matrix.msc1767.audio': { duration: 2000, waveform: [] }, 'org.matrix.msc3245.voice': {},
+    });
+    await dora.waitFor(room, /^Heating is off\.$/, { from: bot.userId, timeoutMs: 60_000 });
+    expect(flat(upstream.requests.at(-1)!.body.messages.at(-1).content)).to.match(/^\[spoken in a voice note, \d s\] turn off the heating$/);
+    const sessions = await home.json(['sessions', 'list']);
+    const key = sessions.sessions.find((session: any) => session.channel === 'matrix').key;
+    const shown = await home.json(['sessions', 'show', key]);
+    expect(shown.messages.find((message: any) => message.direction === 'in').data.attachments[0]).to.include({ voice: true, transcript: 'turn off the heating', kept: true });
   });
 });

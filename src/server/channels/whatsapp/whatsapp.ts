@@ -230,7 +230,7 @@ class WhatsAppAccount extends AccountConnection<AccountSettings> {
       text: message.text, at: message.at, platformId: message.id,
       ...(message.media.length ? {
         attachments: message.media.map((media) => ({
-          name: media.name, mimeType: media.mimeType,
+          name: media.name, mimeType: media.mimeType, ...(media.voice ? { voice: true } : {}),
           // The address Meta gives lasts minutes: asked for when the file is fetched.
           fetch: async (maxBytes: number, signal: AbortSignal) => {
             const api = this.api;
