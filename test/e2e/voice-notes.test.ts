@@ -4,6 +4,7 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, Home, sleep, waitFor } from '../support/cli.ts';
+import { DiscordApi, nextId } from '../support/discord-api.ts';
 import { Homeserver, MatrixPerson } from '../support/matrix-homeserver.ts';
 import { openaiText, ScriptedUpstream } from '../support/scripted-upstream.ts';
 import { TelegramApi, type TgUser } from '../support/telegram-api.ts';
@@ -112,6 +113,7 @@ describe('voice notes on channels: heard before the agent runs, answered with a 
     expect(answer.delivery.receipts).to.have.length(2);
     const human = await home.run(['sessions', 'show', key]);
     expect(human.stdout).to.match(/\[spoken in a voice note, \d s\] turn on the lights/);
+    expect(human.stdout).to.match(/sent to \d+ with a voice note at /);
 
     // A written message is answered in writing only (when-spoken-to).
     upstream.responder = () => openaiText('Written back.');
@@ -216,5 +218,56 @@ describe('voice notes on Matrix: the same pipeline as on Telegram (e2e, a stand-
     const key = sessions.sessions.find((session: any) => session.channel === 'matrix').key;
     const shown = await home.json(['sessions', 'show', key]);
     expect(shown.messages.find((message: any) => message.direction === 'in').data.attachments[0]).to.include({ voice: true, transcript: 'turn off the heating', kept: true });
+  });
+});
+
+describe('voice notes on Discord: a voice message heard, the answer uploaded as a voice note (e2e, a stand-in of Discord, real engines)', function () {
+  this.timeout(180_000);
+  let discord: DiscordApi;
+  let home: Home;
+  let upstream: ScriptedUpstream;
+  let folder: string;
+
+  before(() => {
+    folder = mkdtempSync(join(tmpdir(), 'voice-notes-grammar-'));
+    chmodSync(folder, 0o755);
+    writeFileSync(join(folder, 'lights.jsgf'), GRAMMAR, { mode: 0o644 });
+  });
+  after(() => rmSync(folder, { recursive: true, force: true }));
+  afterEach(async () => {
+    home?.cleanup();
+    await discord?.stop();
+    await upstream?.stop();
+  });
+
+  it('a voice message (its flag) reaches the agent as words; voiceReplies always answers with the text and an OGG/Opus file', async () => {
+    discord = await new DiscordApi().start();
+    upstream = await new ScriptedUpstream().start();
+    upstream.responder = () => openaiText('Radio is off.');
+    home = new Home({ GATEWAY_PORT: String(await freePort()) });
+    const eve = { id: nextId(), username: 'eve', global_name: 'Eve' };
+    const dm = discord.dmOf(eve);
+    await home.set('voice', {
+      transcribe: { kind: 'command', command: ['pocketsphinx_continuous', '-infile', '{input}', '-jsgf', join(folder, 'lights.jsgf'), '-logfn', '/dev/null'], paths: [folder] },
+      speak: { kind: 'auto', voice: 'en-us' },
+    });
+    await home.set('models.providers.script', { kind: 'openai-compatible', baseUrl: upstream.url, models: ['m'], retries: { max: 0 } });
+    await home.set('agents.helper', { model: 'script/m' });
+    await home.set('channels.discord', { enabled: true, apiRoot: discord.apiRoot, agent: 'helper', allowFrom: [eve.id], voiceReplies: 'always', reconnectMaxDelayMs: 2000 });
+    expect((await home.run(['secrets', 'set', 'channels.discord.botToken'], { input: discord.token })).code).to.equal(0);
+    const started = await home.run(['start']);
+    expect(started.code, started.stderr).to.equal(0);
+    await waitFor(async () => ((await home.json(['channels', 'status'])).channels.find((c: any) => c.channel === 'discord')?.state === 'connected' ? true : undefined), 20_000, 'the bot to connect');
+
+    const note = voiceNote('turn off the radio');
+    discord.message({ author: eve, channel: dm, content: '', flags: 1 << 13, attachments: [discord.attachment(note, 'voice-message.ogg', 'audio/ogg')] });
+    const upload = await waitFor(() => discord.sent(dm).find((call) => call.body.files?.length), 60_000, 'a voice note uploaded');
+    expect(flat(upstream.requests.at(-1)!.body.messages.at(-1).content)).to.match(/^\[spoken in a voice note, \d s\] turn off the radio$/);
+    expect(discord.sent(dm).map((call) => call.body.content ?? null)).to.deep.equal(['Radio is off.', null]);
+    const file = upload.body.files[0];
+    expect(file).to.include({ name: 'answer.ogg', type: 'audio/ogg' });
+    expect(file.data.subarray(0, 4).toString()).to.equal('OggS');
+    expect(file.data.includes(Buffer.from('OpusHead'))).to.equal(true);
+    expect(upload.body.enforce_nonce, 'posted once whatever the retries').to.equal(true);
   });
 });
