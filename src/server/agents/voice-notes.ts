@@ -10,10 +10,9 @@ import type { Logger } from 'pino';
 import { isAudio } from '../../shared/attachments.ts';
 import type { GatewayConfig } from '../../shared/config/types.ts';
 import type { AttachmentView } from '../../shared/protocol/results.ts';
-import type { Attachments } from '../channels/module.ts';
-import { plainText } from '../channels/formatting.ts';
+import { plainText, type Attachments } from '../channels/module.ts';
 import { toDomainError } from '../kernel/errors.ts';
-import type { SessionStore } from '../sessions/session-store.ts';
+import type { Sessions } from '../sessions/module.ts';
 import type { Voice } from '../voice/module.ts';
 
 /** What the turn's audio came to. */
@@ -37,7 +36,7 @@ export type VoiceReplies = 'off' | 'when-spoken-to' | 'always';
 export interface VoiceNotesDeps {
   config: () => GatewayConfig;
   voice: Pick<Voice, 'transcribe' | 'speak'>;
-  sessions: Pick<SessionStore, 'message' | 'setData'>;
+  sessions: Pick<Sessions['store'], 'message' | 'setData'>;
   attachments: Pick<Attachments, 'load'>;
   /** Whether a channel sends voice notes (it runs here, and its platform carries them). */
   carriesVoice: (channel: string) => boolean;
