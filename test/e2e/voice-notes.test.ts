@@ -8,6 +8,7 @@ import { DiscordApi, nextId } from '../support/discord-api.ts';
 import { Homeserver, MatrixPerson } from '../support/matrix-homeserver.ts';
 import { openaiText, ScriptedUpstream } from '../support/scripted-upstream.ts';
 import { TelegramApi, type TgUser } from '../support/telegram-api.ts';
+import { WhatsAppApi } from '../support/whatsapp-api.ts';
 
 const TOKEN = '7001234567:AAH-test-token-for-the-stand-in';
 const BOT = 'gw_voice_bot';
@@ -269,5 +270,57 @@ describe('voice notes on Discord: a voice message heard, the answer uploaded as 
     expect(file.data.subarray(0, 4).toString()).to.equal('OggS');
     expect(file.data.includes(Buffer.from('OpusHead'))).to.equal(true);
     expect(upload.body.enforce_nonce, 'posted once whatever the retries').to.equal(true);
+  });
+});
+
+describe('voice notes on WhatsApp: a voice note heard, answered with a voice note uploaded to Meta (e2e, a stand-in of the Cloud API, real engines)', function () {
+  this.timeout(180_000);
+  let api: WhatsAppApi;
+  let home: Home;
+  let upstream: ScriptedUpstream;
+  let folder: string;
+
+  before(() => {
+    folder = mkdtempSync(join(tmpdir(), 'voice-notes-grammar-'));
+    chmodSync(folder, 0o755);
+    writeFileSync(join(folder, 'lights.jsgf'), GRAMMAR, { mode: 0o644 });
+  });
+  after(() => rmSync(folder, { recursive: true, force: true }));
+  afterEach(async () => {
+    home?.cleanup();
+    await api?.stop();
+    await upstream?.stop();
+  });
+
+  it('when-spoken-to: the answer goes as its text, then as audio uploaded to the media store (OGG/Opus)', async () => {
+    api = await new WhatsAppApi().start();
+    upstream = await new ScriptedUpstream().start();
+    upstream.responder = () => openaiText('The radio is on.');
+    const port = await freePort();
+    home = new Home({ GATEWAY_PORT: String(port) });
+    const fay = '491510000777';
+    await home.set('voice', {
+      transcribe: { kind: 'command', command: ['pocketsphinx_continuous', '-infile', '{input}', '-jsgf', join(folder, 'lights.jsgf'), '-logfn', '/dev/null'], paths: [folder] },
+      speak: { kind: 'auto', voice: 'en-us' },
+    });
+    await home.set('channels.whatsapp', { enabled: true, agent: 'helper', apiRoot: api.apiRoot, phoneNumberId: api.phoneNumberId, allowFrom: [`+${fay}`], voiceReplies: 'when-spoken-to', reconnectMaxDelayMs: 2000 });
+    await home.set('models.providers.script', { kind: 'openai-compatible', baseUrl: upstream.url, models: ['m'], retries: { max: 0 } });
+    await home.set('agents.helper', { model: 'script/m' });
+    for (const [name, value] of [['accessToken', api.accessToken], ['appSecret', api.appSecret], ['verifyToken', 'verify-voice']] as const) {
+      expect((await home.run(['secrets', 'set', `channels.whatsapp.${name}`], { input: value })).code).to.equal(0);
+    }
+    const started = await home.run(['start']);
+    expect(started.code, started.stderr).to.equal(0);
+    await waitFor(async () => ((await home.json(['channels', 'status'])).channels.find((c: any) => c.channel === 'whatsapp')?.state === 'connected' ? true : undefined), 20_000, 'the number to be checked');
+    api.subscribe(`http://127.0.0.1:${port}/channels/whatsapp/default/webhook`);
+
+    api.message(fay, { audio: api.upload(voiceNote('turn on the radio'), 'audio/ogg; codecs=opus'), voice: true });
+    const audio = await waitFor(() => api.sent(fay).find((call) => call.body.type === 'audio'), 60_000, 'a voice note back');
+    expect(flat(upstream.requests.at(-1)!.body.messages.at(-1).content)).to.match(/^\[spoken in a voice note, \d s\] turn on the radio$/);
+    expect(api.sent(fay).map((call) => call.body.type)).to.deep.equal(['text', 'audio']);
+    const uploaded = api.mediaOf(String(audio.body.audio.id))!;
+    expect(uploaded.mime).to.equal('audio/ogg');
+    expect(Buffer.from(uploaded.data).subarray(0, 4).toString()).to.equal('OggS');
+    expect(Buffer.from(uploaded.data).includes(Buffer.from('OpusHead'))).to.equal(true);
   });
 });

@@ -13,7 +13,7 @@
  */
 import { createHmac } from 'node:crypto';
 import type { ChannelState } from '../../../shared/channels.ts';
-import { ChannelSendError, type Channel, type ChannelContext, type ChannelRequest, type ChannelResponse, type ChannelSettings, type InboundMessage, type SendReceipt } from '../../kernel/channel.ts';
+import { ChannelSendError, type Channel, type ChannelContext, type ChannelRequest, type ChannelResponse, type ChannelSettings, type InboundMessage, type OutboundVoice, type SendReceipt } from '../../kernel/channel.ts';
 import { AccountChannel, AccountConnection } from '../account-channel.ts';
 import { DEFAULT_ACCOUNT, settingPath } from '../accounts.ts';
 import { TooLarge } from '../attachments.ts';
@@ -285,6 +285,24 @@ class WhatsAppAccount extends AccountConnection<AccountSettings> {
     }
   }
 
+  /** A voice note: uploaded to Meta's media store, then sent as audio (OGG/Opus shows as a voice message). */
+  async sendVoice(to: string, voice: OutboundVoice): Promise<SendReceipt> {
+    const api = this.api;
+    const phoneNumberId = this.phoneNumberId;
+    if (!api || !phoneNumberId || this.status.state !== 'connected') throw new ChannelSendError(`${this.channelId} account ${this.name} is ${this.status.state}; the voice note was not sent`);
+    const { customer, context } = recipientOf(to);
+    await this.windowsRead;
+    if (!this.windows.isOpen(customer, Date.now())) return this.outsideWindow(api, phoneNumberId, customer);
+    try {
+      const media = await api.uploadMedia(phoneNumberId, voice);
+      const ids = await api.messages(phoneNumberId, { recipient_type: 'individual', to: customer, type: 'audio', audio: { id: media }, ...(context ? { context: { message_id: context } } : {}) });
+      this.rateLimitsInRow = 0;
+      return { ids };
+    } catch (error) {
+      throw this.sendError(error);
+    }
+  }
+
   /**
    * A reply to someone whose window has shut. With a template configured,
    * it is sent (once a day at most) to invite them back, and the reply waits
@@ -375,6 +393,10 @@ export class WhatsAppChannel extends AccountChannel<WhatsAppAccount, AccountSett
 
   split(text: string): string[] {
     return splitReply(text);
+  }
+
+  sendVoice(account: string, to: string, voice: OutboundVoice): Promise<SendReceipt | void> {
+    return this.voiceThrough(account, to, voice);
   }
 
   /** A person is their number in international form, digits only (+49 151 2345-6789 is 4915123456789); `/<message id>` names a message of theirs. */
