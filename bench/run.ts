@@ -19,6 +19,7 @@ import { runAutomationBench } from './automations.ts';
 import { runDelegationBench } from './delegation.ts';
 import { runMemoryBench, runToolboxBench } from './toolbox.ts';
 import { runBrowserBench } from './browser.ts';
+import { runVoiceBench } from './voice.ts';
 
 const BIN = new URL('../bin/run.js', import.meta.url).pathname;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
@@ -31,7 +32,7 @@ const daemonPid = (): number => JSON.parse(readFileSync(join(home, 'profiles/ben
 
 
 const figures: Figure[] = [];
-/** BENCH_ONLY=mcp,control-ui runs only those sections (start, foundation, pipeline, connect, plugins, mcp, control-ui, webhooks, stacks, agents, channels, automations, delegation, tools, browser, postgres; channels-soak only when named). */
+/** BENCH_ONLY=mcp,control-ui runs only those sections (start, foundation, pipeline, connect, plugins, mcp, control-ui, webhooks, stacks, agents, channels, voice, automations, delegation, tools, browser, postgres; channels-soak only when named). */
 const only = new Set((process.env.BENCH_ONLY ?? '').split(',').map((name) => name.trim()).filter(Boolean));
 const wants = (section: string) => only.size === 0 || only.has(section);
 try {
@@ -249,6 +250,10 @@ try {
   if (wants('channels')) {
     step('Telegram, Slack, Discord, XMPP, email, Matrix, WhatsApp and Signal beside IRC: memory and inbound-to-reply latency');
     figures.push(...(await runChannelBench(Math.min(ROUNDS, 3))));
+  }
+  if (wants('voice')) {
+    step('voice notes: a 10-second note heard by the real local engines before the agent runs, beside the engines alone');
+    figures.push(...(await runVoiceBench(Math.max(3, Math.min(ROUNDS, 5)))));
   }
   if (wants('automations')) {
     step('automations: 10,000 defined, and lateness at 1,000 firings a minute');

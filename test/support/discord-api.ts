@@ -106,11 +106,11 @@ export class DiscordApi {
   }
 
   /** A message a person writes: in a DM with the bot (no guild) or in a guild channel. Sent to the bot's session, or kept for it to resume. */
-  message(fields: { author: DiscordUser; channel: string; content: string; guild?: boolean; mentionsBot?: boolean; replyTo?: { id: string; author: DiscordUser }; attachments?: DiscordAttachment[] }): { id: string } {
+  message(fields: { author: DiscordUser; channel: string; content: string; guild?: boolean; mentionsBot?: boolean; replyTo?: { id: string; author: DiscordUser }; attachments?: DiscordAttachment[]; flags?: number }): { id: string } {
     const message = {
       id: nextId(), channel_id: fields.channel, ...(fields.guild ? { guild_id: this.guildId } : {}),
       author: fields.author, content: fields.content, timestamp: new Date().toISOString(), type: fields.replyTo ? 19 : 0,
-      mentions: fields.mentionsBot ? [this.bot] : [], mention_roles: [], attachments: fields.attachments ?? [], embeds: [], pinned: false, tts: false, mention_everyone: false,
+      mentions: fields.mentionsBot ? [this.bot] : [], mention_roles: [], attachments: fields.attachments ?? [], embeds: [], pinned: false, tts: false, mention_everyone: false, flags: fields.flags ?? 0,
       ...(fields.replyTo ? { message_reference: { message_id: fields.replyTo.id, channel_id: fields.channel }, referenced_message: { id: fields.replyTo.id, author: fields.replyTo.author, content: '' } } : {}),
     };
     this.dispatch('MESSAGE_CREATE', message);
@@ -196,8 +196,10 @@ export class DiscordApi {
   }
 
   private async answer(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    let text = '';
-    for await (const chunk of req) text += chunk;
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const raw = Buffer.concat(chunks);
+    const text = raw.toString('utf8');
     const download = /^\/attachments\/(\d+)\//.exec(req.url ?? '');
     if (download) {
       this.calls.push({ method: 'GET', path: req.url!.split('?')[0]!, token: String(req.headers.authorization ?? ''), body: {}, at: Date.now() });
@@ -206,7 +208,20 @@ export class DiscordApi {
       return void res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(data.length) }).end(data);
     }
     const path = (req.url ?? '').replace(/^\/api\/v10/, '').split('?')[0]!;
-    const body: Record<string, any> = text ? JSON.parse(text) : {};
+    let body: Record<string, any> = {};
+    const type = String(req.headers['content-type'] ?? '');
+    if (type.startsWith('multipart/form-data')) {
+      // A message with files: its JSON in payload_json, each file as files[n] (its name, type and bytes).
+      const form = await new Response(raw, { headers: { 'content-type': type } }).formData();
+      const payload = form.get('payload_json');
+      body = typeof payload === 'string' ? JSON.parse(payload) : {};
+      body.files = [];
+      for (const [name, value] of form.entries()) {
+        if (name.startsWith('files[') && typeof value !== 'string') body.files.push({ name: value.name, type: value.type, data: Buffer.from(await value.arrayBuffer()) });
+      }
+    } else if (text) {
+      body = JSON.parse(text);
+    }
     const token = String(req.headers.authorization ?? '').replace(/^Bot /, '');
     const call: DiscordCall = { method: req.method ?? 'GET', path, token, body, at: Date.now() };
     this.calls.push(call);
@@ -239,7 +254,7 @@ export class DiscordApi {
       if (!this.channels.has(channel!)) return send(404, { message: 'Unknown Channel', code: 10003 });
       if (what === 'typing') return send(204, undefined);
       const content = String(body.content ?? '');
-      if (!content.trim()) return send(400, { message: 'Cannot send an empty message', code: 50006 });
+      if (!content.trim() && !body.files?.length) return send(400, { message: 'Cannot send an empty message', code: 50006 });
       if (content.length > 2000) return send(400, { message: 'Invalid Form Body', code: 50035, errors: { content: { _errors: [{ code: 'BASE_TYPE_MAX_LENGTH', message: 'Must be 2000 or fewer in length.' }] } } });
       const id = nextId();
       this.posted.set(id, channel!);

@@ -203,8 +203,10 @@ export class TelegramApi {
   }
 
   private async answer(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    let text = '';
-    for await (const chunk of req) text += chunk;
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const raw = Buffer.concat(chunks);
+    const text = raw.toString('utf8');
     const download = /^\/file\/bot([^/]+)\/(.+)$/.exec((req.url ?? '').split('?')[0]!);
     if (download) {
       this.requests.push({ token: download[1]!, method: 'file', body: { path: download[2] }, at: Date.now() });
@@ -223,6 +225,17 @@ export class TelegramApi {
     const type = req.headers['content-type'] ?? '';
     if (type.includes('json') && text) body = JSON.parse(text);
     else if (type.includes('urlencoded')) body = Object.fromEntries(new URLSearchParams(text));
+    else if (type.includes('multipart/form-data')) {
+      // A file upload (sendVoice): its fields, each file as its name, type and bytes.
+      const form = await new Response(raw, { headers: { 'content-type': type } }).formData();
+      for (const [name, value] of form.entries()) {
+        body[name] = typeof value === 'string' ? value : { name: value.name, type: value.type, data: Buffer.from(await value.arrayBuffer()) };
+      }
+      // A field naming an uploaded part ("attach://<part>") is that part, as the Bot API reads it.
+      for (const [name, value] of Object.entries(body)) {
+        if (typeof value === 'string' && value.startsWith('attach://')) body[name] = body[value.slice('attach://'.length)];
+      }
+    }
     else if (req.url?.includes('?')) body = Object.fromEntries(new URLSearchParams(req.url.split('?')[1]));
     this.requests.push({ token, method, body, at: Date.now() });
 
@@ -307,6 +320,14 @@ export class TelegramApi {
         if ((body.parse_mode === 'HTML' ? visibleLength(content) : content.length) > 4096) return bad('Bad Request: message is too long');
         const messageId = method === 'editMessageText' ? Number(body.message_id) : this.nextMessageId(chat.id);
         return ok({ message_id: messageId, date: Math.floor(Date.now() / 1000), chat, from: bot.user, text: content, ...(method === 'editMessageText' ? { edit_date: Math.floor(Date.now() / 1000) } : {}) });
+      }
+      case 'sendVoice': {
+        const chat = this.chats.get(Number(body.chat_id));
+        if (!chat) return bad('Bad Request: chat not found');
+        const voice = body.voice as { data?: Buffer } | undefined;
+        if (!voice?.data?.length) return bad('Bad Request: there is no voice in the request');
+        const stored = this.addFile(voice.data, `voice/file_${this.files.size}.oga`);
+        return ok({ message_id: this.nextMessageId(chat.id), date: Math.floor(Date.now() / 1000), chat, from: bot.user, voice: { ...stored, duration: 1, mime_type: 'audio/ogg' } });
       }
       default: return bad(`Not Found: method not found`, 404);
     }

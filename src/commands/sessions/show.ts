@@ -9,7 +9,7 @@ type History = MethodResults['sessions.history'];
 function describeDelivery(delivery: OutboxEntryView): string {
   const tries = `${delivery.attempts} ${delivery.attempts === 1 ? 'try' : 'tries'}`;
   if (delivery.status === 'sent') {
-    return `(sent to ${delivery.to} at ${delivery.sentAt}${delivery.receipts.length ? `, message ${delivery.receipts.join(', ')}` : ''}${delivery.attempts > 1 ? `, after ${tries}` : ''})`;
+    return `(sent to ${delivery.to}${delivery.voice ? ' with a voice note' : ''} at ${delivery.sentAt}${delivery.receipts.length ? `, message ${delivery.receipts.join(', ')}` : ''}${delivery.attempts > 1 ? `, after ${tries}` : ''})`;
   }
   if (delivery.status === 'pending') return `(waiting to go to ${delivery.to}: ${tries} so far, next at ${delivery.nextAttemptAt}${delivery.error ? `; last: ${delivery.error}` : ''})`;
   return `(not delivered to ${delivery.to} after ${tries}: ${delivery.error ?? 'given up'})`;

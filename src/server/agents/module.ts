@@ -3,8 +3,9 @@
  * session (runtime.ts), a run from anywhere (agent-runner.ts) with its tool
  * loop over the gateway's tool registry (run.ts), runs over the WebSocket
  * (`gateway chat`, WebChat) and answers to channel messages from approved
- * senders (channel-answers.ts), and tasks one agent hands another
- * (delegations.ts).
+ * senders (channel-answers.ts), their voice notes heard first and answers
+ * spoken back where asked (voice-notes.ts), and tasks one agent hands
+ * another (delegations.ts).
  */
 import type { AgentSettings } from '../../shared/config/types.ts';
 import type { AgentInfo } from '../../shared/protocol/results.ts';
@@ -17,6 +18,7 @@ import { OPERATOR } from '../kernel/person.ts';
 import modelsModule from '../models/module.ts';
 import sessionsModule from '../sessions/module.ts';
 import toolsModule from '../tools/module.ts';
+import voiceModule from '../voice/module.ts';
 import { type AgentRunRequest, AgentRunner } from './agent-runner.ts';
 import { AgentCatalog, TOOL_PROFILE_TOOLS } from './catalog.ts';
 import { CHANNEL_ANSWER_JOB, ChannelAnswers } from './channel-answers.ts';
@@ -25,6 +27,7 @@ import { DELEGATE_JOB, DELEGATION_TURN_JOB, Delegations } from './delegations.ts
 import { RUN_MIGRATIONS, RunStore } from './run-store.ts';
 import { AgentRuntime, type RunOutcome } from './runtime.ts';
 import { SessionReader } from './session-reader.ts';
+import { VoiceNotes } from './voice-notes.ts';
 
 export type { AgentRunRequest } from './agent-runner.ts';
 export type { RunEvent } from './run.ts';
@@ -40,7 +43,7 @@ export interface Agents {
 
 export default defineModule<Agents>({
   id: 'agents',
-  needs: [jobsModule, sessionsModule, modelsModule, toolsModule, channelsModule, skillsModule],
+  needs: [jobsModule, sessionsModule, modelsModule, toolsModule, channelsModule, skillsModule, voiceModule],
   migrations: [...RUN_MIGRATIONS, ...DELEGATION_MIGRATIONS],
   async setup(ctx) {
     const runs = new RunStore(ctx.store, ctx.daemon.instanceId);
@@ -84,7 +87,10 @@ export default defineModule<Agents>({
       return { aborted: runtime.abort({ runId, sessionKey }) };
     } });
 
-    const answers = new ChannelAnswers({ config: ctx.config, channels, run, jobs: queue, log: ctx.log });
+    const voice = new VoiceNotes({
+      config: ctx.config, voice: ctx.use(voiceModule), sessions: sessions.store, attachments, log: ctx.log, carriesVoice: (channel) => channels.carriesVoice(channel),
+    });
+    const answers = new ChannelAnswers({ config: ctx.config, channels, run, jobs: queue, voice, log: ctx.log });
     channels.onInbound((inbound, tx) => answers.inbound(inbound, tx));
     ctx.jobs.handle(CHANNEL_ANSWER_JOB, (payload, context) => answers.answer(payload, context));
 

@@ -239,6 +239,11 @@ export class ChannelManager {
     return new ReplyStream(running, account, to, this.deps.logger.child({ channel, account }));
   }
 
+  /** Whether a channel runs here and its platform carries voice notes (a reply may be spoken back). */
+  carriesVoice(channel: string): boolean {
+    return this.running.get(channel)?.sendVoice !== undefined;
+  }
+
   /** Whether a reply to this message of the session is queued already (a retried answer job's earlier attempt did its work). */
   answered(sessionKey: string, turnId: number): Promise<boolean> {
     return this.deps.outbox.answered(sessionKey, turnId);

@@ -25,6 +25,7 @@ export type { ChannelManager, Inbound, InboundListener } from './manager.ts';
 export type { ReplyStream } from './reply-stream.ts';
 export type { Outbox, OutboxItem } from './outbox/outbox.ts';
 export { describeAttachment } from './attachments.ts';
+export { plainText } from './formatting.ts';
 export type { Attachments } from './attachments.ts';
 
 /** What other modules get from this one. */

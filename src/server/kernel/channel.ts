@@ -49,6 +49,8 @@ export interface InboundAttachment {
   mimeType?: string;
   /** Its size in bytes when the platform said. */
   size?: number;
+  /** A voice note recorded in the app (Telegram's voice, WhatsApp's audio with voice, Matrix's m.audio with its voice mark), as against an audio file sent. */
+  voice?: boolean;
   /** Fetches the bytes; rejects when they are more than `maxBytes` (or cannot be had). */
   fetch(maxBytes: number, signal: AbortSignal): Promise<Uint8Array>;
 }
@@ -82,6 +84,14 @@ export interface SendOptions {
    * that cannot edit it now (it was deleted) sends the text as a new message.
    */
   editOf?: string;
+}
+
+/** A voice note to send: OGG/Opus audio (the platforms' voice-note format). */
+export interface OutboundVoice {
+  data: Uint8Array;
+  mimeType: string;
+  /** A file name for platforms that show one. */
+  name: string;
 }
 
 /** What a platform answered for a message it took: its ids, kept with the reply. */
@@ -175,6 +185,12 @@ export interface Channel {
    * platform checking the address; a string body is answered as text.
    */
   receive?(request: ChannelRequest): Promise<ChannelResponse>;
+  /**
+   * Sends a voice note (OGG/Opus audio) as the platform's own kind (Telegram's
+   * sendVoice, WhatsApp's audio, Matrix's m.audio marked as voice, a file
+   * elsewhere); channels whose platforms carry no audio leave it out.
+   */
+  sendVoice?(account: string, to: string, voice: OutboundVoice, options?: SendOptions): Promise<SendReceipt | void>;
   /** Whether send() takes SendOptions.editOf (the platform edits messages): replies may then stream (channels.<id>.streaming). */
   readonly edits?: boolean;
   /** Shows the recipient that a reply is being written (Telegram's "typing…"), for a few seconds. */

@@ -280,6 +280,11 @@ export class SessionStore {
       AND (s.kind = 'group' OR NOT EXISTS (SELECT 1 FROM session_messages other WHERE other.session_key = s.key AND other.person <> ?))`, key, recall.person, recall.person)) !== undefined;
   }
 
+  /** Replaces a message's facts in its session (a voice note's transcript, written once it is heard). */
+  async setData(key: string, id: number, data: Record<string, unknown>, db: Db = this.store): Promise<void> {
+    await db.run('UPDATE session_messages SET data = ? WHERE id = ? AND session_key = ?', JSON.stringify(data), id, key);
+  }
+
   /** One message by id, with the session it is in. */
   async message(id: number): Promise<SessionMessage | undefined> {
     const row = await this.store.get<MessageRow>('SELECT * FROM session_messages WHERE id = ?', id);

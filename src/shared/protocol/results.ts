@@ -280,6 +280,13 @@ export interface AttachmentView {
   /** Whether its bytes are kept for the agent; when not, note says why. */
   kept: boolean;
   note?: string;
+  /** A voice note the platform marked as one (as against an audio file sent). */
+  voice?: boolean;
+  /** A voice note's or audio file's words, once heard (the person's words, spoken), with its length in seconds. */
+  transcript?: string;
+  seconds?: number;
+  /** Why a voice note or audio file could not be heard, as a code (audio_too_long, bad_audio, no_words, ...); note says it in words. */
+  unheard?: string;
 }
 
 /** A reply in a channel's outbox. */
@@ -295,6 +302,8 @@ export interface OutboxEntryView {
   receipts: string[];
   /** Why the last try failed. */
   error?: string;
+  /** The reply was spoken too: its voice note goes (or went) after the text. */
+  voice?: true;
 }
 
 export interface SessionView {

@@ -14,7 +14,7 @@
 import { GatewayCloseCodes, GatewayDispatchEvents, GatewayIntentBits, GatewayOpcodes } from 'discord-api-types/v10';
 import type { APIMessage, APIUser, GatewayReceivePayload, GatewayReadyDispatchData } from 'discord-api-types/v10';
 import type { ChannelState } from '../../../shared/channels.ts';
-import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type SendOptions, type SendReceipt } from '../../kernel/channel.ts';
+import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type OutboundVoice, type SendOptions, type SendReceipt } from '../../kernel/channel.ts';
 import { splitMessage } from '../formatting.ts';
 import { AccountChannel, AccountConnection } from '../account-channel.ts';
 import { accountsOf, settingPath } from '../accounts.ts';
@@ -280,6 +280,11 @@ class DiscordAccount extends AccountConnection<AccountSettings> {
     return this.rest.send(to, text, options);
   }
 
+  async sendVoice(to: string, voice: OutboundVoice, options: SendOptions = {}): Promise<SendReceipt> {
+    if (!this.rest.token || this.status.state !== 'connected') throw new ChannelSendError(`${this.channelId} account ${this.name} is ${this.status.state}; the voice note was not sent`);
+    return this.rest.sendVoice(to, voice, options);
+  }
+
   async typing(to: string): Promise<void> {
     if (!this.rest.token || this.status.state !== 'connected') return;
     await this.rest.typing(to);
@@ -310,6 +315,10 @@ export class DiscordChannel extends AccountChannel<DiscordAccount, AccountSettin
 
   split(text: string): string[] {
     return splitMessage(text, DISCORD_LIMIT);
+  }
+
+  sendVoice(account: string, to: string, voice: OutboundVoice, options: SendOptions = {}): Promise<SendReceipt | void> {
+    return this.voiceThrough(account, to, voice, options);
   }
 
   normalizePeer(peer: string): string {

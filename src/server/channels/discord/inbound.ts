@@ -58,13 +58,19 @@ export function inboundOf(message: APIMessage, reader: Reader): InboundMessage |
   };
 }
 
+/** Discord's message flag of a voice message. */
+const IS_VOICE_MESSAGE = 1 << 13;
+
 /** A message's attachments, fetched from Discord's CDN (or the configured apiRoot's host): no token goes with them. */
 function attachmentsOf(message: APIMessage, apiRoot: () => string | undefined): InboundAttachment[] {
   if (!Array.isArray(message.attachments)) return [];
+  // A voice message (its flag IS_VOICE_MESSAGE) carries its recording as its one attachment.
+  const voice = typeof message.flags === 'number' && (message.flags & IS_VOICE_MESSAGE) !== 0;
   return message.attachments.filter((file) => file && typeof file === 'object' && typeof file.url === 'string').map((file, index) => ({
     name: typeof file.filename === 'string' ? file.filename : `file-${index + 1}`,
     mimeType: typeof file.content_type === 'string' ? file.content_type : undefined,
     size: typeof file.size === 'number' ? file.size : undefined,
+    ...(voice ? { voice: true } : {}),
     fetch: async (maxBytes, signal) => {
       const url = new URL(file.url);
       if (!cdnHost(url, apiRoot())) throw new Error(`files are fetched only from Discord's CDN, not ${url.host}`);

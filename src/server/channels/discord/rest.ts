@@ -4,7 +4,7 @@
  * (and edited) in the channel or DM they go to, each posted once whatever
  * the retries (Discord enforces the nonce).
  */
-import { ChannelSendError, type SendOptions, type SendReceipt } from '../../kernel/channel.ts';
+import { ChannelSendError, type OutboundVoice, type SendOptions, type SendReceipt } from '../../kernel/channel.ts';
 import { describeNetworkError } from '../network-errors.ts';
 
 export class RestError extends Error {
@@ -40,10 +40,12 @@ export class DiscordRest {
 
   /** A REST call; a refusal comes back as an error with Discord's status, message and retry_after. */
   async call<T>(method: string, path: string, body?: unknown): Promise<T> {
+    // A message with a file goes as a form (its JSON in payload_json); fetch writes the form's content type.
+    const form = body instanceof FormData;
     const response = await fetch(`${this.root}/api/v10${path}`, {
       method,
-      headers: { authorization: `Bot ${this.token}`, 'content-type': 'application/json', 'user-agent': 'DiscordBot (gateway, 1)' },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      headers: { authorization: `Bot ${this.token}`, ...(form ? {} : { 'content-type': 'application/json' }), 'user-agent': 'DiscordBot (gateway, 1)' },
+      ...(body === undefined ? {} : { body: form ? body : JSON.stringify(body) }),
       signal: AbortSignal.timeout(30_000),
     });
     if (response.status === 204) return undefined as T;
@@ -75,25 +77,30 @@ export class DiscordRest {
 
   /** Sends (or edits) one message; a refusal as the outbox reads it: when to try again, or not at all. */
   async send(to: string, text: string, options: SendOptions = {}): Promise<SendReceipt> {
-    try {
+    return this.refusing(() => this.post(to, text, options));
+  }
+
+  /** A voice note, as a file of its own message (once, whatever the retries: its nonce). */
+  async sendVoice(to: string, voice: OutboundVoice, options: SendOptions = {}): Promise<SendReceipt> {
+    return this.refusing(async () => {
       const { channel, reference } = await this.target(to);
-      if (options.editOf !== undefined) {
-        try {
-          const edited = await this.call<{ id: string }>('PATCH', `/channels/${channel}/messages/${options.editOf}`, { content: text, allowed_mentions: { parse: [] } });
-          return { ids: [edited.id] };
-        } catch (error) {
-          // A message that is gone gets the text as a new one.
-          if (!(error instanceof RestError) || error.status !== 404) throw error;
-        }
-      }
-      // A nonce Discord enforces: a retry of a message it took already is not posted twice.
       const nonce = options.idempotencyKey ? options.idempotencyKey.slice(0, 25) : undefined;
-      const sent = await this.call<{ id: string }>('POST', `/channels/${channel}/messages`, {
-        content: text, allowed_mentions: { parse: [] },
+      const form = new FormData();
+      form.set('payload_json', JSON.stringify({
+        attachments: [{ id: 0, filename: voice.name }], allowed_mentions: { parse: [] },
         ...(reference ? { message_reference: { message_id: reference, fail_if_not_exists: false } } : {}),
         ...(nonce ? { nonce, enforce_nonce: true } : {}),
-      });
+      }));
+      form.set('files[0]', new Blob([new Uint8Array(voice.data)], { type: voice.mimeType }), voice.name);
+      const sent = await this.call<{ id: string }>('POST', `/channels/${channel}/messages`, form);
       return { ids: [sent.id] };
+    });
+  }
+
+  /** A refusal as the outbox reads it: when to try again, or not at all. */
+  private async refusing(work: () => Promise<SendReceipt>): Promise<SendReceipt> {
+    try {
+      return await work();
     } catch (error) {
       if (error instanceof RestError) {
         if (error.retryAfterMs !== undefined) throw new ChannelSendError(`Discord: ${error.message}`, { retryAfterMs: error.retryAfterMs });
@@ -102,6 +109,27 @@ export class DiscordRest {
       }
       throw new ChannelSendError(`cannot reach Discord: ${describeNetworkError(error, this.root)}`);
     }
+  }
+
+  private async post(to: string, text: string, options: SendOptions): Promise<SendReceipt> {
+    const { channel, reference } = await this.target(to);
+    if (options.editOf !== undefined) {
+      try {
+        const edited = await this.call<{ id: string }>('PATCH', `/channels/${channel}/messages/${options.editOf}`, { content: text, allowed_mentions: { parse: [] } });
+        return { ids: [edited.id] };
+      } catch (error) {
+        // A message that is gone gets the text as a new one.
+        if (!(error instanceof RestError) || error.status !== 404) throw error;
+      }
+    }
+    // A nonce Discord enforces: a retry of a message it took already is not posted twice.
+    const nonce = options.idempotencyKey ? options.idempotencyKey.slice(0, 25) : undefined;
+    const sent = await this.call<{ id: string }>('POST', `/channels/${channel}/messages`, {
+      content: text, allowed_mentions: { parse: [] },
+      ...(reference ? { message_reference: { message_id: reference, fail_if_not_exists: false } } : {}),
+      ...(nonce ? { nonce, enforce_nonce: true } : {}),
+    });
+    return { ids: [sent.id] };
   }
 
   /** Shows the recipient that the bot is writing. */

@@ -239,6 +239,8 @@ export class MatrixSync {
       name: name.slice(0, 255),
       mimeType: typeof info.mimetype === 'string' ? info.mimetype : undefined,
       size: typeof info.size === 'number' ? info.size : undefined,
+      // A voice message: m.audio with its voice mark (MSC3245, as Element records them).
+      ...(content.msgtype === 'm.audio' && isObject(content['org.matrix.msc3245.voice']) ? { voice: true } : {}),
       fetch: (maxBytes, signal) => this.owner.api().download(mxc[1]!, mxc[2]!, maxBytes, signal),
     };
   }

@@ -42,6 +42,8 @@ export interface OutboxItem {
   turnId?: number;
   /** The platform's id of a message of the account's showing the reply as it streamed: its first part goes there. */
   editOf?: string;
+  /** The reply spoken (OGG/Opus), sent as the platform's voice note after its text; kept here until it is sent. */
+  voice?: { data: Uint8Array; mimeType: string };
 }
 
 /** The replies that wait, and the pumps of the channels this daemon runs. */
@@ -70,9 +72,10 @@ export class Outbox {
   /** Queues a message as enqueue does, and says its id (undefined when its key was queued already). */
   async queue(item: OutboxItem, db: Db = this.store): Promise<number | undefined> {
     const now = this.now();
-    const row = await db.get<{ id: number | bigint }>(`INSERT INTO channel_outbox (channel, account, recipient, text, dedupe_key, session_key, run_id, turn_id, edit_of, status, next_at, created_at)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT (dedupe_key) DO NOTHING RETURNING id`,
-    item.channel, item.account, item.to, item.text, item.key ?? null, item.sessionKey ?? null, item.runId ?? null, item.turnId ?? null, item.editOf ?? null, now, now);
+    const row = await db.get<{ id: number | bigint }>(`INSERT INTO channel_outbox (channel, account, recipient, text, dedupe_key, session_key, run_id, turn_id, edit_of, voice, voice_type, status, next_at, created_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT (dedupe_key) DO NOTHING RETURNING id`,
+    item.channel, item.account, item.to, item.text, item.key ?? null, item.sessionKey ?? null, item.runId ?? null, item.turnId ?? null, item.editOf ?? null,
+    item.voice ? item.voice.data : null, item.voice?.mimeType ?? null, now, now);
     if (row) {
       const wake = () => this.wake(item.channel);
       if (inTransaction(db)) db.afterCommit(wake);

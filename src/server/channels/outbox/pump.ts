@@ -108,7 +108,9 @@ export class Pump {
   private async send(row: Row): Promise<boolean> {
     const id = Number(row.id);
     const text = String(row.text);
-    const parts = this.channel.split?.(text) ?? [text];
+    // A reply spoken back is its text's parts, then its voice note (where the channel sends them).
+    const voice = row.voice instanceof Uint8Array && row.voice.length > 0 && this.channel.sendVoice ? row.voice : undefined;
+    const parts: (string | Uint8Array)[] = [...(this.channel.split?.(text) ?? [text]), ...(voice ? [voice] : [])];
     const receipts: string[] = row.receipts ? JSON.parse(String(row.receipts)) as string[] : [];
     let sent = Number(row.parts_sent);
     const attempts = Number(row.attempts) + 1;
@@ -116,13 +118,18 @@ export class Pump {
       for (; sent < parts.length; sent++) {
         // A streamed reply's first part replaces what was streamed into its message.
         const editOf = sent === 0 && row.edit_of ? String(row.edit_of) : undefined;
-        const receipt = await this.channel.send(String(row.account), String(row.recipient), parts[sent]!, { idempotencyKey: `gw${id}p${sent}`, ...(editOf ? { editOf } : {}) });
+        const part = parts[sent]!;
+        const options = { idempotencyKey: `gw${id}p${sent}`, ...(editOf ? { editOf } : {}) };
+        const receipt = typeof part === 'string'
+          ? await this.channel.send(String(row.account), String(row.recipient), part, options)
+          : await this.channel.sendVoice!(String(row.account), String(row.recipient), { data: part, mimeType: String(row.voice_type ?? 'audio/ogg'), name: 'answer.ogg' }, options);
         if (receipt?.ids) receipts.push(...receipt.ids);
         // Each part is written down as it goes: a retry resumes after it.
         if (sent + 1 < parts.length) await this.store.run('UPDATE channel_outbox SET parts_sent = ?, receipts = ? WHERE id = ?', sent + 1, JSON.stringify(receipts), id);
       }
       const sentAt = this.now();
-      await this.store.run("UPDATE channel_outbox SET status = 'sent', parts_sent = ?, receipts = ?, attempts = ?, sent_at = ?, error = NULL WHERE id = ?",
+      // A voice note is kept only until it is sent.
+      await this.store.run("UPDATE channel_outbox SET status = 'sent', parts_sent = ?, receipts = ?, attempts = ?, sent_at = ?, error = NULL, voice = NULL WHERE id = ?",
         parts.length, JSON.stringify(receipts), attempts, sentAt, id);
       this.attempted(toView({ ...row, status: 'sent', parts_sent: parts.length, receipts: JSON.stringify(receipts), attempts, sent_at: sentAt, error: null }));
       observe(observed.channelMessage, (): ChannelMessageObserved => ({ channel: this.channel.id, direction: 'out' }));
@@ -134,7 +141,7 @@ export class Pump {
       const giveUp = error?.permanent === true || attempts >= OUTBOX_LIMITS.maxAttempts || now - Number(row.created_at) >= OUTBOX_LIMITS.maxAgeMs;
       if (error?.retryAfterMs !== undefined) this.pausedUntil.set(String(row.account), now + error.retryAfterMs);
       const nextAt = now + (error?.retryAfterMs ?? backoff(attempts));
-      await this.store.run('UPDATE channel_outbox SET status = ?, attempts = ?, parts_sent = ?, receipts = ?, next_at = ?, error = ? WHERE id = ?',
+      await this.store.run(`UPDATE channel_outbox SET status = ?, attempts = ?, parts_sent = ?, receipts = ?, next_at = ?, error = ?${giveUp ? ', voice = NULL' : ''} WHERE id = ?`,
         giveUp ? 'failed' : 'pending', attempts, sent, JSON.stringify(receipts), nextAt, message, id);
       this.attempted(toView({ ...row, status: giveUp ? 'failed' : 'pending', attempts, parts_sent: sent, receipts: JSON.stringify(receipts), next_at: nextAt, error: message }));
       if (giveUp) this.logger.warn({ reply: id, to: String(row.recipient), attempts, error: message }, 'a reply could not be delivered; given up');

@@ -58,10 +58,17 @@ export const OUTBOX_MIGRATIONS: readonly Migration[] = [{
   version: 5,
   name: 'a streamed reply ends in the message it was streamed into',
   sql: 'ALTER TABLE channel_outbox ADD COLUMN edit_of TEXT;',
+}, {
+  version: 6,
+  name: 'a reply spoken back keeps its voice note until it is sent',
+  sql: `
+    ALTER TABLE channel_outbox ADD COLUMN voice BLOB;
+    ALTER TABLE channel_outbox ADD COLUMN voice_type TEXT;
+  `,
 }];
 
 /** A row of channel_outbox as the store returns it. */
-export type Row = Record<string, string | number | bigint | null>;
+export type Row = Record<string, string | number | bigint | null | Uint8Array>;
 
 /** A row as the protocol shows it (outbox list, a session's reply, an operator's send). */
 export const toView = (row: Row): OutboxEntryView => ({
@@ -73,6 +80,7 @@ export const toView = (row: Row): OutboxEntryView => ({
   nextAttemptAt: row.status === 'pending' ? new Date(Number(row.next_at)).toISOString() : null,
   receipts: row.receipts ? JSON.parse(String(row.receipts)) as string[] : [],
   ...(row.error ? { error: String(row.error) } : {}),
+  ...(row.voice_type ? { voice: true as const } : {}),
 });
 
 /** A reply no earlier reply to the same recipient waits before. */

@@ -21,7 +21,7 @@ export interface SlackEvent {
   text?: string;
   ts?: string;
   thread_ts?: string;
-  files?: { id?: string; name?: string; mimetype?: string; size?: number; url_private?: string; url_private_download?: string }[];
+  files?: { id?: string; name?: string; mimetype?: string; size?: number; subtype?: string; url_private?: string; url_private_download?: string }[];
 }
 
 /** Who reads an event: the account, its bot user, where it may answer, people's names, and how to fetch files. */
@@ -84,6 +84,8 @@ function attachmentsOf(event: SlackEvent, reader: Reader): InboundAttachment[] {
     name: typeof file.name === 'string' ? file.name : `file-${index + 1}`,
     mimeType: typeof file.mimetype === 'string' ? file.mimetype : undefined,
     size: typeof file.size === 'number' ? file.size : undefined,
+    // An audio clip recorded in Slack.
+    ...(file.subtype === 'slack_audio' ? { voice: true } : {}),
     fetch: async (maxBytes, signal) => {
       const address = file.url_private_download ?? file.url_private;
       if (typeof address !== 'string') throw new Error('Slack gave no address for it');

@@ -8,7 +8,7 @@
 import type { Update, UserFromGetMe } from 'grammy/types';
 import type { Api as GrammyApi, GrammyError as GrammyErrorType } from 'grammy';
 import type { ChannelState } from '../../../shared/channels.ts';
-import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type ChannelRequest, type ChannelResponse, type InboundMessage, type SendOptions, type SendReceipt } from '../../kernel/channel.ts';
+import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type ChannelRequest, type ChannelResponse, type InboundMessage, type OutboundVoice, type SendOptions, type SendReceipt } from '../../kernel/channel.ts';
 import { readLimited } from '../attachments.ts';
 import { AccountChannel, AccountConnection } from '../account-channel.ts';
 import { accountsOf, settingPath } from '../accounts.ts';
@@ -246,6 +246,18 @@ class TelegramAccount extends AccountConnection<AccountSettings> {
     }
   }
 
+  /** A voice note, as Telegram's own (sendVoice: OGG/Opus shows as a voice message with its waveform). */
+  async sendVoice(to: string, voice: OutboundVoice): Promise<SendReceipt> {
+    const api = this.api;
+    if (!api || this.status.state !== 'connected') throw new ChannelSendError(`${this.channelId} account ${this.name} is ${this.status.state}; the voice note was not sent`);
+    try {
+      const sent = await api.sendVoice(to, new this.grammy.InputFile(voice.data, voice.name));
+      return { ids: [String(sent.message_id)] };
+    } catch (error) {
+      throw this.sendError(error);
+    }
+  }
+
   /** A refused send as the outbox reads it: when to try again, or not at all. */
   private sendError(error: unknown): ChannelSendError {
     if (error instanceof this.grammy.GrammyError) {
@@ -308,6 +320,10 @@ export class TelegramChannel extends AccountChannel<TelegramAccount, AccountSett
 
   split(text: string): string[] {
     return splitMessage(text, TELEGRAM_LIMIT);
+  }
+
+  sendVoice(account: string, to: string, voice: OutboundVoice): Promise<SendReceipt | void> {
+    return this.voiceThrough(account, to, voice);
   }
 
   /** Chat ids are numbers; a public channel or group may go by @name. */

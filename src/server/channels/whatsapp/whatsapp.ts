@@ -11,31 +11,24 @@
  * outside it waits for the person to answer a configured template, or is
  * given up with the reason.
  */
-import { createHmac } from 'node:crypto';
 import type { ChannelState } from '../../../shared/channels.ts';
-import { ChannelSendError, type Channel, type ChannelContext, type ChannelRequest, type ChannelResponse, type ChannelSettings, type InboundMessage, type SendReceipt } from '../../kernel/channel.ts';
+import { ChannelSendError, type Channel, type ChannelContext, type ChannelRequest, type ChannelResponse, type ChannelSettings, type InboundMessage, type OutboundVoice, type SendReceipt } from '../../kernel/channel.ts';
 import { AccountChannel, AccountConnection } from '../account-channel.ts';
 import { DEFAULT_ACCOUNT, settingPath } from '../accounts.ts';
 import { TooLarge } from '../attachments.ts';
-import { deliveredJson, refusal, sameSecret } from '../webhook.ts';
+import { deliveredJson, refusal } from '../webhook.ts';
 import { messageBody, splitReply } from './format.ts';
 import { GRAPH_VERSION, GraphApi, GraphError, graphRootOf } from './graph.ts';
 import { changesOf, type WaChange, type WaMessage, type WaStatus } from './notifications.ts';
 import { ServiceWindows } from './service-window.ts';
 import { classifyFailure, REENGAGEMENT, sendFailure, SetupProblem } from './failures.ts';
+import { handshake, normalizeWhatsAppPeer, recipientOf, signatureRefusal } from './webhook-checks.ts';
 import { SECRET_HINTS, SECRET_NAMES, whatsappAccounts, type AccountSettings, type SecretName } from './settings.ts';
 
 /** How often the typing indicator is shown again while an agent works (Meta shows it up to 25 s, or until the reply). */
 const TYPING_EVERY_MS = 20_000;
 /** People whose last message id is kept for read receipts, at most. */
 const MAX_LAST_MESSAGES = 5000;
-
-/** A reply's recipient: a person's WhatsApp id, and the message it answers (`<wa_id>/<wamid>`), when it names one. */
-function recipientOf(to: string): { customer: string; context?: string } {
-  const slash = to.indexOf('/');
-  const customer = (slash === -1 ? to : to.slice(0, slash)).replace(/[^\d]/g, '');
-  return slash === -1 ? { customer } : { customer, context: to.slice(slash + 1).trim() };
-}
 
 const iso = (at: number) => new Date(at).toISOString().replace(/\.\d{3}Z$/, 'Z');
 
@@ -148,13 +141,9 @@ class WhatsAppAccount extends AccountConnection<AccountSettings> {
    * before the 200.
    */
   async receive(request: ChannelRequest): Promise<ChannelResponse> {
-    if (request.method === 'GET') return this.handshake(request.query ?? {});
-    const secret = this.appSecret;
-    if (secret === undefined) return refusal(503, 'unavailable', 'This account is not set up to take deliveries yet.');
-    const signature = request.headers['x-hub-signature-256'];
-    if (typeof signature !== 'string') return refusal(401, 'unauthorized', 'The request is not signed (X-Hub-Signature-256).');
-    const expected = `sha256=${createHmac('sha256', secret).update(request.body).digest('hex')}`;
-    if (!sameSecret(signature.trim().toLowerCase(), expected)) return refusal(401, 'unauthorized', 'The request\'s signature does not match the app secret.');
+    if (request.method === 'GET') return handshake(request.query ?? {}, this.verifyToken, this.log);
+    const unsigned = signatureRefusal(request, this.appSecret);
+    if (unsigned) return unsigned;
     const read = deliveredJson(request.body);
     if (read.refused) return read.refused;
     const payload = read.value as { object?: unknown } | null;
@@ -176,24 +165,6 @@ class WhatsAppAccount extends AccountConnection<AccountSettings> {
       return refusal(503, 'unavailable', 'The notification could not be stored now.');
     }
     return { status: 200, body: {} };
-  }
-
-  private handshake(query: Record<string, string>): ChannelResponse {
-    const expected = this.verifyToken;
-    if (expected === undefined) return refusal(503, 'unavailable', 'This account is not set up to verify its address yet.');
-    const challenge = query['hub.challenge'];
-    const token = query['hub.verify_token'];
-    if (query['hub.mode'] !== 'subscribe' || typeof challenge !== 'string' || typeof token !== 'string') {
-      return refusal(400, 'bad_request', 'Not a subscription request: hub.mode=subscribe, hub.verify_token and hub.challenge are expected.');
-    }
-    if (!sameSecret(token, expected)) {
-      this.log.warn('a subscription request with a verify token that does not match; refused');
-      return refusal(403, 'forbidden', 'The verify token does not match.');
-    }
-    // Meta's challenge is a number; nothing else is echoed back.
-    if (!/^[A-Za-z0-9._-]{1,256}$/.test(challenge)) return refusal(400, 'bad_request', 'The challenge is not one Meta sends.');
-    this.log.info('Meta verified the webhook address');
-    return { status: 200, body: challenge };
   }
 
   /**
@@ -230,7 +201,7 @@ class WhatsAppAccount extends AccountConnection<AccountSettings> {
       text: message.text, at: message.at, platformId: message.id,
       ...(message.media.length ? {
         attachments: message.media.map((media) => ({
-          name: media.name, mimeType: media.mimeType,
+          name: media.name, mimeType: media.mimeType, ...(media.voice ? { voice: true } : {}),
           // The address Meta gives lasts minutes: asked for when the file is fetched.
           fetch: async (maxBytes: number, signal: AbortSignal) => {
             const api = this.api;
@@ -281,6 +252,24 @@ class WhatsAppAccount extends AccountConnection<AccountSettings> {
         this.windows.shut(customer);
         return this.outsideWindow(api, phoneNumberId, customer);
       }
+      throw this.sendError(error);
+    }
+  }
+
+  /** A voice note: uploaded to Meta's media store, then sent as audio (OGG/Opus shows as a voice message). */
+  async sendVoice(to: string, voice: OutboundVoice): Promise<SendReceipt> {
+    const api = this.api;
+    const phoneNumberId = this.phoneNumberId;
+    if (!api || !phoneNumberId || this.status.state !== 'connected') throw new ChannelSendError(`${this.channelId} account ${this.name} is ${this.status.state}; the voice note was not sent`);
+    const { customer, context } = recipientOf(to);
+    await this.windowsRead;
+    if (!this.windows.isOpen(customer, Date.now())) return this.outsideWindow(api, phoneNumberId, customer);
+    try {
+      const media = await api.uploadMedia(phoneNumberId, voice);
+      const ids = await api.messages(phoneNumberId, { recipient_type: 'individual', to: customer, type: 'audio', audio: { id: media }, ...(context ? { context: { message_id: context } } : {}) });
+      this.rateLimitsInRow = 0;
+      return { ids };
+    } catch (error) {
       throw this.sendError(error);
     }
   }
@@ -377,6 +366,10 @@ export class WhatsAppChannel extends AccountChannel<WhatsAppAccount, AccountSett
     return splitReply(text);
   }
 
+  sendVoice(account: string, to: string, voice: OutboundVoice): Promise<SendReceipt | void> {
+    return this.voiceThrough(account, to, voice);
+  }
+
   /** A person is their number in international form, digits only (+49 151 2345-6789 is 4915123456789); `/<message id>` names a message of theirs. */
   normalizePeer(peer: string): string {
     return normalizeWhatsAppPeer(peer);
@@ -396,4 +389,4 @@ export class WhatsAppChannel extends AccountChannel<WhatsAppAccount, AccountSett
 }
 
 /** A person's WhatsApp id as people type their number: digits only. */
-export const normalizeWhatsAppPeer = (peer: string): string => peer.split('/')[0]!.replace(/[^\d]/g, '');
+export { normalizeWhatsAppPeer };
