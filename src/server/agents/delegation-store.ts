@@ -39,6 +39,10 @@ export const DELEGATION_MIGRATIONS: readonly Migration[] = [{
     CREATE UNIQUE INDEX delegations_parent ON delegations (parent_session, n);
     CREATE INDEX delegations_running ON delegations (status) WHERE status = 'running';
   `,
+}, {
+  version: 4,
+  name: 'a delegation spends the credential or automation whose run made it',
+  sql: 'ALTER TABLE delegations ADD COLUMN subject TEXT;',
 }];
 
 /** How a child's answer goes back: to the tool call waiting for it, or as a new turn of the parent's conversation. */
@@ -53,6 +57,8 @@ export interface Delegation {
   depth: number;
   task: string;
   person: string;
+  /** Whose spending the delegating run was (a credential, an automation): the child's model calls spend it too, under its budgets. */
+  subject: string | null;
   jobId: string;
   mode: DelegationMode;
   waiter: string | null;
@@ -69,13 +75,13 @@ export interface Delegation {
 
 interface Row {
   session_key: string; parent_session: string; n: number; parent_agent: string; agent: string; depth: number; task: string; person: string;
-  job_id: string; mode: DelegationMode; waiter: string | null; status: Delegation['status']; run_id: string | null; answer: string | null;
+  subject: string | null; job_id: string; mode: DelegationMode; waiter: string | null; status: Delegation['status']; run_id: string | null; answer: string | null;
   error: string | null; input_tokens: number | null; output_tokens: number | null; created_at: number; finished_at: number | null; delivered_at: number | null;
 }
 
 const toDelegation = (row: Row): Delegation => ({
   sessionKey: row.session_key, parentSession: row.parent_session, n: Number(row.n), parentAgent: row.parent_agent, agent: row.agent, depth: Number(row.depth),
-  task: row.task, person: row.person, jobId: row.job_id, mode: row.mode, waiter: row.waiter, status: row.status, runId: row.run_id, answer: row.answer,
+  task: row.task, person: row.person, subject: row.subject ?? null, jobId: row.job_id, mode: row.mode, waiter: row.waiter, status: row.status, runId: row.run_id, answer: row.answer,
   error: row.error, inputTokens: row.input_tokens, outputTokens: row.output_tokens, createdAt: Number(row.created_at),
   finishedAt: row.finished_at === null ? null : Number(row.finished_at), deliveredAt: row.delivered_at === null ? null : Number(row.delivered_at),
 });
@@ -127,9 +133,9 @@ export class DelegationStore {
   }
 
   async insert(row: Omit<Delegation, 'status' | 'runId' | 'answer' | 'error' | 'inputTokens' | 'outputTokens' | 'finishedAt' | 'deliveredAt'>, db: Db): Promise<void> {
-    await db.run(`INSERT INTO delegations (session_key, parent_session, n, parent_agent, agent, depth, task, person, job_id, mode, waiter, status, created_at)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?)`,
-    row.sessionKey, row.parentSession, row.n, row.parentAgent, row.agent, row.depth, row.task, row.person, row.jobId, row.mode, row.waiter, row.createdAt);
+    await db.run(`INSERT INTO delegations (session_key, parent_session, n, parent_agent, agent, depth, task, person, subject, job_id, mode, waiter, status, created_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?)`,
+    row.sessionKey, row.parentSession, row.n, row.parentAgent, row.agent, row.depth, row.task, row.person, row.subject, row.jobId, row.mode, row.waiter, row.createdAt);
   }
 
   /**

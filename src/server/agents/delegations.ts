@@ -41,7 +41,7 @@ const MAX_TASK_CHARS = 20_000;
 const TREE_DEPTH = 8;
 
 interface ChildJob { sessionKey: string }
-interface TurnJob { parentSession: string; agent: string; recordedId: number; person: string; child: string; text: string }
+interface TurnJob { parentSession: string; agent: string; recordedId: number; person: string; subject?: string; child: string; text: string }
 
 export interface DelegationsDeps {
   config: () => GatewayConfig;
@@ -119,7 +119,7 @@ export class Delegations {
       }, tx);
       const jobId = await this.deps.jobs.enqueue({ kind: DELEGATE_JOB, payload: { sessionKey } satisfies ChildJob, source: `agent:${parentAgent}`, maxAttempts: CHILD_ATTEMPTS }, tx);
       await rows.insert({
-        sessionKey, parentSession, n, parentAgent, agent: args.agent, depth, task: args.task, person: context.person, jobId,
+        sessionKey, parentSession, n, parentAgent, agent: args.agent, depth, task: args.task, person: context.person, subject: context.subject ?? null, jobId,
         mode: wait ? 'wait' : 'turn', waiter: wait ? this.deps.daemon : null, createdAt: now,
       }, tx);
       return { sessionKey, jobId };
@@ -173,8 +173,12 @@ export class Delegations {
     const task = await this.taskMessage(sessionKey);
     let outcome: DelegationOutcome;
     try {
+      // A child runs (or runs again, after a restart) only while its parent may still hand it the task.
+      this.assertStillAllowed(row);
       const result = await this.deps.run({
         agentId: row.agent, session: { key: sessionKey }, text: row.task, recordedId: task, surface: 'delegate', person: row.person,
+        // The child spends what its parent's run spent (a token's, an automation's budget): handing a task on escapes no cap.
+        ...(row.subject ? { subject: row.subject } : {}),
         sender: { id: `agent:${row.parentAgent}`, name: row.parentAgent }, delegatedBy: row.parentAgent,
       });
       outcome = { status: 'succeeded', runId: result.runId, answer: result.text, error: null, usage: result.usage };
@@ -196,6 +200,15 @@ export class Delegations {
     });
     if (ended) this.waiting.get(sessionKey)?.();
     return { status: outcome.status, runId: outcome.runId, ...(outcome.error ? { error: outcome.error } : {}) };
+  }
+
+  /** Refuses a child whose delegation the configuration no longer allows: its parent agent removed, or the target taken off its list. */
+  private assertStillAllowed(row: Delegation): void {
+    const agents = this.deps.config().agents;
+    if (!Object.hasOwn(agents, row.parentAgent)) throw new DomainError('forbidden', `Agent ${row.parentAgent}, which delegated this task, is no longer configured.`);
+    if (!(agents[row.parentAgent]!.delegation?.agents ?? []).includes(row.agent)) {
+      throw new DomainError('forbidden', `Agent ${row.parentAgent} may no longer delegate to ${row.agent} (agents.${row.parentAgent}.delegation.agents).`);
+    }
   }
 
   /** The task, recorded as the child session's first message. */
@@ -224,7 +237,7 @@ export class Delegations {
     const { session, message } = recorded;
     const source = `agent:${row.agent}`;
     if ((SESSION_SOURCES as readonly string[]).includes(session.channel)) {
-      const turn: TurnJob = { parentSession: row.parentSession, agent: row.parentAgent, recordedId: message.id, person: row.person, child: row.agent, text };
+      const turn: TurnJob = { parentSession: row.parentSession, agent: row.parentAgent, recordedId: message.id, person: row.person, ...(row.subject ? { subject: row.subject } : {}), child: row.agent, text };
       await this.deps.jobs.enqueue({ kind: DELEGATION_TURN_JOB, payload: turn, source, maxAttempts: CHILD_ATTEMPTS }, tx);
       return;
     }
@@ -252,6 +265,7 @@ export class Delegations {
     }
     const result = await this.deps.run({
       agentId: turn.agent, session: { key: turn.parentSession }, text: turn.text, recordedId: turn.recordedId, surface: 'delegate', person: turn.person,
+      ...(turn.subject ? { subject: turn.subject } : {}),
       sender: { id: `agent:${turn.child}`, name: turn.child },
     });
     return { runId: result.runId, status: result.status };

@@ -193,6 +193,11 @@ export interface ToolContext {
    * Set by the daemon, never from the call's arguments.
    */
   person: string;
+  /**
+   * Whose spending the run is (its credential on the inference API, its
+   * automation): a task it hands on spends it too, under its budgets.
+   */
+  subject?: string;
   sessionKey?: string;
   logger: Logger;
 }

@@ -79,12 +79,16 @@ export default defineModule<Sessions>({
       description: 'Conversations with approved senders, rooms and agents, most recent first.',
       inputSchema: { type: 'object', additionalProperties: false, properties: { channel: CHANNEL_ID, limit: { type: 'integer', minimum: 1, maximum: 1000 } } },
       handler: async (args, context) => {
-        // One person's run lists only the conversations that person may recall (who else talks to the agent is theirs to know),
-        // unless the agent's memory is shared; the operator, who reads every session anyway, lists all.
-        const shared = context.agent !== undefined && ctx.config().agents[context.agent]?.memory.scope === 'agent';
-        const person = context.person === OPERATOR || shared ? undefined : context.person;
+        // One person's run lists only the conversations that person may recall (who else talks to the agent is theirs to know);
+        // an agent whose memory is shared lists those it answered in, as its memory recalls them, never other agents' people.
+        // The operator, who reads every session anyway, lists all.
+        const operator = context.person === OPERATOR;
+        const shared = !operator && context.agent !== undefined && ctx.config().agents[context.agent]?.memory.scope === 'agent';
+        const person = operator || shared ? undefined : context.person;
         const channel = args.channel as string | undefined;
-        const sessions = await store.list({ channel, limit: Number(args.limit ?? 100), ...(person === undefined ? {} : { person }) });
+        const sessions = await store.list({
+          channel, limit: Number(args.limit ?? 100), ...(shared ? { via: `agent:${context.agent}` } : {}), ...(person === undefined ? {} : { person }),
+        });
         // A misspelt channel is told to the model as such (with the channels there are), not answered with an empty list.
         if (channel !== undefined && sessions.length === 0) assertKnownChannel(channel);
         return { sessions: sessions.map((session) => sessionView(session)) };

@@ -198,13 +198,17 @@ export class SessionStore {
   }
 
   /** Sessions, most recently active first. */
-  /** Sessions, most recent first: of a channel, and only those a person may recall when one is named. */
-  async list(options: { channel?: string; limit: number; person?: string }): Promise<Session[]> {
+  /** Sessions, most recent first: of a channel, only those `via` (an agent) took part in, and only those a person may recall, when named. */
+  async list(options: { channel?: string; limit: number; via?: string; person?: string }): Promise<Session[]> {
     const where: string[] = [];
     const params: string[] = [];
     if (options.channel !== undefined) {
       where.push('channel = ?');
       params.push(options.channel);
+    }
+    if (options.via !== undefined) {
+      where.push('key IN (SELECT DISTINCT session_key FROM session_messages WHERE via = ?)');
+      params.push(options.via);
     }
     if (options.person !== undefined) {
       where.push(`key IN (${RECALLABLE})`);

@@ -33,6 +33,8 @@ export interface ToolCaller {
   agent?: string;
   /** Whom the call acts for, derived by the daemon (src/server/kernel/person.ts). */
   person: string;
+  /** Whose spending an agent's run is (a credential, an automation): what it starts spends it too. */
+  subject?: string;
 }
 
 /** Checks a request's own shape (not the tool's args): 400 naming the field. */
@@ -198,7 +200,7 @@ export class ToolRunner {
       tool: tool.name, surface: caller.surface, startedAt, endedAt: Date.now(), ...(request.runId ? { runId: request.runId } : {}), ...(error ? { error } : {}),
     }));
     try {
-      const result = await tool.handler(args, { caller: caller.name, surface: caller.surface, person: caller.person, sessionKey: request.sessionKey, logger, ...(caller.agent ? { agent: caller.agent } : {}) });
+      const result = await tool.handler(args, { caller: caller.name, surface: caller.surface, person: caller.person, sessionKey: request.sessionKey, logger, ...(caller.agent ? { agent: caller.agent } : {}), ...(caller.subject ? { subject: caller.subject } : {}) });
       told();
       return result === undefined ? null : JSON.parse(JSON.stringify(result));
     } catch (thrown) {
