@@ -71,8 +71,8 @@ const common: BuildOptions = {
   platform: 'node',
   target: 'node22',
   chunkNames: 'chunk-[hash]',
-  // Native or optional: found in node_modules at run time, as before.
-  external: ['@napi-rs/keyring', 'pg-native', 'bufferutil', 'utf-8-validate', 'irc-framework'],
+  // Native, optional, or with files of its own beside it (the Matrix crypto library's WebAssembly): found in node_modules at run time, as before.
+  external: ['@napi-rs/keyring', 'pg-native', 'bufferutil', 'utf-8-validate', 'irc-framework', '@matrix-org/matrix-sdk-crypto-wasm'],
   // The CommonJS libraries inside call require() for Node's own modules.
   banner: { js: "import { createRequire as __gatewayRequire } from 'node:module'; const require = __gatewayRequire(import.meta.url);" },
   plugins: [noTransports, lazyTls, builtinsByRequire],

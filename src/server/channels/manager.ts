@@ -1,4 +1,5 @@
 import { MAX_MESSAGE_CHARS } from '../../shared/channels.ts';
+import { isSecretName } from '../../shared/secrets/names.ts';
 import type { GatewayConfig } from '../../shared/config/types.ts';
 import type { ChannelInfo, ChannelStatus, DmPairingRequestView, PairApproved } from '../../shared/protocol/results.ts';
 import type { AccountStatus, Channel, ChannelKind, ChannelRequest, ChannelResponse, ChannelSettings } from '../kernel/channel.ts';
@@ -20,6 +21,8 @@ export interface ChannelManagerDeps extends InboxDeps {
   kinds: () => ReadonlyMap<string, { value: ChannelKind }>;
   config: () => GatewayConfig;
   secret: (name: string) => Promise<string | undefined>;
+  /** Keeps a secret a channel made for itself; without it, channels cannot keep one. */
+  keepSecret?: (name: string, value: string) => Promise<void>;
   /**
    * Runs a channel's connection on exactly one daemon of the gateway (several
    * share a PostgreSQL store): start is called when this daemon takes it.
@@ -100,6 +103,12 @@ export class ChannelManager {
     }
   }
 
+  /** A channel keeps secrets of its own only (channels.<id>.…), and only names the secret store knows. */
+  private async keepSecret(id: string, name: string, value: string): Promise<void> {
+    if (!name.startsWith(`channels.${id}.`) || !isSecretName(name)) throw new Error(`channel ${id} cannot keep the secret ${name}`);
+    await this.deps.keepSecret!(name, value);
+  }
+
   private async open(id: string, kind: ChannelKind): Promise<void> {
     this.standby.delete(id);
     this.failed.delete(id);
@@ -107,6 +116,7 @@ export class ChannelManager {
       const channel = await kind.create(id, {
         settings: () => this.settings(id) ?? { enabled: false, dmPolicy: 'pairing', allowFrom: [] },
         secret: this.deps.secret,
+        ...(this.deps.keepSecret ? { keepSecret: (name: string, value: string) => this.keepSecret(id, name, value) } : {}),
         logger: this.deps.logger,
         inbound: (message) => this.inbox.enqueue(id, message),
         stateChanged: (status) => {
