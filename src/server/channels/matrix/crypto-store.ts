@@ -44,7 +44,6 @@ interface Database {
 }
 interface Factory {
   open(name: string, version?: number): OpenRequest;
-  deleteDatabase(name: string): Request<unknown>;
   databases(): Promise<{ name?: string }[]>;
 }
 type StoreKey = string | number | Date | ArrayBufferView | ArrayBuffer | StoreKey[];
@@ -123,16 +122,9 @@ export function readSnapshot(bytes: Buffer): Snapshot {
   return value;
 }
 
-/** Removes a store's databases from this process's IndexedDB. */
-export async function dropStore(store: string): Promise<void> {
-  const factory = await indexedDb();
-  for (const name of await databasesOf(factory, store)) await done(factory.deleteDatabase(name));
-}
-
-/** Puts a snapshot's databases back under the store's name, replacing whatever this process had there. */
+/** Puts a snapshot's databases back under a store name this process has not used yet. */
 export async function restoreSnapshot(store: string, snapshot: Snapshot): Promise<void> {
   const factory = await indexedDb();
-  await dropStore(store);
   for (const database of snapshot.databases) {
     const suffix = database.name.slice(database.name.indexOf('::'));
     const opening = factory.open(`${store}${suffix}`, database.version);
@@ -145,10 +137,10 @@ export async function restoreSnapshot(store: string, snapshot: Snapshot): Promis
     };
     const db = await done(opening);
     try {
-      const names = database.stores.filter((shape) => shape.records.length).map((shape) => shape.name);
-      if (!names.length) continue;
-      const transaction = db.transaction(names, 'readwrite');
-      for (const shape of database.stores) {
+      const filled = database.stores.filter((shape) => shape.records.length);
+      if (!filled.length) continue;
+      const transaction = db.transaction(filled.map((shape) => shape.name), 'readwrite');
+      for (const shape of filled) {
         const objects = transaction.objectStore(shape.name);
         for (const [key, value] of shape.records) {
           if (shape.keyPath === null) objects.put(value, key);

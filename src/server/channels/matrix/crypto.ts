@@ -22,11 +22,12 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type * as Sdk from '@matrix-org/matrix-sdk-crypto-wasm';
 import { isObject, Refused, USER_ID, type Content, type MatrixApi, type RawEvent } from './api.ts';
-import { dropStore, readSnapshot, restoreSnapshot, snapshotOf } from './crypto-store.ts';
+import { indexedDb, readSnapshot, restoreSnapshot, snapshotOf } from './crypto-store.ts';
 
 type Library = typeof Sdk;
 let library: Promise<Library> | undefined;
 /** The library, its WebAssembly read without holding up the daemon (about 5 MB, read once). */
+let openings = 0;
 const load = (): Promise<Library> => (library ??= import('@matrix-org/matrix-sdk-crypto-wasm').then(async (sdk) => {
   await sdk.initAsync();
   return sdk;
@@ -34,7 +35,7 @@ const load = (): Promise<Library> => (library ??= import('@matrix-org/matrix-sdk
 
 /** What the account gives its encryption. */
 export interface CryptoOwner {
-  /** The store's name in this process (one per channel and account). */
+  /** The store's name in this process (one per channel and account; each opening adds a number to it). */
   store: string;
   userId: string;
   deviceId: string;
@@ -76,6 +77,7 @@ export class MatrixCrypto {
    */
   static async open(owner: CryptoOwner): Promise<MatrixCrypto> {
     const sdk = await load();
+    await indexedDb();
     const log = owner.log();
     const stored = await owner.state.get();
     let snapshot = stored ? (() => {
@@ -98,18 +100,20 @@ export class MatrixCrypto {
       await owner.passphrase.keep(passphrase);
       log.info('matrix: a passphrase for the encryption keys was made and kept in the secret store');
     }
-    if (snapshot) await restoreSnapshot(owner.store, snapshot);
-    else await dropStore(owner.store);
+    // Each opening has a store of its own in this process. One closed before is not deleted: deleting a database whose
+    // connection the library has not closed yet would wait for it for ever (the in-memory IndexedDB checks again and
+    // again); it is a few kilobytes, gone when the daemon stops.
+    const store = `${owner.store}#${++openings}`;
     let machine: Sdk.OlmMachine;
     try {
-      const handle = await sdk.StoreHandle.open(owner.store, passphrase);
+      if (snapshot) await restoreSnapshot(store, snapshot);
+      const handle = await sdk.StoreHandle.open(store, passphrase);
       machine = await sdk.OlmMachine.initFromStore(new sdk.UserId(owner.userId), new sdk.DeviceId(owner.deviceId), handle);
     } catch (error) {
-      await dropStore(owner.store).catch(() => undefined);
-      if (snapshot) throw new Refused(`the encryption keys of ${owner.userId} cannot be unlocked with the secret ${owner.passphrase.name}: set the one they were made with`);
-      throw error;
+      if (snapshot) throw new Refused(`the encryption keys of ${owner.userId} cannot be unlocked with the secret ${owner.passphrase.name}: set the one they were made with, or log the bot in again to start as a new device`);
+      throw new Refused(`the encryption store could not be made: ${(error as Error).message ?? String(error)}`);
     }
-    const crypto = new MatrixCrypto(sdk, machine, owner, stored ? digest(stored) : undefined);
+    const crypto = new MatrixCrypto(sdk, machine, { ...owner, store }, stored ? digest(stored) : undefined);
     log.info({ device: owner.deviceId, ed25519: machine.identityKeys.ed25519.toBase64() }, snapshot ? 'matrix: the encryption device was opened from its kept state' : 'matrix: a new encryption device was made');
     await crypto.exclusive(() => crypto.flushLocked());
     return crypto;
