@@ -86,6 +86,12 @@ describe('Matrix end-to-end encryption (e2e, a stand-in homeserver, people\'s de
     expect(botCalls.some((path) => path.endsWith('/keys/claim'))).to.equal(true);
     expect(botCalls.some((path) => path.includes('/sendToDevice/m.room.encrypted/'))).to.equal(true);
 
+    // A file sent encrypted is fetched and decrypted for the agent.
+    upstream.responder = () => openaiText('Noted.');
+    await alice.sendEncryptedFile(room, 'stock.csv', Buffer.from('name,count\nbolts,4\n'), 'text/csv');
+    await alice.waitFor(room, /^Noted\.$/, { from: bot.userId, timeoutMs: 30_000 });
+    expect(String(upstream.requests.at(-1)!.body.messages.at(-1).content)).to.include('Content of stock.csv:\nname,count\nbolts,4');
+
     const session = await json(['sessions', 'show', `matrix:default:dm:${alice.userId}`]);
     expect(session.messages.map((m: any) => m.text)).to.include.members(['What is Matrix?', 'Echo: What is Matrix?']);
     expect(session.messages.at(-1).delivery).to.include({ status: 'sent', to: room });

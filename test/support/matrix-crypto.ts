@@ -100,7 +100,7 @@ export class EncryptedPerson extends MatrixPerson {
   }
 
   /** Encrypts a message for the room's members (sharing the room key with their devices first), as Element does, and sends it. */
-  async sayEncrypted(room: string, text: string, options: { shareKeys?: boolean } = {}): Promise<string> {
+  async sayEncrypted(room: string, text: string | Record<string, unknown>, options: { shareKeys?: boolean } = {}): Promise<string> {
     const content = await this.exclusive(async () => {
       const members = await this.members(room);
       const ids = () => members.map((id) => new sdk.UserId(id));
@@ -114,11 +114,19 @@ export class EncryptedPerson extends MatrixPerson {
       const shares = await this.olm.shareRoomKey(new sdk.RoomId(room), ids(), settings);
       if (options.shareKeys === false) this.withheld.push(...shares);
       else for (const request of shares) await this.send(request);
-      return this.olm.encryptRoomEvent(new sdk.RoomId(room), 'm.room.message', JSON.stringify({ msgtype: 'm.text', body: text }));
+      return this.olm.encryptRoomEvent(new sdk.RoomId(room), 'm.room.message', JSON.stringify(typeof text === 'string' ? { msgtype: 'm.text', body: text } : text));
     });
     const sent = await this.api<{ event_id: string }>('PUT', `/client/v3/rooms/${encodeURIComponent(room)}/send/m.room.encrypted/e${Date.now()}.${Math.random().toString(36).slice(2)}`, JSON.parse(content));
     if (sent.status !== 200) throw new Error(`send: ${JSON.stringify(sent.body)}`);
     return sent.body.event_id;
+  }
+
+  /** Encrypts a file as clients do in an encrypted room, uploads it, and sends it (content.file holds its address and key). */
+  async sendEncryptedFile(room: string, name: string, bytes: Buffer, mimetype: string): Promise<string> {
+    const encrypted = sdk.Attachment.encrypt(new Uint8Array(bytes));
+    const info = JSON.parse(encrypted.mediaEncryptionInfo!);
+    const url = await this.upload(Buffer.from(encrypted.encryptedData), 'application/octet-stream');
+    return this.sayEncrypted(room, { msgtype: 'm.file', body: name, file: { ...info, url }, info: { mimetype, size: bytes.length } });
   }
 
   /** Sends the room key shares held back: the keys come late. */

@@ -217,6 +217,15 @@ export class MatrixCrypto {
     });
   }
 
+  /**
+   * A file sent encrypted (its content's `file`: the key, iv and hash), made
+   * clear; throws when its hash or key does not match what was fetched.
+   */
+  decryptFile(bytes: Uint8Array, file: Record<string, unknown>): Uint8Array {
+    const { v, key, iv, hashes } = file;
+    return this.sdk.Attachment.decrypt(new this.sdk.EncryptedAttachment(bytes, JSON.stringify({ v, key, iv, hashes })));
+  }
+
   /** What the machine wants sent (keys to upload, devices to look up, to-device messages) goes out; then the state is kept. */
   private async flushLocked(): Promise<void> {
     for (let round = 0; round < 5; round++) {

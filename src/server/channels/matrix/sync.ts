@@ -320,16 +320,24 @@ export class MatrixSync {
 
   /** A file sent in the room (m.image, m.file, m.audio, m.video): fetched from the homeserver's media store, with the token. */
   private attachmentOf(content: Content): InboundAttachment | undefined {
-    if (!['m.image', 'm.file', 'm.audio', 'm.video'].includes(content.msgtype as string) || typeof content.url !== 'string') return undefined;
-    const mxc = /^mxc:\/\/([A-Za-z0-9.:[\]-]+)\/([A-Za-z0-9_-]+)$/.exec(content.url);
+    // In an encrypted room the file is encrypted too: its address and key are in `file`.
+    const encrypted = isObject(content.file) && typeof content.file.url === 'string' ? content.file : undefined;
+    const url = encrypted ? encrypted.url : content.url;
+    if (!['m.image', 'm.file', 'm.audio', 'm.video'].includes(content.msgtype as string) || typeof url !== 'string') return undefined;
+    const mxc = /^mxc:\/\/([A-Za-z0-9.:[\]-]+)\/([A-Za-z0-9_-]+)$/.exec(url);
     if (!mxc) return undefined;
+    const crypto = this.owner.crypto();
+    if (encrypted && !crypto) return undefined;
     const info = isObject(content.info) ? content.info : {};
     const name = typeof content.filename === 'string' ? content.filename : typeof content.body === 'string' && content.body ? content.body : 'file';
     return {
       name: name.slice(0, 255),
       mimeType: typeof info.mimetype === 'string' ? info.mimetype : undefined,
       size: typeof info.size === 'number' ? info.size : undefined,
-      fetch: (maxBytes, signal) => this.owner.api().download(mxc[1]!, mxc[2]!, maxBytes, signal),
+      fetch: async (maxBytes, signal) => {
+        const bytes = await this.owner.api().download(mxc[1]!, mxc[2]!, maxBytes, signal);
+        return encrypted ? crypto!.decryptFile(bytes, encrypted) : bytes;
+      },
     };
   }
 }
