@@ -21,7 +21,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type * as Sdk from '@matrix-org/matrix-sdk-crypto-wasm';
-import { isObject, Refused, USER_ID, type Content, type MatrixApi, type RawEvent } from './api.ts';
+import { isObject, MatrixError, Refused, USER_ID, type Content, type MatrixApi, type RawEvent } from './api.ts';
 import { indexedDb, readSnapshot, restoreSnapshot, snapshotOf } from './crypto-store.ts';
 
 type Library = typeof Sdk;
@@ -46,6 +46,12 @@ export interface CryptoOwner {
   /** The kept state: read at start, written after each change. */
   state: { get(): Promise<string | undefined>; set(value: string): Promise<void> };
 }
+
+/** The crypto library failed (not the homeserver): the account says so as it is, not as a network failure. */
+export class CryptoFailure extends Error {}
+
+/** Errors of the calls to the homeserver made for the machine: they are what they are (unreachable, refused). */
+const fromHomeserver = new WeakSet<object>();
 
 /** A message the account could not decrypt, and why. */
 export interface Undecrypted { reason: 'missing-keys' | 'failed'; detail: string }
@@ -76,8 +82,14 @@ export class MatrixCrypto {
    * be unlocked with the passphrase the secret store holds.
    */
   static async open(owner: CryptoOwner): Promise<MatrixCrypto> {
-    const sdk = await load();
-    await indexedDb();
+    let sdk: Library;
+    try {
+      sdk = await load();
+      await indexedDb();
+    } catch (error) {
+      library = undefined;
+      throw new CryptoFailure(`the Matrix crypto library could not be loaded (${error instanceof Error ? error.message : String(error)}): reinstall the gateway, or turn encryption off (gateway config set channels.matrix.encryption false)`);
+    }
     const log = owner.log();
     const stored = await owner.state.get();
     let snapshot = stored ? (() => {
@@ -126,8 +138,11 @@ export class MatrixCrypto {
 
   private exclusive<T>(work: () => Promise<T>): Promise<T> {
     const next = this.queue.then(() => {
-      if (this.closed) throw new Error('the encryption of this account is closed');
+      if (this.closed) throw new CryptoFailure('the encryption of this account is closed');
       return work();
+    }).catch((error: unknown) => {
+      if (error instanceof MatrixError || error instanceof CryptoFailure || (typeof error === 'object' && error !== null && fromHomeserver.has(error))) throw error;
+      throw new CryptoFailure(`end-to-end encryption failed: ${error instanceof Error ? error.message : String(error)}`);
     });
     this.queue = next.catch(() => undefined);
     return next;
@@ -240,7 +255,13 @@ export class MatrixCrypto {
   /** One of the machine's requests, made to the homeserver, and its answer handed back. */
   private async sendRequest(request: Sdk.KeysUploadRequest | Sdk.KeysQueryRequest | Sdk.KeysClaimRequest | Sdk.ToDeviceRequest | Sdk.SignatureUploadRequest | Sdk.RoomMessageRequest | Sdk.KeysBackupRequest): Promise<void> {
     const { RequestType } = this.sdk;
-    const api = this.owner.api();
+    const homeserver = this.owner.api();
+    const api = {
+      call: (method: string, path: string, body: unknown) => homeserver.call(method, path, body).catch((error: unknown) => {
+        if (typeof error === 'object' && error !== null) fromHomeserver.add(error);
+        throw error;
+      }),
+    };
     const body = JSON.parse(request.body) as unknown;
     let answer: unknown;
     if (request instanceof this.sdk.ToDeviceRequest) {

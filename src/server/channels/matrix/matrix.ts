@@ -21,7 +21,7 @@ import { accountsOf, settingPath } from '../accounts.ts';
 import { splitMessage } from '../formatting.ts';
 import { describeNetworkError } from '../network-errors.ts';
 import { homeserverOf, MatrixApi, MatrixError, Refused, ROOM, USER_ID, type Content } from './api.ts';
-import { MatrixCrypto } from './crypto.ts';
+import { CryptoFailure, MatrixCrypto } from './crypto.ts';
 import { MatrixRooms } from './rooms.ts';
 import { MatrixSync, SyncTokenUnknown } from './sync.ts';
 
@@ -130,6 +130,8 @@ class MatrixAccount extends AccountConnection<MatrixAccountSettings> {
       wait = 0;
       detail = `the homeserver does not know the stored sync token (${error.message}); reading from now on`;
       this.setState('connecting', detail);
+    } else if (error instanceof CryptoFailure) {
+      this.setState('error', detail);
     } else {
       if (error instanceof MatrixError && error.retryAfterMs !== undefined) wait = error.retryAfterMs;
       if (!(error instanceof MatrixError)) detail = `cannot reach the homeserver: ${describeNetworkError(error, this.settings()?.homeserver)}`;
@@ -236,8 +238,8 @@ class MatrixAccount extends AccountConnection<MatrixAccountSettings> {
     try {
       return await this.crypto!.encrypt(room, members, 'm.room.message', content);
     } catch (error) {
-      if (error instanceof MatrixError) throw error;
-      throw new ChannelSendError(`Matrix: the message could not be encrypted: ${(error as Error).message ?? String(error)}`);
+      if (error instanceof CryptoFailure) throw new ChannelSendError(`Matrix: the message could not be encrypted: ${error.message}`);
+      throw error;
     }
   }
 

@@ -44,7 +44,7 @@ const FILTER = JSON.stringify({
 export class SyncTokenUnknown extends Error {}
 
 /** An encrypted event waiting for the key it was encrypted with. */
-interface Held { room: string; event: RawEvent; at: number; reason: Undecrypted['reason']; detail: string }
+interface Held { room: string; event: RawEvent; at: number; detail: string }
 
 /** Where the account left off: the sync token, the invites waiting for their sender's approval, the encrypted events waiting for their keys. */
 interface Cursor { since?: string; waiting?: MatrixRooms['waiting']; undecrypted?: Held[] }
@@ -227,7 +227,9 @@ export class MatrixSync {
       }
       const read = await crypto.decrypt(roomId, event);
       if ('undecrypted' in read) {
-        this.hold(roomId, event, read.undecrypted);
+        // Waiting helps only a message whose key may still come; one that is broken (or forged) is logged and let go.
+        if (read.undecrypted.reason === 'missing-keys') this.hold(roomId, event, read.undecrypted);
+        else this.log.warn({ room: roomId, event: eventId, sender, detail: read.undecrypted.detail }, 'matrix: an encrypted message could not be decrypted; skipped');
         return;
       }
       event = read.clear;
@@ -267,7 +269,7 @@ export class MatrixSync {
   private hold(roomId: string, event: RawEvent, why: Undecrypted): void {
     if (this.undecrypted.some((held) => held.event.event_id === event.event_id)) return;
     this.log.warn({ room: roomId, event: event.event_id, sender: event.sender, reason: why.reason, detail: why.detail }, 'matrix: an encrypted message cannot be read yet; it waits for its key');
-    this.undecrypted.push({ room: roomId, event, at: Date.now(), reason: why.reason, detail: why.detail.slice(0, 300) });
+    this.undecrypted.push({ room: roomId, event, at: Date.now(), detail: why.detail.slice(0, 300) });
     if (this.undecrypted.length > MAX_UNDECRYPTED) {
       const dropped = this.undecrypted.splice(0, this.undecrypted.length - MAX_UNDECRYPTED);
       this.log.warn({ dropped: dropped.length }, 'matrix: too many encrypted messages wait for their keys; the oldest are given up');
@@ -298,13 +300,8 @@ export class MatrixSync {
   undecryptedSummary(): string | undefined {
     if (!this.undecrypted.length) return undefined;
     const rooms = [...new Set(this.undecrypted.map((held) => held.room))];
-    const missing = this.undecrypted.filter((held) => held.reason === 'missing-keys').length;
-    const failed = this.undecrypted.length - missing;
-    const parts = [
-      ...(missing ? [`${missing} encrypted message${missing === 1 ? '' : 's'} cannot be read yet: the sender's device has not shared the room key with this device`] : []),
-      ...(failed ? [`${failed} encrypted message${failed === 1 ? '' : 's'} could not be decrypted`] : []),
-    ];
-    return `${parts.join('; ')} (room${rooms.length === 1 ? '' : 's'} ${rooms.slice(0, 5).join(', ')}${rooms.length > 5 ? ', …' : ''})`;
+    const count = this.undecrypted.length;
+    return `${count} encrypted message${count === 1 ? '' : 's'} cannot be read yet: the sender's device has not shared the room key with this device (room${rooms.length === 1 ? '' : 's'} ${rooms.slice(0, 5).join(', ')}${rooms.length > 5 ? ', …' : ''})`;
   }
 
   /** A room message's text for the agent when it mentions the account (m.mentions, its user id, or its name leading the text); else undefined. */
