@@ -71,9 +71,9 @@ const common: BuildOptions = {
   platform: 'node',
   target: 'node22',
   chunkNames: 'chunk-[hash]',
-  // Native or optional: found in node_modules at run time, as before. Playwright reads its own files beside its code, and
-  // loads with the first browser only.
-  external: ['@napi-rs/keyring', 'pg-native', 'bufferutil', 'utf-8-validate', 'irc-framework', 'playwright-core'],
+  // Native, optional, or with files of their own beside them: found in node_modules at run time, as before. Playwright reads
+  // its own files beside its code, and loads with the first browser only; the Matrix crypto library reads its WebAssembly.
+  external: ['@napi-rs/keyring', 'pg-native', 'bufferutil', 'utf-8-validate', 'irc-framework', 'playwright-core', '@matrix-org/matrix-sdk-crypto-wasm'],
   // The CommonJS libraries inside call require() for Node's own modules.
   banner: { js: "import { createRequire as __gatewayRequire } from 'node:module'; const require = __gatewayRequire(import.meta.url);" },
   plugins: [noTransports, lazyTls, builtinsByRequire],

@@ -1,4 +1,5 @@
 import { MAX_MESSAGE_CHARS } from '../../shared/channels.ts';
+import { isSecretName } from '../../shared/secrets/names.ts';
 import type { GatewayConfig } from '../../shared/config/types.ts';
 import type { ChannelInfo, ChannelStatus, DmPairingRequestView, PairApproved } from '../../shared/protocol/results.ts';
 import type { AccountStatus, Channel, ChannelKind, ChannelRequest, ChannelResponse, ChannelSettings } from '../kernel/channel.ts';
@@ -22,6 +23,8 @@ export interface ChannelManagerDeps extends InboxDeps {
   secret: (name: string) => Promise<string | undefined>;
   /** The profile's folder for a channel's own files. */
   folder: (id: string) => string;
+  /** Keeps a secret a channel made for itself; without it, channels cannot keep one. */
+  keepSecret?: (name: string, value: string) => Promise<void>;
   /**
    * Runs a channel's connection on exactly one daemon of the gateway (several
    * share a PostgreSQL store): start is called when this daemon takes it.
@@ -102,6 +105,12 @@ export class ChannelManager {
     }
   }
 
+  /** A channel keeps secrets of its own only (channels.<id>.…), and only names the secret store knows. */
+  private async keepSecret(id: string, name: string, value: string): Promise<void> {
+    if (!name.startsWith(`channels.${id}.`) || !isSecretName(name)) throw new Error(`channel ${id} cannot keep the secret ${name}`);
+    await this.deps.keepSecret!(name, value);
+  }
+
   private async open(id: string, kind: ChannelKind): Promise<void> {
     this.standby.delete(id);
     this.failed.delete(id);
@@ -110,6 +119,7 @@ export class ChannelManager {
         settings: () => this.settings(id) ?? { enabled: false, dmPolicy: 'pairing', allowFrom: [] },
         secret: this.deps.secret,
         folder: this.deps.folder(id),
+        ...(this.deps.keepSecret ? { keepSecret: (name: string, value: string) => this.keepSecret(id, name, value) } : {}),
         logger: this.deps.logger,
         inbound: (message) => this.inbox.enqueue(id, message),
         stateChanged: (status) => {

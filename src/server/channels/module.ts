@@ -58,7 +58,8 @@ export default defineModule<Channels>({
     const attachments = new Attachments(store, ctx.log);
     const marks = new InboundMarks({ store });
     const channels = new ChannelManager({
-      kinds: () => ctx.table().channels, config: ctx.config, secret: (name) => ctx.secrets.get(name), folder: (id) => join(ctx.daemon.paths.dir, 'channels', id), logger: ctx.log,
+      kinds: () => ctx.table().channels, config: ctx.config, secret: (name) => ctx.secrets.get(name), keepSecret: (name, value) => ctx.secrets.set(name, value),
+      folder: (id) => join(ctx.daemon.paths.dir, 'channels', id), logger: ctx.log,
       pairing, sessions, store, outbox, marks, attachments, emit: (event, payload, scope) => events.emit(event, payload, scope),
       // Sharing a PostgreSQL store, each channel connects from the one daemon holding its singleton.
       singleton: store.coordinator ? (name, handlers) => store.singleton(name, handlers) : undefined,

@@ -132,6 +132,12 @@ export interface ChannelContext {
   folder: string;
   /** Reads a secret of this channel, such as `channels.<id>.password`; undefined when unset. */
   secret: (name: string) => Promise<string | undefined>;
+  /**
+   * Keeps a secret this channel made for itself (a Matrix account's
+   * encryption passphrase) in the profile's secret store; only names under
+   * `channels.<id>.` are taken.
+   */
+  keepSecret?: (name: string, value: string) => Promise<void>;
   logger: Logger;
   /**
    * Hands an inbound message to the gateway (policy, pairing, sessions). It

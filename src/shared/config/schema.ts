@@ -251,6 +251,7 @@ const matrixAccount: SchemaNode = object({
   homeserver: { ...HOMESERVER, description: 'its homeserver (else the channel\'s)' },
   userId: { ...MATRIX_USER, description: 'its user id, checked against the access token\'s' },
   rooms: { type: 'array', items: MATRIX_ROOM, description: 'rooms this account joins and answers in when mentioned ("*": any room of three or more it is in)' },
+  encryption: { type: 'boolean', description: 'read and answer end-to-end encrypted rooms (else the channel\'s)' },
 }, 'another Matrix account of the channel');
 
 const matrixChannel: SchemaNode = object({
@@ -258,8 +259,9 @@ const matrixChannel: SchemaNode = object({
   homeserver: { ...HOMESERVER, description: 'the homeserver\'s client-server API address: https://matrix.example.org (http only for one on this host); the account\'s access token is the secret channels.<id>.accessToken' },
   userId: { ...MATRIX_USER, description: 'the account\'s user id (@bot:example.org), checked against the access token\'s (default: whoever the token belongs to)' },
   rooms: list(MATRIX_ROOM, 'group rooms (!id:example.org or #alias:example.org) to join, answered when the account is mentioned ("*": any room of three or more it is in); a room of two is a direct chat'),
+  encryption: bool(true, 'read and answer end-to-end encrypted rooms and direct chats: the account is a device with its own keys, kept in the profile\'s database, locked with the secret channels.<id>.cryptoKey (made on first start when unset); off, encrypted rooms are refused with the reason'),
   accounts: ids(matrixAccount, 'further accounts by name (each one\'s access token is the secret channels.<id>.accounts.<name>.accessToken)'),
-}, 'Matrix: an account on a homeserver, over the client-server API (unencrypted rooms)');
+}, 'Matrix: an account on a homeserver, over the client-server API, end-to-end encrypted rooms included');
 
 const PHONE_NUMBER_ID = { type: 'string', pattern: '^\\d{1,32}$' } as const;
 const GRAPH_VERSION = { type: 'string', pattern: '^v\\d{1,3}\\.\\d{1,2}$' } as const;
