@@ -124,6 +124,7 @@ const channelPolicy = {
   reconnectMaxDelayMs: int(60_000, 1000, 3_600_000, 'upper bound of the reconnect backoff'),
   maxAttachmentBytes: int(10 * 1024 * 1024, 0, 100 * 1024 * 1024, 'largest image or file kept from a message for the agent (0: none kept); a larger one is only named to it'),
   streaming: bool(false, 'show a reply as it is written: one message edited as the text grows, then the rest as usual'),
+  ackReaction: { type: 'string' as const, maxLength: 32, pattern: '^\\S*$', default: '👀', description: 'reaction put on a message the agent is to read once it is stored, where the platform has reactions ("" for none)' },
 };
 
 const API_ROOT = { format: 'uri', maxLength: 2048 } as const;
