@@ -195,9 +195,22 @@ export class DiscordApi {
     return { id, filename, size: data.length, url, proxy_url: url, ...(contentType ? { content_type: contentType } : {}) };
   }
 
+  /** Files the bot attached to messages (multipart, https://discord.com/developers/docs/reference#uploading-files), with their bytes. */
+  readonly uploads: { channel: string; message: string; filename: string; contentType: string; data: Uint8Array; content: string }[] = [];
+  /** Reactions the bot put: "<channel> <message> <emoji>". */
+  readonly reactions: string[] = [];
+
   private async answer(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    let text = '';
-    for await (const chunk of req) text += chunk;
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    let text = Buffer.concat(chunks).toString('utf8');
+    let files: File[] = [];
+    const type = String(req.headers['content-type'] ?? '');
+    if (type.startsWith('multipart/form-data')) {
+      const form = await new Request('http://stand-in/', { method: 'POST', headers: { 'content-type': type }, body: Buffer.concat(chunks) }).formData();
+      text = String(form.get('payload_json') ?? '{}');
+      files = [...form.entries()].filter(([name, value]) => /^files\[\d+\]$/.test(name) && typeof value !== 'string').map(([, value]) => value as File);
+    }
     const download = /^\/attachments\/(\d+)\//.exec(req.url ?? '');
     if (download) {
       this.calls.push({ method: 'GET', path: req.url!.split('?')[0]!, token: String(req.headers.authorization ?? ''), body: {}, at: Date.now() });
@@ -239,10 +252,12 @@ export class DiscordApi {
       if (!this.channels.has(channel!)) return send(404, { message: 'Unknown Channel', code: 10003 });
       if (what === 'typing') return send(204, undefined);
       const content = String(body.content ?? '');
-      if (!content.trim()) return send(400, { message: 'Cannot send an empty message', code: 50006 });
+      if (!content.trim() && files.length === 0) return send(400, { message: 'Cannot send an empty message', code: 50006 });
+      if (files.some((file) => file.size > 10 * 1024 * 1024)) return send(413, { message: 'Request entity too large', code: 40005 });
       if (content.length > 2000) return send(400, { message: 'Invalid Form Body', code: 50035, errors: { content: { _errors: [{ code: 'BASE_TYPE_MAX_LENGTH', message: 'Must be 2000 or fewer in length.' }] } } });
       const id = nextId();
       this.posted.set(id, channel!);
+      for (const file of files) this.uploads.push({ channel: channel!, message: id, filename: file.name, contentType: file.type, data: new Uint8Array(await file.arrayBuffer()), content });
       return send(200, { id, channel_id: channel, author: this.bot, content, timestamp: new Date().toISOString(), nonce: body.nonce, ...(body.message_reference ? { message_reference: body.message_reference } : {}) });
     }
     const messageRoute = /^\/channels\/(\d+)\/messages\/(\d+)$/.exec(path);
@@ -252,6 +267,13 @@ export class DiscordApi {
       const content = String(body.content ?? '');
       if (content.length > 2000) return send(400, { message: 'Invalid Form Body', code: 50035 });
       return send(200, { id, channel_id: channel, author: this.bot, content, edited_timestamp: new Date().toISOString() });
+    }
+    const reactionRoute = /^\/channels\/(\d+)\/messages\/(\d+)\/reactions\/([^/]+)\/@me$/.exec(path);
+    if (reactionRoute && call.method === 'PUT') {
+      const [, channel, message, emoji] = reactionRoute;
+      if (!this.channels.has(channel!)) return send(404, { message: 'Unknown Channel', code: 10003 });
+      this.reactions.push(`${channel} ${message} ${decodeURIComponent(emoji!)}`);
+      return send(204, undefined);
     }
     return send(404, { message: '404: Not Found', code: 0 });
   }

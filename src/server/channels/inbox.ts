@@ -61,7 +61,7 @@ export class Inbox {
   /** Whether a channel running here has reactions (an acknowledgement is put only there). */
   private readonly reacts: (channel: string) => boolean;
 
-  constructor(deps: InboxDeps, settings: (id: string) => ChannelSettings | undefined, normalize: (channel: string, peer: string) => string, reacts: (channel: string) => boolean) {
+  constructor(deps: InboxDeps, settings: (id: string) => ChannelSettings | undefined, normalize: (channel: string, peer: string) => string, reacts: (channel: string) => boolean = () => false) {
     this.deps = deps;
     this.settingsOf = settings;
     this.normalize = normalize;

@@ -14,7 +14,7 @@
 import { GatewayCloseCodes, GatewayDispatchEvents, GatewayIntentBits, GatewayOpcodes } from 'discord-api-types/v10';
 import type { APIMessage, APIUser, GatewayReceivePayload, GatewayReadyDispatchData } from 'discord-api-types/v10';
 import type { ChannelState } from '../../../shared/channels.ts';
-import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type SendOptions, type SendReceipt } from '../../kernel/channel.ts';
+import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type OutboundFile, type SendOptions, type SendReceipt } from '../../kernel/channel.ts';
 import { splitMessage } from '../formatting.ts';
 import { AccountChannel, AccountConnection } from '../account-channel.ts';
 import { accountsOf, settingPath } from '../accounts.ts';
@@ -280,6 +280,16 @@ class DiscordAccount extends AccountConnection<AccountSettings> {
     return this.rest.send(to, text, options);
   }
 
+  async react(to: string, reference: string, emoji: string): Promise<void> {
+    if (!this.rest.token || this.status.state !== 'connected') throw new ChannelSendError(`${this.channelId} account ${this.name} is ${this.status.state}; the reaction was not put`);
+    await this.rest.react(to, reference, emoji);
+  }
+
+  async sendFile(to: string, file: OutboundFile, caption: string, options: SendOptions = {}): Promise<SendReceipt> {
+    if (!this.rest.token || this.status.state !== 'connected') throw new ChannelSendError(`${this.channelId} account ${this.name} is ${this.status.state}; the file was not sent`);
+    return this.rest.sendFile(to, file, caption, options);
+  }
+
   async typing(to: string): Promise<void> {
     if (!this.rest.token || this.status.state !== 'connected') return;
     await this.rest.typing(to);
@@ -307,6 +317,16 @@ export class DiscordChannel extends AccountChannel<DiscordAccount, AccountSettin
   }
 
   readonly edits = true;
+  /** Discord takes attachments of up to 10 MiB in a server without boosts. */
+  readonly fileLimit = 10 * 1024 * 1024;
+
+  react(account: string, to: string, reference: string, emoji: string): Promise<void> {
+    return this.running(account).react(to, reference, emoji);
+  }
+
+  sendFile(account: string, to: string, file: OutboundFile, caption: string, options?: SendOptions): Promise<SendReceipt> {
+    return this.running(account).sendFile(to, file, caption, options);
+  }
 
   split(text: string): string[] {
     return splitMessage(text, DISCORD_LIMIT);

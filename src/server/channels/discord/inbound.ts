@@ -35,7 +35,7 @@ export function inboundOf(message: APIMessage, reader: Reader): InboundMessage |
   const text = message.content.length > MAX_INBOUND_CHARS ? message.content.slice(0, MAX_INBOUND_CHARS) : message.content;
   const at = Date.parse(message.timestamp) || Date.now();
   const base = {
-    account: reader.account, sender: author.id, senderName: author.global_name ?? author.username ?? author.id, text, at, platformId: message.id,
+    account: reader.account, sender: author.id, senderName: author.global_name ?? author.username ?? author.id, text, at, platformId: message.id, reference: message.id,
     ...(attachments.length ? { attachments } : {}),
   };
   const guild = (message as { guild_id?: string }).guild_id;

@@ -15,7 +15,7 @@
  * and the channel.
  */
 import { randomUUID } from 'node:crypto';
-import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type SendOptions, type SendReceipt } from '../../kernel/channel.ts';
+import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type OutboundFile, type SendOptions, type SendReceipt } from '../../kernel/channel.ts';
 import { AccountChannel, AccountConnection } from '../account-channel.ts';
 import { accountsOf, settingPath } from '../accounts.ts';
 import { splitMessage } from '../formatting.ts';
@@ -23,6 +23,7 @@ import { describeNetworkError } from '../network-errors.ts';
 import { homeserverOf, MatrixApi, MatrixError, Refused, ROOM, USER_ID } from './api.ts';
 import { MatrixRooms } from './rooms.ts';
 import { MatrixSync, SyncTokenUnknown } from './sync.ts';
+import { fileMessage, inThread, reaction, threadOf } from './outbound.ts';
 
 /** Longest text sent in one event (an event is at most 64 KiB of JSON, escapes included). */
 export const MATRIX_LIMIT = 8000;
@@ -153,8 +154,33 @@ class MatrixAccount extends AccountConnection<MatrixAccountSettings> {
     this.setState('connected', this.me);
   }
 
-  async send(to: string, text: string, options: SendOptions = {}): Promise<SendReceipt> {
+  async react(to: string, reference: string, emoji: string): Promise<void> {
+    await this.put(threadOf(to).room, 'm.reaction', `react.${reference}.${emoji}`, reaction(reference, emoji));
+  }
+
+  async sendFile(to: string, file: OutboundFile, caption: string, options: SendOptions = {}): Promise<SendReceipt> {
+    const { room, thread } = threadOf(to);
+    return this.put(room, 'm.room.message', options.idempotencyKey ?? randomUUID(), async () => fileMessage(file, await this.api.upload(file.name, file.mimeType, file.data), caption, thread));
+  }
+
+  /** Sends one event into a room (its content made once the room is known to take it), under a transaction id the homeserver takes once. */
+  private async put(to: string, type: string, txnOf: string, content: Record<string, unknown> | (() => Promise<Record<string, unknown>>)): Promise<SendReceipt> {
     if (!this.ready || this.status.state !== 'connected') throw new ChannelSendError(`${this.channelId} account ${this.name} is ${this.status.state}; the message was not sent`);
+    try {
+      const room = await this.rooms.roomFor(to);
+      if (this.rooms.isEncrypted(room)) throw new ChannelSendError('the room is end-to-end encrypted; this gateway does not send into encrypted rooms', { permanent: true });
+      const txn = Buffer.from(txnOf).toString('base64url').slice(0, 200);
+      const body = typeof content === 'function' ? await content() : content;
+      const sent = await this.api.call<{ event_id?: unknown }>('PUT', `/v3/rooms/${encodeURIComponent(room)}/send/${type}/${txn}`, body);
+      return { ids: [typeof sent.event_id === 'string' ? sent.event_id : txn] };
+    } catch (error) {
+      throw this.sendError(error);
+    }
+  }
+
+  async send(target: string, text: string, options: SendOptions = {}): Promise<SendReceipt> {
+    if (!this.ready || this.status.state !== 'connected') throw new ChannelSendError(`${this.channelId} account ${this.name} is ${this.status.state}; the message was not sent`);
+    const { room: to, thread } = threadOf(target);
     try {
       const room = await this.rooms.roomFor(to);
       if (this.rooms.isEncrypted(room)) throw new ChannelSendError('the room is end-to-end encrypted; this gateway does not send into encrypted rooms', { permanent: true });
@@ -162,24 +188,28 @@ class MatrixAccount extends AccountConnection<MatrixAccountSettings> {
       const txn = options.idempotencyKey ? options.idempotencyKey.replace(/[^A-Za-z0-9._~-]/g, '_').slice(0, 200) : randomUUID();
       const content = options.editOf
         ? { msgtype: 'm.text', body: `* ${text}`, 'm.new_content': { msgtype: 'm.text', body: text }, 'm.relates_to': { rel_type: 'm.replace', event_id: options.editOf } }
-        : { msgtype: 'm.text', body: text, 'm.mentions': {} };
+        : { msgtype: 'm.text', body: text, 'm.mentions': {}, ...inThread(thread) };
       const sent = await this.api.call<{ event_id?: unknown }>('PUT', `/v3/rooms/${encodeURIComponent(room)}/send/m.room.message/${encodeURIComponent(options.editOf ? `${txn}.${randomUUID()}` : txn)}`, content);
       // An edit keeps the id of the message it edits: later edits go to that one.
       return { ids: [options.editOf ?? (typeof sent.event_id === 'string' ? sent.event_id : txn)] };
     } catch (error) {
-      if (error instanceof ChannelSendError) throw error;
-      if (error instanceof MatrixError) {
-        if (error.retryAfterMs !== undefined) throw new ChannelSendError(`Matrix: ${error.message}`, { retryAfterMs: error.retryAfterMs });
-        // Not in the room, no such room or person, an event the homeserver will never take: trying again cannot help.
-        throw new ChannelSendError(`Matrix: ${error.message}`, { permanent: error.status === 400 || error.status === 403 || error.status === 404 || error.status === 413 });
-      }
-      throw new ChannelSendError(`cannot reach the homeserver: ${describeNetworkError(error, this.settings()?.homeserver)}`);
+      throw this.sendError(error);
     }
+  }
+
+  private sendError(error: unknown): ChannelSendError {
+    if (error instanceof ChannelSendError) return error;
+    if (error instanceof MatrixError) {
+      if (error.retryAfterMs !== undefined) return new ChannelSendError(`Matrix: ${error.message}`, { retryAfterMs: error.retryAfterMs });
+      // Not in the room, no such room or person, an event the homeserver will never take: trying again cannot help.
+      return new ChannelSendError(`Matrix: ${error.message}`, { permanent: error.status === 400 || error.status === 403 || error.status === 404 || error.status === 413 });
+    }
+    return new ChannelSendError(`cannot reach the homeserver: ${describeNetworkError(error, this.settings()?.homeserver)}`);
   }
 
   async typing(to: string): Promise<void> {
     if (!this.ready || this.status.state !== 'connected') return;
-    const room = await this.rooms.roomFor(to);
+    const room = await this.rooms.roomFor(threadOf(to).room);
     await this.api.call('PUT', `/v3/rooms/${encodeURIComponent(room)}/typing/${encodeURIComponent(this.me!)}`, { typing: true, timeout: 10_000 });
   }
 
@@ -194,6 +224,16 @@ class MatrixAccount extends AccountConnection<MatrixAccountSettings> {
 
 export class MatrixChannel extends AccountChannel<MatrixAccount, MatrixAccountSettings> implements Channel {
   readonly edits = true;
+  /** The media store's usual limit (Synapse's max_upload_size is 50 MB by default). */
+  readonly fileLimit = 50 * 1024 * 1024;
+
+  react(account: string, to: string, reference: string, emoji: string): Promise<void> {
+    return this.running(account).react(to, reference, emoji);
+  }
+
+  sendFile(account: string, to: string, file: OutboundFile, caption: string, options?: SendOptions): Promise<SendReceipt> {
+    return this.running(account).sendFile(to, file, caption, options);
+  }
 
   protected accountsOf(settings: ChannelSettings): Map<string, MatrixAccountSettings> {
     return matrixAccounts(settings);
