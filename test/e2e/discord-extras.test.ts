@@ -11,16 +11,18 @@ describe('Discord reactions and files out (e2e, stand-in of Discord)', function 
   let discord: DiscordApi;
   let home: Home;
   let upstream: ScriptedUpstream;
+  let room: string;
 
   const json = (args: string[]) => home.json(args);
   const set = (key: string, value: unknown) => home.set(key, value);
 
   beforeEach(async () => {
     discord = await new DiscordApi().start();
+    room = discord.channel();
     upstream = await new ScriptedUpstream().start();
     upstream.responder = () => openaiText('Noted.');
     home = new Home({ GATEWAY_PORT: String(await freePort()) });
-    await set('channels.discord', { enabled: true, apiRoot: discord.apiRoot, rooms: [], reconnectMaxDelayMs: 2000, agent: 'helper', dmPolicy: 'open', allowFrom: ['*'] });
+    await set('channels.discord', { enabled: true, apiRoot: discord.apiRoot, rooms: [room], reconnectMaxDelayMs: 2000, agent: 'helper', dmPolicy: 'open', allowFrom: ['*'] });
     await set('models.providers.script', { kind: 'openai-compatible', baseUrl: upstream.url, models: ['m'], retries: { max: 0 } });
     await set('agents.helper', { model: 'script/m' });
     expect((await home.run(['secrets', 'set', 'channels.discord.botToken'], { input: discord.token })).code).to.equal(0);
@@ -58,5 +60,24 @@ describe('Discord reactions and files out (e2e, stand-in of Discord)', function 
     expect(big.code).to.not.equal(0);
     expect(big.json.error.message).to.equal('big.bin is too large to send on discord: it takes files up to 10.0 MB.');
     expect(discord.uploads).to.have.length(1);
+  });
+
+  it('keeps a thread of a channel it may answer in a session of its own, answered in the thread', async () => {
+    const bob = { id: nextId(), username: 'bob', global_name: 'Bob' };
+    const thread = discord.thread(room);
+    discord.message({ author: bob, channel: room, content: `<@${discord.bot.id}> in the channel`, guild: true, mentionsBot: true });
+    await waitFor(() => (discord.sent(room).length ? true : undefined), 30_000, 'the answer in the channel');
+    const asked = discord.message({ author: bob, channel: thread, content: `<@${discord.bot.id}> in the thread`, guild: true, mentionsBot: true });
+    await waitFor(() => (discord.sent(thread).length ? true : undefined), 30_000, 'the answer in the thread');
+    expect(discord.sent(thread)[0]!.body.message_reference).to.include({ message_id: asked.id });
+    const keys = (await json(['sessions', 'list'])).sessions.map((session: any) => session.key);
+    expect(keys).to.include.members([`discord:default:group:${room}`, `discord:default:group:${room}#${thread}`]);
+    const inThread = await json(['sessions', 'show', `discord:default:group:${room}#${thread}`]);
+    expect(inThread.messages.map((message: any) => message.text).join('\n')).to.include('in the thread').and.not.include('in the channel');
+    // A thread of a channel the agent may not answer in is not answered.
+    const elsewhere = discord.thread(discord.channel());
+    discord.message({ author: bob, channel: elsewhere, content: `<@${discord.bot.id}> hello`, guild: true, mentionsBot: true });
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect(discord.sent(elsewhere)).to.deep.equal([]);
   });
 });

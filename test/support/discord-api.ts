@@ -71,6 +71,16 @@ export class DiscordApi {
     return id;
   }
 
+  /** Threads (channel type 11, a public thread) by id, with the channel they are in. */
+  private readonly threads = new Map<string, string>();
+
+  /** A public thread in a channel: a channel of its own (its messages carry its id), whose parent_id is that channel. */
+  thread(parent: string): string {
+    const id = this.channel();
+    this.threads.set(id, parent);
+    return id;
+  }
+
   /** The DM channel of a person and the bot. */
   dmOf(user: DiscordUser): string {
     let id = this.dms.get(user.id);
@@ -267,6 +277,14 @@ export class DiscordApi {
       const content = String(body.content ?? '');
       if (content.length > 2000) return send(400, { message: 'Invalid Form Body', code: 50035 });
       return send(200, { id, channel_id: channel, author: this.bot, content, edited_timestamp: new Date().toISOString() });
+    }
+    const getChannel = /^\/channels\/(\d+)$/.exec(path);
+    if (getChannel && call.method === 'GET') {
+      const [, id] = getChannel;
+      if (!this.channels.has(id!)) return send(404, { message: 'Unknown Channel', code: 10003 });
+      const parent = this.threads.get(id!);
+      const dm = [...this.dms.values()].includes(id!);
+      return send(200, { id, type: parent ? 11 : dm ? 1 : 0, ...(parent ? { parent_id: parent, guild_id: this.guildId, thread_metadata: { archived: false } } : dm ? {} : { guild_id: this.guildId }) });
     }
     const reactionRoute = /^\/channels\/(\d+)\/messages\/(\d+)\/reactions\/([^/]+)\/@me$/.exec(path);
     if (reactionRoute && call.method === 'PUT') {

@@ -323,7 +323,8 @@ export class ChannelManager {
     const account = this.account(channel, input.account);
     if (!channel.react) throw new DomainError('invalid', `Channel ${channel.id} has no reactions.`, { code: 'reactions_not_supported' });
     checkEmoji(input.emoji);
-    const target = await reactionTarget(this.deps.store, { channel: input.channel, account, to: input.to, peer: channel.normalizePeer(input.to), messageId: input.messageId });
+    const lookup = (by: { id: number } | { containing: string }) => this.deps.sessions.store.inbound(input.channel, account, by);
+    const target = await reactionTarget(lookup, { channel: input.channel, to: input.to, peer: channel.normalizePeer(input.to), messageId: input.messageId });
     const id = await this.deps.outbox.queue({
       channel: input.channel, account, to: target.replyTo ?? input.to, kind: 'reaction', reference: target.reference, text: input.emoji, sessionKey: target.sessionKey,
     });

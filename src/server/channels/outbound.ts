@@ -8,7 +8,6 @@
 import { sizeOf } from '../../shared/attachments.ts';
 import type { Channel, OutboundFile } from '../kernel/channel.ts';
 import { DomainError } from '../kernel/errors.ts';
-import type { Db } from '../store/database.ts';
 import { cleanName, mediaTypeOf } from './attachments.ts';
 
 /** The largest file kept in the outbox, whatever the platform takes. */
@@ -52,20 +51,8 @@ export interface ReactionTarget {
   replyTo?: string;
 }
 
-interface MessageRow {
-  id: number | bigint;
-  session_key: string;
-  peer: string;
-  data: string | null;
-}
-
-const dataOf = (row: MessageRow): Record<string, unknown> => {
-  try {
-    return row.data ? JSON.parse(String(row.data)) as Record<string, unknown> : {};
-  } catch {
-    return {};
-  }
-};
+/** Inbound messages of a channel account as the sessions keep them (SessionStore.inbound). */
+type InboundLookup = (by: { id: number } | { containing: string }) => Promise<{ sessionKey: string; peer: string; data: Record<string, unknown> }[]>;
 
 /**
  * The inbound message `messageId` names in the conversation `to` (its
@@ -73,27 +60,20 @@ const dataOf = (row: MessageRow): Record<string, unknown> => {
  * gateway sessions show), else the platform's id or reference kept with it.
  * Not found there: a clear not_found.
  */
-export async function reactionTarget(db: Db, input: { channel: string; account: string; to: string; peer: string; messageId: string }): Promise<ReactionTarget> {
-  const { channel, account, to, peer, messageId } = input;
-  const target = (row: MessageRow): ReactionTarget | undefined => {
-    const data = dataOf(row);
-    const replyTo = typeof data.replyTo === 'string' ? data.replyTo : undefined;
+export async function reactionTarget(lookup: InboundLookup, input: { channel: string; to: string; peer: string; messageId: string }): Promise<ReactionTarget> {
+  const { channel, to, peer, messageId } = input;
+  const target = (row: { sessionKey: string; peer: string; data: Record<string, unknown> }): ReactionTarget | undefined => {
+    const replyTo = typeof row.data.replyTo === 'string' ? row.data.replyTo : undefined;
     const here = row.peer === peer || row.peer.startsWith(`${peer}#`) || replyTo === to || replyTo?.startsWith(`${to}/`);
-    if (!here || typeof data.reference !== 'string') return undefined;
-    return { sessionKey: String(row.session_key), reference: data.reference, ...(replyTo ? { replyTo } : {}) };
+    if (!here || typeof row.data.reference !== 'string') return undefined;
+    return { sessionKey: row.sessionKey, reference: row.data.reference, ...(replyTo ? { replyTo } : {}) };
   };
-  const select = `SELECT m.id, m.session_key, s.peer, m.data FROM session_messages m JOIN sessions s ON s.key = m.session_key
-    WHERE s.channel = ? AND s.account = ? AND m.direction = 'in'`;
   if (/^\d{1,15}$/.test(messageId)) {
-    const row = await db.get<MessageRow>(`${select} AND m.id = ?`, channel, account, Number(messageId));
-    const found = row ? target(row) : undefined;
+    const found = (await lookup({ id: Number(messageId) })).map(target).find(Boolean);
     if (found) return found;
   }
-  const like = `%${JSON.stringify(messageId).replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-  const rows = await db.all<MessageRow>(`${select} AND m.data LIKE ? ESCAPE '\\' ORDER BY m.id DESC LIMIT 100`, channel, account, like);
-  for (const row of rows) {
-    const data = dataOf(row);
-    if (data.platformId !== messageId && data.reference !== messageId) continue;
+  for (const row of await lookup({ containing: JSON.stringify(messageId) })) {
+    if (row.data.platformId !== messageId && row.data.reference !== messageId) continue;
     const found = target(row);
     if (found) return found;
   }

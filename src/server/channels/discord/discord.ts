@@ -238,9 +238,13 @@ class DiscordAccount extends AccountConnection<AccountSettings> {
       return;
     }
     if (type === GatewayDispatchEvents.MessageCreate) {
+      const rooms = this.settings()?.rooms ?? [];
+      const channel = (data as APIMessage).channel_id;
+      const inGuild = typeof (data as { guild_id?: unknown }).guild_id === 'string';
+      const parent = inGuild && typeof channel === 'string' && !rooms.includes(channel) ? await this.rest.threadParent(channel) : undefined;
       const message = inboundOf(data as APIMessage, {
-        account: this.name, me: this.me, rooms: this.settings()?.rooms ?? [], apiRoot: () => this.settings()?.apiRoot, log: this.log,
-        direct: (user, channel) => this.rest.noteDm(user, channel),
+        account: this.name, me: this.me, rooms, apiRoot: () => this.settings()?.apiRoot, log: this.log,
+        direct: (user, dm) => this.rest.noteDm(user, dm), parentOf: (id) => (id === channel ? parent : undefined),
       });
       if (message) await this.context.inbound(message);
       await this.advance(seq, true);

@@ -52,6 +52,22 @@ export class DiscordRest {
     return payload as T;
   }
 
+  /** The channel each thread is in, by the thread's id (undefined: a channel that is no thread). */
+  private readonly parents = new Map<string, string | undefined>();
+
+  /** For a thread (channel types 10-12), the channel it is in; looked up once (GET /channels/{id}), undefined when it is no thread or cannot be told. */
+  async threadParent(channel: string): Promise<string | undefined> {
+    if (this.parents.has(channel)) return this.parents.get(channel);
+    try {
+      const found = await this.call<{ type?: number; parent_id?: string | null }>('GET', `/channels/${channel}`);
+      const parent = found.type !== undefined && found.type >= 10 && found.type <= 12 && typeof found.parent_id === 'string' ? found.parent_id : undefined;
+      this.parents.set(channel, parent);
+      return parent;
+    } catch {
+      return undefined;
+    }
+  }
+
   /** A person wrote to the bot in their DM: replies to them go there. */
   noteDm(user: string, channel: string): void {
     this.dmChannels.set(user, channel);
