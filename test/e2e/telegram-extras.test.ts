@@ -99,6 +99,11 @@ describe('Telegram reactions, topics and files out (e2e, stand-in of the Bot API
     expect(sessions).to.include.members([`telegram:default:group:${FORUM}#42`, `telegram:default:group:${FORUM}`]);
     const topic = await json(['sessions', 'show', `telegram:default:group:${FORUM}#42`]);
     expect(topic.messages.map((message: any) => message.text).join('\n')).to.include('in topic 42').and.not.include('general chat');
+
+    // A file sent into the topic lands there.
+    writeFileSync(join(workspace(), 'minutes.txt'), 'the minutes\n');
+    await json(['message', 'send', '--channel', 'telegram', '--to', `${FORUM}/42`, '--file', 'minutes.txt']);
+    expect(api.uploads.at(-1)).to.include({ method: 'sendDocument', chatId: FORUM, threadId: 42, name: 'minutes.txt' });
   });
 
   it('sends a workspace file (a document, an image as a photo) through the outbox with its bytes; refuses one outside the workspace, a link out, one too large', async () => {

@@ -365,12 +365,12 @@ export class TelegramChannel extends AccountChannel<TelegramAccount, AccountSett
     return trimmed.startsWith('@') ? trimmed.toLowerCase() : trimmed;
   }
 
-  /** Group chats have negative ids. */
+  /** Group chats have negative ids; a forum topic is "<chat>/<topic>". */
   isRoom(peer: string): boolean {
-    return /^-\d+$/.test(peer.trim());
+    return /^-\d+(\/\d+)?$/.test(peer.trim());
   }
 
   checkPeer(peer: string): string | undefined {
-    return /^-?\d{1,20}$/.test(peer.trim()) || /^@[A-Za-z][A-Za-z0-9_]{3,31}$/.test(peer.trim()) ? undefined : 'is not a Telegram chat id (a number) or @name';
+    return /^-?\d{1,20}(\/\d{1,10})?$/.test(peer.trim()) || /^@[A-Za-z][A-Za-z0-9_]{3,31}$/.test(peer.trim()) ? undefined : 'is not a Telegram chat id (a number, with /<topic> for a forum topic) or @name';
   }
 }
