@@ -146,6 +146,12 @@ export class Homeserver {
   }
 
   /** The next call whose path matches (made by `user`, when given) gets the fault. */
+  /** A file of the media store by its mxc:// address: its type and bytes as uploaded. */
+  mediaOf(mxc: string): { type: string; bytes: Buffer } | undefined {
+    const match = /^mxc:\/\/([^/]+)\/([^/]+)$/.exec(mxc);
+    return match?.[1] === SERVER ? this.media.get(match[2]!) : undefined;
+  }
+
   fault(path: RegExp, fault: MatrixFault, user?: string): void {
     this.faults.push({ path, fault, ...(user ? { user } : {}) });
   }

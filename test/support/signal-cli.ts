@@ -49,6 +49,9 @@ export class SignalCli {
   readonly sends: SignalSent[] = [];
   readonly typing: { to: string; stop: boolean; at: number }[] = [];
   readonly receipts: { recipient: string; timestamps: number[]; type: string; at: number }[] = [];
+  /** Reactions the account sent (sendReaction), and files it sent (send's attachments, as data: URIs), decoded. */
+  readonly reactions: { to: string; emoji: string; targetAuthor: string; targetTimestamp: number }[] = [];
+  readonly attachments: { to: string; text: string; name: string; contentType: string; data: Buffer }[] = [];
   /** `receive` calls refused because signal-cli was receiving already. */
   refusedReceives = 0;
   readonly version = '0.14.6';
@@ -393,9 +396,23 @@ export class SignalCli {
       const person = this.people.get(recipient);
       return { recipientAddress: { uuid: person?.uuid ?? null, number: person?.number ?? null, username: null }, type: person ? 'SUCCESS' : 'UNREGISTERED_FAILURE' };
     });
+    if (method === 'sendReaction') {
+      // https://github.com/AsamK/signal-cli/blob/master/man/signal-cli.1.adoc#sendreaction
+      if (recipients.length === 0 && groups.length === 0) return error(-1, 'No recipients given');
+      if (typeof params.emoji !== 'string' || typeof params.targetAuthor !== 'string' || !Number.isInteger(params.targetTimestamp)) return error(-32602, 'Missing emoji, targetAuthor or targetTimestamp');
+      for (const to of [...recipients, ...groups]) this.reactions.push({ to, emoji: params.emoji, targetAuthor: params.targetAuthor, targetTimestamp: Number(params.targetTimestamp) });
+      return this.json(res, { jsonrpc: '2.0', result: { timestamp: this.nextTimestamp(), results: results() }, id: request.id });
+    }
     if (method === 'send') {
       if (recipients.length === 0 && groups.length === 0) return error(-1, 'No recipients given');
-      if (typeof params.message !== 'string' || params.message === '') return error(-1, 'Sending empty message is not allowed, either a message, attachment or sticker must be given.');
+      // Attachments as data: URIs (data:<type>;filename=<name>;base64,<data>), as signal-cli's send takes them.
+      const files = ([] as unknown[]).concat(params.attachments ?? params.attachment ?? []).map(String);
+      for (const file of files) {
+        const uri = /^data:([^;,]+);filename=([^;,]+);base64,(.*)$/s.exec(file);
+        if (!uri) return error(-1, `Invalid attachment: ${file.slice(0, 40)}`);
+        for (const to of [...recipients, ...groups]) this.attachments.push({ to, text: String(params.message ?? ''), contentType: uri[1]!, name: uri[2]!, data: Buffer.from(uri[3]!, 'base64') });
+      }
+      if ((typeof params.message !== 'string' || params.message === '') && files.length === 0) return error(-1, 'Sending empty message is not allowed, either a message, attachment or sticker must be given.');
       for (const group of groups) if (!this.groups.has(group)) return error(-1, `Invalid group id: ${group}`);
       const timestamp = this.nextTimestamp();
       const answer = results();

@@ -13,7 +13,7 @@ import type { ToolSpec } from '../models/module.ts';
 /** What each tool profile adds to an agent's tools. */
 export const TOOL_PROFILE_TOOLS: Record<NonNullable<AgentSettings['toolProfile']>, readonly string[]> = {
   minimal: ['memory.search', 'memory.get', 'memory.note'],
-  messaging: ['memory.search', 'memory.get', 'memory.note', 'message.send', 'sessions.list', 'automations.add', 'web.search'],
+  messaging: ['memory.search', 'memory.get', 'memory.note', 'message.send', 'message.react', 'message.attach', 'sessions.list', 'automations.add', 'web.search'],
   coding: ['memory.search', 'memory.get', 'memory.note', 'files.*', 'web.fetch', 'web.search', 'browser.*', 'exec'],
   full: ['*'],
 };

@@ -61,10 +61,14 @@ export class Inbox {
   private readonly settingsOf: (id: string) => ChannelSettings | undefined;
   private readonly normalize: (channel: string, peer: string) => string;
 
-  constructor(deps: InboxDeps, settings: (id: string) => ChannelSettings | undefined, normalize: (channel: string, peer: string) => string) {
+  /** Whether a channel running here has reactions (an acknowledgement is put only there). */
+  private readonly reacts: (channel: string) => boolean;
+
+  constructor(deps: InboxDeps, settings: (id: string) => ChannelSettings | undefined, normalize: (channel: string, peer: string) => string, reacts: (channel: string) => boolean = () => false) {
     this.deps = deps;
     this.settingsOf = settings;
     this.normalize = normalize;
+    this.reacts = reacts;
   }
 
   /** Tells a listener of every message that reaches a session (agents answer from here). */
@@ -133,6 +137,9 @@ export class Inbox {
         }
         const data = {
           ...(message.platformId ? { platformId: message.platformId } : {}),
+          // What a reaction (message.react) and an attached file (message.attach) need to find the message and its conversation.
+          ...(message.reference ? { reference: message.reference } : {}),
+          ...(message.replyTo ? { replyTo: message.replyTo } : {}),
           ...(files.length ? { attachments: files.map((file) => file.view) } : {}),
         };
         const entry = {
@@ -147,7 +154,8 @@ export class Inbox {
           return recorded;
         };
         if (message.kind === 'group') {
-          await this.arrived(channel, message, routed, await keep(await this.record(channel, message.account, 'group', message.room!, message.room!, agent, entry, tx)), tx);
+          const room = message.thread ? `${message.room!}#${message.thread}` : message.room!;
+          await this.arrived(channel, message, routed, await keep(await this.record(channel, message.account, 'group', room, message.room!, agent, entry, tx)), tx);
           return;
         }
         const policy = this.settingsOf(channel)?.dmPolicy ?? 'disabled';
@@ -200,12 +208,29 @@ export class Inbox {
     return this.deps.attachments.fetch(attachments, Number(settings?.maxAttachmentBytes ?? 10 * 1024 * 1024), log);
   }
 
+  /**
+   * The acknowledgement reaction (channels.<id>.ackReaction) on a message the
+   * agent is to read, where the platform has reactions: queued with the
+   * message, so it shows once the message is stored. A room's chatter not
+   * addressed to the account gets none.
+   */
+  private async acknowledge(channel: string, message: InboundMessage, sessionKey: string, tx: Tx): Promise<void> {
+    const emoji = this.settingsOf(channel)?.ackReaction;
+    if (typeof emoji !== 'string' || !emoji || !message.reference || !this.reacts(channel)) return;
+    if (message.kind === 'group' && message.addressed === undefined) return;
+    await this.deps.outbox.enqueue({
+      channel, account: message.account, to: message.replyTo ?? message.room ?? message.sender, kind: 'reaction', reference: message.reference, text: emoji, sessionKey,
+      key: `ack:${channel}:${message.account}:${message.reference}`,
+    }, tx);
+  }
+
   private record(channel: string, account: string, kind: 'direct' | 'group', peer: string, peerName: string, agent: string | undefined, message: { direction: 'in' | 'out'; sender: string; senderName?: string; person?: string; text: string; at: number; via?: string; data?: Record<string, unknown> }, db?: Db) {
     return this.deps.sessions.record({ channel, account, kind, peer, peerName, ...(agent === undefined ? {} : { agent }), ...message }, db);
   }
 
   private async arrived(channel: string, message: InboundMessage, routed: Routed, recorded: { session: Session; message: SessionMessage }, tx: Tx): Promise<void> {
     tx.afterCommit(() => observe(observed.channelMessage, (): ChannelMessageObserved => ({ channel, direction: 'in' })));
+    await this.acknowledge(channel, message, recorded.session.key, tx);
     const inbound = { channel, message, session: recorded.session, recorded: recorded.message, ...(routed.agent === undefined ? {} : { agent: routed.agent }) };
     for (const listener of this.listeners) await listener(inbound, tx);
   }

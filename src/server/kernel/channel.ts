@@ -17,11 +17,19 @@ export interface InboundMessage {
   /** Where a reply to a direct message goes (a chat id), when not the sender's name (IRC's nick). */
   replyTo?: string;
   /**
-   * For a direct message in a conversation of its own with the sender (an
-   * email thread): its id. The session is then the sender's and the
-   * thread's (`<sender>#<thread>`); who may talk is still the sender.
+   * For a message in a conversation of its own (an email thread, a
+   * Telegram forum topic, a Slack, Discord or Matrix thread): its id. The
+   * session is then the sender's (or the room's) and the thread's
+   * (`<sender>#<thread>`, `<room>#<thread>`); who may talk is unchanged,
+   * and replyTo names the thread, so the answer lands in it.
    */
   thread?: string;
+  /**
+   * The platform's address of the message as its reactions name it
+   * (Telegram's message_id, Slack's ts, a Matrix event id), kept with it in
+   * the session: an acknowledgement reaction and message.react point there.
+   */
+  reference?: string;
   /**
    * For a group message meant for the account (it names the bot, or replies
    * to it): the text as an agent reads it, the mention taken out. A channel
@@ -92,6 +100,13 @@ export interface OutboundVoice {
   mimeType: string;
   /** A file name for platforms that show one. */
   name: string;
+}
+
+/** A file a channel sends: read from an agent's workspace, kept with its outbox row until sent. */
+export interface OutboundFile {
+  name: string;
+  mimeType: string;
+  data: Uint8Array;
 }
 
 /** What a platform answered for a message it took: its ids, kept with the reply. */
@@ -197,6 +212,20 @@ export interface Channel {
    * elsewhere); channels whose platforms carry no audio leave it out.
    */
   sendVoice?(account: string, to: string, voice: OutboundVoice, options?: SendOptions): Promise<SendReceipt | void>;
+  /**
+   * Puts a reaction (an emoji) on a message of the conversation `to`, named
+   * by its InboundMessage.reference. Channels whose platform has no
+   * reactions leave it out.
+   */
+  react?(account: string, to: string, reference: string, emoji: string): Promise<void>;
+  /**
+   * Sends a file (with the text as its caption, where there is one). The
+   * largest file the platform takes is fileLimit (bytes); a channel that
+   * cannot carry files leaves both out, or throws a permanent
+   * ChannelSendError saying why (an XMPP server without HTTP upload).
+   */
+  sendFile?(account: string, to: string, file: OutboundFile, caption: string, options?: SendOptions): Promise<SendReceipt | void>;
+  readonly fileLimit?: number;
   /** Whether send() takes SendOptions.editOf (the platform edits messages): replies may then stream (channels.<id>.streaming). */
   readonly edits?: boolean;
   /** Shows the recipient that a reply is being written (Telegram's "typing…"), for a few seconds. */

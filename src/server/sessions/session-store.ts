@@ -225,6 +225,29 @@ export class SessionStore {
     return rows.reverse().map(toMessage);
   }
 
+  /**
+   * Inbound messages of a channel account (a reaction's target): the one of
+   * this id, or the latest whose data holds this text. Each with its
+   * session's peer and its data.
+   */
+  async inbound(channel: string, account: string, by: { id: number } | { containing: string }): Promise<{ id: number; sessionKey: string; peer: string; data: Record<string, unknown> }[]> {
+    const select = `SELECT m.id, m.session_key, s.peer, m.data FROM session_messages m JOIN sessions s ON s.key = m.session_key
+      WHERE s.channel = ? AND s.account = ? AND m.direction = 'in'`;
+    const rows = 'id' in by
+      ? await this.store.all<{ id: number; session_key: string; peer: string; data: string | null }>(`${select} AND m.id = ?`, channel, account, by.id)
+      : await this.store.all<{ id: number; session_key: string; peer: string; data: string | null }>(`${select} AND m.data LIKE ? ESCAPE '\\' ORDER BY m.id DESC LIMIT 100`,
+        channel, account, `%${by.containing.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
+    return rows.map((row) => {
+      let data: Record<string, unknown> = {};
+      try {
+        data = row.data ? JSON.parse(String(row.data)) as Record<string, unknown> : {};
+      } catch {
+        // not data a message of a channel keeps
+      }
+      return { id: Number(row.id), sessionKey: String(row.session_key), peer: String(row.peer), data };
+    });
+  }
+
   /** Marks a session to act (a hook's wake action); undefined when there is no such session. */
   async wake(key: string, at = Date.now()): Promise<Session | undefined> {
     const { changes } = await this.store.run('UPDATE sessions SET wake_requested_at = ? WHERE key = ?', at, key);

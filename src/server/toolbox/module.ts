@@ -9,6 +9,7 @@
  */
 import agentsModule from '../agents/module.ts';
 import { defineModule } from '../kernel/module.ts';
+import channelsModule from '../channels/module.ts';
 import { Approvals } from './approvals.ts';
 import { execTool } from './exec-tool.ts';
 import { fileTools, webFetchTool } from './file-tools.ts';
@@ -25,7 +26,7 @@ export interface Toolbox {
 
 export default defineModule<Toolbox>({
   id: 'toolbox',
-  needs: [agentsModule, skillsModule],
+  needs: [agentsModule, skillsModule, channelsModule],
   setup(ctx) {
     const agents = ctx.use(agentsModule);
     // A root daemon's sandbox runs commands as an unprivileged user, who owns what is made in the workspaces.
@@ -50,6 +51,8 @@ export default defineModule<Toolbox>({
       },
     });
     ctx.tools.add(execTool({ config: ctx.config, approvals, workspaces, skills }));
+    // Files agents send on channels come from their workspace, through the same containment as files.*.
+    ctx.use(channelsModule).channels.readFilesFrom((agent) => workspaces.for({ agent }));
     return { workspaceOf: (agentId) => workspaces.of(agentId) };
   },
 });

@@ -260,6 +260,38 @@ export class Workspace {
   }
 
   /**
+   * A whole file's bytes, to send it elsewhere (a channel): read from the
+   * descriptor the walk opened, never by its name again; one larger than
+   * `maxBytes` is refused (`too_large`, its size said) without being read.
+   */
+  bytes(path: string, maxBytes: number): Promise<{ path: string; data: Uint8Array }> {
+    return guarded(path, async () => {
+      const place = await this.walk(path);
+      try {
+        const handle = await this.openFile(place, path);
+        try {
+          const { size } = await handle.stat();
+          if (size > maxBytes) throw new DomainError('too_large', `${path} is ${size} bytes; at most ${maxBytes} can be sent here.`, { code: 'file_too_large' });
+          // Read to its end: a file that grew since the stat (a command still writing it) is not sent half-read.
+          const buffer = Buffer.alloc(size + 1);
+          let total = 0;
+          for (;;) {
+            const { bytesRead } = await handle.read(buffer, total, buffer.length - total, total);
+            if (bytesRead === 0) break;
+            total += bytesRead;
+            if (total > size) throw new DomainError('conflict', `${path} changed while it was read; try again once it is written.`);
+          }
+          return { path: this.shown(place), data: new Uint8Array(buffer.subarray(0, total)) };
+        } finally {
+          await handle.close();
+        }
+      } finally {
+        await release(place);
+      }
+    });
+  }
+
+  /**
    * Writes a whole file atomically: a temporary file beside it, then renamed
    * over it. With `keep`, a file already there is kept and the new one takes
    * the first free name beside it (`name-2.ext`, `name-3.ext`...).

@@ -140,6 +140,7 @@ const channelPolicy = {
   maxAttachmentBytes: int(10 * 1024 * 1024, 0, 100 * 1024 * 1024, 'largest image or file kept from a message for the agent (0: none kept); a larger one is only named to it'),
   streaming: bool(false, 'show a reply as it is written: one message edited as the text grows, then the rest as usual'),
   voiceReplies: oneOf(['off', 'when-spoken-to', 'always'], 'off', 'answers spoken back (voice.speak) as the platform\'s own voice note, with their text: off, when-spoken-to (a voice note is answered with one) or always'),
+  ackReaction: { type: 'string' as const, maxLength: 32, pattern: '^\\S*$', default: '👀', description: 'reaction put on a message the agent is to read once it is stored, where the platform has reactions ("" for none)' },
 };
 
 const API_ROOT = { format: 'uri', maxLength: 2048 } as const;

@@ -292,6 +292,8 @@ export interface AttachmentView {
 /** A reply in a channel's outbox. */
 export interface OutboxEntryView {
   id: number; channel: string; account: string; to: string;
+  /** A reaction put on a message, or a file sent (a text message when left out). */
+  kind?: 'reaction' | 'file';
   status: 'pending' | 'sent' | 'failed';
   attempts: number;
   runId?: string;
@@ -528,6 +530,7 @@ export interface MethodResults {
   'sessions.history': { session: SessionView; messages: MessageView[]; delegation?: SessionDelegations };
   /** sent: the platform took it; else it waits in the outbox (delivery says why and when it is tried again). */
   'message.send': { sent: boolean; sessionKey: string; message: MessageView; delivery: OutboxEntryView };
+  'message.react': { reacted: boolean; sessionKey: string; delivery: OutboxEntryView };
   reload: ReloadResult;
   'plugins.list': { plugins: PluginInfo[]; lastReload: BuildOutcome | null };
   'tools.catalog': { tools: ToolCatalogEntry[] };

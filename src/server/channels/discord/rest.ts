@@ -4,7 +4,7 @@
  * (and edited) in the channel or DM they go to, each posted once whatever
  * the retries (Discord enforces the nonce).
  */
-import { ChannelSendError, type OutboundVoice, type SendOptions, type SendReceipt } from '../../kernel/channel.ts';
+import { ChannelSendError, type OutboundFile, type OutboundVoice, type SendOptions, type SendReceipt } from '../../kernel/channel.ts';
 import { describeNetworkError } from '../network-errors.ts';
 
 export class RestError extends Error {
@@ -52,6 +52,22 @@ export class DiscordRest {
     const payload = await response.json().catch(() => ({})) as { message?: string; code?: number; retry_after?: number };
     if (!response.ok) throw new RestError(response.status, payload.message ?? response.statusText, payload.code, payload.retry_after);
     return payload as T;
+  }
+
+  /** The channel each thread is in, by the thread's id (undefined: a channel that is no thread). */
+  private readonly parents = new Map<string, string | undefined>();
+
+  /** For a thread (channel types 10-12), the channel it is in; looked up once (GET /channels/{id}), undefined when it is no thread or cannot be told. */
+  async threadParent(channel: string): Promise<string | undefined> {
+    if (this.parents.has(channel)) return this.parents.get(channel);
+    try {
+      const found = await this.call<{ type?: number; parent_id?: string | null }>('GET', `/channels/${channel}`);
+      const parent = found.type !== undefined && found.type >= 10 && found.type <= 12 && typeof found.parent_id === 'string' ? found.parent_id : undefined;
+      this.parents.set(channel, parent);
+      return parent;
+    } catch {
+      return undefined;
+    }
   }
 
   /** A person wrote to the bot in their DM: replies to them go there. */
@@ -102,12 +118,51 @@ export class DiscordRest {
     try {
       return await work();
     } catch (error) {
-      if (error instanceof RestError) {
-        if (error.retryAfterMs !== undefined) throw new ChannelSendError(`Discord: ${error.message}`, { retryAfterMs: error.retryAfterMs });
-        // No such channel, no access, a message Discord will never take: trying again cannot help.
-        throw new ChannelSendError(`Discord: ${error.message}`, { permanent: error.status === 400 || error.status === 403 || error.status === 404 });
-      }
-      throw new ChannelSendError(`cannot reach Discord: ${describeNetworkError(error, this.root)}`);
+      throw this.failure(error);
+    }
+  }
+
+  /** A refusal as the outbox reads it: when to try again, or not at all. */
+  private failure(error: unknown): ChannelSendError {
+    if (error instanceof ChannelSendError) return error;
+    if (error instanceof RestError) {
+      if (error.retryAfterMs !== undefined) return new ChannelSendError(`Discord: ${error.message}`, { retryAfterMs: error.retryAfterMs });
+      // No such channel, no access, a message Discord will never take: trying again cannot help.
+      return new ChannelSendError(`Discord: ${error.message}`, { permanent: error.status === 400 || error.status === 403 || error.status === 404 || error.status === 413 });
+    }
+    return new ChannelSendError(`cannot reach Discord: ${describeNetworkError(error, this.root)}`);
+  }
+
+  /** Puts the bot's reaction on a message (PUT .../reactions/{emoji}/@me; putting it again changes nothing). */
+  async react(to: string, message: string, emoji: string): Promise<void> {
+    try {
+      const { channel } = await this.target(to);
+      await this.call('PUT', `/channels/${channel}/messages/${message}/reactions/${encodeURIComponent(emoji)}/@me`);
+    } catch (error) {
+      throw this.failure(error);
+    }
+  }
+
+  /** A file as a message's attachment (multipart: payload_json and files[0]), its caption the message's text. */
+  async sendFile(to: string, file: OutboundFile, caption: string, options: SendOptions = {}): Promise<SendReceipt> {
+    try {
+      const { channel, reference } = await this.target(to);
+      const nonce = options.idempotencyKey ? options.idempotencyKey.slice(0, 25) : undefined;
+      const form = new FormData();
+      form.append('payload_json', JSON.stringify({
+        content: caption.slice(0, 2000), allowed_mentions: { parse: [] }, attachments: [{ id: 0, filename: file.name }],
+        ...(reference ? { message_reference: { message_id: reference, fail_if_not_exists: false } } : {}),
+        ...(nonce ? { nonce, enforce_nonce: true } : {}),
+      }));
+      form.append('files[0]', new Blob([file.data], { type: file.mimeType }), file.name);
+      const response = await fetch(`${this.root}/api/v10/channels/${channel}/messages`, {
+        method: 'POST', body: form, headers: { authorization: `Bot ${this.token}`, 'user-agent': 'DiscordBot (gateway, 1)' }, signal: AbortSignal.timeout(120_000),
+      });
+      const payload = await response.json().catch(() => ({})) as { id?: string; message?: string; code?: number; retry_after?: number };
+      if (!response.ok) throw new RestError(response.status, payload.message ?? response.statusText, payload.code, payload.retry_after);
+      return { ids: payload.id ? [payload.id] : [] };
+    } catch (error) {
+      throw this.failure(error);
     }
   }
 

@@ -15,7 +15,7 @@
  * and the channel.
  */
 import { randomUUID } from 'node:crypto';
-import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type SendOptions, type SendReceipt } from '../../kernel/channel.ts';
+import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type OutboundFile, type SendOptions, type SendReceipt } from '../../kernel/channel.ts';
 import { AccountChannel, AccountConnection } from '../account-channel.ts';
 import { accountsOf, settingPath } from '../accounts.ts';
 import { splitMessage } from '../formatting.ts';
@@ -24,6 +24,7 @@ import { homeserverOf, MatrixApi, MatrixError, Refused, ROOM, USER_ID, type Cont
 import { CryptoFailure, MatrixCrypto } from './crypto.ts';
 import { MatrixRooms } from './rooms.ts';
 import { MatrixSync, SyncTokenUnknown } from './sync.ts';
+import { fileMessage, inThread, reaction, threadOf } from './outbound.ts';
 
 /** Longest text sent in one event (an event is at most 64 KiB of JSON, escapes included). */
 export const MATRIX_LIMIT = 8000;
@@ -201,8 +202,41 @@ class MatrixAccount extends AccountConnection<MatrixAccountSettings> {
     });
   }
 
-  async send(to: string, text: string, options: SendOptions = {}): Promise<SendReceipt> {
+  async react(to: string, reference: string, emoji: string): Promise<void> {
+    await this.put(threadOf(to).room, 'm.reaction', `react.${reference}.${emoji}`, reaction(reference, emoji));
+  }
+
+  async sendFile(to: string, file: OutboundFile, caption: string, options: SendOptions = {}): Promise<SendReceipt> {
+    const { room, thread } = threadOf(to);
+    return this.put(room, 'm.room.message', options.idempotencyKey ?? randomUUID(), async () => fileMessage(file, await this.api.upload(file.name, file.mimeType, file.data), caption, thread));
+  }
+
+  /** Sends one event into a room (its content made once the room is known to take it), under a transaction id the homeserver takes once. */
+  private async put(to: string, type: string, txnOf: string, content: Record<string, unknown> | (() => Promise<Record<string, unknown>>)): Promise<SendReceipt> {
     if (!this.ready || this.status.state !== 'connected') throw new ChannelSendError(`${this.channelId} account ${this.name} is ${this.status.state}; the message was not sent`);
+    try {
+      const room = await this.rooms.roomFor(to);
+      const encrypted = await this.rooms.encryptedNow(room);
+      if (encrypted && !this.crypto) throw new ChannelSendError('the room is end-to-end encrypted and this account\'s encryption is off (channels.matrix.encryption)', { permanent: true });
+      // A file's bytes would reach the homeserver in the clear: into an encrypted room none is sent.
+      if (encrypted && type === 'm.room.message' && typeof content === 'function') throw new ChannelSendError('Matrix: files are not sent into end-to-end encrypted rooms', { permanent: true });
+      const txn = Buffer.from(txnOf).toString('base64url').slice(0, 200);
+      let body: Content = typeof content === 'function' ? await content() : content;
+      let eventType = type;
+      if (encrypted) {
+        body = await this.encrypted(room, body, type);
+        eventType = 'm.room.encrypted';
+      }
+      const sent = await this.api.call<{ event_id?: unknown }>('PUT', `/v3/rooms/${encodeURIComponent(room)}/send/${eventType}/${txn}`, body);
+      return { ids: [typeof sent.event_id === 'string' ? sent.event_id : txn] };
+    } catch (error) {
+      throw this.sendError(error);
+    }
+  }
+
+  async send(target: string, text: string, options: SendOptions = {}): Promise<SendReceipt> {
+    if (!this.ready || this.status.state !== 'connected') throw new ChannelSendError(`${this.channelId} account ${this.name} is ${this.status.state}; the message was not sent`);
+    const { room: to, thread } = threadOf(target);
     try {
       const room = await this.rooms.roomFor(to);
       const encrypted = await this.rooms.encryptedNow(room);
@@ -212,40 +246,44 @@ class MatrixAccount extends AccountConnection<MatrixAccountSettings> {
       let type = 'm.room.message';
       let content: Content = options.editOf
         ? { msgtype: 'm.text', body: `* ${text}`, 'm.new_content': { msgtype: 'm.text', body: text }, 'm.relates_to': { rel_type: 'm.replace', event_id: options.editOf } }
-        : { msgtype: 'm.text', body: text, 'm.mentions': {} };
+        : { msgtype: 'm.text', body: text, 'm.mentions': {}, ...inThread(thread) };
       if (encrypted) {
-        content = await this.encrypted(room, content);
+        content = await this.encrypted(room, content, type);
         type = 'm.room.encrypted';
       }
       const sent = await this.api.call<{ event_id?: unknown }>('PUT', `/v3/rooms/${encodeURIComponent(room)}/send/${type}/${encodeURIComponent(options.editOf ? `${txn}.${randomUUID()}` : txn)}`, content);
       // An edit keeps the id of the message it edits: later edits go to that one.
       return { ids: [options.editOf ?? (typeof sent.event_id === 'string' ? sent.event_id : txn)] };
     } catch (error) {
-      if (error instanceof ChannelSendError) throw error;
-      if (error instanceof MatrixError) {
-        if (error.retryAfterMs !== undefined) throw new ChannelSendError(`Matrix: ${error.message}`, { retryAfterMs: error.retryAfterMs });
-        // Not in the room, no such room or person, an event the homeserver will never take: trying again cannot help.
-        throw new ChannelSendError(`Matrix: ${error.message}`, { permanent: error.status === 400 || error.status === 403 || error.status === 404 || error.status === 413 });
-      }
-      throw new ChannelSendError(`cannot reach the homeserver: ${describeNetworkError(error, this.settings()?.homeserver)}`);
+      throw this.sendError(error);
     }
   }
 
   /** A message's content encrypted for the room's members' devices (the room key shared with them first). */
-  private async encrypted(room: string, content: Content): Promise<Content> {
+  private async encrypted(room: string, content: Content, type: string): Promise<Content> {
     const members = await this.rooms.memberIds(room);
     if (!members) throw new ChannelSendError('Matrix: the account is no longer in the room', { permanent: true });
     try {
-      return await this.crypto!.encrypt(room, members, 'm.room.message', content);
+      return await this.crypto!.encrypt(room, members, type, content);
     } catch (error) {
       if (error instanceof CryptoFailure) throw new ChannelSendError(`Matrix: the message could not be encrypted: ${error.message}`);
       throw error;
     }
   }
 
+  private sendError(error: unknown): ChannelSendError {
+    if (error instanceof ChannelSendError) return error;
+    if (error instanceof MatrixError) {
+      if (error.retryAfterMs !== undefined) return new ChannelSendError(`Matrix: ${error.message}`, { retryAfterMs: error.retryAfterMs });
+      // Not in the room, no such room or person, an event the homeserver will never take: trying again cannot help.
+      return new ChannelSendError(`Matrix: ${error.message}`, { permanent: error.status === 400 || error.status === 403 || error.status === 404 || error.status === 413 });
+    }
+    return new ChannelSendError(`cannot reach the homeserver: ${describeNetworkError(error, this.settings()?.homeserver)}`);
+  }
+
   async typing(to: string): Promise<void> {
     if (!this.ready || this.status.state !== 'connected') return;
-    const room = await this.rooms.roomFor(to);
+    const room = await this.rooms.roomFor(threadOf(to).room);
     await this.api.call('PUT', `/v3/rooms/${encodeURIComponent(room)}/typing/${encodeURIComponent(this.me!)}`, { typing: true, timeout: 10_000 });
   }
 
@@ -261,6 +299,16 @@ class MatrixAccount extends AccountConnection<MatrixAccountSettings> {
 
 export class MatrixChannel extends AccountChannel<MatrixAccount, MatrixAccountSettings> implements Channel {
   readonly edits = true;
+  /** The media store's usual limit (Synapse's max_upload_size is 50 MB by default). */
+  readonly fileLimit = 50 * 1024 * 1024;
+
+  react(account: string, to: string, reference: string, emoji: string): Promise<void> {
+    return this.running(account).react(to, reference, emoji);
+  }
+
+  sendFile(account: string, to: string, file: OutboundFile, caption: string, options?: SendOptions): Promise<SendReceipt> {
+    return this.running(account).sendFile(to, file, caption, options);
+  }
 
   protected accountsOf(settings: ChannelSettings): Map<string, MatrixAccountSettings> {
     return matrixAccounts(settings);

@@ -246,21 +246,24 @@ export class MatrixSync {
     if (!text.trim() && !attachment) return;
     if (text.length > MAX_INBOUND_CHARS) text = text.slice(0, MAX_INBOUND_CHARS);
     const at = typeof event.origin_server_ts === 'number' && Number.isFinite(event.origin_server_ts) ? event.origin_server_ts : Date.now();
-    const base = { account: this.owner.name, sender, senderName: sender, text, at, platformId: eventId, ...(attachment ? { attachments: [attachment] } : {}) };
+    const base = { account: this.owner.name, sender, senderName: sender, text, at, platformId: eventId, reference: eventId, ...(attachment ? { attachments: [attachment] } : {}) };
+    // A thread is a conversation of its own, answered in the thread.
+    const thread = relation.rel_type === 'm.thread' && typeof relation.event_id === 'string' ? relation.event_id : undefined;
+    const where = thread ? { thread, replyTo: `${roomId}/${thread}` } : { replyTo: roomId };
     const rooms = this.owner.rooms();
     const configured = this.rooms.isConfigured(roomId, rooms);
     const members = configured ? Number.POSITIVE_INFINITY : await this.rooms.joinedMembers(roomId);
     if (Number.isNaN(members)) return;
     if (members <= 2) {
       this.rooms.noteDirect(sender, roomId);
-      await this.owner.context.inbound({ ...base, kind: 'direct', replyTo: roomId });
+      await this.owner.context.inbound({ ...base, kind: 'direct', ...where });
       return;
     }
     if (!configured && !rooms.includes('*')) {
       this.log.debug({ room: roomId }, 'message in a Matrix room the agent may not answer in (channels.<id>.rooms); skipped');
       return;
     }
-    const message: InboundMessage = { ...base, kind: 'group', room: roomId, replyTo: roomId };
+    const message: InboundMessage = { ...base, kind: 'group', room: roomId, ...where };
     const addressed = this.addressed(content, text);
     await this.owner.context.inbound(addressed === undefined ? message : { ...message, addressed: { text: addressed } });
   }

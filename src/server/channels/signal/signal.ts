@@ -25,7 +25,7 @@
  * it: whatever arrives while the gateway is not connected is lost, and the
  * account's status says so, with the option that fixes it.
  */
-import type { Channel, ChannelSettings, InboundAttachment, InboundMessage, SendReceipt } from '../../kernel/channel.ts';
+import type { Channel, ChannelSettings, InboundAttachment, InboundMessage, OutboundFile, SendOptions, SendReceipt } from '../../kernel/channel.ts';
 import { ChannelSendError } from '../../kernel/channel.ts';
 import { AccountChannel, AccountConnection } from '../account-channel.ts';
 import { accountsOf, settingPath } from '../accounts.ts';
@@ -35,6 +35,7 @@ import { readReceived, type SignalMessage } from './envelope.ts';
 import { markdownToSignal } from './format.ts';
 import { isGroupId, PHONE, signalPeer, signalPeerProblem } from './peers.ts';
 import { DEFAULT_RPC_URL, rpcUrlOf, SignalDaemon, SignalHttpError, SignalRpcError } from './rpc.ts';
+import { attachmentParams, reactionParams, SIGNAL_FILE_LIMIT } from './outgoing.ts';
 import { INVALID_PARAMS, isObject, METHOD_NOT_FOUND, sendError, USER_ERROR } from './send-errors.ts';
 
 /** Longest text sent in one message: what Signal shows whole (signal-cli sends a longer one as a text attachment). */
@@ -245,7 +246,7 @@ class SignalAccount extends AccountConnection<SignalAccountSettings> {
   /** A Signal message as the gateway takes it: a direct message, or a group's in a room the agent may answer in. */
   private inbound(message: SignalMessage): InboundMessage | undefined {
     const base = {
-      account: this.name, sender: message.sender, senderName: message.senderName, text: message.text, at: message.timestamp, platformId: message.id,
+      account: this.name, sender: message.sender, senderName: message.senderName, text: message.text, at: message.timestamp, platformId: message.id, reference: message.id,
       ...(message.files.length ? { attachments: message.files.map((file) => this.attachment(file, message)) } : {}),
     };
     if (!message.group) return { ...base, kind: 'direct', replyTo: message.sender };
@@ -320,12 +321,13 @@ class SignalAccount extends AccountConnection<SignalAccountSettings> {
     return isGroupId(peer) ? { groupId: peer } : { recipient: [peer] };
   }
 
-  async send(to: string, text: string): Promise<SendReceipt> {
+  /** A message (or, with `extra` and `method`, a reaction or a file: outgoing.ts). */
+  async send(to: string, text: string, _options: SendOptions = {}, extra: Record<string, unknown> = {}, method = 'send'): Promise<SendReceipt> {
     if (!this.daemon || this.status.state !== 'connected') throw new ChannelSendError(`${this.channelId} account ${this.name} is ${this.status.state}; the message was not sent`);
     const styled = markdownToSignal(text);
     try {
-      const sent = await this.call<{ timestamp?: unknown }>('send', {
-        ...SignalAccount.target(to), message: styled.text, ...(styled.styles.length ? { textStyle: styled.styles } : {}),
+      const sent = await this.call<{ timestamp?: unknown }>(method, {
+        ...SignalAccount.target(to), ...(method === 'send' ? { message: styled.text, ...(styled.styles.length ? { textStyle: styled.styles } : {}) } : {}), ...extra,
       }, { timeoutMs: 60_000 });
       // A Signal message is known by its timestamp: receipts, quotes and edits name it.
       return { ids: typeof sent?.timestamp === 'number' ? [String(sent.timestamp)] : [] };
@@ -365,6 +367,16 @@ export class SignalChannel extends AccountChannel<SignalAccount, SignalAccountSe
 
   split(text: string): string[] {
     return splitMessage(text, SIGNAL_LIMIT);
+  }
+
+  readonly fileLimit = SIGNAL_FILE_LIMIT;
+
+  async react(account: string, to: string, reference: string, emoji: string): Promise<void> {
+    await this.running(account).send(to, '', {}, reactionParams(reference, emoji), 'sendReaction');
+  }
+
+  sendFile(account: string, to: string, file: OutboundFile, caption: string): Promise<SendReceipt> {
+    return this.running(account).send(to, caption, {}, attachmentParams(file));
   }
 
   normalizePeer(peer: string): string {

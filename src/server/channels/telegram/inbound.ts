@@ -46,7 +46,7 @@ export function inboundOf(update: Update, reader: Reader): InboundMessage | unde
   const text = raw.length > MAX_INBOUND_CHARS ? raw.slice(0, MAX_INBOUND_CHARS) : raw;
   const base = {
     account: reader.account, sender: String(message.from.id), senderName: displayName(message.from), text,
-    at: typeof message.date === 'number' ? message.date * 1000 : Date.now(), platformId: String(update.update_id),
+    at: typeof message.date === 'number' ? message.date * 1000 : Date.now(), platformId: String(update.update_id), reference: String(message.message_id),
     ...(attachments.length ? { attachments } : {}),
   };
   if (message.chat.type === 'private') return { ...base, kind: 'direct', replyTo: String(message.chat.id) };
@@ -57,7 +57,9 @@ export function inboundOf(update: Update, reader: Reader): InboundMessage | unde
     reader.log.debug({ chat: room }, 'message in a group the agent may not answer in (channels.<id>.rooms); skipped');
     return undefined;
   }
-  return { ...base, kind: 'group', room, ...addressing(message, text, reader.me) };
+  // A forum topic is a conversation of its own, answered in the topic.
+  const topic = message.is_topic_message && typeof message.message_thread_id === 'number' ? String(message.message_thread_id) : undefined;
+  return { ...base, kind: 'group', room, ...(topic ? { thread: topic, replyTo: `${room}/${topic}` } : {}), ...addressing(message, text, reader.me) };
 }
 
 /**

@@ -8,7 +8,7 @@
 import type { Update, UserFromGetMe } from 'grammy/types';
 import type { Api as GrammyApi, GrammyError as GrammyErrorType } from 'grammy';
 import type { ChannelState } from '../../../shared/channels.ts';
-import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type ChannelRequest, type ChannelResponse, type InboundMessage, type OutboundVoice, type SendOptions, type SendReceipt } from '../../kernel/channel.ts';
+import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type ChannelRequest, type ChannelResponse, type InboundMessage, type OutboundFile, type OutboundVoice, type SendOptions, type SendReceipt } from '../../kernel/channel.ts';
 import { readLimited } from '../attachments.ts';
 import { AccountChannel, AccountConnection } from '../account-channel.ts';
 import { accountsOf, settingPath } from '../accounts.ts';
@@ -211,14 +211,46 @@ class TelegramAccount extends AccountConnection<AccountSettings> {
     return storeThenAcknowledge(this.context, this.inbound(update), this.log, 'a Telegram update');
   }
 
+  /** The connected API, or a send error the outbox tries again. */
+  private get connected(): GrammyApi {
+    if (!this.api || this.status.state !== 'connected') throw new ChannelSendError(`${this.channelId} account ${this.name} is ${this.status.state}; the message was not sent`);
+    return this.api;
+  }
+
+  async react(to: string, reference: string, emoji: string): Promise<void> {
+    const api = this.connected;
+    const { chat } = topicOf(to);
+    await api.setMessageReaction(chat, Number(reference), [{ type: 'emoji', emoji: emoji as never }]).catch((error: unknown) => {
+      throw this.sendError(error);
+    });
+  }
+
+  /** A file: an image Telegram shows as a photo (sendPhoto, up to 10 MB), anything else as a document; a caption past Telegram's 1,024 characters follows as a message. */
+  async sendFile(to: string, file: OutboundFile, caption: string): Promise<SendReceipt> {
+    const api = this.connected;
+    const { chat, thread } = topicOf(to);
+    const fits = caption.length <= 1024;
+    const options = { ...(thread ? { message_thread_id: thread } : {}), ...(caption && fits ? { caption: plainText(caption) } : {}) };
+    const input = new this.grammy.InputFile(file.data, file.name);
+    const photo = /^image\/(jpeg|png|webp)$/.test(file.mimeType) && file.data.length <= 10 * 1024 * 1024;
+    try {
+      const sent = photo ? await api.sendPhoto(chat, input, options) : await api.sendDocument(chat, input, options);
+      const ids = [String(sent.message_id)];
+      if (caption.trim() && !fits) ids.push(...(await this.send(to, caption)).ids);
+      return { ids };
+    } catch (error) {
+      throw error instanceof ChannelSendError ? error : this.sendError(error);
+    }
+  }
+
   async send(to: string, text: string, { editOf }: SendOptions = {}): Promise<SendReceipt> {
-    const api = this.api;
-    if (!api || this.status.state !== 'connected') throw new ChannelSendError(`${this.channelId} account ${this.name} is ${this.status.state}; the message was not sent`);
+    const api = this.connected;
+    const { chat, thread } = topicOf(to);
     const post = async (body: string, html: boolean): Promise<SendReceipt> => {
-      const options = { ...(html ? { parse_mode: 'HTML' as const } : {}), link_preview_options: { is_disabled: true } };
+      const options = { ...(html ? { parse_mode: 'HTML' as const } : {}), link_preview_options: { is_disabled: true }, ...(thread ? { message_thread_id: thread } : {}) };
       if (editOf !== undefined) {
         try {
-          await api.editMessageText(to, Number(editOf), body, options);
+          await api.editMessageText(chat, Number(editOf), body, options);
           return { ids: [editOf] };
         } catch (error) {
           if (!(error instanceof this.grammy.GrammyError)) throw error;
@@ -228,7 +260,7 @@ class TelegramAccount extends AccountConnection<AccountSettings> {
           if (!/message to edit not found|message can't be edited/i.test(description)) throw error;
         }
       }
-      const sent = await api.sendMessage(to, body, options);
+      const sent = await api.sendMessage(chat, body, options);
       return { ids: [String(sent.message_id)] };
     };
     try {
@@ -279,7 +311,8 @@ class TelegramAccount extends AccountConnection<AccountSettings> {
   }
 
   async typing(to: string): Promise<void> {
-    await this.api?.sendChatAction(to, 'typing').catch(() => undefined);
+    const { chat, thread } = topicOf(to);
+    await this.api?.sendChatAction(chat, 'typing', thread ? { message_thread_id: thread } : {}).catch(() => undefined);
   }
 
   async stop(): Promise<void> {
@@ -289,6 +322,12 @@ class TelegramAccount extends AccountConnection<AccountSettings> {
     await this.polling?.catch(() => undefined);
     this.setState('disconnected');
   }
+}
+
+/** A chat and, for a forum topic's conversation ("<chat>/<topic>"), its topic. */
+function topicOf(to: string): { chat: string; thread?: number } {
+  const [chat, thread] = to.split('/') as [string, string | undefined];
+  return { chat, ...(thread && /^\d+$/.test(thread) ? { thread: Number(thread) } : {}) };
 }
 
 /** A set-up problem (no token): the account waits for an operator. */
@@ -313,6 +352,16 @@ export class TelegramChannel extends AccountChannel<TelegramAccount, AccountSett
   }
 
   readonly edits = true;
+  /** The Bot API takes uploads of up to 50 MB. */
+  readonly fileLimit = 50 * 1024 * 1024;
+
+  react(account: string, to: string, reference: string, emoji: string): Promise<void> {
+    return this.running(account).react(to, reference, emoji);
+  }
+
+  sendFile(account: string, to: string, file: OutboundFile, caption: string): Promise<SendReceipt> {
+    return this.running(account).sendFile(to, file, caption);
+  }
 
   receive(request: ChannelRequest): Promise<ChannelResponse> {
     return this.handOver(request);
@@ -332,12 +381,12 @@ export class TelegramChannel extends AccountChannel<TelegramAccount, AccountSett
     return trimmed.startsWith('@') ? trimmed.toLowerCase() : trimmed;
   }
 
-  /** Group chats have negative ids. */
+  /** Group chats have negative ids; a forum topic is "<chat>/<topic>". */
   isRoom(peer: string): boolean {
-    return /^-\d+$/.test(peer.trim());
+    return /^-\d+(\/\d+)?$/.test(peer.trim());
   }
 
   checkPeer(peer: string): string | undefined {
-    return /^-?\d{1,20}$/.test(peer.trim()) || /^@[A-Za-z][A-Za-z0-9_]{3,31}$/.test(peer.trim()) ? undefined : 'is not a Telegram chat id (a number) or @name';
+    return /^-?\d{1,20}(\/\d{1,10})?$/.test(peer.trim()) || /^@[A-Za-z][A-Za-z0-9_]{3,31}$/.test(peer.trim()) ? undefined : 'is not a Telegram chat id (a number, with /<topic> for a forum topic) or @name';
   }
 }

@@ -72,6 +72,36 @@ describe('the outbox: replies kept until the platform takes them', () => {
   });
   afterEach(() => outbox.stop());
 
+  it('keeps a file\'s bytes with its row until it is sent, then lets them go; a failing reaction holds up nothing and is given up soon', async () => {
+    const files: { to: string; name: string; data: string; caption: string }[] = [];
+    const reactions: string[] = [];
+    Object.assign(channel, {
+      sendFile: async (_account: string, to: string, file: { name: string; data: Uint8Array }, caption: string) => {
+        files.push({ to, name: file.name, data: Buffer.from(file.data).toString(), caption });
+        return { ids: ['f1'] };
+      },
+      react: async (_account: string, to: string, reference: string, emoji: string) => {
+        reactions.push(`${to} ${reference} ${emoji}`);
+        throw new ChannelSendError('no such message');
+      },
+    });
+    const data = new TextEncoder().encode('the bytes');
+    await outbox.enqueue({ channel: 'chat', account: 'default', to: 'alice', kind: 'reaction', reference: 'm9', text: '👀' });
+    await outbox.enqueue({ channel: 'chat', account: 'default', to: 'alice', text: 'see attached', file: { name: 'a.txt', mimeType: 'text/plain', data } });
+    data.set(new TextEncoder().encode('CHANGED!!'));
+    await outbox.enqueue({ channel: 'chat', account: 'default', to: 'alice', text: 'after the file' });
+    await settle();
+    expect(files, 'the bytes as they were when queued').to.deep.equal([{ to: 'alice', name: 'a.txt', data: 'the bytes', caption: 'see attached' }]);
+    expect(channel.sent, 'the failed reaction holds up neither').to.deep.equal([{ to: 'alice', text: 'after the file' }]);
+    expect(await current().get('SELECT COUNT(*) AS n FROM channel_outbox_files')).to.deep.equal({ n: 0 });
+    for (let attempt = 0; attempt < OUTBOX_LIMITS.reactionAttempts; attempt++) await later(OUTBOX_LIMITS.backoffMaxMs);
+    const [reaction, file] = await rows();
+    expect(reaction).to.include({ kind: 'reaction', status: 'failed', attempts: OUTBOX_LIMITS.reactionAttempts, error: 'no such message' });
+    expect(reactions).to.have.length(OUTBOX_LIMITS.reactionAttempts);
+    expect(file).to.include({ kind: 'file', status: 'sent' });
+    expect(file!.receipts).to.deep.equal(['f1']);
+  });
+
   it('sends what is queued with the platform\'s ids, once per key', async () => {
     expect(await outbox.enqueue({ channel: 'chat', account: 'default', to: 'alice', text: 'hello', key: 'run:1', sessionKey: 's', runId: 'run_1', turnId: 7 })).to.equal(true);
     expect(await outbox.enqueue({ channel: 'chat', account: 'default', to: 'alice', text: 'hello again', key: 'run:1' }), 'a key queued already').to.equal(false);
