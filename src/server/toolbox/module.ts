@@ -33,6 +33,10 @@ export default defineModule<Toolbox>({
     const owner = process.getuid?.() === 0 ? SANDBOX_USER : undefined;
     const profileDir = ctx.daemon.paths.dir;
     const workspaces = new Workspaces({ config: ctx.config, profileDir, defaultAgent: () => agents.resolve(), mount: mountWorkspace, ...(owner ? { owner } : {}) });
+    // Images made before are mounted at start, off the start's path: a call meanwhile waits for its own.
+    ctx.onStart(() => {
+      void workspaces.mountMade().catch((error: unknown) => ctx.log.warn({ err: error }, 'a workspace\'s file system could not be mounted at start; the next call in it tries again'));
+    });
     ctx.tools.add(webFetchTool(ctx.config));
     ctx.tools.add(webSearchTool(ctx));
     for (const tool of browserTools(ctx, { profileDir, workspaces, ...(owner ? { owner } : {}) })) ctx.tools.add(tool);

@@ -8,9 +8,10 @@
  * an agent's own `workspace` setting names the operator's folder, which is
  * never moved into an image.
  */
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AgentSettings, GatewayConfig } from '../../shared/config/types.ts';
-import { deviceOf, type mountWorkspace, type WorkspaceBound } from '../../shared/workspace-image.ts';
+import { deviceOf, imagePaths, type mountWorkspace, type WorkspaceBound } from '../../shared/workspace-image.ts';
 import type { ToolContext } from '../kernel/module.ts';
 import { Workspace, type WorkspaceLease } from './workspace.ts';
 
@@ -68,6 +69,24 @@ export class Workspaces {
     } catch {
       return { folder: join(profileDir, 'workspace'), profiles: true };
     }
+  }
+
+  /**
+   * Mounts the images already made (after the host restarted, a workspace's
+   * folder is empty until its image is mounted again), so the person finds
+   * their agents' files there without waiting for a call.
+   */
+  async mountMade(): Promise<string[]> {
+    const { profileDir } = this.deps;
+    const folders = [join(profileDir, 'workspace'), ...Object.entries(this.deps.config().agents).filter(([, agent]) => !agent.workspace).map(([id]) => join(profileDir, 'workspaces', id))];
+    const mounted: string[] = [];
+    for (const folder of folders) {
+      if (!existsSync(imagePaths(folder).image)) continue;
+      const lease = await this.enter(folder, true);
+      lease.leave();
+      if (lease.bound.by === 'filesystem') mounted.push(folder);
+    }
+    return mounted;
   }
 
   /** The workspace a call acts in: the calling agent's, else the default agent's. */
