@@ -300,8 +300,7 @@ async function grown(folder: string, device: string, image: string, options: Mou
   if (growsOnline()) {
     await setSize(image, options.bytes);
     await run('losetup', ['--set-capacity', device]);
-    await run('resize2fs', [device]);
-    return as(options.bytes);
+    if (await run('resize2fs', [device]).then(() => true, () => false)) return as(options.bytes);
   }
   if (options.idle && !options.idle()) return as(size);
   if (!(await run('umount', [folder]).then(() => true, () => false))) return as(size);

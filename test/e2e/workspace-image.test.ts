@@ -95,6 +95,26 @@ describe('a workspace of its own file system: tools.exec.workspaceMB enforced (e
     expect(existsSync(join(profile(), '.workspace.moved')), 'the folder moved aside is removed').to.equal(false);
   });
 
+  it('a crash while the files were being moved in loses nothing: a half-made image is dropped, a folder moved aside comes back', async () => {
+    // Crashed while the image was being filled: the folder untouched, a fresh image half-made beside it.
+    mkdirSync(join(home.profileDir(), 'workspace'), { recursive: true });
+    writeFileSync(join(home.profileDir(), 'workspace', 'notes.txt'), 'kept\n');
+    writeFileSync(join(home.profileDir(), '.workspace.img.new'), 'half', { mode: 0o600 });
+    expect((await home.run(['start'])).code).to.equal(0);
+    expect((await exec('cat notes.txt')).stdout).to.equal('kept\n');
+    expect(existsSync(join(profile(), '.workspace.img.new'))).to.equal(false);
+    expect(mountsAt(workspace())).to.have.length(1);
+  });
+
+  it('a folder moved aside by a crash with no image to mount goes back where it was, and is moved in whole', async () => {
+    mkdirSync(join(home.profileDir(), '.workspace.moved', 'sub'), { recursive: true });
+    writeFileSync(join(home.profileDir(), '.workspace.moved', 'sub', 'notes.txt'), 'kept\n');
+    expect((await home.run(['start'])).code).to.equal(0);
+    expect((await exec('cat sub/notes.txt')).stdout).to.equal('kept\n');
+    expect(existsSync(join(profile(), '.workspace.moved'))).to.equal(false);
+    expect(readFileSync(join(workspace(), 'sub', 'notes.txt'), 'utf8')).to.equal('kept\n');
+  });
+
   it('two commands at once cannot pass the bound together, and files.write past it is answered 507 with what to do', async () => {
     expect((await home.run(['start'])).code).to.equal(0);
     const [one, two] = await Promise.all([exec('head -c 70M /dev/zero > one; echo rc=$?'), exec('head -c 70M /dev/zero > two; echo rc=$?')]);
