@@ -28,7 +28,7 @@ const MIN_INODES = 128;
 /** How long one of the file system programs may take. */
 const PROGRAM_TIMEOUT_MS = 120_000;
 
-const PROGRAMS = ['losetup', 'mkfs.ext4', 'e2fsck', 'resize2fs', 'mount', 'umount', 'cp'] as const;
+const PROGRAMS = ['losetup', 'mkfs.ext4', 'e2fsck', 'resize2fs', 'mount', 'umount', 'cp', 'du'] as const;
 /** How a workspace is mounted: no set-user-id programs or devices from it, and blocks freed in it given back to the host's disk. */
 const MOUNT_OPTIONS = 'loop,nosuid,nodev,discard';
 
@@ -237,6 +237,10 @@ async function recover(folder: string, paths: ReturnType<typeof imagePaths>): Pr
 
 /** Makes the image, filled with what the folder holds; answers a bound only when the folder's files do not fit. */
 async function makeImage(folder: string, paths: ReturnType<typeof imagePaths>, options: MountOptions): Promise<WorkspaceBound | undefined> {
+  const hasFiles = (await exists(folder)) && (await lstat(folder)).isDirectory() && !(await isEmptyFolder(folder));
+  const tooMuch = { by: 'watch', reason: `${folder} holds more than tools.exec.workspaceMB (${Math.round(options.bytes / 1024 / 1024)} MB), so it was not moved into a file system of its own: remove files or raise the bound` } as const;
+  // What plainly cannot fit is not copied to find out.
+  if (hasFiles && Number((await run('du', ['-s', '-x', '-B1', '--', folder]).catch(() => '0')).split('\t')[0]) > options.bytes) return tooMuch;
   const handle = await open(paths.fresh, 'wx', 0o600);
   try {
     await handle.truncate(options.bytes);
@@ -247,7 +251,6 @@ async function makeImage(folder: string, paths: ReturnType<typeof imagePaths>, o
   const owner = options.owner ?? { uid: process.getuid!(), gid: process.getgid!() };
   // No blocks kept for root (-m 0): the daemon's own writes (files.write) meet the same bound as the sandbox's.
   await run('mkfs.ext4', ['-q', '-F', '-m', '0', '-T', 'default', '-N', String(inodes), '-L', 'workspace', '-E', `root_owner=${owner.uid}:${owner.gid},lazy_itable_init=1,nodiscard`, paths.fresh]);
-  const hasFiles = (await exists(folder)) && (await lstat(folder)).isDirectory() && !(await isEmptyFolder(folder));
   await mkdir(paths.filling, { mode: 0o700 });
   await run('mount', ['-t', 'ext4', '-o', 'loop,nosuid,nodev', '--', paths.fresh, paths.filling]);
   try {
@@ -260,9 +263,8 @@ async function makeImage(folder: string, paths: ReturnType<typeof imagePaths>, o
         await run('umount', [paths.filling]);
         await rmdir(paths.filling);
         await rm(paths.fresh, { force: true });
-        const full = /No space left|Disk quota/i.test((error as Error).message);
-        if (!full) throw error;
-        return { by: 'watch', reason: `${folder} holds more than tools.exec.workspaceMB (${Math.round(options.bytes / 1024 / 1024)} MB), so it was not moved into a file system of its own: remove files or raise the bound` };
+        if (!/No space left|Disk quota/i.test((error as Error).message)) throw error;
+        return tooMuch;
       }
     }
   } catch (error) {

@@ -115,6 +115,18 @@ describe('a workspace of its own file system: tools.exec.workspaceMB enforced (e
     expect(readFileSync(join(workspace(), 'sub', 'notes.txt'), 'utf8')).to.equal('kept\n');
   });
 
+  it('a folder already holding more than the bound stays a plain folder, its size watched, its files untouched', async () => {
+    await home.set('tools.exec.workspaceMB', 10);
+    mkdirSync(join(home.profileDir(), 'workspace'), { recursive: true });
+    writeFileSync(join(home.profileDir(), 'workspace', 'big'), Buffer.alloc(20 * MB, 1));
+    expect((await home.run(['start'])).code).to.equal(0);
+    const over = await exec('ls; head -c 1M /dev/zero > more; echo rc=$?');
+    expect(over.stdout).to.match(/^big\n/).and.to.not.include('rc=0');
+    expect(mountsAt(workspace())).to.deep.equal([]);
+    expect(existsSync(image())).to.equal(false);
+    expect(statSync(join(workspace(), 'big')).size).to.equal(20 * MB);
+  });
+
   it('two commands at once cannot pass the bound together, and files.write past it is answered 507 with what to do', async () => {
     expect((await home.run(['start'])).code).to.equal(0);
     const [one, two] = await Promise.all([exec('head -c 70M /dev/zero > one; echo rc=$?'), exec('head -c 70M /dev/zero > two; echo rc=$?')]);
