@@ -281,13 +281,40 @@ async function sandboxCheck(context: Context): Promise<Check[]> {
   if (!onPath('bwrap')) return [{ name: 'sandbox', status: 'fail', detail: 'exec is on but bubblewrap is not installed: commands are refused', fix: 'sudo apt-get install bubblewrap' }];
   const { cgroupSupport } = await import('../shared/cgroup.ts');
   const support = await cgroupSupport();
-  return [support.available
+  return [...(await workspaceCheck(context, await import('../shared/workspace-image.ts'))), support.available
     ? { name: 'sandbox', status: 'ok', detail: `bubblewrap; each command's memory and processes bounded together (cgroup v${support.version} under ${support.where})` }
     : {
       name: 'sandbox', status: 'warn',
       detail: `bubblewrap, but memory and process limits hold per process only: ${support.reason} (a command may start several processes each up to tools.exec.memoryMB)`,
       fix: 'run the daemon as root, or as a systemd service with Delegate=yes (gateway service install), so it can make a control group per command',
     }];
+}
+
+/** Whether tools.exec.workspaceMB holds by construction (each workspace a file system of its own) or is watched, and why. */
+async function workspaceCheck(context: Context, images: typeof import('../shared/workspace-image.ts')): Promise<Check[]> {
+  const exec = context.config?.tools.exec;
+  if (!exec) return [];
+  const support = images.imageSupport();
+  const mounted = await images.mountedImages(context.paths.dir);
+  const bound = `tools.exec.workspaceMB (${exec.workspaceMB} MB)`;
+  const watched = (why: string, fix: string): Check => ({
+    name: 'workspace', status: 'warn', detail: `${bound} is watched, not enforced: ${why}; a command may write past it before it is stopped, and files.write is not bounded by it`, fix,
+  });
+  if (!support.available && mounted.length === 0) return [watched(support.reason, 'run the daemon as root on a host with loop devices and e2fsprogs, so each workspace gets a file system of its own')];
+  if (exec.workspaceImage === 'off' && mounted.length === 0) return [watched('tools.exec.workspaceImage is off', `gateway config set tools.exec.workspaceImage auto --profile ${context.paths.name}`)];
+  const larger = mounted.filter((image) => image.bytes > exec.workspaceMB * 1024 * 1024);
+  if (larger.length > 0) {
+    return [{
+      name: 'workspace', status: 'warn',
+      detail: `${larger.map((image) => `${image.folder} is a file system of ${Math.round(image.bytes / 1024 / 1024)} MB`).join(', ')}, more than ${bound}: a file system is not shrunk while mounted, so there the size is watched`,
+      fix: `raise tools.exec.workspaceMB back, or move the workspace's files out, remove the profile's workspaces/.<agent>.img after unmounting it (umount <folder>), and let the next call make one of the new size`,
+    }];
+  }
+  const own = Object.entries(context.config?.agents ?? {}).filter(([, agent]) => agent.workspace).map(([id]) => id);
+  return [{
+    name: 'workspace', status: 'ok',
+    detail: `${bound} holds by construction: each workspace of the profile is a file system of its own${mounted.length ? ` (${mounted.length} mounted)` : ' (made at its first use)'}, so writes past it fail with "no space left"${own.length ? `; watched only for ${own.join(', ')}, whose workspace is a folder of the operator's own (agents.<id>.workspace)` : ''}`,
+  }];
 }
 
 /**
@@ -342,7 +369,7 @@ async function browserCheck(context: Context): Promise<Check[]> {
   if (!bwrap) return [{ name: 'browser', status, detail: `Chromium is at ${found.path}, but bubblewrap is not installed: the browser.* tools answer 503 (Chromium never runs outside its sandbox)`, fix: 'sudo apt-get install bubblewrap' }];
   const { cgroupSupport } = await import('../shared/cgroup.ts');
   const support = await cgroupSupport();
-  return [support.available
+  return [...(await workspaceCheck(context, await import('../shared/workspace-image.ts'))), support.available
     ? { name: 'browser', status: 'ok', detail: `Chromium at ${found.path}, in bubblewrap; each browser's memory bounded by tools.browser.memoryMB (cgroup v${support.version})` }
     : {
       name: 'browser', status, detail: `Chromium at ${found.path}, in bubblewrap, but tools.browser.memoryMB does not hold: ${support.reason}`,

@@ -13,8 +13,9 @@
  * group, the command and everything it starts share one memory and one
  * process limit (cgroup.ts). A daemon running as root runs the command as an
  * unprivileged user, since the kernel does not count root's processes. Wall
- * time, output and the workspace's size are watched here: past any of them,
- * the whole sandbox is killed.
+ * time and output are watched here, and the workspace's size where it is
+ * given (a workspace that is no file system of its own: workspace-image.ts):
+ * past any of them, the whole sandbox is killed.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
@@ -32,7 +33,7 @@ export interface SandboxLimits {
   tmpBytes: number;
   outputBytes: number;
   network: boolean;
-  /** Most bytes the workspace may hold while the command runs (undefined: no bound). */
+  /** Most bytes the workspace may hold while the command runs, watched (undefined: none, or its own file system bounds it). */
   workspaceBytes?: number;
   /** Host files and folders bound read-only at the same path (an engine's model files). */
   readOnly?: readonly string[];

@@ -17,6 +17,7 @@ import { SANDBOX_USER } from '../sandbox/sandbox.ts';
 import skillsModule from '../skills/module.ts';
 import { browserTools, webSearchTool } from './web-tools.ts';
 import { Workspaces } from './workspaces.ts';
+import { mountWorkspace } from '../../shared/workspace-image.ts';
 
 /** What other modules (and tests) get from this one. */
 export interface Toolbox {
@@ -32,7 +33,11 @@ export default defineModule<Toolbox>({
     // A root daemon's sandbox runs commands as an unprivileged user, who owns what is made in the workspaces.
     const owner = process.getuid?.() === 0 ? SANDBOX_USER : undefined;
     const profileDir = ctx.daemon.paths.dir;
-    const workspaces = new Workspaces({ config: ctx.config, profileDir, defaultAgent: () => agents.resolve(), ...(owner ? { owner } : {}) });
+    const workspaces = new Workspaces({ config: ctx.config, profileDir, defaultAgent: () => agents.resolve(), mount: mountWorkspace, ...(owner ? { owner } : {}) });
+    // Images made before are mounted at start, off the start's path: a call meanwhile waits for its own.
+    ctx.onStart(() => {
+      void workspaces.mountMade().catch((error: unknown) => ctx.log.warn({ err: error }, 'a workspace\'s file system could not be mounted at start; the next call in it tries again'));
+    });
     ctx.tools.add(webFetchTool(ctx.config));
     ctx.tools.add(webSearchTool(ctx));
     for (const tool of browserTools(ctx, { profileDir, workspaces, ...(owner ? { owner } : {}) })) ctx.tools.add(tool);

@@ -55,12 +55,18 @@ export function browserTools(ctx: WebContext, deps: { profileDir: string; worksp
     if (JSON.stringify([next.tools.browser, next.tools.web.allowPrivate]) === JSON.stringify([previous.tools.browser, previous.tools.web.allowPrivate])) return;
     host.settings({ browser: next.tools.browser, allowPrivate: next.tools.web.allowPrivate });
   });
-  const browse = (context: ToolContext, action: BrowserAction) => {
+  const browse = async (context: ToolContext, action: BrowserAction) => {
     const { tools } = ctx.config();
-    return host.call({
-      agent: context.agent, person: context.person, action, settings: { browser: tools.browser, allowPrivate: tools.web.allowPrivate },
-      workspace: { root: deps.workspaces.of(context.agent), ...(deps.owner ? { owner: deps.owner } : {}) },
-    });
+    // Downloads land in the workspace: its own file system is mounted first, where it has one.
+    const lease = await deps.workspaces.for(context).enter();
+    try {
+      return await host.call({
+        agent: context.agent, person: context.person, action, settings: { browser: tools.browser, allowPrivate: tools.web.allowPrivate },
+        workspace: { root: deps.workspaces.of(context.agent), ...(deps.owner ? { owner: deps.owner } : {}) },
+      });
+    } finally {
+      lease.leave();
+    }
   };
   return [
     {

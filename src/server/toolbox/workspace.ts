@@ -18,7 +18,15 @@ import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
 import { chown, type FileHandle, link, lstat, mkdir, open, readdir, readlink, realpath, rename, rm } from 'node:fs/promises';
 import { isAbsolute, posix, relative, resolve, sep } from 'node:path';
+import type { WorkspaceBound } from '../../shared/workspace-image.ts';
+
 import { DomainError, nameTooLong } from '../kernel/errors.ts';
+
+/** A workspace in use: how its size is bounded, held mounted until left. */
+export interface WorkspaceLease {
+  bound: WorkspaceBound;
+  leave(): void;
+}
 
 export const FILE_LIMITS = {
   /** Largest file read or written whole. */
@@ -77,10 +85,31 @@ export class Workspace {
   readonly root: string;
   /** Who owns what is made here (a root daemon's sandbox runs commands as an unprivileged user, who must reach the files). */
   private readonly owner?: { uid: number; gid: number };
+  /** Mounts the workspace's own file system where it has one, and holds it in use until left. */
+  private readonly entered?: () => Promise<WorkspaceLease>;
 
-  constructor(root: string, owner?: { uid: number; gid: number }) {
+  constructor(root: string, owner?: { uid: number; gid: number }, enter?: () => Promise<WorkspaceLease>) {
     this.root = resolve(root);
     this.owner = owner;
+    this.entered = enter;
+  }
+
+  /**
+   * Enters the workspace: its own file system mounted first where it has one,
+   * and kept mounted (never unmounted to be grown) until the lease is left.
+   */
+  enter(): Promise<WorkspaceLease> {
+    return this.entered?.() ?? Promise.resolve({ bound: { by: 'watch', reason: 'workspaces are plain folders here' }, leave: () => undefined });
+  }
+
+  /** Runs one files.* operation inside the workspace, a failure of the file system as the caller's error where it is one. */
+  private async within<T>(path: string, run: () => Promise<T>): Promise<T> {
+    const lease = await this.enter();
+    try {
+      return await guarded(path, run);
+    } finally {
+      lease.leave();
+    }
   }
 
   /** The workspace's real path, made (and owned as it should be) if it is not there. */
@@ -256,7 +285,7 @@ export class Workspace {
   }
 
   read(path: string, maxBytes = FILE_LIMITS.maxBytes): Promise<{ path: string; content: string; bytes: number; truncated: boolean }> {
-    return guarded(path, () => this.readFile(path, maxBytes));
+    return this.within(path, () => this.readFile(path, maxBytes));
   }
 
   /**
@@ -297,11 +326,11 @@ export class Workspace {
    * the first free name beside it (`name-2.ext`, `name-3.ext`...).
    */
   write(path: string, content: string | Uint8Array | AsyncIterable<Uint8Array>, options: { maxBytes?: number; keep?: boolean } = {}): Promise<{ path: string; bytes: number; created: boolean }> {
-    return guarded(path, () => this.writeFile(path, content, options));
+    return this.within(path, () => this.writeFile(path, content, options));
   }
 
   list(path = '.', depth = 1): Promise<{ path: string; entries: { path: string; type: EntryType; bytes: number | null }[]; truncated: boolean }> {
-    return guarded(path, () => this.listFolder(path, depth));
+    return this.within(path, () => this.listFolder(path, depth));
   }
 
   private async readFile(path: string, maxBytes: number): Promise<{ path: string; content: string; bytes: number; truncated: boolean }> {
@@ -447,6 +476,8 @@ function fsFailure(error: unknown, path: string): unknown {
     case 'ENOTDIR': return new DomainError('invalid', `A part of ${path} is not a folder.`);
     case 'ENAMETOOLONG': return nameTooLong(error);
     case 'ELOOP': return new DomainError('invalid', `${path} goes through too many links.`);
+    case 'ENOSPC':
+    case 'EDQUOT': return new DomainError('insufficient_storage', `No room left in the workspace for ${path}: its file system is full (an agent's workspace holds at most tools.exec.workspaceMB). Remove files from the workspace, or raise the bound.`, { code: 'workspace_full', cause: error });
     default: return error;
   }
 }

@@ -205,11 +205,12 @@ export class ToolRunner {
       return result === undefined ? null : JSON.parse(JSON.stringify(result));
     } catch (thrown) {
       // What a tool says of the call answers as it says: the caller's request refused (a DomainError, an error with a status of
-      // 400-499), the server it works against failed (502) or is away (503). Only what nobody expected is 500, its inside logged.
-      // An outcome of the tool's work (a page's 404, a command's exit code, an MCP tool's isError) is no error: it is the result.
+      // 400-499), the server it works against failed (502) or is away (503), the place it writes to is full (507). Only what
+      // nobody expected is 500, its inside logged. An outcome of the tool's work (a page's 404, a command's exit code, an MCP
+      // tool's isError) is no error: it is the result.
       const { error, unexpected } = toDomainError(thrown);
       told(error.kind);
-      if (!unexpected && (error.status < 500 || error.kind === 'upstream' || error.kind === 'unavailable')) throw error;
+      if (!unexpected && (error.status < 500 || error.kind === 'upstream' || error.kind === 'unavailable' || error.kind === 'insufficient_storage')) throw error;
       logger.error({ err: thrown, caller: caller.name }, 'tool failed');
       throw new DomainError('internal', `Tool ${tool.name} failed; the gateway log has the details.`);
     }

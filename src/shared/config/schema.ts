@@ -52,6 +52,7 @@ export type ProviderKind = (typeof PROVIDER_KINDS)[number];
 export const QUEUE_MODES = ['followup', 'collect', 'interrupt'] as const;
 export const TOOL_PROFILES = ['minimal', 'messaging', 'coding', 'full'] as const;
 export const EXEC_APPROVALS = ['off', 'ask', 'allowlist', 'full'] as const;
+export const WORKSPACE_IMAGES = ['auto', 'off'] as const;
 export const VOICE_KINDS = ['auto', 'openai-compatible', 'command', 'off'] as const;
 export type VoiceKind = (typeof VOICE_KINDS)[number];
 export const MEMORY_SCOPES = ['person', 'agent'] as const;
@@ -611,7 +612,8 @@ export const configSchema: SchemaNode = object({
       processes: int(64, 1, 4096, 'processes a command and everything it starts may run at once'),
       outputBytes: int(64 * 1024, 1024, 16 * 1024 * 1024, 'output kept (stdout and stderr together); past it the command is stopped'),
       fileMB: int(100, 1, 65_536, 'largest file a command may write'),
-      workspaceMB: int(1024, 1, 1_048_576, 'most the workspace may hold on disk: a command writes only what is left (a command past it is stopped; one started over it can write nothing, so it can still remove files)'),
+      workspaceMB: int(1024, 1, 1_048_576, 'most an agent\'s workspace takes on disk. With tools.exec.workspaceImage auto and a root daemon, each workspace under the profile is a file system of its own of this size (an ext4 image beside it, workspaces/.<agent>.img, loop-mounted at the folder; one file per 16 KiB at most), so any write past it, by commands together or files.write, fails with "no space left" at the bound; raising it grows the file system at once, lowering it is refused by the file system (which keeps its size) and the size is then watched. Elsewhere (a daemon not root, no loop devices, an agent\'s own workspace folder) the size is watched: a command past it is stopped, one started over it can only remove files; gateway doctor says which holds'),
+      workspaceImage: oneOf(WORKSPACE_IMAGES, 'auto', 'whether a workspace under the profile gets a file system of its own, bounding tools.exec.workspaceMB by construction: auto (where the daemon runs as root with loop devices) or off (a plain folder, its size watched); an image made before stays mounted either way'),
       concurrency: int(4, 1, 64, 'commands one agent, and one caller, may run at once; more are answered 429 with Retry-After'),
       tmpMB: int(64, 1, 65_536, 'size of the sandbox\'s private /tmp'),
       approvalTimeoutSeconds: int(300, 5, 86_400, 'how long an asked command waits for an operator before it is refused'),

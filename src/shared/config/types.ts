@@ -153,7 +153,7 @@ export interface GatewayConfig {
     browser: { executablePath?: string; pages: number; browsers: number; actionTimeoutSeconds: number; idleSeconds: number; memoryMB: number; downloadMB: number };
     exec: {
       approval: ExecApproval; allow: string[]; network: boolean; timeoutSeconds: number; maxTimeoutSeconds: number; cpuSeconds: number; memoryMB: number;
-      processes: number; outputBytes: number; fileMB: number; workspaceMB: number; concurrency: number; tmpMB: number; approvalTimeoutSeconds: number;
+      processes: number; outputBytes: number; fileMB: number; workspaceMB: number; workspaceImage: 'auto' | 'off'; concurrency: number; tmpMB: number; approvalTimeoutSeconds: number;
     };
   };
   automations: Record<string, AutomationSettings>;
