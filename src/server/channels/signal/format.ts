@@ -6,13 +6,13 @@
  * code (spans and fenced blocks) monospace, bold, italic, strikethrough,
  * headings bold, links as "label (address)", list bullets as "•".
  */
+import { FENCE, fencedBlock } from '../formatting.ts';
 
 export type SignalStyle = 'BOLD' | 'ITALIC' | 'STRIKETHROUGH' | 'MONOSPACE' | 'SPOILER';
 
 /** A message's text and its styles, as signal-cli's send takes them (textStyle). */
 export interface StyledText { text: string; styles: string[] }
 
-const FENCE = /^(\s*)(`{3,}|~{3,})(.*)$/;
 /** Inline markup, the first that matches at a place winning: code, a link, bold, strikethrough, italic. */
 const INLINE = /`([^`]+)`|\[([^\]]+)\]\((https?:\/\/[^\s)]+)\)|\*\*(?=\S)(.+?)(?<=\S)\*\*|__(?=\S)(.+?)(?<=\S)__|~~(?=\S)(.+?)(?<=\S)~~|(?<![\w*])\*(?=\S)([^*]+?)(?<=\S)\*(?![\w*])|(?<![\w_])_(?=\S)([^_]+?)(?<=\S)_(?![\w_])/g;
 
@@ -56,14 +56,9 @@ export function markdownToSignal(markdown: string): StyledText {
     const fence = FENCE.exec(line);
     if (fence) {
       const marker = fence[2]!;
-      const body: string[] = [];
-      index++;
-      while (index < lines.length) {
-        const close = FENCE.exec(lines[index]!);
-        if (close && close[2]![0] === marker[0] && close[2]!.length >= marker.length && !close[3]!.trim()) break;
-        body.push(lines[index]!);
-        index++;
-      }
+      const block = fencedBlock(lines, index, marker);
+      const body = block.body;
+      index = block.end;
       out.styled('MONOSPACE', () => out.add(body.join('\n')));
       continue;
     }
