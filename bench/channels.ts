@@ -2,7 +2,7 @@
  * The chat channels beside IRC, in one run, against the stand-ins the tests
  * use (Telegram's Bot API, Slack's Web API and Socket Mode, Discord's Gateway
  * and REST API, a Matrix homeserver's client-server API, Meta's WhatsApp Cloud
- * API and its signed webhooks), a real ngircd, a real Prosody (XMPP), and a real postfix and
+ * API and its signed webhooks, signal-cli's HTTP daemon), a real ngircd, a real Prosody (XMPP), and a real postfix and
  * dovecot (email), with a model upstream that answers at once:
  *
  * - what each channel adds to an idle daemon's resident memory, connected
@@ -12,6 +12,9 @@
  *   leaving (stored, run as a job, answered by the model at once, queued in the
  *   outbox, sent), p50 and p99, at 1 message a second and at 100 a second,
  *   each channel beside IRC.
+ *
+ * BENCH_CHANNELS=signal,whatsapp measures only those (beside IRC, the baseline),
+ * for a host too busy for all of them at 100 messages a second.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -25,6 +28,7 @@ import { MailPerson, MailServers } from '../test/support/mail.ts';
 import { Homeserver, MatrixPerson } from '../test/support/matrix-homeserver.ts';
 import { Prosody, XMPP_DOMAIN, XmppUser, trust } from '../test/support/prosody.ts';
 import { openaiText, ScriptedUpstream } from '../test/support/scripted-upstream.ts';
+import { SignalCli } from '../test/support/signal-cli.ts';
 import { SlackApi } from '../test/support/slack-api.ts';
 import { TelegramApi } from '../test/support/telegram-api.ts';
 import { WhatsAppApi } from '../test/support/whatsapp-api.ts';
@@ -32,9 +36,11 @@ import { freePort, median, ms, rssKiB, sleep, step, type Figure } from './suppor
 
 const BIN = new URL('../bin/run.js', import.meta.url).pathname;
 const TG_TOKEN = '7001234567:AAH-bench-token';
+/** The numbers signal-cli has (one daemon serving both, as started without -a). */
+const SIGNAL_BOTS = ['+15550000001', '+15550000002'];
 
-type Kind = 'telegram' | 'slack' | 'discord' | 'irc' | 'xmpp' | 'email' | 'matrix' | 'whatsapp';
-const ALL_KINDS: Kind[] = ['irc', 'telegram', 'slack', 'discord', 'xmpp', 'email', 'matrix', 'whatsapp'];
+type Kind = 'telegram' | 'slack' | 'discord' | 'irc' | 'xmpp' | 'email' | 'matrix' | 'whatsapp' | 'signal';
+const ALL_KINDS: Kind[] = ['irc', 'telegram', 'slack', 'discord', 'xmpp', 'email', 'matrix', 'whatsapp', 'signal'];
 /** BENCH_CHANNELS=whatsapp,telegram measures only those beside IRC (by default, every channel). */
 const CHOSEN = (process.env.BENCH_CHANNELS ?? '').split(',').map((name) => name.trim()).filter(Boolean);
 const KINDS: Kind[] = ALL_KINDS.filter((kind) => kind === 'irc' || CHOSEN.length === 0 || CHOSEN.includes(kind));
@@ -44,7 +50,7 @@ const XMPP_BOT = 'gwbench';
 
 interface Parts {
   telegram: TelegramApi; slack: SlackApi; discord: DiscordApi; ircd: IrcServer; upstream: ScriptedUpstream;
-  prosody: Prosody; mail: MailServers; mailBot: MailPerson; hs: Homeserver; matrixBot: { userId: string; token: string }; whatsapp: WhatsAppApi;
+  prosody: Prosody; mail: MailServers; mailBot: MailPerson; hs: Homeserver; matrixBot: { userId: string; token: string }; whatsapp: WhatsAppApi; signal: SignalCli;
   /** A second account of the bot's for XMPP, email and Matrix: what one more idle account adds. */
   mailBot2: MailPerson; matrixBot2: { userId: string; token: string };
   /** The XMPP and mail servers' certificates, for the daemon to trust. */
@@ -106,6 +112,10 @@ async function startDaemon(parts: Parts, kinds: Kind[], senders: Record<Kind, st
       gateway(['secrets', 'set', 'channels.email.accounts.two.password'], 'bench-bot-password');
     }
   }
+  if (kinds.includes('signal')) {
+    set('channels.signal', { ...policy('signal'), account: SIGNAL_BOTS[0], rpcUrl: parts.signal.url });
+    if (twice.includes('signal')) set('channels.signal.accounts.two', { account: SIGNAL_BOTS[1] });
+  }
   if (kinds.includes('matrix')) {
     set('channels.matrix', { ...policy('matrix'), homeserver: parts.hs.url });
     gateway(['secrets', 'set', 'channels.matrix.accessToken'], parts.matrixBot.token);
@@ -149,7 +159,7 @@ async function startParts(pieces: number): Promise<Parts> {
   const hs = await new Homeserver().start();
   const parts: Parts = {
     telegram: await new TelegramApi().start(), slack: await new SlackApi().start(), discord: await new DiscordApi().start(),
-    ircd: await IrcServer.start(), upstream: await new ScriptedUpstream().start(),
+    ircd: await IrcServer.start(), upstream: await new ScriptedUpstream().start(), signal: await new SignalCli({ accounts: SIGNAL_BOTS, multiAccount: true }).start(),
     prosody, mail, mailBot: new MailPerson(mail, 'gwbench', 'bench-bot-password'), certificates, hs, matrixBot: hs.register('gwbench'),
     mailBot2: new MailPerson(mail, 'gwbench2', 'bench-bot-password'), matrixBot2: hs.register('gwbench2'),
     whatsapp: await new WhatsAppApi().start(),
@@ -163,7 +173,7 @@ async function startParts(pieces: number): Promise<Parts> {
 export async function runChannelBench(rounds: number): Promise<Figure[]> {
   const parts = await startParts(1);
   const figures: Figure[] = [];
-  const senders: Record<Kind, string[]> = { telegram: [], slack: [], discord: [], irc: [], xmpp: [], email: [], matrix: [], whatsapp: [] };
+  const senders: Record<Kind, string[]> = { telegram: [], slack: [], discord: [], irc: [], xmpp: [], email: [], matrix: [], whatsapp: [], signal: [] };
   const SENDERS = 20;
   const tgUsers = Array.from({ length: SENDERS }, (_, index) => ({ id: 6_000_000 + index, first_name: `T${index}` }));
   const slackUsers = Array.from({ length: SENDERS }, (_, index) => ({ user: parts.slack.user(`U0BENCH${index}`, `S${index}`), dm: `D0BENCH${index}` }));
@@ -191,11 +201,13 @@ export async function runChannelBench(rounds: number): Promise<Figure[]> {
   senders.matrix = matrixPeople.map(({ person }) => person.userId);
   const waPeople = Array.from({ length: SENDERS }, (_, index) => `4915200${String(index).padStart(6, '0')}`);
   senders.whatsapp = waPeople;
+  const signalPeople = Array.from({ length: 4 }, (_, index) => parts.signal.person(`person${index}`));
+  senders.signal = signalPeople.map((person) => person.number!);
 
   try {
     step('channels: resident memory of an idle daemon, by channel');
     const alone = KINDS.filter((kind) => kind !== 'irc');
-    const second = alone.filter((kind) => ['xmpp', 'email', 'matrix', 'whatsapp'].includes(kind));
+    const second = alone.filter((kind) => ['xmpp', 'email', 'matrix', 'whatsapp', 'signal'].includes(kind));
     const measured = (...kinds: Kind[]) => kinds.every((kind) => KINDS.includes(kind));
     const rss: Record<string, number[]> = { none: [], all: [], tls: [], ...Object.fromEntries([...alone, ...second.map((kind) => `${kind}2`)].map((kind) => [kind, []])) };
     for (let round = 0; round < rounds; round++) {
@@ -231,7 +243,8 @@ export async function runChannelBench(rounds: number): Promise<Figure[]> {
     }
 
     step('channels: inbound to reply, at 1 and 100 messages a second');
-    const daemon = await startDaemon(parts, KINDS, senders);
+    const kinds = KINDS;
+    const daemon = await startDaemon(parts, kinds, senders);
     const db = join(daemon.home, 'profiles/default/state.db');
     /** What the daemon recorded: each reply's leaving (the outbox's sent_at) after the message it answers arrived (its session record's at). */
     const recorded = <T>(sql: string, ...params: (string | number)[]): T[] => {
@@ -301,7 +314,7 @@ export async function runChannelBench(rounds: number): Promise<Figure[]> {
     for (const rate of [1, 100]) {
       const latencies = Object.fromEntries(KINDS.map((kind) => [kind, [] as number[]])) as Record<Kind, number[]>;
       const owns = {} as Record<Kind, number[]>;
-      for (const kind of KINDS) {
+      for (const kind of kinds) {
         // IRC servers pace a client's lines (about one a second after a short burst): at 100/s, fewer IRC messages keep the run short.
         const count = rate === 1 ? 15 : kind === 'irc' ? 40 : kind === 'email' ? 100 : 300;
         const before = lastOutbox();
@@ -318,16 +331,17 @@ export async function runChannelBench(rounds: number): Promise<Figure[]> {
       }
       // Telegram, Slack and IRC date a message by the platform's clock (to the second, or the server's), so the
       // gateway's own share is measured where it dates arrival itself: XMPP, email and Matrix (the homeserver's dates). Elsewhere the time from the
-      // person's message to the answer reaching them stands for it (the stand-ins and ngircd add next to nothing).
+      // person's message to the answer reaching them stands for it (the stand-ins and ngircd add next to nothing). Signal's
+      // messages are dated by the sender's clock, here the stand-in's own, so its share is measured too.
       const irc = `IRC ${ms(percentile(latencies.irc, 50))} / ${ms(percentile(latencies.irc, 99))} ms sent to answer received`;
-      for (const kind of KINDS) {
+      for (const kind of kinds) {
         const endToEnd = `${ms(percentile(latencies[kind], 50))} / ${ms(percentile(latencies[kind], 99))} ms`;
         const ownTime = `${ms(percentile(owns[kind], 50))} / ${ms(percentile(owns[kind], 99))} ms`;
         figures.push(kind === 'email'
           ? { name: `email: the gateway's own time, mail read to reply sent, at ${rate}/s, p50 / p99`, value: ownTime, baseline: irc, comparison: `mail sent to reply sent ${endToEnd} (postfix and dovecot included)`, target: '', ok: true }
           : {
             name: `${kind}: sent to answer received, at ${rate}/s, p50 / p99`, value: endToEnd, baseline: kind === 'irc' ? '(the baseline)' : irc,
-            comparison: kind === 'xmpp' || kind === 'matrix' ? `the gateway's own time, message in to reply out: ${ownTime}` : `${(percentile(latencies[kind], 50) / Math.max(1, percentile(latencies.irc, 50))).toFixed(2)}x IRC p50`, target: '', ok: true,
+            comparison: kind === 'xmpp' || kind === 'matrix' || kind === 'signal' ? `the gateway's own time, message in to reply out: ${ownTime}` : `${(percentile(latencies[kind], 50) / Math.max(1, percentile(latencies.irc, 50))).toFixed(2)}x IRC p50`, target: '', ok: true,
           });
       }
     }
@@ -336,7 +350,7 @@ export async function runChannelBench(rounds: number): Promise<Figure[]> {
     ircUsers.forEach((user) => user.quit());
     await Promise.all(xmppUsers.map((user) => user.quit()));
     await Promise.all(matrixPeople.map(({ person }) => person.quit()));
-    await Promise.all([parts.telegram.stop(), parts.slack.stop(), parts.discord.stop(), parts.ircd.stop(), parts.upstream.stop(), parts.prosody.stop(), parts.mail.stop(), parts.hs.stop(), parts.whatsapp.stop()]);
+    await Promise.all([parts.telegram.stop(), parts.slack.stop(), parts.discord.stop(), parts.ircd.stop(), parts.upstream.stop(), parts.prosody.stop(), parts.mail.stop(), parts.hs.stop(), parts.whatsapp.stop(), parts.signal.stop()]);
   }
   return figures;
 }
@@ -354,7 +368,7 @@ export async function runChannelSoak(minutes: number): Promise<Figure[]> {
   const slackUser = { user: parts.slack.user('U0SOAK1', 'Soak'), dm: 'D0SOAK1' };
   const discordUser = { id: nextId(), username: 'soak' };
   const discordDm = parts.discord.dmOf(discordUser);
-  const senders: Record<Kind, string[]> = { telegram: [String(tg.id)], slack: [slackUser.user], discord: [discordUser.id], irc: [], xmpp: [], email: [], matrix: [], whatsapp: [] };
+  const senders: Record<Kind, string[]> = { telegram: [String(tg.id)], slack: [slackUser.user], discord: [discordUser.id], irc: [], xmpp: [], email: [], matrix: [], whatsapp: [], signal: [] };
   const daemon = await startDaemon(parts, ['telegram', 'slack', 'discord'], senders);
   const samples: { at: number; mb: number }[] = [];
   let sent = 0;
@@ -387,6 +401,6 @@ export async function runChannelSoak(minutes: number): Promise<Figure[]> {
     }];
   } finally {
     daemon.stop();
-    await Promise.all([parts.telegram.stop(), parts.slack.stop(), parts.discord.stop(), parts.ircd.stop(), parts.upstream.stop(), parts.prosody.stop(), parts.mail.stop(), parts.hs.stop(), parts.whatsapp.stop()]);
+    await Promise.all([parts.telegram.stop(), parts.slack.stop(), parts.discord.stop(), parts.ircd.stop(), parts.upstream.stop(), parts.prosody.stop(), parts.mail.stop(), parts.hs.stop(), parts.whatsapp.stop(), parts.signal.stop()]);
   }
 }

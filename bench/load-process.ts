@@ -14,11 +14,11 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PAYLOADS, pushBodies, signedDeliveries } from './webhooks.ts';
+import { PAYLOADS, pushBodies, signedDeliveries, smallBodies } from './webhooks.ts';
 
-type Options = { url: string; connections: number; duration: number; deliveries?: boolean; payload?: keyof typeof PAYLOADS };
+type Options = { url: string; connections: number; duration: number; deliveries?: boolean; payload?: keyof typeof PAYLOADS | 'small' };
 const options = JSON.parse(process.argv[2] ?? '{}') as Options;
-const bodies = () => pushBodies(200, PAYLOADS[options.payload ?? '2-8k']);
+const bodies = () => (options.payload === 'small' ? smallBodies(200) : pushBodies(200, PAYLOADS[options.payload ?? '2-8k']));
 
 const loadGenerator = (): 'wrk' | 'autocannon' =>
   process.env.BENCH_LOAD !== 'autocannon' && !spawnSync('wrk', ['--version']).error ? 'wrk' : 'autocannon';

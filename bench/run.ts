@@ -4,8 +4,9 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, type LoadResult, loadFrom, machineLoad, median, ms, printFigures, rssKiB, sleep, startBare, step, timeCommand, type Figure } from './support.ts';
+import { cpuComparison, freePort, type LoadResult, loadFrom, machineLoad, median, ms, printFigures, rssKiB, sleep, startBare, step, timeCommand, type Figure } from './support.ts';
 import { runConnectBench } from './connect.ts';
+import { runPipelineFigures } from './pipeline.ts';
 import { type BenchProfile, runWebhookFigures, WEBHOOK_BENCH_SECRET } from './webhooks.ts';
 import { runPostgresBench } from './postgres.ts';
 import { runPluginBench, writeBenchPlugin } from './plugins.ts';
@@ -15,7 +16,10 @@ import { runControlUiBench } from './control-ui.ts';
 import { runStackFigures } from './stacks.ts';
 import { runChannelBench, runChannelSoak } from './channels.ts';
 import { runAutomationBench } from './automations.ts';
+import { runDelegationBench } from './delegation.ts';
 import { runMemoryBench, runToolboxBench } from './toolbox.ts';
+import { runBrowserBench } from './browser.ts';
+import { runVoiceBench } from './voice.ts';
 
 const BIN = new URL('../bin/run.js', import.meta.url).pathname;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
@@ -28,7 +32,7 @@ const daemonPid = (): number => JSON.parse(readFileSync(join(home, 'profiles/ben
 
 
 const figures: Figure[] = [];
-/** BENCH_ONLY=mcp,control-ui runs only those sections (start, foundation, connect, plugins, mcp, control-ui, webhooks, stacks, agents, channels, automations, tools, postgres; channels-soak only when named). */
+/** BENCH_ONLY=mcp,control-ui runs only those sections (start, foundation, pipeline, connect, plugins, mcp, control-ui, webhooks, stacks, agents, channels, voice, automations, delegation, tools, browser, postgres; channels-soak only when named). */
 const only = new Set((process.env.BENCH_ONLY ?? '').split(',').map((name) => name.trim()).filter(Boolean));
 const wants = (section: string) => only.size === 0 || only.has(section);
 try {
@@ -92,15 +96,15 @@ try {
     const coldBare = await loadFrom({ url: `http://127.0.0.1:${barePort}/healthz`, connections: 50, duration: 2 });
     const coldGateway = await loadFrom({ url: `http://127.0.0.1:${port}/healthz`, connections: 50, duration: 2 });
     for (let round = 0; round < probeRounds; round++) {
-      bareRuns.push(await loadFrom({ url: `http://127.0.0.1:${barePort}/healthz`, connections: 50, duration: probeSeconds }));
-      gatewayRuns.push(await loadFrom({ url: `http://127.0.0.1:${port}/healthz`, connections: 50, duration: probeSeconds }));
+      bareRuns.push(await loadFrom({ url: `http://127.0.0.1:${barePort}/healthz`, connections: 50, duration: probeSeconds }, bare.pid));
+      gatewayRuns.push(await loadFrom({ url: `http://127.0.0.1:${port}/healthz`, connections: 50, duration: probeSeconds }, pid));
     }
     bare.stop();
     const ratio = median(gatewayRuns.map((run, round) => run.rps / bareRuns[round]!.rps));
     figures.push({
       name: `GET /healthz, 50 conns, median of ${probeRounds} alternating rounds`, value: `${median(gatewayRuns.map((run) => run.rps)).toFixed(0)} req/s (p99 ${ms(median(gatewayRuns.map((run) => run.p99)))} ms)`,
       baseline: `${median(bareRuns.map((run) => run.rps)).toFixed(0)} req/s bare (p99 ${ms(median(bareRuns.map((run) => run.p99)))} ms); load ${loadBefore}, ${bareRuns[0]!.generator}`,
-      comparison: `${ratio.toFixed(2)}x (first 2 s of load: ${(coldGateway.rps / coldBare.rps).toFixed(2)}x)`, target: '>= 0.95x', ok: ratio >= 0.95,
+      comparison: `${ratio.toFixed(2)}x (first 2 s of load: ${(coldGateway.rps / coldBare.rps).toFixed(2)}x); ${cpuComparison(gatewayRuns, bareRuns)}`, target: '>= 0.95x', ok: ratio >= 0.95,
     });
 
     // Informational: the HTTP application loads on the first non-probe request.
@@ -108,6 +112,12 @@ try {
     await sleep(200);
     const rssLoaded = rssKiB(pid);
     figures.push({ name: 'daemon RSS after load + API request', value: `${(rssLoaded / 1024).toFixed(1)} MB`, baseline: `${(bareRss / 1024).toFixed(1)} MB bare server`, comparison: `+${((rssLoaded - bareRss) / 1024).toFixed(1)} MB`, target: '(informational)', ok: true });
+  }
+
+  if (wants('pipeline')) {
+    // The same seven short rounds as the probe above, for the same reason.
+    step('the HTTP pipeline alone beside a bare node:http server: GET /healthz and a signed webhook route, 7 alternating rounds of 3 s each');
+    figures.push(...(await runPipelineFigures({ rounds: 7, seconds: 3 })));
   }
 
   const token = JSON.parse(readFileSync(join(home, 'profiles/bench/secrets.json'), 'utf8')).secrets['gateway.token'];
@@ -238,18 +248,30 @@ try {
     }
   }
   if (wants('channels')) {
-    step('Telegram, Slack, Discord, XMPP, email, Matrix and WhatsApp beside IRC: memory and inbound-to-reply latency');
+    step('Telegram, Slack, Discord, XMPP, email, Matrix, WhatsApp and Signal beside IRC: memory and inbound-to-reply latency');
     figures.push(...(await runChannelBench(Math.min(ROUNDS, 3))));
+  }
+  if (wants('voice')) {
+    step('voice notes: a 10-second note heard by the real local engines before the agent runs, beside the engines alone');
+    figures.push(...(await runVoiceBench(Math.max(3, Math.min(ROUNDS, 5)))));
   }
   if (wants('automations')) {
     step('automations: 10,000 defined, and lateness at 1,000 firings a minute');
     figures.push(...(await runAutomationBench(Math.min(ROUNDS, 3))));
+  }
+  if (wants('delegation')) {
+    step('delegation: a parent agent that delegates to a child answering at once, beside the child asked directly');
+    figures.push(...(await runDelegationBench()));
   }
   if (wants('tools')) {
     step('exec of true through the sandbox beside a bare spawn');
     figures.push(...(await runToolboxBench()));
     step('memory.search over 100,000 stored messages');
     figures.push(...(await runMemoryBench()));
+  }
+  if (wants('browser')) {
+    step('browser.open of a loopback page, cold and warm, and the memory of a browser');
+    figures.push(...(await runBrowserBench({ port, token, gateway, daemonPid, rounds: Math.min(ROUNDS, 5) })));
   }
   // Long: only when asked for (BENCH_ONLY=channels-soak; BENCH_SOAK_MINUTES, 15 by default).
   if (only.has('channels-soak')) {

@@ -33,11 +33,23 @@ http.createServer((req, res) => {
 }).listen(Number(process.argv[1]), '127.0.0.1', () => process.stdout.write('listening\\n'));
 `;
 
+/**
+ * A server process in a session of its own, as `gateway start` runs the
+ * daemon (detached). On Linux each session is scheduled as a group of its own
+ * (autogroup): a server in the load generator's session answers its requests
+ * sooner than one in another. On a busy 2-core host (load average 7-8), in
+ * the same alternating rounds, a detached daemon answered GET /healthz at
+ * 0.84x a bare server of the load's session and the same daemon run in that
+ * session at 1.17x; in a second run, a detached bare server at 1.01x of the
+ * other and the detached daemon at 0.96x.
+ */
+export const OWN_SESSION = { detached: true } as const;
+
 /** Starts the bare server; resolves with its pid and launch-to-listening time. */
 export function startBare(port: number): Promise<{ pid: number; ms: number; stop: () => void }> {
   return new Promise((resolve, reject) => {
     const started = performance.now();
-    const child = spawn(process.execPath, ['-e', BARE_SERVER, String(port)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, ['-e', BARE_SERVER, String(port)], { stdio: ['ignore', 'pipe', 'inherit'], ...OWN_SESSION });
     child.stdout.once('data', () => resolve({ pid: child.pid!, ms: performance.now() - started, stop: () => child.kill('SIGKILL') }));
     child.once('error', reject);
     child.once('exit', (code) => reject(new Error(`the bare server exited with ${code}`)));
@@ -86,6 +98,8 @@ export function printFigures(figures: Figure[]): void {
 
 export interface LoadResult {
   rps: number;
+  /** When the server's pid was given: the CPU it spent (user and system, every thread) per request answered, in µs. */
+  cpuUs?: number;
   /** ms: whole from autocannon, to the hundredth from wrk. */
   p99: number;
   non2xx: number;
@@ -97,8 +111,26 @@ export interface LoadResult {
 /** A latency in ms as the report shows it. */
 export const ms = (value: number): string => (Number.isInteger(value) ? String(value) : value.toFixed(1));
 
-/** Load from a process of its own (bench/load-process.ts): GET a URL, or POST signed deliveries to it. */
-export function loadFrom(options: { url: string; connections: number; duration: number; deliveries?: boolean; payload?: '1k' | '2-8k' }): Promise<LoadResult> {
+/** CPU time a process has spent, user and system, in ms (from /proc; Linux counts it in ticks of 10 ms). */
+export function cpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command name, which may hold spaces: utime and stime are the 12th and 13th of them.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+/**
+ * Load from a process of its own (bench/load-process.ts): GET a URL, or POST
+ * signed deliveries to it. Given the server's pid, the result holds its CPU
+ * per request too: a cost a busy machine moves much less than a rate.
+ */
+export async function loadFrom(options: { url: string; connections: number; duration: number; deliveries?: boolean; payload?: '1k' | '2-8k' | 'small' }, serverPid?: number): Promise<LoadResult> {
+  const before = serverPid === undefined ? 0 : cpuMs(serverPid);
+  const result = await generateLoad(options);
+  return serverPid === undefined ? result : { ...result, cpuUs: ((cpuMs(serverPid) - before) * 1000) / Math.max(1, result.total) };
+}
+
+function generateLoad(options: Parameters<typeof loadFrom>[0]): Promise<LoadResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [new URL('./load-process.ts', import.meta.url).pathname, JSON.stringify(options)], { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
@@ -111,6 +143,13 @@ export function loadFrom(options: { url: string; connections: number; duration: 
       }
     });
   });
+}
+
+/** The CPU per request of one server against another's, over alternating rounds: the ratio of their medians, and theirs in µs. */
+export function cpuComparison(runs: LoadResult[], baseline: LoadResult[]): string {
+  const mine = median(runs.map((run) => run.cpuUs ?? NaN));
+  const theirs = median(baseline.map((run) => run.cpuUs ?? NaN));
+  return `CPU per request ${(mine / theirs).toFixed(2)}x (${mine.toFixed(0)} µs against ${theirs.toFixed(0)})`;
 }
 
 /** The machine's load average over the last minute, for the report: a busy machine explains a figure. */

@@ -33,6 +33,14 @@ export function pushBodies(count: number, size: { from: number; to: number } = {
   });
 }
 
+/** Small JSON bodies (about 60 bytes), each with its signature: what a chat platform's webhook posts, without the store behind it. */
+export function smallBodies(count: number): { body: string; signature: string }[] {
+  return Array.from({ length: count }, (_, index) => {
+    const body = JSON.stringify({ type: 'event_callback', event_id: `Ev${String(index).padStart(8, '0')}`, n: index });
+    return { body, signature: `sha256=${createHmac('sha256', SECRET).update(body).digest('hex')}` };
+  });
+}
+
 /** The payload sizes the webhook figures are measured at. */
 export const PAYLOADS = { '1k': { from: 1024, to: 1024 }, '2-8k': { from: 2048, to: 8192 } } as const;
 

@@ -71,8 +71,9 @@ const common: BuildOptions = {
   platform: 'node',
   target: 'node22',
   chunkNames: 'chunk-[hash]',
-  // Native or optional: found in node_modules at run time, as before.
-  external: ['@napi-rs/keyring', 'pg-native', 'bufferutil', 'utf-8-validate', 'irc-framework'],
+  // Native, optional, or with files of their own beside them: found in node_modules at run time, as before. Playwright reads
+  // its own files beside its code, and loads with the first browser only; the Matrix crypto library reads its WebAssembly.
+  external: ['@napi-rs/keyring', 'pg-native', 'bufferutil', 'utf-8-validate', 'irc-framework', 'playwright-core', '@matrix-org/matrix-sdk-crypto-wasm'],
   // The CommonJS libraries inside call require() for Node's own modules.
   banner: { js: "import { createRequire as __gatewayRequire } from 'node:module'; const require = __gatewayRequire(import.meta.url);" },
   plugins: [noTransports, lazyTls, builtinsByRequire],
@@ -92,6 +93,8 @@ await build({
     // Started with new Worker(new URL('./<name>.js', import.meta.url)): beside every chunk, as beside their modules in dist/server.
     'checkpoint-worker': join(dist, 'server/store/checkpoint-worker.js'),
     'webhook-thread': join(dist, 'server/webhooks/webhook-thread.js'),
+    // Started with fork(new URL('./browser-host.js', import.meta.url)): the browsers' own process.
+    'browser-host': join(dist, 'server/toolbox/browser-host.js'),
   },
   outdir: out,
 });

@@ -10,6 +10,7 @@ import type { GatewayConfig } from '../shared/config/types.ts';
 import { inspectDaemon, removeStaleLock } from '../shared/daemon-lock.ts';
 import { GatewayError } from '../shared/errors.ts';
 import { NO_WEBHOOK_SECRET_LOG } from '../shared/log-line.ts';
+import { matchesPattern } from '../shared/patterns.ts';
 import type { ProfilePaths } from '../shared/profile.ts';
 import { redactedUrl } from '../shared/store-url.ts';
 
@@ -280,13 +281,40 @@ async function sandboxCheck(context: Context): Promise<Check[]> {
   if (!onPath('bwrap')) return [{ name: 'sandbox', status: 'fail', detail: 'exec is on but bubblewrap is not installed: commands are refused', fix: 'sudo apt-get install bubblewrap' }];
   const { cgroupSupport } = await import('../shared/cgroup.ts');
   const support = await cgroupSupport();
-  return [support.available
+  return [...(await workspaceCheck(context, await import('../shared/workspace-image.ts'))), support.available
     ? { name: 'sandbox', status: 'ok', detail: `bubblewrap; each command's memory and processes bounded together (cgroup v${support.version} under ${support.where})` }
     : {
       name: 'sandbox', status: 'warn',
       detail: `bubblewrap, but memory and process limits hold per process only: ${support.reason} (a command may start several processes each up to tools.exec.memoryMB)`,
       fix: 'run the daemon as root, or as a systemd service with Delegate=yes (gateway service install), so it can make a control group per command',
     }];
+}
+
+/** Whether tools.exec.workspaceMB holds by construction (each workspace a file system of its own) or is watched, and why. */
+async function workspaceCheck(context: Context, images: typeof import('../shared/workspace-image.ts')): Promise<Check[]> {
+  const exec = context.config?.tools.exec;
+  if (!exec) return [];
+  const support = images.imageSupport();
+  const mounted = await images.mountedImages(context.paths.dir);
+  const bound = `tools.exec.workspaceMB (${exec.workspaceMB} MB)`;
+  const watched = (why: string, fix: string): Check => ({
+    name: 'workspace', status: 'warn', detail: `${bound} is watched, not enforced: ${why}; a command may write past it before it is stopped, and files.write is not bounded by it`, fix,
+  });
+  if (!support.available && mounted.length === 0) return [watched(support.reason, 'run the daemon as root on a host with loop devices and e2fsprogs, so each workspace gets a file system of its own')];
+  if (exec.workspaceImage === 'off' && mounted.length === 0) return [watched('tools.exec.workspaceImage is off', `gateway config set tools.exec.workspaceImage auto --profile ${context.paths.name}`)];
+  const larger = mounted.filter((image) => image.bytes > exec.workspaceMB * 1024 * 1024);
+  if (larger.length > 0) {
+    return [{
+      name: 'workspace', status: 'warn',
+      detail: `${larger.map((image) => `${image.folder} is a file system of ${Math.round(image.bytes / 1024 / 1024)} MB`).join(', ')}, more than ${bound}: a file system is not shrunk while mounted, so there the size is watched`,
+      fix: `raise tools.exec.workspaceMB back, or move the workspace's files out, remove the profile's workspaces/.<agent>.img after unmounting it (umount <folder>), and let the next call make one of the new size`,
+    }];
+  }
+  const own = Object.entries(context.config?.agents ?? {}).filter(([, agent]) => agent.workspace).map(([id]) => id);
+  return [{
+    name: 'workspace', status: 'ok',
+    detail: `${bound} holds by construction: each workspace of the profile is a file system of its own${mounted.length ? ` (${mounted.length} mounted)` : ' (made at its first use)'}, so writes past it fail with "no space left"${own.length ? `; watched only for ${own.join(', ')}, whose workspace is a folder of the operator's own (agents.<id>.workspace)` : ''}`,
+  }];
 }
 
 /**
@@ -311,6 +339,66 @@ async function voiceCheck(context: Context): Promise<Check[]> {
     : { name: 'voice', status: 'warn', detail: named, fix: 'install a local engine (sudo apt-get install pocketsphinx pocketsphinx-en-us espeak-ng), or set voice.transcribe / voice.speak: docs/configuration.md' }];
 }
 
+/** Whether some agent is given the browser.* tools (its tools or its profile) and the policy does not deny them. */
+function agentsBrowse(config: GatewayConfig | undefined): boolean {
+  if (!config || config.gateway.tools.deny.some((pattern) => matchesPattern(pattern, 'browser.open'))) return false;
+  return Object.values(config.agents).some((agent) => agent.toolProfile === 'coding' || agent.toolProfile === 'full' || agent.tools.some((pattern) => matchesPattern(pattern, 'browser.open')));
+}
+
+/**
+ * The browser.* tools: Chromium and bubblewrap there, and whether a
+ * browser's memory is bounded; a warning when an agent is given the tools.
+ */
+async function browserCheck(context: Context): Promise<Check[]> {
+  const { findChromium } = await import('../shared/chromium.ts');
+  const used = agentsBrowse(context.config);
+  const status = used ? 'warn' : 'ok';
+  const found = findChromium(context.config?.tools.browser.executablePath);
+  if ('missing' in found) {
+    return [{ name: 'browser', status, detail: `the browser.* tools answer 503: ${found.missing}`, fix: context.config?.tools.browser.executablePath ? 'gateway config unset tools.browser.executablePath' : 'sudo apt-get install chromium' }];
+  }
+  const { accessSync, constants } = await import('node:fs');
+  const bwrap = (process.env.PATH ?? '').split(':').some((folder) => {
+    try {
+      accessSync(join(folder, 'bwrap'), constants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+  if (!bwrap) return [{ name: 'browser', status, detail: `Chromium is at ${found.path}, but bubblewrap is not installed: the browser.* tools answer 503 (Chromium never runs outside its sandbox)`, fix: 'sudo apt-get install bubblewrap' }];
+  const { cgroupSupport } = await import('../shared/cgroup.ts');
+  const support = await cgroupSupport();
+  return [...(await workspaceCheck(context, await import('../shared/workspace-image.ts'))), support.available
+    ? { name: 'browser', status: 'ok', detail: `Chromium at ${found.path}, in bubblewrap; each browser's memory bounded by tools.browser.memoryMB (cgroup v${support.version})` }
+    : {
+      name: 'browser', status, detail: `Chromium at ${found.path}, in bubblewrap, but tools.browser.memoryMB does not hold: ${support.reason}`,
+      fix: 'run the daemon as root, or as a systemd service with Delegate=yes (gateway service install), so it can make a control group per browser',
+    }];
+}
+
+/** web.search: the provider set up whole (an instance for SearXNG, a key for Brave and Tavily). */
+async function searchCheck(context: Context): Promise<Check[]> {
+  const search = context.config?.tools.web.search;
+  if (!search?.provider) return [{ name: 'search', status: 'ok', detail: 'web.search has no provider (it answers 503 until tools.web.search.provider is set)' }];
+  if (search.provider === 'searxng') {
+    return [search.baseUrl
+      ? { name: 'search', status: 'ok', detail: `web.search asks SearXNG at ${search.baseUrl}` }
+      : { name: 'search', status: 'warn', detail: 'web.search uses SearXNG but no instance is set: it answers 503', fix: `gateway config set tools.web.search.baseUrl https://searx.example.org --profile ${context.paths.name}` }];
+  }
+  const name = `tools.web.search.${search.provider}.apiKey`;
+  const { openSecretStore } = await import('../shared/secrets/secret-store.ts');
+  let key: string | undefined;
+  try {
+    key = await openSecretStore(context.paths, context.config?.secrets.backend ?? 'file').get(name);
+  } catch (error) {
+    return [{ name: 'search', status: 'warn', detail: `the secret ${name} could not be read (${(error as Error).message})` }];
+  }
+  return [key
+    ? { name: 'search', status: 'ok', detail: `web.search asks ${search.provider === 'brave' ? 'Brave Search' : 'Tavily'}, its key set` }
+    : { name: 'search', status: 'warn', detail: `web.search uses ${search.provider} but its key is not set: it answers 503`, fix: `gateway secrets set ${name} --profile ${context.paths.name}   # the key, on stdin` }];
+}
+
 /** Every check, in the order a person would look. A check that throws is a failure naming what it could not do. */
 export async function runDoctor(paths: ProfilePaths, options: { fix: boolean }): Promise<Check[]> {
   const context: Context = { paths, fix: options.fix, running: false };
@@ -318,7 +406,9 @@ export async function runDoctor(paths: ProfilePaths, options: { fix: boolean }):
     ['node', nodeCheck], ['modes', () => modesCheck(context)], ['config', () => configCheck(context)], ['daemon', () => daemonCheck(context)],
     ['secrets', () => secretsCheck(context)], ['service', () => serviceCheck(context)], ['storage', () => storageCheck(context)],
     ['tokens', () => tokensCheck(context)], ['channels', () => channelsCheck(context)], ['sandbox', () => sandboxCheck(context)],
-    ['voice', () => voiceCheck(context)],
+    ['voice', () => voiceCheck(context)], ['signal', async () => (await import('./signal-check.ts')).signalCheck(context.config)],
+    ['deltachat', async () => (await import('./deltachat-check.ts')).deltachatCheck(context.config, context.paths)],
+    ['browser', () => browserCheck(context)], ['search', () => searchCheck(context)],
   ];
   const checks: Check[] = [];
   for (const [name, step] of steps) {

@@ -11,7 +11,7 @@ export interface DoctorResult {
 export default class Doctor extends BaseCommand<DoctorResult> {
   static override summary = 'Check the profile\'s set-up: each check says ok, warn or fail, why, and the command that fixes it.';
   static override description = 'Node version, folder and file modes, configuration, exposure rules, the port, stale locks, the keychain (and how to reach it over SSH), '
-    + 'the service, disk space, state and log sizes, channel connections, a missing webhook secret while deliveries arrive, tokens expiring within 7 days. '
+    + 'the service, disk space, state and log sizes, channel connections, signal-cli for Signal accounts, Delta Chat\'s engine and password for Delta Chat accounts, a missing webhook secret while deliveries arrive, tokens expiring within 7 days. '
     + '--fix applies only safe fixes (modes, a stale lock) and says what it changed. Exits 0 when nothing fails, 1 otherwise.';
   static override examples = ['<%= config.bin %> doctor', '<%= config.bin %> doctor --profile staging --json', '<%= config.bin %> doctor --fix'];
   static override flags = {

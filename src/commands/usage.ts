@@ -26,7 +26,7 @@ export default class Usage extends BaseCommand<UsageSummary> {
     if (result.total.calls > 0) {
       this.say(table(['BY', 'WHAT', 'CALLS', 'FAILED', 'IN', 'OUT', 'UNCOUNTED', 'COST', 'UNPRICED', 'LATENCY'], [
         ...rows('agent', result.byAgent), ...rows('model', result.byModel), ...rows('credential', result.bySubject), ...rows('surface', result.bySurface),
-        ...rows('automation', result.byAutomation), ...rows('channel', result.byChannel), ...rows('person', result.byPerson),
+        ...rows('automation', result.byAutomation), ...rows('channel', result.byChannel), ...rows('person', result.byPerson), ...rows('delegated by', result.byDelegator),
       ]));
     }
     return result;

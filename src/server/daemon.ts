@@ -5,7 +5,7 @@ import type { BindTarget } from '../shared/config/exposure.ts';
 import { loadConfig } from '../shared/config/profile-config.ts';
 import type { GatewayConfig } from '../shared/config/types.ts';
 import {
-  acquireDaemonLock, processStartTime, releaseDaemonLock, updateDaemonLock,
+  acquireDaemonLock, processStartTime, readDaemonRecord, releaseDaemonLock, updateDaemonLock,
   type DaemonRecord,
 } from '../shared/daemon-lock.ts';
 import { httpUrl } from '../shared/listen.ts';
@@ -30,6 +30,9 @@ import { openStore } from './store/open.ts';
 import type { AuditFields, Store } from './store/database.ts';
 import { ControlPlane } from './ws/control-plane.ts';
 import { routeUpgrade } from './ws/routes.ts';
+
+/** How often a running daemon checks that its profile's lock is still its own (one read of a small file). */
+const LOCK_CHECK_MS = 5000;
 
 /** The modules of a daemon started from the command line. */
 export const BUILTIN_MODULES: readonly GatewayModule<unknown>[] = Object.values(builtins) as GatewayModule<unknown>[];
@@ -137,7 +140,7 @@ export class Daemon {
     const host = new ModuleHost(this.parts.modules ?? BUILTIN_MODULES, {
       daemon: this.view(), config: () => this.config, store, secrets: this.secrets, events, connections: hub, lockout,
       credential: this.credential, logger: this.logger,
-      authenticate: (req) => authenticator.authenticate(req), addBearer: (verifier) => authenticator.addVerifier(verifier),
+      addBearer: (verifier) => authenticator.addVerifier(verifier),
       setOverlayIdentity: (identity) => authenticator.setOverlayIdentity(identity),
     });
     this.host = host;
@@ -168,8 +171,34 @@ export class Daemon {
     this.readiness = 'ready';
     await host.start();
     this.checkpointer?.watchWal();
+    this.watchLock();
     void store.audit('daemon.start', { detail: { port: this.port, bind: this.bind.mode } });
     this.logger.info({ url: this.url, ms: Date.now() - this.startedAt }, 'daemon ready');
+  }
+
+  /**
+   * A daemon whose profile was removed under it (its folder deleted, or its
+   * lock taken by another instance) stops instead of running on unseen: no
+   * command can reach or stop it any more, and a new daemon of the profile
+   * could run beside it.
+   */
+  private watchLock(): void {
+    if (!this.record) return;
+    const timer = setInterval(() => {
+      let held: boolean;
+      try {
+        const record = readDaemonRecord(this.paths);
+        held = record !== 'corrupt' && record?.instanceId === this.instanceId;
+      } catch {
+        held = false;
+      }
+      if (held) return;
+      clearInterval(timer);
+      this.logger.error({ lock: this.paths.lock }, 'the profile\'s lock is gone or held by another daemon (was the profile removed?): stopping');
+      void this.stop('profile removed');
+    }, LOCK_CHECK_MS);
+    timer.unref();
+    void this.stopped.then(() => clearInterval(timer));
   }
 
   /** The daemon as its modules see it. */

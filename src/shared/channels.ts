@@ -20,14 +20,20 @@ export function isPairingCode(code: string): boolean {
   return code.length === PAIRING_CODE_LENGTH && [...code].every((c) => PAIRING_CODE_ALPHABET.includes(c));
 }
 
-/** Sessions no channel holds: chat with an agent (CLI, Control UI, WebChat), the inference API, automations. */
-export const SESSION_SOURCES = ['api', 'automation', 'chat'] as const;
+/** Sessions no channel holds: chat with an agent (CLI, Control UI, WebChat), the inference API, automations, delegated tasks. */
+export const SESSION_SOURCES = ['api', 'automation', 'chat', 'delegate'] as const;
 
 export type SessionKind = 'direct' | 'group';
 
-/** One session per channel, account and peer (direct), or per room (group). */
-export function sessionKey(channel: string, account: string, kind: SessionKind, peer: string): string {
-  return `${channel}:${account}:${kind === 'direct' ? 'dm' : 'group'}:${peer}`;
+/**
+ * One session per channel, account and peer (direct), or per room (group);
+ * and per agent, when a route names one other than the channel's own
+ * (`irc:default:agent:helper:dm:alice`).
+ */
+export function sessionKey(channel: string, account: string, kind: SessionKind, peer: string, agent?: string): string {
+  // A delegated task's session is named by its parent's: delegate:<parent session>:<n> (the peer).
+  if (channel === 'delegate') return `delegate:${peer}`;
+  return `${channel}:${account}:${agent === undefined ? '' : `agent:${agent}:`}${kind === 'direct' ? 'dm' : 'group'}:${peer}`;
 }
 
 /** Longest text an operator may send in one message. */

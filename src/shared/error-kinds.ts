@@ -27,6 +27,8 @@ export const ERROR_KINDS = {
   upstream: { status: 502, category: 'unavailable', rpc: 'UNAVAILABLE', exit: ExitCode.failure },
   /** Something the gateway depends on (a channel, an upstream server) cannot serve now. */
   unavailable: { status: 503, category: 'unavailable', rpc: 'UNAVAILABLE', exit: ExitCode.failure },
+  /** The place the request writes to has no room left for it (an agent's workspace at tools.exec.workspaceMB). */
+  insufficient_storage: { status: 507, category: 'insufficient_storage', rpc: 'INVALID_REQUEST', exit: ExitCode.failure },
 } as const satisfies Record<string, { status: number; category: string; rpc: ErrorCode; exit: ExitCode }>;
 
 export type ErrorKind = keyof typeof ERROR_KINDS;

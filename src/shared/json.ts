@@ -56,6 +56,7 @@ export function nestsDeeperThan(text: string, limit = MAX_JSON_DEPTH): boolean {
 
 /** JSON.parse, refusing a document nested deeper than the limit (JsonTooDeep) as well as text that is not JSON (SyntaxError). */
 export function parseJsonWithin(text: string, limit = MAX_JSON_DEPTH): unknown {
-  if (nestsDeeperThan(text, limit)) throw new JsonTooDeep(limit);
+  // Nesting deeper than the limit takes more opening brackets than a text this short holds.
+  if (text.length > limit && nestsDeeperThan(text, limit)) throw new JsonTooDeep(limit);
   return JSON.parse(text);
 }

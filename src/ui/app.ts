@@ -14,6 +14,7 @@ export const SECTIONS: Section[] = [
   { id: 'overview', label: 'Overview', tag: 'gw-overview' },
   { id: 'chat', label: 'Chat', tag: 'gw-chat' },
   { id: 'sessions', label: 'Sessions', tag: 'gw-sessions' },
+  { id: 'agents', label: 'Agents', tag: 'gw-agents' },
   { id: 'pairing', label: 'Pairing', tag: 'gw-pairing', scope: 'operator.pairing' },
   { id: 'tokens', label: 'Tokens', tag: 'gw-tokens' },
   { id: 'jobs', label: 'Jobs', tag: 'gw-jobs' },

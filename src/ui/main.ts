@@ -4,6 +4,7 @@ import './pages/overview.ts';
 import './pages/skills.ts';
 import './pages/chat.ts';
 import './pages/sessions.ts';
+import './pages/agents.ts';
 import './pages/pairing.ts';
 import './pages/tokens.ts';
 import './pages/jobs.ts';

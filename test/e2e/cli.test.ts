@@ -366,7 +366,7 @@ describe('CLI contract (e2e)', function () {
     try {
       const misspelt = await home.run(['sessions', 'list', '--channel', 'telgram', '--json']);
       expect(misspelt.code).to.equal(5);
-      const message = 'No channel named telgram; did you mean telegram? (channels: api, automation, chat, discord, email, irc, matrix, slack, telegram, whatsapp, xmpp).';
+      const message = 'No channel named telgram; did you mean telegram? (channels: api, automation, chat, delegate, deltachat, discord, email, irc, matrix, signal, slack, telegram, whatsapp, xmpp).';
       expect(misspelt.stderr).to.include(message);
       expect(misspelt.json.error).to.include({ code: 'NOT_FOUND', exitCode: 5, message });
       // A known channel with no session yet, and where sessions without a channel come from: an empty list.

@@ -197,7 +197,9 @@ describe('containment of exec: limits for a command and all it starts, a sandbox
     expect(Number(processes.body.result.stdout.trim()), 'processes in the sandbox at once').to.be.at.most(16);
   });
 
-  it('the workspace holds at most tools.exec.workspaceMB: three writers of 100 MB are stopped, and a command over it can only remove', async () => {
+  it('where the workspace is a plain folder, tools.exec.workspaceMB is watched: three writers of 100 MB are stopped, and a command over it can only remove', async () => {
+    // The watch is what holds where the daemon cannot give a workspace a file system of its own (workspace-image.test.ts).
+    await home.set('tools.exec.workspaceImage', 'off');
     await home.set('tools.exec.workspaceMB', 100);
     const writers = await exec('for i in 1 2 3; do head -c 100M /dev/zero > f$i & done; wait; echo finished');
     expect(writers.body.result.stdout).to.not.include('finished');

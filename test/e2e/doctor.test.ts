@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { chmodSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { freePort, Home } from '../support/cli.ts';
 
@@ -110,5 +110,28 @@ describe('gateway doctor (e2e)', function () {
     expect(channels.status).to.equal('warn');
     expect(channels.detail).to.match(/^irc\/default (connecting|disconnected|error)/);
     expect(channels.fix).to.include('gateway channels status');
+  });
+
+  it('says when the browser\'s Chromium is missing for an agent given the browser, and when web.search lacks its instance or key', async () => {
+    const quiet = await doctor();
+    expect(byName(quiet.checks, 'browser').status, 'no agent browses: nothing to warn of').to.equal('ok');
+    expect(byName(quiet.checks, 'search')).to.include({ status: 'ok' });
+    await home.run(['config', 'set', 'tools.browser.executablePath', '/nonexistent/chromium']);
+    await home.run(['config', 'set', 'agents.coder', JSON.stringify({ model: 'local/m', toolProfile: 'coding' })]);
+    await home.run(['config', 'set', 'tools.web.search.provider', 'brave']);
+    const { checks } = await doctor();
+    const browser = byName(checks, 'browser');
+    expect(browser.status).to.equal('warn');
+    expect(browser.detail).to.include('tools.browser.executablePath (/nonexistent/chromium) is not a program this daemon can run');
+    expect(browser.fix).to.equal('gateway config unset tools.browser.executablePath');
+    const search = byName(checks, 'search');
+    expect(search.status).to.equal('warn');
+    expect(search.fix).to.include('gateway secrets set tools.web.search.brave.apiKey');
+    const secret = await home.run(['secrets', 'set', 'tools.web.search.brave.apiKey'], { input: 'BSA-key\n' });
+    expect(secret.code, secret.stderr).to.equal(0);
+    await home.run(['config', 'unset', 'tools.browser.executablePath']);
+    const fixed = await doctor();
+    expect(byName(fixed.checks, 'search').status).to.equal('ok');
+    if (existsSync('/usr/lib/chromium/chromium') || existsSync('/usr/bin/chromium')) expect(byName(fixed.checks, 'browser').detail).to.match(/^Chromium at \//);
   });
 });

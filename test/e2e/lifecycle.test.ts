@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { readFileSync, statSync, existsSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, statSync, existsSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { freePort, Home, PLUGIN_FIXTURES, spawnForeground, waitFor } from '../support/cli.ts';
@@ -115,6 +115,26 @@ describe('daemon lifecycle (e2e)', function () {
     expect(reclaimed.json.state).to.equal('started');
     expect(reclaimed.json.pid).to.not.equal(started.json.pid);
     expect((await home.run(['status'])).code).to.equal(0);
+  });
+
+  it('stops by itself when its profile is removed under it, giving its port back', async () => {
+    const started = await home.run(['start', '--json']);
+    expect(started.code, started.stderr).to.equal(0);
+    const alive = (pid: number) => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    expect(alive(started.json.pid)).to.equal(true);
+    rmSync(home.profileDir(), { recursive: true, force: true });
+    await waitFor(async () => !alive(started.json.pid), 20_000, 'the daemon to stop');
+    // Its port is free again: a new daemon of the profile starts on it.
+    const again = await home.run(['start', '--json']);
+    expect(again.code, again.stderr).to.equal(0);
+    expect(again.json.port).to.equal(port);
   });
 
   it('treats a lock whose pid now belongs to another process as stale', async () => {

@@ -220,7 +220,10 @@ describe('Matrix channel (e2e, a stand-in homeserver of the client-server API)',
     expect(hs.calls.some((call) => call.user === bot.userId && call.path.endsWith('/messages')), 'read back with /messages').to.equal(true);
   });
 
-  it('refuses encrypted rooms with the reason: an invite is declined, an encrypted message is answered with a notice once', async () => {
+  it('with encryption off, refuses encrypted rooms with the reason: an invite is declined, an encrypted message is answered with a notice once', async () => {
+    await set('channels.matrix.encryption', false);
+    expect((await home.run(['restart'])).code).to.equal(0);
+    await connected();
     const fay = person('fay');
     allowed.push(fay.userId);
     await set('channels.matrix.allowFrom', allowed);

@@ -232,6 +232,10 @@ describe('memory: each person\'s own, shared only when the agent says so (e2e)',
       const listed = lastToolResult().sessions.map((session: any) => session.key);
       expect(listed).to.include.members([`telegram:default:dm:${bob.id}`, `telegram:default:group:${ROOM}`]);
       expect(listed).to.not.include(`telegram:default:dm:${alice.id}`);
+      // A misspelt channel is told to the model as such, with the channels there are, not answered with an empty list.
+      script('sessions_list', { channel: 'telgram' });
+      await dm(bob, 'And on telgram?');
+      expect(JSON.stringify(lastToolResult())).to.match(/No channel named telgram; did you mean telegram\?/);
 
       // With the agent's memory shared, they share it.
       await set('agents.helper.memory.scope', 'agent');

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { request } from 'node:http';
 import { freePort, Home } from '../support/cli.ts';
 import { RawSocket } from '../support/ws-client.ts';
 
@@ -126,5 +127,33 @@ describe('WebSocket control plane (e2e)', function () {
   it('refuses upgrades on other paths', async () => {
     const socket = new RawSocket(`ws://127.0.0.1:${port}/elsewhere`);
     await socket.opened().then(() => expect.fail('upgraded'), () => undefined);
+  });
+
+  it('answers a refused upgrade as any HTTP refusal: its status, a request id and the one error body', async () => {
+    /** An upgrade request's answer, read as HTTP. */
+    const refusal = (path: string, headers: Record<string, string> = {}) => new Promise<{ status: number; headers: Record<string, unknown>; body: any }>((resolve, reject) => {
+      const req = request({
+        host: '127.0.0.1', port, path,
+        headers: { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==', ...headers },
+      });
+      req.once('upgrade', () => reject(new Error('upgraded')));
+      req.once('response', (res) => {
+        let text = '';
+        res.setEncoding('utf8').on('data', (chunk) => (text += chunk)).once('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: JSON.parse(text) }));
+      });
+      req.once('error', reject);
+      req.end();
+    });
+    const elsewhere = await refusal('/elsewhere');
+    expect(elsewhere.status).to.equal(404);
+    expect(elsewhere.body).to.deep.include({ error: 'not_found', statusCode: 404 });
+    expect(elsewhere.body.message).to.match(/No WebSocket endpoint at \/elsewhere/);
+    expect(elsewhere.headers['x-request-id']).to.match(/^[0-9a-f]{8}-/);
+    const traced = await refusal('/?token=secret-value', { 'x-request-id': 'trace-42' });
+    expect(traced.status).to.equal(400);
+    expect(traced.headers['x-request-id']).to.equal('trace-42');
+    expect(traced.body.message).to.match(/query string/).and.not.include('secret-value');
+    const hostile = await refusal('/elsewhere', { 'x-request-id': 'a b' });
+    expect(hostile.headers['x-request-id'], 'a malformed id is replaced, not echoed').to.not.equal('a b');
   });
 });

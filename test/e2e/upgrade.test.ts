@@ -48,10 +48,10 @@ describe('a profile made before each feature owned its tables (e2e)', () => {
       await stillWorks(base);
       const status = await home.run(['store', 'status', '--json']);
       expect(status.json.modules).to.deep.equal({
-        // channels 6: the outbox, the channels' cursors, the files people send, streamed replies and buttons, made on top of what the profile had;
+        // channels 8: the outbox, the channels' cursors, the files people send, streamed replies, spoken answers, reactions and files out, buttons, made on top of what the profile had;
         // automations 1, memory 2 and approvals 1: new; sessions 5: the messages' full-text index and each turn's person on top of what the profile had;
         // tokens 2: the token each token was made with, on top of the profile's tokens; inference 2: the person of each stored response.
-        agents: 2, approvals: 1, automations: 1, channels: 6, hooks: 1, inference: 2, jobs: 5, mcp: 1, memory: 2, models: 3, pairing: 1, sessions: 5, store: 2, tokens: 3, tools: 1, webhooks: 3,
+        agents: 4, approvals: 1, automations: 1, channels: 8, hooks: 1, inference: 2, jobs: 5, mcp: 1, memory: 2, models: 4, pairing: 1, sessions: 5, store: 2, tokens: 3, tools: 1, webhooks: 3,
       });
       expect((await home.run(['stop'])).code).to.equal(0);
       const db = new DatabaseSync(home.file('state.db'), { readOnly: true });

@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { unmountImages } from '../../src/shared/workspace-image.ts';
 import { startedPostgres, testEngine } from './postgres.ts';
 
 export const ROOT = new URL('../../', import.meta.url).pathname;
@@ -87,7 +88,7 @@ export class Home {
     return JSON.parse(readFileSync(this.file('daemon.json', profile), 'utf8'));
   }
 
-  /** Kills every daemon this home started and removes the folder. */
+  /** Kills every daemon this home started, unmounts the workspaces' file systems they mounted, and removes the folder. */
   cleanup(): void {
     let names: string[] = [];
     try {
@@ -103,6 +104,7 @@ export class Home {
         // not running
       }
     }
+    unmountImages(this.dir);
     rmSync(this.dir, { recursive: true, force: true });
   }
 }

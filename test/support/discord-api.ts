@@ -73,6 +73,16 @@ export class DiscordApi {
     return id;
   }
 
+  /** Threads (channel type 11, a public thread) by id, with the channel they are in. */
+  private readonly threads = new Map<string, string>();
+
+  /** A public thread in a channel: a channel of its own (its messages carry its id), whose parent_id is that channel. */
+  thread(parent: string): string {
+    const id = this.channel();
+    this.threads.set(id, parent);
+    return id;
+  }
+
   /** The DM channel of a person and the bot. */
   dmOf(user: DiscordUser): string {
     let id = this.dms.get(user.id);
@@ -108,11 +118,11 @@ export class DiscordApi {
   }
 
   /** A message a person writes: in a DM with the bot (no guild) or in a guild channel. Sent to the bot's session, or kept for it to resume. */
-  message(fields: { author: DiscordUser; channel: string; content: string; guild?: boolean; mentionsBot?: boolean; replyTo?: { id: string; author: DiscordUser }; attachments?: DiscordAttachment[] }): { id: string } {
+  message(fields: { author: DiscordUser; channel: string; content: string; guild?: boolean; mentionsBot?: boolean; replyTo?: { id: string; author: DiscordUser }; attachments?: DiscordAttachment[]; flags?: number }): { id: string } {
     const message = {
       id: nextId(), channel_id: fields.channel, ...(fields.guild ? { guild_id: this.guildId } : {}),
       author: fields.author, content: fields.content, timestamp: new Date().toISOString(), type: fields.replyTo ? 19 : 0,
-      mentions: fields.mentionsBot ? [this.bot] : [], mention_roles: [], attachments: fields.attachments ?? [], embeds: [], pinned: false, tts: false, mention_everyone: false,
+      mentions: fields.mentionsBot ? [this.bot] : [], mention_roles: [], attachments: fields.attachments ?? [], embeds: [], pinned: false, tts: false, mention_everyone: false, flags: fields.flags ?? 0,
       ...(fields.replyTo ? { message_reference: { message_id: fields.replyTo.id, channel_id: fields.channel }, referenced_message: { id: fields.replyTo.id, author: fields.replyTo.author, content: '' } } : {}),
     };
     this.dispatch('MESSAGE_CREATE', message);
@@ -220,9 +230,16 @@ export class DiscordApi {
     return { id, filename, size: data.length, url, proxy_url: url, ...(contentType ? { content_type: contentType } : {}) };
   }
 
+  /** Files the bot attached to messages (multipart, https://discord.com/developers/docs/reference#uploading-files), with their bytes. */
+  readonly uploads: { channel: string; message: string; filename: string; contentType: string; data: Uint8Array; content: string }[] = [];
+  /** Reactions the bot put: "<channel> <message> <emoji>". */
+  readonly reactions: string[] = [];
+
   private async answer(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    let text = '';
-    for await (const chunk of req) text += chunk;
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const raw = Buffer.concat(chunks);
+    const text = raw.toString('utf8');
     const download = /^\/attachments\/(\d+)\//.exec(req.url ?? '');
     if (download) {
       this.calls.push({ method: 'GET', path: req.url!.split('?')[0]!, token: String(req.headers.authorization ?? ''), body: {}, at: Date.now() });
@@ -231,7 +248,20 @@ export class DiscordApi {
       return void res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(data.length) }).end(data);
     }
     const path = (req.url ?? '').replace(/^\/api\/v10/, '').split('?')[0]!;
-    const body: Record<string, any> = text ? JSON.parse(text) : {};
+    let body: Record<string, any> = {};
+    const type = String(req.headers['content-type'] ?? '');
+    if (type.startsWith('multipart/form-data')) {
+      // A message with files: its JSON in payload_json, each file as files[n] (its name, type and bytes).
+      const form = await new Response(raw, { headers: { 'content-type': type } }).formData();
+      const payload = form.get('payload_json');
+      body = typeof payload === 'string' ? JSON.parse(payload) : {};
+      body.files = [];
+      for (const [name, value] of form.entries()) {
+        if (name.startsWith('files[') && typeof value !== 'string') body.files.push({ name: value.name, type: value.type, data: Buffer.from(await value.arrayBuffer()) });
+      }
+    } else if (text) {
+      body = JSON.parse(text);
+    }
     const token = String(req.headers.authorization ?? '').replace(/^Bot /, '');
     const call: DiscordCall = { method: req.method ?? 'GET', path, token, body, at: Date.now() };
     this.calls.push(call);
@@ -268,10 +298,13 @@ export class DiscordApi {
       if (!this.channels.has(channel!)) return send(404, { message: 'Unknown Channel', code: 10003 });
       if (what === 'typing') return send(204, undefined);
       const content = String(body.content ?? '');
-      if (!content.trim()) return send(400, { message: 'Cannot send an empty message', code: 50006 });
+      const files = (body.files ?? []) as { name: string; type: string; data: Buffer }[];
+      if (!content.trim() && files.length === 0) return send(400, { message: 'Cannot send an empty message', code: 50006 });
+      if (files.some((file) => file.data.length > 10 * 1024 * 1024)) return send(413, { message: 'Request entity too large', code: 40005 });
       if (content.length > 2000) return send(400, { message: 'Invalid Form Body', code: 50035, errors: { content: { _errors: [{ code: 'BASE_TYPE_MAX_LENGTH', message: 'Must be 2000 or fewer in length.' }] } } });
       const id = nextId();
       this.posted.set(id, channel!);
+      for (const file of files) this.uploads.push({ channel: channel!, message: id, filename: file.name, contentType: file.type, data: new Uint8Array(file.data), content });
       return send(200, { id, channel_id: channel, author: this.bot, content, timestamp: new Date().toISOString(), nonce: body.nonce, ...(body.message_reference ? { message_reference: body.message_reference } : {}) });
     }
     const messageRoute = /^\/channels\/(\d+)\/messages\/(\d+)$/.exec(path);
@@ -281,6 +314,21 @@ export class DiscordApi {
       const content = String(body.content ?? '');
       if (content.length > 2000) return send(400, { message: 'Invalid Form Body', code: 50035 });
       return send(200, { id, channel_id: channel, author: this.bot, content, edited_timestamp: new Date().toISOString() });
+    }
+    const getChannel = /^\/channels\/(\d+)$/.exec(path);
+    if (getChannel && call.method === 'GET') {
+      const [, id] = getChannel;
+      if (!this.channels.has(id!)) return send(404, { message: 'Unknown Channel', code: 10003 });
+      const parent = this.threads.get(id!);
+      const dm = [...this.dms.values()].includes(id!);
+      return send(200, { id, type: parent ? 11 : dm ? 1 : 0, ...(parent ? { parent_id: parent, guild_id: this.guildId, thread_metadata: { archived: false } } : dm ? {} : { guild_id: this.guildId }) });
+    }
+    const reactionRoute = /^\/channels\/(\d+)\/messages\/(\d+)\/reactions\/([^/]+)\/@me$/.exec(path);
+    if (reactionRoute && call.method === 'PUT') {
+      const [, channel, message, emoji] = reactionRoute;
+      if (!this.channels.has(channel!)) return send(404, { message: 'Unknown Channel', code: 10003 });
+      this.reactions.push(`${channel} ${message} ${decodeURIComponent(emoji!)}`);
+      return send(204, undefined);
     }
     return send(404, { message: '404: Not Found', code: 0 });
   }

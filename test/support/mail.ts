@@ -272,6 +272,8 @@ export interface ReadMail {
   references: string[];
   headers: Map<string, string>;
   seen: boolean;
+  /** Files attached, with their bytes. */
+  attachments: { filename: string; mimeType: string; data: Buffer }[];
 }
 
 /**
@@ -352,6 +354,7 @@ export class MailPerson {
         mails.push({
           uid: message.uid, from: parsed.from?.address ?? '', to: parsed.to?.map((to) => to.address).join(', ') ?? '', subject: parsed.subject ?? '', text: (parsed.text ?? '').trim(),
           messageId: parsed.messageId, inReplyTo: parsed.inReplyTo, references: (headers.get('references') ?? '').split(/\s+/).filter(Boolean), headers, seen: message.flags?.has('\\Seen') ?? false,
+          attachments: parsed.attachments.map((file) => ({ filename: file.filename ?? '', mimeType: file.mimeType, data: Buffer.from(file.content as ArrayBuffer) })),
         });
       }
       return mails;

@@ -9,9 +9,15 @@
  * sends deduplicated by transaction id per access token, typing, joined
  * members, aliases, profiles, authenticated media; errors as the
  * specification gives them (401 M_UNKNOWN_TOKEN, 403 M_FORBIDDEN, 404
- * M_UNRECOGNIZED, 429 M_LIMIT_EXCEEDED with retry_after_ms). Tests may add
- * faults (a status, or a connection cut halfway through an answer) and
- * events no real homeserver would send.
+ * M_UNRECOGNIZED, 429 M_LIMIT_EXCEEDED with retry_after_ms). For end-to-end
+ * encryption: each access token is a device; device keys, one-time and
+ * fallback keys uploaded, queried and claimed (/keys/upload, /keys/query,
+ * /keys/claim); to-device messages sent (/sendToDevice) and handed to their
+ * device in its /sync until a later sync acknowledges them; device_lists,
+ * one-time key counts and unused fallback key types in /sync; a room's
+ * state (m.room.encryption) given with the sync that first shows it. Tests
+ * may add faults (a status, or a connection cut halfway through an answer)
+ * and events no real homeserver would send.
  */
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -20,7 +26,8 @@ import type { Socket } from 'node:net';
 
 type Membership = 'join' | 'invite' | 'leave';
 interface Room { id: string; members: Map<string, { membership: Membership; pos: number }>; encrypted: boolean; public: boolean; alias?: string }
-interface Entry { pos: number; room: string; event: Record<string, any> }
+/** A stream entry: a room event, a to-device message (room '', `to` its device), or a user's device keys changing (room '', `keysOf`). */
+interface Entry { pos: number; room: string; event: Record<string, any>; to?: string; keysOf?: string }
 export interface MatrixCall { method: string; path: string; user?: string; body: any }
 export type MatrixFault = { status: number; body: Record<string, unknown> } | { cut: true };
 
@@ -35,7 +42,15 @@ const problem = (res: ServerResponse, status: number, errcode: string, error: st
 export class Homeserver {
   readonly server = SERVER;
   private readonly users = new Map<string, { token: string; displayName?: string }>();
-  private readonly tokens = new Map<string, string>();
+  /** Each access token's user and device. */
+  private readonly tokens = new Map<string, { user: string; device: string }>();
+  /** Device keys as uploaded, by user then device. */
+  readonly deviceKeys = new Map<string, Map<string, Record<string, any>>>();
+  /** One-time and fallback keys of each device (user and device id, a newline between), by key id. */
+  private readonly oneTimeKeys = new Map<string, Map<string, unknown>>();
+  private readonly fallbackKeys = new Map<string, { id: string; key: unknown; used: boolean }>();
+  /** The stream position each device has acknowledged (its to-device messages up to it are deleted). */
+  private readonly acked = new Map<string, number>();
   private readonly rooms = new Map<string, Room>();
   private readonly aliases = new Map<string, string>();
   /** Every event, in stream order: an event's position is its index + 1, and a sync token names the last position seen. */
@@ -108,16 +123,35 @@ export class Homeserver {
     await this.halt();
   }
 
-  /** A new user and their access token. */
-  register(localpart: string, displayName?: string): { userId: string; token: string } {
+  /** A new user and their access token (a device of its own). */
+  register(localpart: string, displayName?: string): { userId: string; token: string; deviceId: string } {
     const userId = `@${localpart}:${SERVER}`;
     const token = `syt_${localpart}_${randomBytes(12).toString('hex')}`;
     this.users.set(userId, { token, ...(displayName ? { displayName } : {}) });
-    this.tokens.set(token, userId);
-    return { userId, token };
+    const deviceId = this.login(userId, token);
+    return { userId, token, deviceId };
+  }
+
+  /** Another access token of a user, and its new device. */
+  login(userId: string, token = `syt_${randomBytes(12).toString('hex')}`): string {
+    const deviceId = randomBytes(8).toString('hex').toUpperCase().replace(/[0-9]/g, (digit) => 'GHIJKLMNOP'[Number(digit)]!).slice(0, 10);
+    this.tokens.set(token, { user: userId, device: deviceId });
+    return deviceId;
+  }
+
+  /** Another access token for a user, with its new device. */
+  newToken(userId: string): { token: string; deviceId: string } {
+    const token = `syt_${randomBytes(12).toString('hex')}`;
+    return { token, deviceId: this.login(userId, token) };
   }
 
   /** The next call whose path matches (made by `user`, when given) gets the fault. */
+  /** A file of the media store by its mxc:// address: its type and bytes as uploaded. */
+  mediaOf(mxc: string): { type: string; bytes: Buffer } | undefined {
+    const match = /^mxc:\/\/([^/]+)\/([^/]+)$/.exec(mxc);
+    return match?.[1] === SERVER ? this.media.get(match[2]!) : undefined;
+  }
+
   fault(path: RegExp, fault: MatrixFault, user?: string): void {
     this.faults.push({ path, fault, ...(user ? { user } : {}) });
   }
@@ -177,13 +211,114 @@ export class Homeserver {
     this.event(room, sender, 'm.room.encryption', { algorithm: 'm.megolm.v1.aes-sha2' }, '');
   }
 
-  private auth(req: IncomingMessage, url: URL): string | { status: number; errcode: string; error: string } {
+  private auth(req: IncomingMessage, url: URL): { user: string; device: string } | { status: number; errcode: string; error: string } {
     const header = req.headers.authorization;
     const token = header?.startsWith('Bearer ') ? header.slice(7) : url.searchParams.get('access_token');
     if (!token) return { status: 401, errcode: 'M_MISSING_TOKEN', error: 'Missing access token' };
-    const user = this.tokens.get(token);
-    if (!user) return { status: 401, errcode: 'M_UNKNOWN_TOKEN', error: 'Unrecognised access token' };
-    return user;
+    const known = this.tokens.get(token);
+    if (!known) return { status: 401, errcode: 'M_UNKNOWN_TOKEN', error: 'Unrecognised access token' };
+    return known;
+  }
+
+  /** Whether two users share a room (either joined or invited). */
+  private shareRoom(a: string, b: string): boolean {
+    if (a === b) return true;
+    for (const room of this.rooms.values()) {
+      const one = room.members.get(a)?.membership;
+      const other = room.members.get(b)?.membership;
+      if ((one === 'join' || one === 'invite') && (other === 'join' || other === 'invite')) return true;
+    }
+    return false;
+  }
+
+  /** The key endpoints (/keys/upload, /keys/query, /keys/claim) and /sendToDevice; undefined when the path is none of them. */
+  private keys(method: string, path: string, body: any, user: string, device: string, res: ServerResponse): true | undefined {
+    const slot = `${user}\n${device}`;
+    const counts = () => ({ signed_curve25519: this.oneTimeKeys.get(slot)?.size ?? 0 });
+    let match: RegExpExecArray | null;
+    if (method === 'POST' && path === '/_matrix/client/v3/keys/upload') {
+      if (body.device_keys !== undefined) {
+        const keys = body.device_keys;
+        if (typeof keys !== 'object' || keys === null || keys.user_id !== user || keys.device_id !== device) {
+          problem(res, 400, 'M_INVALID_PARAM', 'device_keys must be this device\'s');
+          return true;
+        }
+        const mine = this.deviceKeys.get(user) ?? new Map();
+        this.deviceKeys.set(user, mine);
+        const before = JSON.stringify(mine.get(device));
+        mine.set(device, keys);
+        if (before !== JSON.stringify(keys)) this.stream.push({ pos: this.stream.length + 1, room: '', event: {}, keysOf: user });
+      }
+      for (const [id, key] of Object.entries(body.one_time_keys ?? {})) {
+        const kept = this.oneTimeKeys.get(slot) ?? new Map();
+        this.oneTimeKeys.set(slot, kept);
+        kept.set(id, key);
+      }
+      for (const [id, key] of Object.entries(body.fallback_keys ?? {})) this.fallbackKeys.set(slot, { id, key, used: false });
+      for (const wake of [...this.waiters]) wake();
+      json(res, 200, { one_time_key_counts: counts() });
+      return true;
+    }
+    if (method === 'POST' && path === '/_matrix/client/v3/keys/query') {
+      const asked = body.device_keys;
+      if (typeof asked !== 'object' || asked === null) {
+        problem(res, 400, 'M_BAD_JSON', 'device_keys is required');
+        return true;
+      }
+      const found: Record<string, Record<string, unknown>> = {};
+      for (const [who, devices] of Object.entries<any>(asked)) {
+        const known = this.deviceKeys.get(who) ?? new Map();
+        const wanted = Array.isArray(devices) && devices.length ? devices : [...known.keys()];
+        found[who] = Object.fromEntries(wanted.filter((id: string) => known.has(id)).map((id: string) => [id, known.get(id)]));
+      }
+      json(res, 200, { device_keys: found, failures: {}, master_keys: {}, self_signing_keys: {}, user_signing_keys: {} });
+      return true;
+    }
+    if (method === 'POST' && path === '/_matrix/client/v3/keys/claim') {
+      const claimed: Record<string, Record<string, Record<string, unknown>>> = {};
+      for (const [who, devices] of Object.entries<any>(body.one_time_keys ?? {})) {
+        for (const [id, algorithm] of Object.entries<any>(devices ?? {})) {
+          const at = `${who}\n${id}`;
+          const kept = this.oneTimeKeys.get(at);
+          const first = [...(kept?.entries() ?? [])].find(([keyId]) => keyId.startsWith(`${algorithm}:`));
+          let key: [string, unknown] | undefined;
+          if (first) {
+            kept!.delete(first[0]);
+            key = first;
+          } else {
+            const fallback = this.fallbackKeys.get(at);
+            if (fallback && fallback.id.startsWith(`${algorithm}:`)) {
+              fallback.used = true;
+              key = [fallback.id, fallback.key];
+            }
+          }
+          if (key) ((claimed[who] ??= {})[id] = { [key[0]]: key[1] });
+        }
+      }
+      json(res, 200, { one_time_keys: claimed, failures: {} });
+      return true;
+    }
+    if (method === 'PUT' && (match = /^\/_matrix\/client\/v3\/sendToDevice\/([^/]+)\/([^/]+)$/.exec(path))) {
+      const key = `${user}\n${device}\nto-device\n${decodeURIComponent(match[2]!)}`;
+      if (this.txns.has(key)) {
+        json(res, 200, {});
+        return true;
+      }
+      this.txns.set(key, '');
+      const type = decodeURIComponent(match[1]!);
+      for (const [who, devices] of Object.entries<any>(body.messages ?? {})) {
+        for (const [id, content] of Object.entries<any>(devices ?? {})) {
+          const targets = id === '*' ? [...(this.deviceKeys.get(who)?.keys() ?? [])] : [id];
+          for (const target of targets) {
+            this.stream.push({ pos: this.stream.length + 1, room: '', to: `${who}\n${target}`, event: { type, sender: user, content } });
+          }
+        }
+      }
+      for (const wake of [...this.waiters]) wake();
+      json(res, 200, {});
+      return true;
+    }
+    return undefined;
   }
 
   private async answer(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -202,8 +337,8 @@ export class Homeserver {
     const path = url.pathname;
     if (path === '/_matrix/client/versions') return json(res, 200, { versions: ['v1.9', 'v1.10', 'v1.11'], unstable_features: {} });
     const who = this.auth(req, url);
-    this.calls.push({ method: req.method!, path, ...(typeof who === 'string' ? { user: who } : {}), body });
-    const faultAt = this.faults.findIndex((entry) => entry.path.test(path) && (!entry.user || entry.user === who));
+    this.calls.push({ method: req.method!, path, ...('user' in who ? { user: who.user } : {}), body });
+    const faultAt = this.faults.findIndex((entry) => entry.path.test(path) && (!entry.user || ('user' in who && entry.user === who.user)));
     if (faultAt >= 0) {
       const [{ fault }] = this.faults.splice(faultAt, 1);
       if ('cut' in fault) {
@@ -214,19 +349,20 @@ export class Homeserver {
       }
       return json(res, fault.status, fault.body);
     }
-    if (typeof who !== 'string') return problem(res, who.status, who.errcode, who.error, who.errcode === 'M_UNKNOWN_TOKEN' ? { soft_logout: false } : {});
-    const user = who;
+    if (!('user' in who)) return problem(res, who.status, who.errcode, who.error, who.errcode === 'M_UNKNOWN_TOKEN' ? { soft_logout: false } : {});
+    const { user, device } = who;
     const method = req.method;
     let match: RegExpExecArray | null;
     const decode = (value: string) => decodeURIComponent(value);
 
-    if (method === 'GET' && path === '/_matrix/client/v3/account/whoami') return json(res, 200, { user_id: user, device_id: 'GWDEVICE', is_guest: false });
+    if (method === 'GET' && path === '/_matrix/client/v3/account/whoami') return json(res, 200, { user_id: user, device_id: device, is_guest: false });
+    if (this.keys(method!, path, body, user, device, res)) return;
     if (method === 'GET' && (match = /^\/_matrix\/client\/v3\/profile\/([^/]+)\/displayname$/.exec(path))) {
       const profile = this.users.get(decode(match[1]!));
       if (!profile) return problem(res, 404, 'M_NOT_FOUND', 'Profile was not found');
       return json(res, 200, profile.displayName ? { displayname: profile.displayName } : {});
     }
-    if (method === 'GET' && path === '/_matrix/client/v3/sync') return this.sync(req, res, user, url);
+    if (method === 'GET' && path === '/_matrix/client/v3/sync') return this.sync(req, res, user, device, url);
     if (method === 'POST' && path === '/_matrix/client/v3/createRoom') {
       if (body.invite !== undefined && (!Array.isArray(body.invite) || body.invite.some((id: unknown) => typeof id !== 'string'))) return problem(res, 400, 'M_BAD_JSON', 'invite must be a list of user ids');
       const encrypted = Array.isArray(body.initial_state) && body.initial_state.some((event: any) => event?.type === 'm.room.encryption');
@@ -290,6 +426,13 @@ export class Homeserver {
         const last = page.at(-1);
         return json(res, 200, { chunk: page.map((entry) => entry.event), start: `s${start}`, ...(more && last ? { end: `s${backwards ? last.pos - 1 : last.pos}` } : {}) });
       }
+      if (method === 'GET' && (match = /^state\/([^/]+)\/?([^/]*)$/.exec(rest))) {
+        if (mine !== 'join') return problem(res, 403, 'M_FORBIDDEN', 'You aren\'t a member of the room');
+        const type = decode(match[1]!);
+        const key = decode(match[2] ?? '');
+        const found = this.stream.filter((entry) => entry.room === room.id && entry.event?.type === type && entry.event?.state_key === key).at(-1);
+        return found ? json(res, 200, found.event.content) : problem(res, 404, 'M_NOT_FOUND', 'Event not found');
+      }
       if (method === 'GET' && rest === 'joined_members') {
         if (mine !== 'join') return problem(res, 403, 'M_FORBIDDEN', 'You aren\'t a member of the room');
         const joined = Object.fromEntries([...room.members].filter(([, member]) => member.membership === 'join').map(([id]) => [id, { display_name: this.users.get(id)?.displayName ?? null, avatar_url: null }]));
@@ -343,7 +486,7 @@ export class Homeserver {
   }
 
   /** GET /sync: what changed for the user after `since`, waiting up to `timeout` ms for something when nothing has. */
-  private async sync(req: IncomingMessage, res: ServerResponse, user: string, url: URL): Promise<void> {
+  private async sync(req: IncomingMessage, res: ServerResponse, user: string, device: string, url: URL): Promise<void> {
     const since = url.searchParams.get('since');
     let after = 0;
     if (since) {
@@ -360,6 +503,9 @@ export class Homeserver {
         return problem(res, 400, 'M_INVALID_PARAM', 'filter is not valid JSON');
       }
     }
+    // A sync from a token acknowledges the to-device messages before it: they are deleted.
+    const slot = `${user}\n${device}`;
+    if (since) this.acked.set(slot, Math.max(this.acked.get(slot) ?? 0, after));
     const timeout = Math.min(Number(url.searchParams.get('timeout') ?? 0) || 0, 60_000);
     const until = Date.now() + timeout;
     let closed = false;
@@ -369,7 +515,7 @@ export class Homeserver {
       wakeNow();
     });
     for (;;) {
-      const answer = this.changes(user, since ? after : undefined, filter);
+      const answer = this.changes(user, device, since ? after : undefined, filter);
       if (answer.any || !since || Date.now() >= until || !this.http?.listening) return json(res, 200, answer.body);
       await new Promise<void>((resolve) => {
         const wake = () => {
@@ -385,7 +531,7 @@ export class Homeserver {
     }
   }
 
-  private changes(user: string, after: number | undefined, filter: any): { any: boolean; body: Record<string, unknown> } {
+  private changes(user: string, device: string, after: number | undefined, filter: any): { any: boolean; body: Record<string, unknown> } {
     const limit = Number(filter?.room?.timeline?.limit ?? 10);
     const types: string[] | undefined = Array.isArray(filter?.room?.timeline?.types) ? filter.room.timeline.types : undefined;
     const join: Record<string, unknown> = {};
@@ -414,14 +560,40 @@ export class Homeserver {
       if (!all.length) continue;
       const shown = all.slice(-limit);
       const membersChanged = all.some((entry) => entry.event?.type === 'm.room.member');
+      // A room first shown to the user (joined since `after`) comes with its state from before the timeline.
+      const stateTypes: string[] | undefined = Array.isArray(filter?.room?.state?.types) ? filter.room.state.types : undefined;
+      const state = joinedAt > from ? this.stateBefore(room.id, shown[0]!.pos).filter((event) => !stateTypes || stateTypes.includes(event.type)) : [];
       join[room.id] = {
         timeline: { events: shown.map((entry) => entry.event), limited: shown.length < all.length, prev_batch: `s${shown[0]!.pos - 1}` },
-        state: { events: [] },
+        state: { events: state },
         ...(membersChanged ? { summary: { 'm.joined_member_count': [...room.members.values()].filter((m) => m.membership === 'join').length } } : {}),
       };
     }
-    const any = Object.keys(join).length + Object.keys(invite).length + Object.keys(leave).length > 0;
-    return { any, body: { next_batch: `s${this.stream.length}`, rooms: { join, invite, leave }, presence: { events: [] }, account_data: { events: [] } } };
+    const slot = `${user}\n${device}`;
+    const acked = Math.max(this.acked.get(slot) ?? 0, from);
+    const toDevice = this.stream.filter((entry) => entry.to === slot && entry.pos > acked).map((entry) => entry.event);
+    const changed = after === undefined ? [] : [...new Set(this.stream.filter((entry) => entry.keysOf && entry.pos > from && this.shareRoom(user, entry.keysOf)).map((entry) => entry.keysOf!))];
+    const fallback = this.fallbackKeys.get(slot);
+    const any = Object.keys(join).length + Object.keys(invite).length + Object.keys(leave).length + toDevice.length + changed.length > 0;
+    return {
+      any,
+      body: {
+        next_batch: `s${this.stream.length}`, rooms: { join, invite, leave }, presence: { events: [] }, account_data: { events: [] },
+        to_device: { events: toDevice }, device_lists: { changed, left: [] },
+        device_one_time_keys_count: { signed_curve25519: this.oneTimeKeys.get(slot)?.size ?? 0 },
+        device_unused_fallback_key_types: fallback && !fallback.used ? [fallback.id.split(':')[0]] : [],
+      },
+    };
+  }
+
+  /** A room's state just before a stream position: the last event of each type and state key. */
+  private stateBefore(room: string, pos: number): Record<string, any>[] {
+    const state = new Map<string, Record<string, any>>();
+    for (const entry of this.stream) {
+      if (entry.pos >= pos) break;
+      if (entry.room === room && typeof entry.event?.state_key === 'string') state.set(`${entry.event.type}\n${entry.event.state_key}`, entry.event);
+    }
+    return [...state.values()];
   }
 
   /** Where the user's current stay in the room began (their join event). */
@@ -430,9 +602,18 @@ export class Homeserver {
   }
 }
 
+/** What a client that encrypts does with each sync before its rooms are read, and with each encrypted event. */
+export interface PersonCrypto {
+  sync(sync: Record<string, any>): Promise<void>;
+  decrypt(room: string, event: Record<string, any>): Promise<Record<string, any>>;
+}
+
 /** A person on the homeserver, speaking over the client-server API as their client would, and reading their own /sync. */
 export class MatrixPerson {
   readonly userId: string;
+  readonly deviceId: string;
+  /** Set by a client that encrypts (see matrix-crypto.ts), before the first sync comes back. */
+  crypto?: PersonCrypto;
   private readonly token: string;
   private readonly hs: Homeserver;
   /** Every timeline event of others the person's sync brought, by room. */
@@ -444,9 +625,10 @@ export class MatrixPerson {
 
   constructor(hs: Homeserver, localpart: string) {
     this.hs = hs;
-    const { userId, token } = hs.register(localpart);
+    const { userId, token, deviceId } = hs.register(localpart);
     this.userId = userId;
     this.token = token;
+    this.deviceId = deviceId;
     this.loop = this.syncing();
   }
 
@@ -463,9 +645,12 @@ export class MatrixPerson {
         const response = await fetch(`${this.hs.peopleUrl}/_matrix/client/v3/sync?timeout=5000&filter=${encodeURIComponent('{"room":{"timeline":{"limit":500}}}')}${this.since ? `&since=${this.since}` : ''}`, { headers: { authorization: `Bearer ${this.token}` }, signal: this.abort.signal });
         const sync = await response.json() as any;
         if (!response.ok) throw new Error(sync.error);
+        await this.crypto?.sync(sync);
         for (const [room, joined] of Object.entries<any>(sync.rooms?.join ?? {})) {
           for (const event of joined.timeline?.events ?? []) {
-            if (event && typeof event === 'object' && !Array.isArray(event) && event.sender !== this.userId) this.received.push({ ...event, room_id: room });
+            if (!event || typeof event !== 'object' || Array.isArray(event) || event.sender === this.userId) continue;
+            const shown = event.type === 'm.room.encrypted' && this.crypto ? await this.crypto.decrypt(room, event) : event;
+            this.received.push({ ...shown, room_id: room });
           }
         }
         this.since = sync.next_batch;

@@ -189,6 +189,9 @@ export class SlackApi {
     return this.calls.filter((call) => call.method === 'chat.update' && !call.refused && (channel === undefined || call.body.channel === channel));
   }
 
+  /** Reactions the app put: "<channel> <ts> <name>". */
+  readonly reactions: string[] = [];
+
   /** Messages the app posted to a conversation (and thread), in order; with all, the calls Slack refused too. */
   posted(channel?: string, options: { all?: boolean } = {}): SlackCall[] {
     return this.calls.filter((call) => call.method === 'chat.postMessage' && (channel === undefined || call.body.channel === channel) && (options.all || !call.refused));
@@ -210,9 +213,21 @@ export class SlackApi {
     });
   }
 
+  /** Files uploaded through files.getUploadURLExternal, by file id: their bytes, and where completeUploadExternal shared them. */
+  readonly uploads = new Map<string, { name: string; length: number; data?: Uint8Array; channel?: string; thread?: string; comment?: string }>();
+
   private async answer(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    let text = '';
-    for await (const chunk of req) text += chunk;
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const text = Buffer.concat(chunks).toString('utf8');
+    // The upload address files.getUploadURLExternal gave (https://docs.slack.dev/messaging/working-with-files#upload): the bytes, posted as they are.
+    const upload = /^\/upload\/(F0UP\d+)$/.exec(req.url ?? '');
+    if (upload) {
+      const entry = this.uploads.get(upload[1]!);
+      if (!entry || entry.data) return void res.writeHead(404).end();
+      entry.data = new Uint8Array(Buffer.concat(chunks));
+      return void res.writeHead(200, { 'content-type': 'text/plain' }).end(`OK - ${entry.data.length}`);
+    }
     const download = /^\/files-pri\/T0TEAM-(F0FILE\d+)\//.exec(req.url ?? '');
     if (download) {
       this.calls.push({ method: 'file', token: String(req.headers.authorization ?? '').replace(/^Bearer /, ''), body: { id: download[1] }, at: Date.now() });
@@ -276,6 +291,34 @@ export class SlackApi {
         const content = String(body.text ?? '');
         if (content.length > 40_000) return error('msg_too_long');
         return ok({ channel: body.channel, ts: body.ts, text: content });
+      }
+      case 'reactions.add': {
+        if (!isBot) return error('invalid_auth');
+        const key = `${String(body.channel)} ${String(body.timestamp)} ${String(body.name)}`;
+        if (!String(body.name ?? '').match(/^[a-z0-9_+-]+$/)) return error('invalid_name');
+        if (this.reactions.includes(key)) return error('already_reacted');
+        this.reactions.push(key);
+        return ok({});
+      }
+      case 'files.getUploadURLExternal': {
+        if (!isBot) return error('invalid_auth');
+        const length = Number(body.length);
+        if (!body.filename || !Number.isInteger(length) || length <= 0) return error('invalid_arguments');
+        const id = `F0UP${++this.counter}`;
+        this.uploads.set(id, { name: String(body.filename), length });
+        return ok({ upload_url: `http://127.0.0.1:${this.port}/upload/${id}`, file_id: id });
+      }
+      case 'files.completeUploadExternal': {
+        if (!isBot) return error('invalid_auth');
+        const files = typeof body.files === 'string' ? JSON.parse(body.files) : body.files;
+        const channel = String(body.channel_id ?? '');
+        if (channel && !channel.startsWith('D') && !this.channels.has(channel)) return error('channel_not_found');
+        for (const file of files ?? []) {
+          const entry = this.uploads.get(String(file.id));
+          if (!entry?.data || entry.data.length !== entry.length) return error('file_upload_size_mismatch');
+          Object.assign(entry, { channel, ...(body.thread_ts ? { thread: String(body.thread_ts) } : {}), ...(body.initial_comment ? { comment: String(body.initial_comment) } : {}) });
+        }
+        return ok({ files: (files ?? []).map((file: { id: string }) => ({ id: file.id })) });
       }
       default:
         return error('unknown_method');

@@ -42,6 +42,9 @@ interface Bot {
 /** What Telegram's webhook posts got back: each try, its status (0: no answer). */
 export interface WebhookTry { updateId: number; status: number; at: number }
 
+/** Some of the emoji Telegram takes as reactions (its ReactionTypeEmoji list). */
+const REACTION_EMOJI = new Set(['👍', '👎', '❤', '🔥', '🎉', '👀', '🙏', '👌', '🤔', '😁']);
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Text as Telegram counts it after parsing HTML: tags gone, entities one character. */
@@ -231,9 +234,15 @@ export class TelegramApi {
     poll.respond(200, { ok: true, result: bot.pending.slice(0, 100) });
   }
 
+  /** Files the bot sent (sendDocument, sendPhoto), with their bytes as received. */
+  readonly uploads: { method: string; chatId: number; threadId?: number; caption?: string; name: string; type: string; data: Uint8Array }[] = [];
+
   private async answer(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    let text = '';
-    for await (const chunk of req) text += chunk;
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const raw = Buffer.concat(chunks);
+    const text = raw.toString('utf8');
+    let form: FormData | undefined;
     const download = /^\/file\/bot([^/]+)\/(.+)$/.exec((req.url ?? '').split('?')[0]!);
     if (download) {
       this.requests.push({ token: download[1]!, method: 'file', body: { path: download[2] }, at: Date.now() });
@@ -252,6 +261,17 @@ export class TelegramApi {
     const type = req.headers['content-type'] ?? '';
     if (type.includes('json') && text) body = JSON.parse(text);
     else if (type.includes('urlencoded')) body = Object.fromEntries(new URLSearchParams(text));
+    else if (type.includes('multipart/form-data')) {
+      // A file upload (sendVoice, sendDocument, sendPhoto: https://core.telegram.org/bots/api#sending-files): its fields, each file as its name, type and bytes.
+      form = await new Response(raw, { headers: { 'content-type': type } }).formData();
+      for (const [name, value] of form.entries()) {
+        body[name] = typeof value === 'string' ? value : { name: value.name, type: value.type, data: Buffer.from(await value.arrayBuffer()) };
+      }
+      // A field naming an uploaded part ("attach://<part>") is that part, as the Bot API reads it.
+      for (const [name, value] of Object.entries(body)) {
+        if (typeof value === 'string' && value.startsWith('attach://')) body[name] = body[value.slice('attach://'.length)];
+      }
+    }
     else if (req.url?.includes('?')) body = Object.fromEntries(new URLSearchParams(req.url.split('?')[1]));
     const request: TgRequest = { token, method, body, at: Date.now() };
     this.requests.push(request);
@@ -341,6 +361,41 @@ export class TelegramApi {
         if ((body.parse_mode === 'HTML' ? visibleLength(content) : content.length) > 4096) return bad('Bad Request: message is too long');
         const messageId = method === 'editMessageText' ? Number(body.message_id) : this.nextMessageId(chat.id);
         return ok({ message_id: messageId, date: Math.floor(Date.now() / 1000), chat, from: bot.user, text: content, ...(method === 'editMessageText' ? { edit_date: Math.floor(Date.now() / 1000) } : {}) });
+      }
+      case 'sendVoice': {
+        const chat = this.chats.get(Number(body.chat_id));
+        if (!chat) return bad('Bad Request: chat not found');
+        const voice = body.voice as { data?: Buffer } | undefined;
+        if (!voice?.data?.length) return bad('Bad Request: there is no voice in the request');
+        const stored = this.addFile(voice.data, `voice/file_${this.files.size}.oga`);
+        return ok({ message_id: this.nextMessageId(chat.id), date: Math.floor(Date.now() / 1000), chat, from: bot.user, voice: { ...stored, duration: 1, mime_type: 'audio/ogg' } });
+      }
+      case 'setMessageReaction': {
+        // https://core.telegram.org/bots/api#setmessagereaction: a message of a chat the bot is in, emoji from Telegram's list.
+        if (!this.chats.has(Number(body.chat_id))) return bad('Bad Request: chat not found');
+        if (!Number.isInteger(Number(body.message_id)) || Number(body.message_id) > (this.messageIds.get(Number(body.chat_id)) ?? 0)) return bad('Bad Request: message to react not found');
+        const reaction = typeof body.reaction === 'string' ? JSON.parse(body.reaction) : body.reaction;
+        if (!Array.isArray(reaction) || reaction.some((entry: any) => entry?.type !== 'emoji' || !REACTION_EMOJI.has(entry.emoji))) return bad('Bad Request: REACTION_INVALID');
+        return ok(true);
+      }
+      case 'sendDocument': case 'sendPhoto': {
+        const chat = this.chats.get(Number(body.chat_id));
+        if (!chat) return bad('Bad Request: chat not found');
+        const field = method === 'sendPhoto' ? 'photo' : 'document';
+        // A file may come under its own field, or under another one its field names (attach://<name>).
+        const named = form?.get(field);
+        const file = typeof named === 'string' && named.startsWith('attach://') ? form?.get(named.slice('attach://'.length)) : named;
+        if (!file || typeof file === 'string') return bad(`Bad Request: there is no ${field} in the request`);
+        // Bots upload photos up to 10 MB and other files up to 50 MB.
+        if (file.size > (method === 'sendPhoto' ? 10 : 50) * 1024 * 1024) return bad('Request Entity Too Large', 413);
+        if (String(body.caption ?? '').length > 1024) return bad('Bad Request: message caption is too long');
+        const data = new Uint8Array(await file.arrayBuffer());
+        this.uploads.push({
+          method, chatId: chat.id, name: file.name, type: file.type, data,
+          ...(body.message_thread_id ? { threadId: Number(body.message_thread_id) } : {}), ...(body.caption ? { caption: String(body.caption) } : {}),
+        });
+        const messageId = this.nextMessageId(chat.id);
+        return ok({ message_id: messageId, date: Math.floor(Date.now() / 1000), chat, from: bot.user, ...(body.caption ? { caption: body.caption } : {}) });
       }
       default: return bad(`Not Found: method not found`, 404);
     }

@@ -113,6 +113,11 @@ export class WhatsAppApi {
     this.revoked = true;
   }
 
+  /** A media object by its id (one the business uploaded, say): its bytes and type. */
+  mediaOf(id: string): { data: Uint8Array; mime: string } | undefined {
+    return this.media.get(id);
+  }
+
   /** A file a person can send: its media id, fetched by the business through the Graph API. */
   upload(data: Uint8Array, mime: string): MediaRef {
     const id = String(1_000_000_000_000 + this.media.size);
@@ -266,10 +271,17 @@ export class WhatsAppApi {
     const url = new URL(req.url ?? '/', this.apiRoot);
     const token = String(req.headers.authorization ?? '').replace(/^Bearer /, '');
     let body: Record<string, any> = {};
-    try {
-      body = text ? JSON.parse(text) : {};
-    } catch {
-      body = { unparsed: text };
+    const contentType = String(req.headers['content-type'] ?? '');
+    if (contentType.startsWith('multipart/form-data')) {
+      // A media upload: its fields, the file as its name, type and bytes.
+      const form = await new Response(Buffer.concat(chunks), { headers: { 'content-type': contentType } }).formData();
+      for (const [name, value] of form.entries()) body[name] = typeof value === 'string' ? value : { name: value.name, type: value.type, data: Buffer.from(await value.arrayBuffer()) };
+    } else {
+      try {
+        body = text ? JSON.parse(text) : {};
+      } catch {
+        body = { unparsed: text };
+      }
     }
     const call: WaCall = { method: req.method ?? 'GET', path: url.pathname, token, body, at: Date.now(), status: 0 };
     this.calls.push(call);
@@ -301,6 +313,15 @@ export class WhatsAppApi {
       if (!file) return void res.writeHead(404).end();
       call.status = 200;
       return void res.writeHead(200, { 'content-type': file.mime, 'content-length': String(file.data.length) }).end(file.data);
+    }
+    const upload = /^\/(v\d+\.\d+)\/([^/]+)\/media$/.exec(url.pathname);
+    if (upload && req.method === 'POST') {
+      if (upload[2] !== this.phoneNumberId && !this.numbers.has(upload[2]!)) return error(400, 100, 'Unsupported post request. Object with ID does not exist', undefined);
+      if (body.messaging_product !== 'whatsapp') return error(400, 100, '(#100) The parameter messaging_product is required.');
+      if (!body.file?.data?.length) return error(400, 100, '(#100) The parameter file is required.');
+      const id = String(1_000_000_000_000 + this.media.size);
+      this.media.set(id, { data: body.file.data, mime: String(body.type ?? body.file.type) });
+      return send(200, { id });
     }
     if (!graph) return error(400, 100, 'Unknown path components');
     const [, , id] = graph;

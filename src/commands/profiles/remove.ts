@@ -54,6 +54,9 @@ export default class ProfilesRemove extends BaseCommand<RemoveResult> {
         left.push({ what: `secrets in ${store.location}`, why: (error as Error).message });
       }
     }
+    // Its agents' workspaces are file systems of their own, mounted until now: unmounted (their loop devices go with them) before anything is removed.
+    const { unmountImages } = await import('../../shared/workspace-image.ts');
+    unmountImages(paths.dir);
     rmSync(paths.dir, { recursive: true, force: true });
     if (savedProfile() === name) rmSync(currentProfileFile(), { force: true });
     this.say(`Removed profile "${name}".`);

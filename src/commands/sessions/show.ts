@@ -1,7 +1,7 @@
 import { Args, Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.ts';
 import { describeAttachment } from '../../shared/attachments.ts';
-import type { AttachmentView, MethodResults, OutboxEntryView } from '../../shared/protocol/results.ts';
+import type { AttachmentView, DelegationNode, DelegationView, MethodResults, OutboxEntryView } from '../../shared/protocol/results.ts';
 
 type History = MethodResults['sessions.history'];
 
@@ -9,10 +9,18 @@ type History = MethodResults['sessions.history'];
 function describeDelivery(delivery: OutboxEntryView): string {
   const tries = `${delivery.attempts} ${delivery.attempts === 1 ? 'try' : 'tries'}`;
   if (delivery.status === 'sent') {
-    return `(sent to ${delivery.to} at ${delivery.sentAt}${delivery.receipts.length ? `, message ${delivery.receipts.join(', ')}` : ''}${delivery.attempts > 1 ? `, after ${tries}` : ''})`;
+    return `(sent to ${delivery.to}${delivery.voice ? ' with a voice note' : ''} at ${delivery.sentAt}${delivery.receipts.length ? `, message ${delivery.receipts.join(', ')}` : ''}${delivery.attempts > 1 ? `, after ${tries}` : ''})`;
   }
   if (delivery.status === 'pending') return `(waiting to go to ${delivery.to}: ${tries} so far, next at ${delivery.nextAttemptAt}${delivery.error ? `; last: ${delivery.error}` : ''})`;
   return `(not delivered to ${delivery.to} after ${tries}: ${delivery.error ?? 'given up'})`;
+}
+
+/** How a delegation stands: `succeeded, answered at ...`, `running, the answer to come as a new turn`, `failed: ...`. */
+function describeDelegation(delegation: DelegationView): string {
+  const usage = delegation.usage.inputTokens !== undefined ? `, ${delegation.usage.inputTokens} in / ${delegation.usage.outputTokens ?? '?'} out` : '';
+  if (delegation.status === 'running') return `running since ${delegation.createdAt}; the answer ${delegation.wait ? 'is waited for' : 'comes as a new turn'}`;
+  if (delegation.status === 'failed') return `failed: ${delegation.error ?? 'unknown'}${delegation.deliveredAt ? '; told to the parent' : ''}`;
+  return `succeeded${usage}${delegation.deliveredAt ? `, answered at ${delegation.deliveredAt}` : ''}`;
 }
 
 export default class SessionsShow extends BaseCommand<History> {
@@ -30,6 +38,13 @@ export default class SessionsShow extends BaseCommand<History> {
     const result = await client.call('sessions.history', { key: args.key, limit: flags.limit });
     const { session } = result;
     this.say(`${session.key}: ${session.kind === 'group' ? 'room' : 'direct messages with'} ${session.peerName ?? session.peer} on ${session.channel} (${session.messageCount} messages)`);
+    const { parent, children } = result.delegation ?? { parent: null, children: [] };
+    if (parent) this.say(`  a task agent ${parent.parentAgent} delegated to ${parent.agent} from ${parent.parentSession} (${describeDelegation(parent)})`);
+    const tree = (nodes: DelegationNode[], indent: string): void => nodes.forEach((node) => {
+      this.say(`${indent}delegated to ${node.agent}: ${node.sessionKey} (${describeDelegation(node)})`);
+      tree(node.children, `${indent}  `);
+    });
+    tree(children, '  ');
     const brief = (value: unknown) => {
       const text = JSON.stringify(value ?? null);
       return text.length > 200 ? `${text.slice(0, 199)}…` : text;

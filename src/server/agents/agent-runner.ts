@@ -67,8 +67,10 @@ export interface AgentRunRequest {
   direct?: string;
   /** The caller's own sampling settings, over the agent's. */
   overrides?: { temperature?: number; maxOutputTokens?: number; toolChoice?: AgentSettings['toolChoice'] | { name: string } };
-  surface: 'channel' | 'chat' | 'api' | 'webchat' | 'automation';
+  surface: 'channel' | 'chat' | 'api' | 'webchat' | 'automation' | 'delegate';
   subject?: string;
+  /** The agent that delegated this run's task (agents.delegate): its model calls count to that agent too. */
+  delegatedBy?: string;
   runId?: string;
   signal?: AbortSignal;
   onEvent?: (event: RunEvent & { runId: string }) => void;
@@ -172,7 +174,8 @@ export class AgentRunner {
         runId, agentId, agent, sessionKey, person: request.person, messages, system,
         models: [request.model ?? settings.model!, ...settings.fallbacks.filter((ref) => ref !== (request.model ?? settings.model))],
         tools: this.deps.catalog.toolsFor(settings), clientTools: request.clientTools ?? [],
-        meta: { agent: agentId, sessionKey, subject: request.subject, surface: request.surface, runId }, ...(request.replyTo ? { replyTo: request.replyTo } : {}),
+        meta: { agent: agentId, sessionKey, subject: request.subject, surface: request.surface, runId, ...(request.delegatedBy ? { delegatedBy: request.delegatedBy } : {}) },
+        ...(request.replyTo ? { replyTo: request.replyTo } : {}),
         signal: AbortSignal.any([signal, records.signal]), onEvent: emit, begin: () => records.begin(), onSent: () => records.soon(RECORD_WAIT_MS),
       }, { caller: this.deps.caller, runner: this.deps.runner, sessions: this.deps.sessions, logger: this.deps.log });
       await records.begin();

@@ -4,7 +4,7 @@
  * agent may call (its list and its tool profile's, matched against the tool
  * registry's catalog for agents).
  */
-import type { AgentSettings, GatewayConfig } from '../../shared/config/types.ts';
+import type { AgentSettings, ChannelRoute, GatewayConfig } from '../../shared/config/types.ts';
 import { matchesPattern } from '../../shared/patterns.ts';
 import type { AgentInfo } from '../../shared/protocol/results.ts';
 import { DomainError } from '../kernel/errors.ts';
@@ -13,13 +13,17 @@ import type { ToolSpec } from '../models/module.ts';
 /** What each tool profile adds to an agent's tools. */
 export const TOOL_PROFILE_TOOLS: Record<NonNullable<AgentSettings['toolProfile']>, readonly string[]> = {
   minimal: ['memory.search', 'memory.get', 'memory.note'],
-  messaging: ['memory.search', 'memory.get', 'memory.note', 'message.send', 'sessions.list', 'automations.add', 'ask'],
-  coding: ['memory.search', 'memory.get', 'memory.note', 'files.*', 'web.fetch', 'exec'],
+  messaging: ['memory.search', 'memory.get', 'memory.note', 'message.send', 'message.react', 'message.attach', 'sessions.list', 'automations.add', 'web.search', 'ask'],
+  coding: ['memory.search', 'memory.get', 'memory.note', 'files.*', 'web.fetch', 'web.search', 'browser.*', 'exec'],
   full: ['*'],
 };
 
 /** The tool names and patterns an agent may call: its list and its profile's. */
-export const toolPatterns = (settings: AgentSettings): readonly string[] => (settings.toolProfile ? [...settings.tools, ...TOOL_PROFILE_TOOLS[settings.toolProfile]] : settings.tools);
+export const toolPatterns = (settings: AgentSettings): readonly string[] => [
+  ...settings.tools, ...(settings.toolProfile ? TOOL_PROFILE_TOOLS[settings.toolProfile] : []),
+  // An agent that may delegate has the tool to do it.
+  ...(settings.delegation?.agents.length ? ['agents.delegate'] : []),
+];
 
 /** A bare model as an agent of one step with no tools of its own. */
 export const directSettings = (model: string): AgentSettings => ({
@@ -57,8 +61,15 @@ export class AgentCatalog {
 
   list(): AgentInfo[] {
     const fallback = this.defaultAgent();
-    return Object.entries(this.config().agents).map(([id, agent]) => ({
+    const { agents, channels } = this.config();
+    // Who each agent answers on channels: the routes that name it, and the channels it answers for everyone else.
+    const answers = (id: string) => Object.entries(channels).flatMap(([channel, settings]) => [
+      ...((settings.routes as ChannelRoute[] | undefined) ?? []).flatMap((route, index) => (route.agent === id ? [{ channel, order: index + 1, match: route.match }] : [])),
+      ...(settings.agent === id ? [{ channel, order: null, match: {} }] : []),
+    ]);
+    return Object.entries(agents).map(([id, agent]) => ({
       id, model: agent.model ?? null, fallbacks: agent.fallbacks, tools: agent.tools, maxSteps: agent.maxSteps, queue: agent.queue, default: id === fallback,
+      skills: agent.skills ?? [], routes: answers(id), delegatesTo: agent.delegation?.agents ?? [],
     }));
   }
 

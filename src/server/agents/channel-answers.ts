@@ -1,8 +1,9 @@
 /**
- * An agent's answers on channels. The agent named by channels.<id>.agent
- * answers direct messages from approved senders, and rooms when addressed by
- * its nick ("gw: ..." or "gw, ..."); a sender over runtime.senderLimit is told
- * once and then not answered until the window passes.
+ * An agent's answers on channels. The agent a route of channels.<id>.routes
+ * names, else channels.<id>.agent, answers direct messages from approved
+ * senders, and rooms when addressed by its nick ("gw: ..." or "gw, ..."); a
+ * sender over runtime.senderLimit is told once and then not answered until
+ * the window passes.
  *
  * A message to answer is a job, queued in the transaction that records the
  * message; the answer goes to the channel's outbox. A daemon that stops
@@ -20,9 +21,12 @@ import { peerPerson } from '../kernel/person.ts';
 import type { Tx } from '../store/database.ts';
 import type { AgentRunRequest } from './agent-runner.ts';
 import type { RunOutcome } from './runtime.ts';
+import type { VoiceNotes } from './voice-notes.ts';
 
 /** The job that answers a channel message: queued with the message, in the transaction that records it. */
 export const CHANNEL_ANSWER_JOB = 'channel.answer';
+/** Tries of an answer's job (a voice engine that is down is tried again until the last). */
+const ANSWER_ATTEMPTS = 5;
 /** A typing indicator lasts about 5 s on the apps that show one. */
 const TYPING_EVERY_MS = 4000;
 
@@ -48,6 +52,8 @@ export interface ChannelAnswersDeps {
   channels: Pick<ChannelManager, 'selfName' | 'reply' | 'answered' | 'typing' | 'stream'>;
   run: (request: AgentRunRequest) => Promise<RunOutcome>;
   jobs: Pick<JobQueue, 'enqueue'>;
+  /** Voice notes heard before the agent runs, answers spoken back (voice-notes.ts). */
+  voice?: VoiceNotes;
   log: Logger;
   now?: () => number;
   typingEveryMs?: number;
@@ -71,9 +77,9 @@ export class ChannelAnswers {
   }
 
   /** Decides whether a message that reached a session is answered, and queues its answer in the transaction that records it. */
-  async inbound({ channel, message, session, recorded }: Inbound, tx: Tx): Promise<void> {
+  async inbound({ channel, message, session, recorded, agent: agentId }: Inbound, tx: Tx): Promise<void> {
     const { config, channels, log } = this.deps;
-    const agentId = (config().channels[channel] as { agent?: string } | undefined)?.agent;
+    // Chosen by the channel as it recorded the message (channels.<id>.routes, else channels.<id>.agent).
     if (!agentId) return;
     let text = message.text;
     // Where the channel says a reply goes (a Slack thread, a Telegram chat), else the room or the sender's name.
@@ -104,7 +110,7 @@ export class ChannelAnswers {
       channel, account: message.account, agentId, sessionKey: session.key, recordedId: recorded.id, to,
       text: message.kind === 'group' ? `${message.senderName}: ${text}` : text, sender: { id: message.sender, name: message.senderName },
     };
-    await this.deps.jobs.enqueue({ kind: CHANNEL_ANSWER_JOB, payload: job, source: `channel:${channel}`, maxAttempts: 5 }, tx);
+    await this.deps.jobs.enqueue({ kind: CHANNEL_ANSWER_JOB, payload: job, source: `channel:${channel}`, maxAttempts: ANSWER_ATTEMPTS }, tx);
   }
 
   /** Runs an answer's job: the agent's run, its reply (streamed where the channel can) to the outbox once, an apology when it failed. */
@@ -119,6 +125,16 @@ export class ChannelAnswers {
     // With channels.<id>.streaming, the reply shows as it is written, in one message the final text then replaces.
     const stream = channels.stream(job.channel, job.account, job.to);
     try {
+      // Voice notes are heard first: the agent reads the person's words.
+      const hearing = job.resume ? undefined : await this.deps.voice?.hear(job, attempt >= ANSWER_ATTEMPTS);
+      if (hearing?.unheard.length) {
+        await channels.reply({ channel: job.channel, account: job.account, to: job.to, text: hearing.unheard.join('\n'), key: `unheard:${job.sessionKey}:${job.recordedId}`, sessionKey: job.sessionKey });
+      }
+      if (hearing && !hearing.says) {
+        clearInterval(typing);
+        await stream?.finish();
+        return { unheard: hearing.unheard };
+      }
       const result = await this.deps.run({
         agentId: job.agentId, session: { key: job.sessionKey }, text: job.text, surface: 'channel', sender: job.sender, replyTo: job.to,
         ...(job.resume ? { resume: true } : { recordedId: job.recordedId }),
@@ -129,10 +145,12 @@ export class ChannelAnswers {
       clearInterval(typing);
       const editOf = await stream?.finish();
       if (!result.text.trim()) return { runId: result.runId, status: result.status, replied: false };
+      // Spoken back (channels.<id>.voiceReplies) as a voice note with the text.
+      const voice = this.deps.voice?.speaks(job.channel, hearing?.spoken ?? false) ? await this.deps.voice.speak(job, result.text) : undefined;
       // Merged turns (the collect queue mode) share one run, and its answer goes out once.
       await channels.reply({
         channel: job.channel, account: job.account, to: job.to, text: result.text, key: job.resume ? `resume:${job.resume}` : `run:${result.runId}`, sessionKey: job.sessionKey, runId: result.runId,
-        ...(job.resume ? {} : { turnId: job.recordedId }), ...(editOf ? { editOf } : {}),
+        ...(job.resume ? {} : { turnId: job.recordedId }), ...(editOf ? { editOf } : {}), ...(voice ? { voice } : {}),
       });
       return { runId: result.runId, status: result.status, replied: true };
     } catch (error) {

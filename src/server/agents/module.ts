@@ -3,7 +3,9 @@
  * session (runtime.ts), a run from anywhere (agent-runner.ts) with its tool
  * loop over the gateway's tool registry (run.ts), runs over the WebSocket
  * (`gateway chat`, WebChat) and answers to channel messages from approved
- * senders (channel-answers.ts).
+ * senders (channel-answers.ts), their voice notes heard first and answers
+ * spoken back where asked (voice-notes.ts), and tasks one agent hands
+ * another (delegations.ts).
  */
 import type { AgentSettings } from '../../shared/config/types.ts';
 import type { AgentInfo } from '../../shared/protocol/results.ts';
@@ -16,12 +18,16 @@ import { OPERATOR } from '../kernel/person.ts';
 import modelsModule from '../models/module.ts';
 import sessionsModule from '../sessions/module.ts';
 import toolsModule from '../tools/module.ts';
+import voiceModule from '../voice/module.ts';
 import { type AgentRunRequest, AgentRunner } from './agent-runner.ts';
 import { AgentCatalog, TOOL_PROFILE_TOOLS } from './catalog.ts';
 import { CHANNEL_ANSWER_JOB, ChannelAnswers } from './channel-answers.ts';
+import { DELEGATION_MIGRATIONS, DelegationStore } from './delegation-store.ts';
+import { DELEGATE_JOB, DELEGATION_TURN_JOB, Delegations } from './delegations.ts';
 import { RUN_MIGRATIONS, RunStore } from './run-store.ts';
 import { AgentRuntime, type RunOutcome } from './runtime.ts';
 import { SessionReader } from './session-reader.ts';
+import { VoiceNotes } from './voice-notes.ts';
 
 export type { AgentRunRequest } from './agent-runner.ts';
 export type { RunEvent } from './run.ts';
@@ -38,8 +44,8 @@ export interface Agents {
 
 export default defineModule<Agents>({
   id: 'agents',
-  needs: [jobsModule, sessionsModule, modelsModule, toolsModule, channelsModule, skillsModule],
-  migrations: RUN_MIGRATIONS,
+  needs: [jobsModule, sessionsModule, modelsModule, toolsModule, channelsModule, skillsModule, voiceModule],
+  migrations: [...RUN_MIGRATIONS, ...DELEGATION_MIGRATIONS],
   async setup(ctx) {
     const runs = new RunStore(ctx.store, ctx.daemon.instanceId);
     const interrupted = await runs.interruptLeftovers();
@@ -49,7 +55,7 @@ export default defineModule<Agents>({
     const sessions = ctx.use(sessionsModule);
     const { caller } = ctx.use(modelsModule);
     const { runner } = ctx.use(toolsModule);
-    const { channels, attachments } = ctx.use(channelsModule);
+    const { channels, attachments, outbox } = ctx.use(channelsModule);
     const runtime = new AgentRuntime(ctx.config);
     ctx.onStop((deadline) => runtime.stop(deadline));
 
@@ -82,9 +88,28 @@ export default defineModule<Agents>({
       return { aborted: runtime.abort({ runId, sessionKey }) };
     } });
 
-    const answers = new ChannelAnswers({ config: ctx.config, channels, run, jobs: queue, log: ctx.log });
+    const voice = new VoiceNotes({
+      config: ctx.config, voice: ctx.use(voiceModule), sessions: sessions.store, attachments, log: ctx.log, carriesVoice: (channel) => channels.carriesVoice(channel),
+    });
+    const answers = new ChannelAnswers({ config: ctx.config, channels, run, jobs: queue, voice, log: ctx.log });
     channels.onInbound((inbound, tx) => answers.inbound(inbound, tx));
     ctx.jobs.handle(CHANNEL_ANSWER_JOB, (payload, context) => answers.answer(payload, context));
+
+    const delegationRows = new DelegationStore(ctx.store);
+    retention('delegations', (retentionMs) => delegationRows.prune(retentionMs));
+    const delegations = new Delegations({
+      config: ctx.config, store: ctx.store, rows: delegationRows, sessions, jobs: queue, outbox, run, daemon: ctx.daemon.instanceId, log: ctx.log,
+    });
+    // Answers whose waiting call died with its daemon come back as turns, before the jobs worker starts.
+    const recovered = await delegations.recover();
+    if (recovered > 0) ctx.log.warn({ delegations: recovered }, 'answers of delegated tasks whose waiting run was interrupted come back as new turns');
+    ctx.tools.add(delegations.tool());
+    ctx.jobs.handle(DELEGATE_JOB, (payload, context) => delegations.runChild(payload, context));
+    ctx.jobs.handle(DELEGATION_TURN_JOB, (payload, context) => delegations.runTurn(payload, context));
+    sessions.decorate(async (session) => {
+      const delegation = await delegations.of(session.key);
+      return delegation ? { delegation } : undefined;
+    });
     return { resolve: (agentId) => catalog.resolve(agentId), run, list: () => catalog.list() };
   },
 });

@@ -160,7 +160,7 @@ async function runTool(call: ToolCallRecord, spec: RunSpec, deps: RunDeps): Prom
   const args = call.args && typeof call.args === 'object' && !Array.isArray(call.args) ? call.args as Record<string, unknown> : {};
   try {
     const { result } = await deps.runner.invoke({ tool: call.name, args, sessionKey: spec.sessionKey, runId: spec.runId, callId: call.id, ...(spec.replyTo ? { replyTo: spec.replyTo } : {}) }, {
-      name: `agent:${spec.agentId}`, surface: 'agent', admin: false, agent: spec.agentId, person: spec.person,
+      name: `agent:${spec.agentId}`, surface: 'agent', admin: false, agent: spec.agentId, person: spec.person, ...(spec.meta.subject ? { subject: spec.meta.subject } : {}),
     });
     return { result };
   } catch (thrown) {

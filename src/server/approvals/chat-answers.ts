@@ -36,7 +36,7 @@ export class ChatAnswers {
   }
 
   /** Takes a message that is an answer (see InboundClaim), in the transaction that would have recorded it. */
-  async claim(channel: string, message: InboundMessage, session: { kind: 'direct' | 'group'; peer: string }, tx: Tx): Promise<boolean> {
+  async claim(channel: string, message: InboundMessage, session: { kind: 'direct' | 'group'; peer: string; agent?: string }, tx: Tx): Promise<boolean> {
     // The first line says it (a mail's signature may follow).
     const words = TEXT_ANSWER.exec(message.text.trim().split('\n')[0] ?? '');
     if (words && await this.answerInWords(channel, message, words[1]!.toLowerCase() === 'approve', words[2]!, tx)) return true;

@@ -42,10 +42,10 @@ export default defineModule<OperatorControl>({
   migrations: APPROVAL_MIGRATIONS,
   async setup(ctx) {
     const { store } = ctx;
-    const { channels, outbox } = ctx.use(channelsModule);
+    const { outbox, hooks } = ctx.use(channelsModule);
     const sessions = ctx.use(sessionsModule);
     const { queue, retention } = ctx.use(jobsModule);
-    const notices = new OperatorNotices({ config: ctx.config, channels, outbox, logger: ctx.log });
+    const notices = new OperatorNotices({ config: ctx.config, channels: { normalizePeer: (channel, peer) => ctx.use(channelsModule).channels.normalizePeer(channel, peer), hasButtons: (channel) => hooks.hasButtons(channel) }, outbox, logger: ctx.log });
 
     const approvals = new ExecApprovals({
       store, daemon: ctx.daemon.instanceId, notices, logger: ctx.log, shared: store.coordinator !== undefined,
@@ -83,7 +83,7 @@ export default defineModule<OperatorControl>({
 
     // The ask tool: a run waits for its person's answer without holding a slot, and resumes as a channel answer job.
     const questions = new Questions({
-      store, config: ctx.config, sessions, channels, outbox, jobs: queue, logger: ctx.log,
+      store, config: ctx.config, sessions, channels: hooks, outbox, jobs: queue, logger: ctx.log,
       resume: async (question, tx) => {
         const job: AnswerJob = {
           channel: question.channel, account: question.account, agentId: question.agent, sessionKey: question.sessionKey, recordedId: 0, text: '', to: question.to,
@@ -98,8 +98,8 @@ export default defineModule<OperatorControl>({
 
     // Answers from the chats: button presses, and words taken before they reach a session.
     const answers = new ChatAnswers({ store, approvals, questions, notices, outbox });
-    channels.onClaim(({ channel, message, session }, tx) => answers.claim(channel, message, session, tx));
-    channels.onPress((channel, press) => answers.press(channel, press));
+    hooks.onClaim(({ channel, message, session }, tx) => answers.claim(channel, message, session, tx));
+    hooks.onPress((channel, press) => answers.press(channel, press));
 
     // A budget's warning and its cap reached go to the operator's chats too, once (the daemon that recorded the notice tells it).
     ctx.events.on('budget.notice', (payload) => {

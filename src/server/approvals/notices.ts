@@ -7,7 +7,7 @@
 import type { Logger } from 'pino';
 import type { GatewayConfig } from '../../shared/config/types.ts';
 import type { ChannelButton } from '../kernel/channel.ts';
-import type { ChannelManager, Outbox } from '../channels/module.ts';
+import type { AnswerHooks, ChannelManager, Outbox } from '../channels/module.ts';
 import type { Db } from '../store/database.ts';
 
 /** Where an operator's message goes: a channel's account and a recipient as the channel takes it. */
@@ -19,7 +19,7 @@ export interface NotifyTarget {
 
 export interface OperatorNoticesDeps {
   config: () => GatewayConfig;
-  channels: Pick<ChannelManager, 'normalizePeer' | 'hasButtons'>;
+  channels: Pick<ChannelManager, 'normalizePeer'> & Pick<AnswerHooks, 'hasButtons'>;
   outbox: Pick<Outbox, 'queue' | 'byKey'>;
   logger: Logger;
 }

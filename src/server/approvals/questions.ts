@@ -17,7 +17,7 @@ import type { ButtonPress, PressAnswer } from '../kernel/channel.ts';
 import { DomainError, RunSuspended } from '../kernel/errors.ts';
 import type { ToolDef } from '../kernel/module.ts';
 import { peerPerson } from '../kernel/person.ts';
-import type { ChannelManager, Outbox } from '../channels/module.ts';
+import type { AnswerHooks, Outbox } from '../channels/module.ts';
 import type { JobQueue } from '../jobs/module.ts';
 import type { Sessions } from '../sessions/module.ts';
 import type { Db, Store, Tx } from '../store/database.ts';
@@ -43,7 +43,7 @@ export interface QuestionsDeps {
   store: Store;
   config: () => GatewayConfig;
   sessions: Pick<Sessions, 'store' | 'append'>;
-  channels: Pick<ChannelManager, 'hasButtons'>;
+  channels: Pick<AnswerHooks, 'hasButtons'>;
   outbox: Pick<Outbox, 'queue' | 'byKey'>;
   jobs: Pick<JobQueue, 'enqueue'>;
   /** Queues the run that resumes a conversation after its question, in the caller's transaction. */
@@ -113,7 +113,7 @@ export class Questions {
     const now = this.now();
     const expiresAt = now + this.deps.config().tools.ask.timeoutSeconds * 1000;
     // Where the conversation's answers go (a chat, a thread), else its peer or room.
-    const to = context.replyTo ?? (session.kind === 'group' ? session.peer : session.peer.split('#')[0]!);
+    const to = context.replyTo ?? session.peer.split('#')[0]!;
     const buttons = this.deps.channels.hasButtons(session.channel);
     await this.deps.store.transaction(async (tx) => {
       await tx.run(`INSERT INTO agent_questions (id, session_key, run_id, call_id, agent, person, channel, account, recipient, question, options, default_answer, asked_at, expires_at, status)
@@ -130,9 +130,9 @@ export class Questions {
   }
 
   /** A person's message: the answer to their question waiting in this conversation, if there is one (it then reaches no agent). */
-  async claim(channel: string, message: { account: string; sender: string; text: string }, session: { kind: 'direct' | 'group'; peer: string }, tx: Tx): Promise<boolean> {
+  async claim(channel: string, message: { account: string; sender: string; text: string }, session: { kind: 'direct' | 'group'; peer: string; agent?: string }, tx: Tx): Promise<boolean> {
     if (!message.text.trim()) return false;
-    const key = this.deps.sessions.store.keyOf({ channel, account: message.account, kind: session.kind, peer: session.peer });
+    const key = this.deps.sessions.store.keyOf({ channel, account: message.account, kind: session.kind, peer: session.peer, ...(session.agent ? { agent: session.agent } : {}) });
     const row = await tx.get<Row>("SELECT * FROM agent_questions WHERE person = ? AND session_key = ? AND status = 'pending' ORDER BY asked_at DESC LIMIT 1",
       peerPerson(channel, message.account, message.sender), key);
     if (!row) return false;

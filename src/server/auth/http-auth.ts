@@ -45,6 +45,18 @@ export const bearerOf = (req: IncomingMessage): string | undefined => {
 /** How long a credential that was valid keeps its own request budget without being seen valid again. */
 const VALID_REMEMBERED_MS = 10 * 60_000;
 
+/** The budget key of a connection's address, made once per connection: a keep-alive client's every request would make it again. */
+const addressKeys = new WeakMap<object, string>();
+const addressKey = (req: IncomingMessage): string => {
+  let key = addressKeys.get(req.socket);
+  if (key === undefined) {
+    const address = req.socket.remoteAddress;
+    key = `addr:${address ?? 'unknown'}`;
+    if (address !== undefined) addressKeys.set(req.socket, key);
+  }
+  return key;
+};
+
 /** A short fingerprint of a credential, for rate-limit keys and logs. */
 const fingerprints = new Map<string, string>();
 export const fingerprint = (value: string): string => {
@@ -108,7 +120,7 @@ export class HttpAuthenticator {
       const until = this.recentlyValid.get(print);
       if (until !== undefined && until > Date.now()) return `cred:${print}`;
     }
-    return `addr:${req.socket.remoteAddress ?? 'unknown'}`;
+    return addressKey(req);
   }
 
   private rememberValid(req: IncomingMessage): void {

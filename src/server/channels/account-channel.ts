@@ -5,7 +5,7 @@
  * handed to the account it names.
  */
 import type { ChannelState } from '../../shared/channels.ts';
-import { ChannelSendError, type AccountStatus, type ChannelContext, type ChannelRequest, type ChannelResponse, type ChannelSettings, type SendOptions, type SendReceipt } from '../kernel/channel.ts';
+import { ChannelSendError, type AccountStatus, type ChannelContext, type ChannelRequest, type ChannelResponse, type ChannelSettings, type OutboundVoice, type SendOptions, type SendReceipt } from '../kernel/channel.ts';
 import { Reconnect } from './reconnect.ts';
 import { refusal } from './webhook.ts';
 
@@ -17,6 +17,8 @@ export interface LiveAccount {
   stop(): Promise<void>;
   /** Delivers one message; rejects when the account cannot send now (a ChannelSendError says whether and when to try again). */
   send(to: string, text: string, options: SendOptions): Promise<SendReceipt | void>;
+  /** Sends a voice note, where the platform carries them. */
+  sendVoice?(to: string, voice: OutboundVoice, options: SendOptions): Promise<SendReceipt | void>;
   /** Shows the recipient that a reply is being written, where the platform can. */
   typing?(to: string): Promise<void>;
   receive?(request: ChannelRequest): Promise<ChannelResponse>;
@@ -96,6 +98,13 @@ export abstract class AccountChannel<A extends LiveAccount, S extends { enabled:
 
   send(account: string, to: string, text: string, options: SendOptions = {}): Promise<SendReceipt | void> {
     return this.running(account).send(to, text, options);
+  }
+
+  /** A voice note, through the account it names (a channel that carries voice notes offers this as its sendVoice). */
+  protected voiceThrough(account: string, to: string, voice: OutboundVoice, options: SendOptions = {}): Promise<SendReceipt | void> {
+    const live = this.running(account);
+    if (!live.sendVoice) throw new ChannelSendError(`${this.id} account ${account} cannot send voice notes`, { permanent: true });
+    return live.sendVoice(to, voice, options);
   }
 
   /** Never fails: a typing indicator that does not show is no loss. */

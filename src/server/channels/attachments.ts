@@ -51,7 +51,19 @@ export interface Fetched {
 const MEDIA_BY_EXTENSION: Record<string, string> = {
   jpg: 'image/jpeg', jpeg: 'image/jpeg', png: 'image/png', gif: 'image/gif', webp: 'image/webp',
   pdf: 'application/pdf', txt: 'text/plain', md: 'text/markdown', csv: 'text/csv', json: 'application/json',
+  ogg: 'audio/ogg', oga: 'audio/ogg', opus: 'audio/ogg', mp3: 'audio/mpeg', m4a: 'audio/mp4', wav: 'audio/wav', flac: 'audio/flac', aac: 'audio/aac', amr: 'audio/amr', weba: 'audio/webm',
 };
+
+/** The audio formats a file's first bytes show (a voice note sent without a media type). */
+function audioOf(data: Uint8Array): string | undefined {
+  const head = String.fromCharCode(...data.subarray(0, 12));
+  if (head.startsWith('OggS')) return 'audio/ogg';
+  if (head.startsWith('ID3') || (data[0] === 0xff && ((data[1] ?? 0) & 0xe0) === 0xe0)) return 'audio/mpeg';
+  if (head.startsWith('RIFF') && head.slice(8, 12) === 'WAVE') return 'audio/wav';
+  if (head.startsWith('fLaC')) return 'audio/flac';
+  if (head.startsWith('#!AMR')) return 'audio/amr';
+  return undefined;
+}
 
 /** The media type a file's bytes show (the common image formats), else its name's, else the platform's word. */
 export function mediaTypeOf(data: Uint8Array | undefined, name: string, said?: string): string | undefined {
@@ -67,7 +79,7 @@ export function mediaTypeOf(data: Uint8Array | undefined, name: string, said?: s
   const extension = /\.([a-z0-9]{1,5})$/i.exec(name)?.[1]?.toLowerCase();
   const byName = extension ? MEDIA_BY_EXTENSION[extension] : undefined;
   if (byName && !(data && byName.startsWith('image/'))) return byName;
-  return data ? 'application/octet-stream' : cleanSaid ?? byName;
+  return data ? audioOf(data) ?? 'application/octet-stream' : cleanSaid ?? byName;
 }
 
 /** A file name safe to show and store: no folders, no control characters, not too long. */
@@ -94,7 +106,9 @@ export class Attachments {
     const fetched: Fetched[] = [];
     for (const [index, attachment] of attachments.entries()) {
       const name = cleanName(attachment.name, `file-${index + 1}`);
-      const base = { id: `att_${randomBytes(9).toString('base64url')}`, name, ...(attachment.size !== undefined ? { size: attachment.size } : {}) };
+      const base = {
+        id: `att_${randomBytes(9).toString('base64url')}`, name, ...(attachment.size !== undefined ? { size: attachment.size } : {}), ...(attachment.voice ? { voice: true } : {}),
+      };
       const said = attachment.mimeType;
       if (index >= MAX_ATTACHMENTS_PER_MESSAGE) {
         fetched.push({ view: { ...base, mimeType: mediaTypeOf(undefined, name, said), kept: false, note: `not kept: more than ${MAX_ATTACHMENTS_PER_MESSAGE} files in one message` } });

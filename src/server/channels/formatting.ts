@@ -5,7 +5,20 @@
  * it again (with its language) in the next message.
  */
 
-const FENCE = /^(\s*)(`{3,}|~{3,})(.*)$/;
+export const FENCE = /^(\s*)(`{3,}|~{3,})(.*)$/;
+
+/** A fenced code block's lines, from the line after its opening fence (at `start`) to its closing fence (or the end), and where it ends. */
+export function fencedBlock(lines: readonly string[], start: number, marker: string): { body: string[]; end: number } {
+  const body: string[] = [];
+  let index = start + 1;
+  while (index < lines.length) {
+    const close = FENCE.exec(lines[index]!);
+    if (close && close[2]![0] === marker[0] && close[2]!.length >= marker.length && !close[3]!.trim()) break;
+    body.push(lines[index]!);
+    index++;
+  }
+  return { body, end: index };
+}
 
 /**
  * A mention of any of `names` in a room message: the name as a word of its
@@ -95,14 +108,9 @@ export function markdownToTelegramHtml(markdown: string): string {
       flushQuote();
       const marker = fence[2]!;
       const language = fence[3]!.trim().split(/\s+/)[0] ?? '';
-      const body: string[] = [];
-      index++;
-      while (index < lines.length) {
-        const close = FENCE.exec(lines[index]!);
-        if (close && close[2]![0] === marker[0] && close[2]!.length >= marker.length && !close[3]!.trim()) break;
-        body.push(lines[index]!);
-        index++;
-      }
+      const block = fencedBlock(lines, index, marker);
+      const body = block.body;
+      index = block.end;
       const code = escapeHtml(body.join('\n'));
       out.push(language && /^[\w+#.-]{1,32}$/.test(language) ? `<pre><code class="language-${language}">${code}</code></pre>` : `<pre>${code}</pre>`);
       continue;
@@ -169,14 +177,9 @@ export function markdownToSlackMrkdwn(markdown: string): string {
     const fence = FENCE.exec(line);
     if (fence) {
       const marker = fence[2]!;
-      const body: string[] = [];
-      index++;
-      while (index < lines.length) {
-        const close = FENCE.exec(lines[index]!);
-        if (close && close[2]![0] === marker[0] && close[2]!.length >= marker.length && !close[3]!.trim()) break;
-        body.push(lines[index]!);
-        index++;
-      }
+      const block = fencedBlock(lines, index, marker);
+      const body = block.body;
+      index = block.end;
       out.push(`\`\`\`\n${escapeSlack(body.join('\n'))}\n\`\`\``);
       continue;
     }

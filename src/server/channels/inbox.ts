@@ -8,7 +8,7 @@
  * answers) in the same transaction.
  */
 import type { Logger } from 'pino';
-import { PAIRING_CODE_TTL_MS, type SessionKind } from '../../shared/channels.ts';
+import { PAIRING_CODE_TTL_MS } from '../../shared/channels.ts';
 import type { ChannelSettings, InboundMessage } from '../kernel/channel.ts';
 import { observe, observed, type ChannelMessageObserved } from '../kernel/observe.ts';
 import { peerPerson } from '../kernel/person.ts';
@@ -22,6 +22,8 @@ import type { Attachments } from './attachments.ts';
 import type { DmPairing } from './dm-pairing.ts';
 import type { InboundMarks } from './inbound-marks.ts';
 import type { Outbox } from './outbox/outbox.ts';
+import type { AnswerHooks } from './answer-hooks.ts';
+import { type Routed, routeOf, sessionAgent } from './routes.ts';
 
 /** A message that reached a session: a direct message from an allowed sender, or one said in a room. */
 export interface Inbound {
@@ -29,6 +31,8 @@ export interface Inbound {
   message: InboundMessage;
   session: Session;
   recorded: SessionMessage;
+  /** The agent that answers it (channels.<id>.routes, else channels.<id>.agent); absent when none does. */
+  agent?: string;
 }
 
 /**
@@ -37,15 +41,6 @@ export interface Inbound {
  * commits with the message, or not at all.
  */
 export type InboundListener = (inbound: Inbound, tx: Tx) => Promise<void> | void;
-
-/**
- * Looks at a message before anything else does (after a redelivery is
- * dropped), in the transaction that would record it: true when the message
- * is an answer it takes (an approver's "approve 7f3a", a person answering an
- * agent's question), which then reaches no session and no agent. `session`
- * is where the message would be recorded.
- */
-export type InboundClaim = (claim: { channel: string; message: InboundMessage; session: { kind: SessionKind; peer: string } }, tx: Tx) => Promise<boolean> | boolean;
 
 /** What the inbox works with (the channel manager's own). */
 export interface InboxDeps {
@@ -57,31 +52,31 @@ export interface InboxDeps {
   marks: InboundMarks;
   attachments: Attachments;
   emit: (event: string, payload: unknown, scope: string) => void;
+  /** The answers taken before a message is recorded, and the buttons pressed (answer-hooks.ts). */
+  hooks?: AnswerHooks;
 }
 
 export class Inbox {
   private readonly listeners: InboundListener[] = [];
-  private readonly claims: InboundClaim[] = [];
   /** Each channel's inbound messages are handled one after another, in the order they came. */
   private readonly queues = new Map<string, Promise<void>>();
   private readonly deps: InboxDeps;
   private readonly settingsOf: (id: string) => ChannelSettings | undefined;
   private readonly normalize: (channel: string, peer: string) => string;
 
-  constructor(deps: InboxDeps, settings: (id: string) => ChannelSettings | undefined, normalize: (channel: string, peer: string) => string) {
+  /** Whether a channel running here has reactions (an acknowledgement is put only there). */
+  private readonly reacts: (channel: string) => boolean;
+
+  constructor(deps: InboxDeps, settings: (id: string) => ChannelSettings | undefined, normalize: (channel: string, peer: string) => string, reacts: (channel: string) => boolean = () => false) {
     this.deps = deps;
     this.settingsOf = settings;
     this.normalize = normalize;
+    this.reacts = reacts;
   }
 
   /** Tells a listener of every message that reaches a session (agents answer from here). */
   onInbound(listener: InboundListener): void {
     this.listeners.push(listener);
-  }
-
-  /** Lets a claim take the messages that are answers (see InboundClaim). */
-  onClaim(claim: InboundClaim): void {
-    this.claims.push(claim);
   }
 
   /** Resolves once every message handed in so far is handled. */
@@ -143,27 +138,34 @@ export class Inbox {
           log.debug({ platformId: message.platformId }, 'inbound message seen already; dropped');
           return;
         }
-        const peer = message.kind === 'group' ? message.room! : message.thread ? `${message.sender}#${message.thread}` : message.sender;
-        for (const claim of this.claims) {
-          if (await claim({ channel, message, session: { kind: message.kind, peer } }, tx)) {
-            log.debug('inbound message taken as an answer; it reaches no session');
-            return;
-          }
-        }
         const data = {
           ...(message.platformId ? { platformId: message.platformId } : {}),
+          // What a reaction (message.react) and an attached file (message.attach) need to find the message and its conversation.
+          ...(message.reference ? { reference: message.reference } : {}),
+          ...(message.replyTo ? { replyTo: message.replyTo } : {}),
           ...(files.length ? { attachments: files.map((file) => file.view) } : {}),
         };
         const entry = {
           direction: 'in' as const, sender: message.sender, senderName: message.senderName, person: peerPerson(channel, message.account, message.sender), text: message.text, at: message.at,
           ...(Object.keys(data).length ? { data } : {}),
         };
+        // The agent is chosen once, here: the session the message goes to is that agent's.
+        const routed = routeOf(this.settingsOf(channel), message, (peer) => this.normalize(channel, peer));
+        const agent = sessionAgent(this.settingsOf(channel), routed);
+        // Where the message would be recorded; an answer (an approver's words, a person's to their question) is taken before it is.
+        const peer = message.kind === 'group' ? (message.thread ? `${message.room!}#${message.thread}` : message.room!) : message.thread ? `${message.sender}#${message.thread}` : message.sender;
+        for (const claim of this.deps.hooks?.claims ?? []) {
+          if (await claim({ channel, message, session: { kind: message.kind, peer, ...(agent === undefined ? {} : { agent }) } }, tx)) {
+            log.debug('inbound message taken as an answer; it reaches no session');
+            return;
+          }
+        }
         const keep = async (recorded: { session: Session; message: SessionMessage }) => {
           await this.deps.attachments.save(channel, message.account, recorded.session.key, files, tx);
           return recorded;
         };
         if (message.kind === 'group') {
-          await this.arrived(channel, message, await keep(await this.record(channel, message.account, 'group', message.room!, message.room!, entry, tx)), tx);
+          await this.arrived(channel, message, routed, await keep(await this.record(channel, message.account, 'group', peer, message.room!, agent, entry, tx)), tx);
           return;
         }
         const policy = this.settingsOf(channel)?.dmPolicy ?? 'disabled';
@@ -172,7 +174,7 @@ export class Inbox {
           return;
         }
         if (await this.isAllowed(channel, message.sender, tx)) {
-          await this.arrived(channel, message, await keep(await this.record(channel, message.account, 'direct', peer, message.senderName, entry, tx)), tx);
+          await this.arrived(channel, message, routed, await keep(await this.record(channel, message.account, 'direct', peer, message.senderName, agent, entry, tx)), tx);
           return;
         }
         if (policy !== 'pairing') {
@@ -215,12 +217,30 @@ export class Inbox {
     return this.deps.attachments.fetch(attachments, Number(settings?.maxAttachmentBytes ?? 10 * 1024 * 1024), log);
   }
 
-  private record(channel: string, account: string, kind: 'direct' | 'group', peer: string, peerName: string, message: { direction: 'in' | 'out'; sender: string; senderName?: string; person?: string; text: string; at: number; via?: string; data?: Record<string, unknown> }, db?: Db) {
-    return this.deps.sessions.record({ channel, account, kind, peer, peerName, ...message }, db);
+  /**
+   * The acknowledgement reaction (channels.<id>.ackReaction) on a message the
+   * agent is to read, where the platform has reactions: queued with the
+   * message, so it shows once the message is stored. A room's chatter not
+   * addressed to the account gets none.
+   */
+  private async acknowledge(channel: string, message: InboundMessage, sessionKey: string, tx: Tx): Promise<void> {
+    const emoji = this.settingsOf(channel)?.ackReaction;
+    if (typeof emoji !== 'string' || !emoji || !message.reference || !this.reacts(channel)) return;
+    if (message.kind === 'group' && message.addressed === undefined) return;
+    await this.deps.outbox.enqueue({
+      channel, account: message.account, to: message.replyTo ?? message.room ?? message.sender, kind: 'reaction', reference: message.reference, text: emoji, sessionKey,
+      key: `ack:${channel}:${message.account}:${message.reference}`,
+    }, tx);
   }
 
-  private async arrived(channel: string, message: InboundMessage, recorded: { session: Session; message: SessionMessage }, tx: Tx): Promise<void> {
+  private record(channel: string, account: string, kind: 'direct' | 'group', peer: string, peerName: string, agent: string | undefined, message: { direction: 'in' | 'out'; sender: string; senderName?: string; person?: string; text: string; at: number; via?: string; data?: Record<string, unknown> }, db?: Db) {
+    return this.deps.sessions.record({ channel, account, kind, peer, peerName, ...(agent === undefined ? {} : { agent }), ...message }, db);
+  }
+
+  private async arrived(channel: string, message: InboundMessage, routed: Routed, recorded: { session: Session; message: SessionMessage }, tx: Tx): Promise<void> {
     tx.afterCommit(() => observe(observed.channelMessage, (): ChannelMessageObserved => ({ channel, direction: 'in' })));
-    for (const listener of this.listeners) await listener({ channel, message, session: recorded.session, recorded: recorded.message }, tx);
+    await this.acknowledge(channel, message, recorded.session.key, tx);
+    const inbound = { channel, message, session: recorded.session, recorded: recorded.message, ...(routed.agent === undefined ? {} : { agent: routed.agent }) };
+    for (const listener of this.listeners) await listener(inbound, tx);
   }
 }

@@ -6,7 +6,9 @@
 import { unknownChannelProblems } from '../../shared/config/channel-kinds.ts';
 import type { ChannelKind } from '../kernel/channel.ts';
 import type { ModuleContext } from '../kernel/module.ts';
+import { deltachatPeer } from './deltachat/peers.ts';
 import { ircFold } from './irc/irc-names.ts';
+import { signalPeer } from './signal/peers.ts';
 
 export const BUILT_IN_KINDS: readonly (ChannelKind & { id: string })[] = [
   {
@@ -73,6 +75,24 @@ export const BUILT_IN_KINDS: readonly (ChannelKind & { id: string })[] = [
     create: async (id, context) => {
       const { WhatsAppChannel } = await import('./whatsapp/whatsapp.ts');
       return new WhatsAppChannel(id, context);
+    },
+  },
+  {
+    id: 'signal',
+    label: 'Signal',
+    normalizePeer: signalPeer,
+    create: async (id, context) => {
+      const { SignalChannel } = await import('./signal/signal.ts');
+      return new SignalChannel(id, context);
+    },
+  },
+  {
+    id: 'deltachat',
+    label: 'Delta Chat',
+    normalizePeer: deltachatPeer,
+    create: async (id, context) => {
+      const { DeltaChatChannel } = await import('./deltachat/deltachat.ts');
+      return new DeltaChatChannel(id, context);
     },
   },
   {

@@ -1,21 +1,21 @@
 import { MAX_MESSAGE_CHARS } from '../../shared/channels.ts';
+import { isSecretName } from '../../shared/secrets/names.ts';
 import type { GatewayConfig } from '../../shared/config/types.ts';
 import type { ChannelInfo, ChannelStatus, DmPairingRequestView, PairApproved } from '../../shared/protocol/results.ts';
-import type { AccountStatus, ButtonPress, Channel, ChannelKind, ChannelRequest, ChannelResponse, ChannelSettings, PressAnswer } from '../kernel/channel.ts';
+import type { AccountStatus, Channel, ChannelKind, ChannelRequest, ChannelResponse, ChannelSettings } from '../kernel/channel.ts';
 import { DomainError } from '../kernel/errors.ts';
 import { STARTED_LATE } from '../kernel/threads.ts';
 import diagnostics from 'node:diagnostics_channel';
-import { pairRequestView, type DecisionFailure } from './dm-pairing.ts';
+import { pairRequestView } from './dm-pairing.ts';
+import { SEND_WAIT_MS, tellApproved, undecided } from './pair-notice.ts';
 import type { Db } from '../store/database.ts';
 import type { OutboxItem } from './outbox/outbox.ts';
 import { refusal } from './webhook.ts';
 import { ReplyStream } from './reply-stream.ts';
-import { Inbox, type Inbound, type InboundClaim, type InboundListener, type InboxDeps } from './inbox.ts';
+import { Inbox, type Inbound, type InboundListener, type InboxDeps } from './inbox.ts';
+import { checkEmoji, reactionTarget, workspaceFile, type WorkspaceOf } from './outbound.ts';
 
-export type { Inbound, InboundClaim, InboundListener };
-
-/** Acts on a button press of a channel: what to show the presser, or undefined when the button is not its own. */
-export type PressHandler = (channel: string, press: ButtonPress) => Promise<PressAnswer | undefined>;
+export type { Inbound, InboundListener };
 
 /** The inbox's parts (InboxDeps: logger, pairing, sessions, store, outbox, marks, attachments, emit) and what runs the channels. */
 export interface ChannelManagerDeps extends InboxDeps {
@@ -23,6 +23,10 @@ export interface ChannelManagerDeps extends InboxDeps {
   kinds: () => ReadonlyMap<string, { value: ChannelKind }>;
   config: () => GatewayConfig;
   secret: (name: string) => Promise<string | undefined>;
+  /** The profile's folder for a channel's own files. */
+  folder: (id: string) => string;
+  /** Keeps a secret a channel made for itself; without it, channels cannot keep one. */
+  keepSecret?: (name: string, value: string) => Promise<void>;
   /**
    * Runs a channel's connection on exactly one daemon of the gateway (several
    * share a PostgreSQL store): start is called when this daemon takes it.
@@ -31,16 +35,6 @@ export interface ChannelManagerDeps extends InboxDeps {
   singleton?: (name: string, handlers: { start(): Promise<void>; stop(): Promise<void> }) => void;
   now?: () => number;
 }
-
-/** How long an operator's send waits for its message's first attempt before answering that it is queued. */
-const SEND_WAIT_MS = 10_000;
-
-const FAILURE_TEXT: Record<DecisionFailure, string> = {
-  unknown: 'is unknown',
-  expired: 'has expired',
-  rejected: 'was rejected',
-  approved: 'was already approved',
-};
 
 /**
  * Runs the profile's channels and decides what each inbound message reaches:
@@ -55,7 +49,6 @@ export class ChannelManager {
   private readonly standby = new Set<string>();
   private readonly now: () => number;
   private readonly deps: ChannelManagerDeps;
-  private readonly pressHandlers: PressHandler[] = [];
 
   /** What comes in from the channels: admitted, stored and handed to the listeners (inbox.ts). */
   private readonly inbox: Inbox;
@@ -63,7 +56,16 @@ export class ChannelManager {
   constructor(deps: ChannelManagerDeps) {
     this.deps = deps;
     this.now = deps.now ?? Date.now;
-    this.inbox = new Inbox(deps, (id) => this.settings(id), (channel, peer) => this.normalizePeer(channel, peer));
+    this.inbox = new Inbox(deps, (id) => this.settings(id), (channel, peer) => this.normalizePeer(channel, peer), (id) => this.running.get(id)?.react !== undefined);
+  }
+
+  /** Where files sent on channels come from: the agents' workspaces (set by the module that keeps them). */
+  private workspaceOf: WorkspaceOf = () => {
+    throw new DomainError('unavailable', 'Files cannot be sent: no agent workspaces are set up in this daemon.');
+  };
+
+  readFilesFrom(workspaceOf: WorkspaceOf): void {
+    this.workspaceOf = workspaceOf;
   }
 
   private settings(id: string): ChannelSettings | undefined {
@@ -73,29 +75,6 @@ export class ChannelManager {
   /** Tells a listener of every message that reaches a session (agents answer from here). */
   onInbound(listener: InboundListener): void {
     this.inbox.onInbound(listener);
-  }
-
-  /** Lets a claim take the inbound messages that are answers rather than turns (see InboundClaim). */
-  onClaim(claim: InboundClaim): void {
-    this.inbox.onClaim(claim);
-  }
-
-  /** Acts on the presses of buttons under the channels' messages (the first handler that knows the button answers). */
-  onPress(handler: PressHandler): void {
-    this.pressHandlers.push(handler);
-  }
-
-  private async pressed(channel: string, press: ButtonPress): Promise<PressAnswer> {
-    for (const handler of this.pressHandlers) {
-      const answer = await handler(channel, press);
-      if (answer) return answer;
-    }
-    return { text: 'This button is no longer in use.' };
-  }
-
-  /** Whether a channel's messages carry buttons (its kind says so, wherever it runs). */
-  hasButtons(channel: string): boolean {
-    return this.running.get(channel)?.buttons ?? this.kind(channel)?.buttons ?? false;
   }
 
   /** The name an account goes by on its channel (an IRC nick), when it is connected. */
@@ -127,6 +106,12 @@ export class ChannelManager {
     }
   }
 
+  /** A channel keeps secrets of its own only (channels.<id>.…), and only names the secret store knows. */
+  private async keepSecret(id: string, name: string, value: string): Promise<void> {
+    if (!name.startsWith(`channels.${id}.`) || !isSecretName(name)) throw new Error(`channel ${id} cannot keep the secret ${name}`);
+    await this.deps.keepSecret!(name, value);
+  }
+
   private async open(id: string, kind: ChannelKind): Promise<void> {
     this.standby.delete(id);
     this.failed.delete(id);
@@ -134,6 +119,8 @@ export class ChannelManager {
       const channel = await kind.create(id, {
         settings: () => this.settings(id) ?? { enabled: false, dmPolicy: 'pairing', allowFrom: [] },
         secret: this.deps.secret,
+        folder: this.deps.folder(id),
+        ...(this.deps.keepSecret ? { keepSecret: (name: string, value: string) => this.keepSecret(id, name, value) } : {}),
         logger: this.deps.logger,
         inbound: (message) => this.inbox.enqueue(id, message),
         stateChanged: (status) => {
@@ -150,7 +137,7 @@ export class ChannelManager {
         },
         cursor: { get: (account) => this.deps.marks.cursor(id, account), set: (account, cursor) => this.deps.marks.setCursor(id, account, cursor) },
         admit: (request) => this.inbox.admit(id, request),
-        pressed: (press) => this.pressed(id, press),
+        pressed: async (press) => (await this.deps.hooks?.pressed(id, press)) ?? {},
       });
       this.running.set(id, channel);
       await channel.start();
@@ -265,6 +252,11 @@ export class ChannelManager {
     return new ReplyStream(running, account, to, this.deps.logger.child({ channel, account }));
   }
 
+  /** Whether a channel runs here and its platform carries voice notes (a reply may be spoken back). */
+  carriesVoice(channel: string): boolean {
+    return this.running.get(channel)?.sendVoice !== undefined;
+  }
+
   /** Whether a reply to this message of the session is queued already (a retried answer job's earlier attempt did its work). */
   answered(sessionKey: string, turnId: number): Promise<boolean> {
     return this.deps.outbox.answered(sessionKey, turnId);
@@ -308,25 +300,59 @@ export class ChannelManager {
    * and says what became of it. A message whose account is down is sent once
    * the account is back.
    */
-  async send(input: { channel: string; account?: string; to: string; text: string; via: string }) {
+  async send(input: { channel: string; account?: string; to: string; text: string; via: string; file?: string; agent?: string }) {
     const channel = this.channel(input.channel);
     const account = this.account(channel, input.account);
     const problem = channel.checkPeer(input.to);
     if (problem) throw new DomainError('invalid', `Recipient ${JSON.stringify(input.to)} ${problem}.`);
-    if (input.text.trim().length === 0) throw new DomainError('invalid', 'The message is empty.');
+    if (input.text.trim().length === 0 && input.file === undefined) throw new DomainError('invalid', 'The message is empty.');
     if (input.text.length > MAX_MESSAGE_CHARS) throw new DomainError('invalid', `The message is longer than ${MAX_MESSAGE_CHARS} characters.`);
+    // A file is read (and copied into the outbox) from the agent's workspace only; the channel's agent's when none is named.
+    const file = input.file === undefined ? undefined : await workspaceFile(channel, this.workspaceOf(input.agent ?? this.settings(input.channel)?.agent as string | undefined), input.file);
     const kind = channel.isRoom(input.to) ? 'group' : 'direct';
     const { recorded, id } = await this.deps.store.transaction(async (tx) => {
       const recorded = await this.deps.sessions.record({
         channel: input.channel, account, kind, peer: channel.normalizePeer(input.to), peerName: input.to, direction: 'out', sender: 'operator', text: input.text, at: this.now(), via: input.via,
+        ...(file ? { data: { file: { name: file.name, mimeType: file.mimeType, size: file.data.length } } } : {}),
       }, tx);
-      const id = await this.deps.outbox.queue({ channel: input.channel, account, to: input.to, text: input.text, sessionKey: recorded.session.key }, tx);
+      const id = await this.deps.outbox.queue({ channel: input.channel, account, to: input.to, text: input.text, sessionKey: recorded.session.key, ...(file ? { file } : {}) }, tx);
       return { recorded, id: id! };
     });
+    return { ...recorded, delivery: await this.delivered(id) };
+  }
+
+  /** The first attempt of a queued message; given up at once (the platform refused it for good), the caller hears why. */
+  private async delivered(id: number) {
     const delivery = await this.deps.outbox.firstAttempt(id, SEND_WAIT_MS);
-    // Given up at once (the platform refused it for good): the caller hears why, as before.
     if (delivery.status === 'failed') throw new DomainError('unavailable', `${delivery.error ?? 'The platform refused the message'} (outbox ${id}).`);
-    return { ...recorded, delivery };
+    return delivery;
+  }
+
+  /** A reaction on a message a session recorded (message.react), through the outbox to the conversation (or thread) it came from. */
+  async react(input: { channel: string; account?: string; to: string; messageId: string; emoji: string }) {
+    const channel = this.channel(input.channel);
+    const account = this.account(channel, input.account);
+    if (!channel.react) throw new DomainError('invalid', `Channel ${channel.id} has no reactions.`, { code: 'reactions_not_supported' });
+    checkEmoji(input.emoji);
+    const lookup = (by: { id: number } | { containing: string }) => this.deps.sessions.store.inbound(input.channel, account, by);
+    const target = await reactionTarget(lookup, { channel: input.channel, to: input.to, peer: channel.normalizePeer(input.to), messageId: input.messageId });
+    const id = await this.deps.outbox.queue({
+      channel: input.channel, account, to: target.replyTo ?? input.to, kind: 'reaction', reference: target.reference, text: input.emoji, sessionKey: target.sessionKey,
+    });
+    return { sessionKey: target.sessionKey, delivery: await this.delivered(id!) };
+  }
+
+  /** A workspace file an agent attaches to its reply (message.attach): queued, before the reply, to where the session's latest message came from. */
+  async attach(input: { sessionKey: string; agent?: string; file: string; caption: string }) {
+    const session = await this.deps.sessions.store.get(input.sessionKey);
+    if (!session) throw new DomainError('not_found', `No session ${input.sessionKey}.`);
+    const channel = this.channel(session.channel);
+    const last = (await this.deps.sessions.store.history(session.key, { limit: 50 })).reverse().find((message) => typeof message.data?.replyTo === 'string');
+    const replyTo = last?.data?.replyTo as string | undefined;
+    const to = replyTo ?? session.peerName ?? session.peer;
+    const file = await workspaceFile(channel, this.workspaceOf(input.agent), input.file);
+    const id = await this.deps.outbox.queue({ channel: session.channel, account: session.account, to, text: input.caption, sessionKey: session.key, file });
+    return { delivery: await this.delivered(id!), name: file.name, bytes: file.data.length };
   }
 
   /** Approves a code; with notify, tells the sender. Failures name why the code cannot be approved. */
@@ -335,33 +361,26 @@ export class ChannelManager {
     const outcome = await this.deps.pairing.approve(channelId, code, actor);
     if ('failure' in outcome) {
       if (outcome.failure === 'approved') return { approved: true as const, alreadyApproved: true, ...pairRequestView(outcome.request!), notified: false };
-      throw new DomainError('not_found', `Pairing code ${code} on channel ${channelId} ${FAILURE_TEXT[outcome.failure]}.`);
+      throw undecided(channelId, code, outcome.failure);
     }
     const { request } = outcome;
     this.deps.emit('channel.pair.resolved', { ...pairRequestView(request), decision: 'approved' }, 'operator.pairing');
-    let notified = false;
-    let notifyError: string | undefined;
+    let told: { notified: boolean; notifyError?: string } = { notified: false };
     if (notify) {
       try {
         this.channel(channelId);
-        // The sender's id reaches them on every channel (a folded IRC nick, a Telegram user's chat); sent through the outbox, once.
-        const id = await this.deps.outbox.queue({ channel: channelId, account: request.account, to: request.sender, text: 'You are approved: this gateway now accepts your messages.', key: `pair-approved:${channelId}:${request.code}` });
-        if (id !== undefined) {
-          const delivery = await this.deps.outbox.firstAttempt(id, SEND_WAIT_MS);
-          notified = delivery.status === 'sent';
-          if (!notified) notifyError = delivery.status === 'pending' ? `${delivery.error ?? 'not sent yet'}; it is sent when it can be (outbox ${id})` : delivery.error ?? 'not delivered';
-        }
+        told = await tellApproved(this.deps.outbox, channelId, request);
       } catch (error) {
-        notifyError = (error as Error).message;
+        told = { notified: false, notifyError: (error as Error).message };
       }
     }
-    return { approved: true as const, alreadyApproved: false, ...pairRequestView(request), notified, ...(notifyError ? { notifyError } : {}) };
+    return { approved: true as const, alreadyApproved: false, ...pairRequestView(request), ...told };
   }
 
   async reject(channelId: string, code: string, actor: string): Promise<{ rejected: true } & DmPairingRequestView> {
     this.assertKnown(channelId);
     const outcome = await this.deps.pairing.reject(channelId, code, actor);
-    if ('failure' in outcome) throw new DomainError('not_found', `Pairing code ${code} on channel ${channelId} ${FAILURE_TEXT[outcome.failure]}.`);
+    if ('failure' in outcome) throw undecided(channelId, code, outcome.failure);
     this.deps.emit('channel.pair.resolved', { ...pairRequestView(outcome.request), decision: 'rejected' }, 'operator.pairing');
     return { rejected: true as const, ...pairRequestView(outcome.request) };
   }

@@ -8,6 +8,7 @@
  * the outbox, the built-in kinds (kinds.ts), the webhook route
  * (webhook-route.ts) and the RPC methods and tool (methods.ts).
  */
+import { join } from 'node:path';
 import { defineModule } from '../kernel/module.ts';
 import jobsModule from '../jobs/module.ts';
 import sessionsModule from '../sessions/module.ts';
@@ -16,14 +17,17 @@ import { CHANNEL_MIGRATIONS, DmPairing } from './dm-pairing.ts';
 import { InboundMarks } from './inbound-marks.ts';
 import { BUILT_IN_KINDS, checkChannelKinds } from './kinds.ts';
 import { ChannelManager } from './manager.ts';
+import { AnswerHooks } from './answer-hooks.ts';
 import { registerChannelMethods } from './methods.ts';
 import { Outbox, OUTBOX_MIGRATIONS, replyDeliveries } from './outbox/outbox.ts';
 import { registerWebhookRoute } from './webhook-route.ts';
 
-export type { ChannelManager, Inbound, InboundClaim, InboundListener, PressHandler } from './manager.ts';
+export type { ChannelManager, Inbound, InboundListener } from './manager.ts';
+export type { AnswerHooks, InboundClaim, PressHandler } from './answer-hooks.ts';
 export type { ReplyStream } from './reply-stream.ts';
 export type { Outbox, OutboxItem } from './outbox/outbox.ts';
 export { describeAttachment } from './attachments.ts';
+export { plainText } from './formatting.ts';
 export type { Attachments } from './attachments.ts';
 
 /** What other modules get from this one. */
@@ -31,6 +35,8 @@ export interface Channels {
   channels: ChannelManager;
   attachments: Attachments;
   outbox: Outbox;
+  /** Where the answers people give in the chats (buttons, words) reach the features that asked. */
+  hooks: AnswerHooks;
 }
 
 /** The event a daemon publishes (sharing a PostgreSQL store) after queuing replies for a channel another daemon may run. */
@@ -55,9 +61,11 @@ export default defineModule<Channels>({
     });
     const attachments = new Attachments(store, ctx.log);
     const marks = new InboundMarks({ store });
+    const hooks = new AnswerHooks(() => ctx.table().channels);
     const channels = new ChannelManager({
-      kinds: () => ctx.table().channels, config: ctx.config, secret: (name) => ctx.secrets.get(name), logger: ctx.log,
-      pairing, sessions, store, outbox, marks, attachments, emit: (event, payload, scope) => events.emit(event, payload, scope),
+      kinds: () => ctx.table().channels, config: ctx.config, secret: (name) => ctx.secrets.get(name), keepSecret: (name, value) => ctx.secrets.set(name, value),
+      folder: (id) => join(ctx.daemon.paths.dir, 'channels', id), logger: ctx.log,
+      pairing, sessions, store, outbox, marks, attachments, hooks, emit: (event, payload, scope) => events.emit(event, payload, scope),
       // Sharing a PostgreSQL store, each channel connects from the one daemon holding its singleton.
       singleton: store.coordinator ? (name, handlers) => store.singleton(name, handlers) : undefined,
     });
@@ -72,6 +80,6 @@ export default defineModule<Channels>({
     for (const kind of BUILT_IN_KINDS) ctx.channels.add(kind);
     registerWebhookRoute(ctx, channels);
     registerChannelMethods(ctx, { channels, pairing });
-    return { channels, outbox, attachments };
+    return { channels, outbox, attachments, hooks };
   },
 });

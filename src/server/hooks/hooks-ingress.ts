@@ -4,7 +4,7 @@ import type { GatewayConfig } from '../../shared/config/types.ts';
 import type { ChannelManager } from '../channels/module.ts';
 import type { SessionStore } from '../sessions/module.ts';
 import type { JobQueue } from '../jobs/module.ts';
-import { sendJson } from '../kernel/answer.ts';
+import { sendEmpty, sendJson } from '../kernel/answer.ts';
 import type { ReceivedBody } from '../kernel/body.ts';
 import { DomainError } from '../kernel/errors.ts';
 import type { Store } from '../store/database.ts';
@@ -61,7 +61,7 @@ interface Answer {
  * their own. After the layers every route takes (404 while hooks are off,
  * method 405, a token in the query 400, the request budget 429, the hooks
  * token 401 or 429 once locked out, the body's type 415, size 413 and JSON
- * 400: http/layers.ts, hooks-token.ts), checks the hook name (404), then the payload.
+ * 400: http/pipeline.ts, hooks-token.ts), checks the hook name (404), then the payload.
  * Payloads are untrusted: size-bounded, parsed as JSON, read by path, never run.
  */
 export class HooksIngress {
@@ -78,7 +78,7 @@ export class HooksIngress {
   async handle(req: IncomingMessage, res: ServerResponse, body: ReceivedBody): Promise<void> {
     const answer = await this.process(req, body);
     if (answer.body !== undefined) return sendJson(res, answer.status, answer.body, answer.headers);
-    if (!res.headersSent) res.writeHead(answer.status, { 'cache-control': 'no-store', ...answer.headers }).end();
+    sendEmpty(res, answer.status, answer.headers);
   }
 
   private mappings(): HookMapping[] {

@@ -1,12 +1,12 @@
 /**
  * The hooks ingress's credential: a token of its own, as a bearer or in
- * x-gateway-token, checked before a request's body is read; failures count
- * towards the address's lockout and are audited.
+ * x-gateway-token, declared as the route's verifier so the pipeline checks it
+ * before a request's body is read; failures count towards the address's
+ * lockout and are audited.
  */
-import type { IncomingMessage } from 'node:http';
-import { secretEquals } from '../auth/gateway-credential.ts';
 import { DomainError, rateLimited } from '../kernel/errors.ts';
-import type { AuthLockoutView } from '../kernel/module.ts';
+import type { AuthLockoutView, RouteVerifier } from '../kernel/module.ts';
+import { secretHeader } from '../kernel/verifiers.ts';
 import type { Store } from '../store/database.ts';
 
 export interface HooksTokenDeps {
@@ -16,30 +16,28 @@ export interface HooksTokenDeps {
   store: Store;
 }
 
-const header = (req: IncomingMessage, name: string): string | undefined => {
-  const value = req.headers[name];
-  return Array.isArray(value) ? value[0] : value;
-};
+const addressOf = (req: { socket: { remoteAddress?: string } }) => req.socket.remoteAddress ?? 'unknown';
 
-/** Admits a request that presents the hooks token: 503 while none is set, 401 for a missing or wrong one, 429 once locked out. */
-export function hooksTokenCheck({ token, lockout, store }: HooksTokenDeps): (req: IncomingMessage) => Promise<void> {
-  return async (req) => {
-    const address = req.socket.remoteAddress ?? 'unknown';
-    const wait = lockout.retryAfterMs(address, 'hooks');
-    if (wait > 0) throw rateLimited(wait, 'Too many failed attempts');
-    const expected = token();
-    if (!expected) throw new DomainError('unavailable', 'No hooks token is configured: gateway hooks token set');
-    const bearer = /^Bearer\s+(\S+)\s*$/i.exec(header(req, 'authorization') ?? '')?.[1];
-    const presented = bearer ?? header(req, 'x-gateway-token');
-    if (secretEquals(presented, expected)) {
-      lockout.succeed(address, 'hooks');
-      return;
-    }
-    const lockedFor = lockout.fail(address, 'hooks');
-    await store.audit(lockedFor ? 'auth.lockout' : 'auth.failure', { address, detail: { kind: 'hooks', ...(lockedFor ? { lockoutMs: lockedFor } : {}) } });
-    if (lockedFor) throw rateLimited(lockedFor, 'Too many failed attempts');
-    throw new DomainError('unauthorized', presented === undefined
-      ? 'Hooks need the hooks token: "Authorization: Bearer <token>" or "x-gateway-token: <token>".'
-      : 'The hooks token is not valid.', { headers: { 'www-authenticate': 'Bearer' } });
-  };
+/** Admits a request that presents the hooks token: 429 once locked out, 503 while none is set, 401 for a missing or wrong one. */
+export function hooksToken({ token, lockout, store }: HooksTokenDeps): RouteVerifier {
+  return secretHeader({
+    headers: ['authorization', 'x-gateway-token'],
+    secret: token,
+    before: (req) => {
+      const wait = lockout.retryAfterMs(addressOf(req), 'hooks');
+      if (wait > 0) throw rateLimited(wait, 'Too many failed attempts');
+    },
+    after: (req, ok) => {
+      const address = addressOf(req);
+      if (ok) return lockout.succeed(address, 'hooks');
+      const lockedFor = lockout.fail(address, 'hooks');
+      return store.audit(lockedFor ? 'auth.lockout' : 'auth.failure', { address, detail: { kind: 'hooks', ...(lockedFor ? { lockoutMs: lockedFor } : {}) } }).then(() => {
+        if (lockedFor) throw rateLimited(lockedFor, 'Too many failed attempts');
+      });
+    },
+    unconfigured: () => new DomainError('unavailable', 'No hooks token is configured: gateway hooks token set'),
+    refusal: (presented) => new DomainError('unauthorized', presented
+      ? 'The hooks token is not valid.'
+      : 'Hooks need the hooks token: "Authorization: Bearer <token>" or "x-gateway-token: <token>".', { headers: { 'www-authenticate': 'Bearer' } }),
+  });
 }

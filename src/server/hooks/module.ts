@@ -13,7 +13,7 @@ import { hooksDocument } from './document.ts';
 import { hooksBase } from './hooks-path.ts';
 import { mappingProblems } from './mapping-check.ts';
 import { pruneRows } from '../store/retention.ts';
-import { hooksTokenCheck } from './hooks-token.ts';
+import { hooksToken } from './hooks-token.ts';
 
 export type { HookFollower };
 export { renderTemplate } from './template.ts';
@@ -76,10 +76,10 @@ export default defineModule<Hooks>({
       match: 'prefix',
       // hooks.enabled applies at once: a disabled ingress answers nothing but 404.
       enabled: () => ctx.config().hooks.enabled, methods: ['POST'],
-      admit: hooksTokenCheck({ token: () => token, lockout: ctx.lockout, store: ctx.store }),
+      auth: { verify: hooksToken({ token: () => token, lockout: ctx.lockout, store: ctx.store }) },
       // An empty body is the empty payload.
       body: { types: ['application/json'], limit: () => ctx.config().hooks.maxBodyBytes, optional: true },
-      handler: async (req, res, body) => (await (ingress ??= load())).handle(req, res, body!),
+      handler: async ({ req, res, received }) => (await (ingress ??= load())).handle(req, res, received!),
     });
     ctx.http.document(hooksDocument(base));
     // A mail push names the mailbox and the point to sync from; the job's result records it.

@@ -1,15 +1,15 @@
 import Koa from 'koa';
 import type { Context, Next } from 'koa';
 import type { Logger } from 'pino';
-import { holds, type HttpAuthenticator } from '../auth/http-auth.ts';
+import type { HttpAuthenticator } from '../auth/http-auth.ts';
 import type { RequestBudget } from '../auth/throttle.ts';
-import { answerOf, DomainError, toDomainError } from '../kernel/errors.ts';
-import type { RouteContext } from '../kernel/module.ts';
-import type { RegistryTable, RouteMatch } from '../kernel/registry.ts';
-import { readBody } from '../kernel/body.ts';
-import { methodNotAllowed, refuseQueryCredential, spendBudget } from './layers.ts';
-import { requestIds } from './request-id.ts';
+import type { ReceivedBody } from '../kernel/body.ts';
+import { answerOf, methodNotAllowed, toDomainError } from '../kernel/errors.ts';
+import type { HttpRoute, Principal, RouteContext } from '../kernel/module.ts';
 import type { Routed } from '../kernel/observe.ts';
+import type { RegistryTable, RouteMatch } from '../kernel/registry.ts';
+import { checksOf, type Checks, type Exchange, notFound, type PipelineDeps, runChecks, unmatchedChecks } from './pipeline.ts';
+import { requestIds } from './request-id.ts';
 
 export interface HttpAppOptions {
   logger: Logger;
@@ -22,10 +22,11 @@ export interface HttpAppOptions {
 
 /**
  * The HTTP application, read top to bottom as its layers: error body, request
- * id and access log, the route (404, 405), no credentials in query strings,
- * the request budget, then the route of a module or plugin from the table in
- * force: authenticated, admitted and its body read as it declares, then its
- * handler. Probes and fast routes take the same layers ahead of it (layers.ts).
+ * id and access log, the route (405 for a method its path is not served with),
+ * then the pipeline's checks of the route as it declares them (pipeline.ts:
+ * answering now, no credential in the query string, the request budget, its
+ * authentication, its admission, its body) and its handler, or 404. Routes
+ * answered before the application take the same pipeline (server.ts).
  */
 export function createHttpApp({ logger, budget, authenticator, table }: HttpAppOptions): Koa {
   const app = new Koa({ proxy: false });
@@ -33,10 +34,7 @@ export function createHttpApp({ logger, budget, authenticator, table }: HttpAppO
   app.use(errorBodyLayer(logger));
   app.use(requestIdLayer(logger));
   app.use(matchLayer(table));
-  app.use(queryCredentialLayer);
-  app.use(requestBudgetLayer(budget, authenticator));
-  app.use(routesLayer(authenticator));
-  app.use(notFoundLayer);
+  app.use(routesLayer({ authenticator, budget }));
   return app;
 }
 
@@ -50,11 +48,11 @@ function errorBodyLayer(logger: Logger) {
       if (unexpected) logger.error({ err: thrown, method: ctx.method, path: ctx.path, requestId: ctx.state.requestId }, 'request failed');
       const answer = answerOf(error);
       // The matched route's convention, else (a method the path does not serve) the convention of the path's routes.
-      const route = (ctx.state.match as RouteMatch | undefined)?.entry.value ?? (ctx.state.convention as RouteMatch['entry']['value'] | undefined);
+      const route = (ctx.state.match as RouteMatch | undefined)?.entry.value ?? (ctx.state.convention as HttpRoute | undefined);
       ctx.status = answer.status;
-      // Routes that answer {ok: true, ...} say ok: false on every failure, whichever layer refused; some speak another convention.
-      ctx.body = route?.errorBody ? route.errorBody(error) : route?.envelope ? { ok: false, ...answer.body } : answer.body;
       ctx.set(answer.headers);
+      // Routes that answer {ok: true, ...} say ok: false on every failure, whichever layer refused; some speak another convention.
+      ctx.body = route?.errorBody ? route.errorBody(error, ctx as RouteContext) : route?.envelope ? { ok: false, ...answer.body } : answer.body;
     }
   };
 }
@@ -71,20 +69,6 @@ function requestIdLayer(logger: Logger) {
     if (logger.isLevelEnabled('debug')) {
       logger.debug({ method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(performance.now() - started), requestId: ctx.state.requestId }, 'request');
     }
-  };
-}
-
-/** Refuses any request that carries a credential in its query string (400). */
-async function queryCredentialLayer(ctx: Context, next: Next): Promise<void> {
-  refuseQueryCredential(ctx.req);
-  await next();
-}
-
-/** A request budget per valid credential, else per address (429 with Retry-After). */
-function requestBudgetLayer(budget: RequestBudget, authenticator: HttpAuthenticator) {
-  return async (ctx: Context, next: Next): Promise<void> => {
-    spendBudget(budget, authenticator.budgetKey(ctx.req));
-    await next();
   };
 }
 
@@ -109,37 +93,70 @@ function matchLayer(table: () => RegistryTable) {
   };
 }
 
-/**
- * The matched route: authenticated as it declares (a scope, the gateway's own
- * credential, or the handler's own check), admitted by its own checks, its
- * body read as it declares (ctx.received), with its path parameters in ctx.params.
- */
-function routesLayer(authenticator: HttpAuthenticator) {
-  return async (ctx: Context, next: Next): Promise<void> => {
-    const match = ctx.state.match as RouteMatch | undefined;
-    if (!match) {
-      await next();
-      return;
-    }
-    const { entry, params } = match;
-    const route = entry.value;
-    ctx.state.owner = entry.owner;
-    const routed = ctx as RouteContext;
-    routed.params = params;
-    const auth = route.auth;
-    if (auth !== 'public' && auth !== 'plugin') {
-      const principal = await authenticator.authenticate(ctx.req);
-      if (auth === 'gateway' && !holds(principal, 'admin')) throw new DomainError('forbidden', 'This route needs the gateway\'s own credential.');
-      if (typeof auth === 'object' && !holds(principal, auth.scope)) throw new DomainError('forbidden', `This route needs the scope ${auth.scope}.`);
-      ctx.state.principal = principal;
-    }
-    if (route.admit) await route.admit(routed);
-    if (route.body) routed.received = await readBody(ctx.req, route.body, () => ctx.set('connection', 'close'));
-    await route.handler(routed);
-  };
+/** A request to an application route on its way through the pipeline: what the checks learn goes where the handler reads it. */
+class KoaExchange implements Exchange {
+  step = 0;
+  readonly ctx: RouteContext;
+  constructor(ctx: RouteContext) {
+    this.ctx = ctx;
+  }
+  get req(): RouteContext['req'] {
+    return this.ctx.req;
+  }
+  get principal(): Principal | undefined {
+    return this.ctx.state.principal as Principal | undefined;
+  }
+  set principal(principal: Principal | undefined) {
+    this.ctx.state.principal = principal;
+  }
+  set received(received: ReceivedBody | undefined) {
+    this.ctx.received = received;
+  }
+  get received(): ReceivedBody | undefined {
+    return this.ctx.received;
+  }
+  get verified(): unknown {
+    return this.ctx.verified;
+  }
+  set verified(verified: unknown) {
+    this.ctx.verified = verified;
+  }
+  abandon(): void {
+    this.ctx.set('connection', 'close');
+  }
 }
 
-/** The innermost layer: any path no route claimed. */
-async function notFoundLayer(ctx: Context): Promise<void> {
-  throw new DomainError('not_found', `No route for ${ctx.method} ${ctx.path}.`);
+/**
+ * The matched route through the pipeline's checks as it declares them (its
+ * authentication, its own admission, its body, into ctx.state.principal,
+ * ctx.received and ctx.verified), with its path parameters in ctx.params,
+ * then its handler. A path no route claims takes the common checks, then 404.
+ */
+function routesLayer(deps: PipelineDeps) {
+  const unmatched = unmatchedChecks(deps);
+  // Put together at a route's first request: a table lives until the next reload, and its routes with it.
+  const compiled = new WeakMap<HttpRoute, Checks>();
+  const checksOfRoute = (route: HttpRoute): Checks => {
+    let checks = compiled.get(route);
+    if (!checks) {
+      const admit = route.admit;
+      checks = checksOf(route, deps, admit ? { admit: (exchange) => admit((exchange as KoaExchange).ctx) } : {});
+      compiled.set(route, checks);
+    }
+    return checks;
+  };
+  return async (ctx: Context): Promise<void> => {
+    const routed = ctx as RouteContext;
+    const exchange = new KoaExchange(routed);
+    const match = ctx.state.match as RouteMatch | undefined;
+    if (!match) {
+      await runChecks(unmatched.list, exchange);
+      throw notFound(ctx.req);
+    }
+    const { entry, params } = match;
+    ctx.state.owner = entry.owner;
+    routed.params = params;
+    await runChecks(checksOfRoute(entry.value).list, exchange);
+    await entry.value.handler(routed);
+  };
 }

@@ -1,18 +1,16 @@
+/**
+ * The probes, as routes answered before the application loads: they take the
+ * pipeline every route takes (pipeline.ts). Liveness says nothing an open port
+ * does not already say, so it needs no credential on any bind. Readiness
+ * declares its rule as its verifier: a credential is needed from remote
+ * callers when the bind reaches beyond loopback, and its detail is given only
+ * to authenticated callers. Loopback callers are never rate limited. Monitors
+ * hit them hard: their answers are made once, and sent with one writeHead.
+ */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isLoopbackAddress } from '../../shared/config/exposure.ts';
-import { queryCarriesCredential, queryCredentialRefused } from '../auth/http-auth.ts';
-import { sendError } from '../kernel/answer.ts';
-import { DomainError, methodNotAllowed, rateLimited } from '../kernel/errors.ts';
-
-const LIVENESS = new Set(['/healthz', '/health']);
-const READINESS = new Set(['/readyz', '/ready']);
-
-const body = (value: unknown): Buffer => Buffer.from(JSON.stringify(value));
-const LIVE = body({ ok: true, status: 'live' });
-const READY = body({ ok: true, status: 'ready' });
-const STARTING = body({ ok: false, status: 'starting' });
-const STOPPING = body({ ok: false, status: 'stopping' });
-const UNAVAILABLE = body({ ok: false, status: 'unavailable' });
+import { DomainError } from '../kernel/errors.ts';
+import type { FastRoute, Principal } from '../kernel/registration.ts';
 
 export type Readiness = 'starting' | 'ready' | 'stopping';
 
@@ -24,76 +22,75 @@ export interface ProbeOptions {
   presentsCredential: (req: IncomingMessage) => boolean;
   /** Whether the bind reaches beyond loopback, where readiness needs a credential from remote callers. */
   exposed: boolean;
-  /** Readiness detail for authenticated callers; throws a DomainError when the credential is refused. */
-  detail: (req: IncomingMessage) => Promise<Record<string, unknown>>;
-  /** Spends one request of a non-loopback caller's budget; ms to wait, or 0. */
-  budget: (address: string) => number;
-  /** Told of a failure no caller should see the inside of, to log. */
-  onUnexpected: (error: unknown) => void;
+  /** Authenticates a caller that presents a credential (throws a DomainError when it is refused). */
+  authenticate: (req: IncomingMessage) => Promise<Principal>;
+  /** Readiness detail for authenticated callers. */
+  detail: () => Record<string, unknown>;
 }
 
-const PROBE_METHODS = ['GET', 'HEAD'];
+export const PROBE_PATHS = ['/healthz', '/health', '/readyz', '/ready'] as const;
+const PROBE_METHODS = ['GET', 'HEAD'] as const;
 
-/** A probe's answer, its request id among its headers: one writeHead, the cheapest way Node sends a response. */
-function send(res: ServerResponse, status: number, payload: Buffer, head: boolean, requestId: string): void {
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': payload.length, 'cache-control': 'no-store', 'x-request-id': requestId });
-  res.end(head ? undefined : payload);
+/** A probe's answer: its body and its headers made once, the request id's value filled in as each is sent. */
+interface Answer {
+  status: number;
+  payload: Buffer;
+  headers: string[];
+}
+const answerOf = (status: number, value: unknown): Answer => {
+  const payload = Buffer.from(JSON.stringify(value));
+  return { status, payload, headers: ['content-type', 'application/json; charset=utf-8', 'content-length', String(payload.length), 'cache-control', 'no-store', 'x-request-id', ''] };
+};
+const LIVE = answerOf(200, { ok: true, status: 'live' });
+const PLAIN: Record<Readiness | 'unavailable', Answer> = {
+  ready: answerOf(200, { ok: true, status: 'ready' }),
+  starting: answerOf(503, { ok: false, status: 'starting' }),
+  stopping: answerOf(503, { ok: false, status: 'stopping' }),
+  unavailable: answerOf(503, { ok: false, status: 'unavailable' }),
+};
+
+/** Sends an answer with one writeHead, the cheapest way Node sends a response; the headers are read before it returns, so they are shared. */
+function send(res: ServerResponse, answer: Answer, requestId: string, head: boolean): void {
+  answer.headers[7] = requestId;
+  res.writeHead(answer.status, answer.headers);
+  res.end(head ? undefined : answer.payload);
 }
 
-/** A refusal: the common error body, as every route answers it. */
-function refuse(res: ServerResponse, error: unknown, requestId: string, options: ProbeOptions): void {
-  res.setHeader('x-request-id', requestId);
-  sendError(res, error, options.onUnexpected);
-}
+const fromLoopback = (req: IncomingMessage): boolean => isLoopbackAddress(req.socket.remoteAddress ?? '');
 
-/**
- * Probes are answered ahead of the middleware stack: monitors hit them hard and
- * they must stay cheap. Liveness says nothing an open port does not already
- * say, so it needs no credential on any bind. Readiness needs one from remote
- * callers when the bind reaches beyond loopback, and its detail is given only
- * to authenticated callers. Loopback callers are never rate limited. Returns
- * whether the request was a probe.
- */
-export function answerProbe(req: IncomingMessage, res: ServerResponse, options: ProbeOptions, requestId: string): boolean {
-  const url = req.url ?? '/';
-  const query = url.indexOf('?');
-  const path = query === -1 ? url : url.slice(0, query);
-  const live = LIVENESS.has(path);
-  if (!live && !READINESS.has(path)) return false;
-  const head = req.method === 'HEAD';
-  if (req.method !== 'GET' && !head) {
-    refuse(res, methodNotAllowed(req.method, PROBE_METHODS), requestId, options);
-    return true;
-  }
-  const answer = () => {
-    if (live) return send(res, 200, LIVE, head, requestId);
-    const problems = options.problems();
-    const readiness = options.readiness();
-    // A daemon that listens but cannot serve (its store unreachable, its disk full) is not ready.
-    const state = readiness === 'ready' && Object.keys(problems).length > 0 ? 'unavailable' : readiness;
-    if (!options.presentsCredential(req)) {
-      if (options.exposed && !isLoopbackAddress(req.socket.remoteAddress ?? '')) {
-        return refuse(res, new DomainError('unauthorized', 'Readiness needs a credential beyond loopback: "Authorization: Bearer <credential>".', { headers: { 'www-authenticate': 'Bearer' } }), requestId, options);
-      }
-      const plain = state === 'ready' ? READY : state === 'starting' ? STARTING : state === 'stopping' ? STOPPING : UNAVAILABLE;
-      return send(res, state === 'ready' ? 200 : 503, plain, head, requestId);
-    }
-    options.detail(req).then(
-      (detail) => send(res, state === 'ready' ? 200 : 503, body({ ok: state === 'ready', status: state, ...detail, ...(Object.keys(problems).length ? { problems } : {}) }), head, requestId),
-      (error: unknown) => refuse(res, error, requestId, options),
-    );
+/** The probes' routes, in PROBE_PATHS' order. */
+export function probeRoutes(options: ProbeOptions): FastRoute[] {
+  const liveness: Omit<FastRoute, 'path'> = {
+    methods: PROBE_METHODS, auth: 'public', unmetered: fromLoopback,
+    handler: ({ req, res, requestId }) => send(res, LIVE, requestId, req.method === 'HEAD'),
   };
-  if (queryCarriesCredential(url)) {
-    refuse(res, queryCredentialRefused(), requestId, options);
-    return true;
-  }
-  const address = req.socket.remoteAddress ?? '';
-  if (isLoopbackAddress(address)) {
-    answer();
-    return true;
-  }
-  const wait = options.budget(address);
-  if (wait > 0) refuse(res, rateLimited(wait), requestId, options);
-  else answer();
-  return true;
+  const readiness: Omit<FastRoute, 'path'> = {
+    methods: PROBE_METHODS, unmetered: fromLoopback,
+    auth: {
+      verify: {
+        // The caller who presents a credential is authenticated (and gets the detail); one who presents none is answered plainly where that is allowed.
+        headers: (req) => {
+          if (options.presentsCredential(req)) return options.authenticate(req);
+          if (options.exposed && !fromLoopback(req)) {
+            throw new DomainError('unauthorized', 'Readiness needs a credential beyond loopback: "Authorization: Bearer <credential>".', { headers: { 'www-authenticate': 'Bearer' } });
+          }
+          return undefined;
+        },
+      },
+    },
+    handler: ({ req, res, requestId, verified }) => {
+      const problems = options.problems();
+      const readiness = options.readiness();
+      // A daemon that listens but cannot serve (its store unreachable, its disk full) is not ready.
+      const state = readiness === 'ready' && Object.keys(problems).length > 0 ? 'unavailable' : readiness;
+      const head = req.method === 'HEAD';
+      if (verified === undefined) return send(res, PLAIN[state], requestId, head);
+      const detailed = answerOf(state === 'ready' ? 200 : 503, { ok: state === 'ready', status: state, ...options.detail(), ...(Object.keys(problems).length ? { problems } : {}) });
+      return send(res, detailed, requestId, head);
+    },
+  };
+  return [
+    { path: '/healthz', ...liveness }, { path: '/health', ...liveness },
+    { path: '/readyz', ...readiness }, { path: '/ready', ...readiness },
+  ];
 }

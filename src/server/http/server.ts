@@ -14,11 +14,11 @@ import type { FastRoute } from '../kernel/module.ts';
 import type { RegistryTable } from '../kernel/registry.ts';
 import type { GatewayConfig } from '../../shared/config/types.ts';
 import { DomainError, errorBodyOf } from '../kernel/errors.ts';
-import { serveFast } from './layers.ts';
+import { EarlyExchange, earlyRoute, type EarlyRoute, serveEarly } from './pipeline.ts';
 import { requestIds, type RequestIds } from './request-id.ts';
 import { observed, type HttpObserved, type Routed } from '../kernel/observe.ts';
 import { performance } from 'node:perf_hooks';
-import { answerProbe, type ProbeOptions, type Readiness } from './probes.ts';
+import { PROBE_PATHS, probeRoutes, type Readiness } from './probes.ts';
 
 /**
  * node:http through getBuiltinModule, not an ESM import: importing it as a
@@ -36,7 +36,7 @@ export interface HttpServerOptions {
   problems: () => Record<string, string>;
   /** What readiness tells an authenticated caller. */
   detail: () => Record<string, unknown>;
-  /** The route a module answers ahead of the HTTP application, for a path. */
+  /** The route a module answers before the HTTP application, for a path. */
   fastRoute: (path: string) => FastRoute | undefined;
   budget: RequestBudget;
   authenticator: HttpAuthenticator;
@@ -44,28 +44,36 @@ export interface HttpServerOptions {
 }
 
 /**
- * The daemon's one HTTP server. Every request gets its request id first. Probes
- * and the fast routes (webhook deliveries, hooks) are answered next, on the raw
- * request, through the same layers as the rest (layers.ts). The Koa
- * application behind every other route is loaded on the first request that
- * needs it, so a daemon that only serves probes and the control plane stays lean.
+ * The daemon's one HTTP server. Every request gets its request id first. The
+ * probes and the routes modules answer before the application (webhook
+ * deliveries, hooks) are served next, on the raw request, through the pipeline
+ * every route takes (pipeline.ts). The Koa application behind every other
+ * route is loaded on the first request that needs it, so a daemon that only
+ * serves probes and the control plane stays lean.
  */
 export function createHttpServer(options: HttpServerOptions): Server {
   const { authenticator, budget, config } = options;
   const onUnexpected = (error: unknown) => options.logger.error({ err: error }, 'request failed');
   const requestId = requestIds();
-  const probes: ProbeOptions = {
-    onUnexpected,
+  const deps = { authenticator, budget };
+  const probes = new Map<string, EarlyRoute>(probeRoutes({
     readiness: options.readiness,
     problems: options.problems,
     exposed: options.exposed,
     presentsCredential: (req) => req.headers.authorization !== undefined
       || (config().gateway.auth.mode === 'trusted-proxy' && req.headers[config().gateway.auth.trustedProxy.userHeader] !== undefined),
-    budget: (address) => budget.spend(`addr:${address}`),
-    detail: async (req) => {
-      await authenticator.authenticate(req);
-      return options.detail();
-    },
+    authenticate: (req) => authenticator.authenticate(req),
+    detail: options.detail,
+  }).map((route) => [route.path, earlyRoute(route, deps)]));
+  // A module's routes, put together at their first request (they are set once, while the modules are set up).
+  const early = new WeakMap<FastRoute, EarlyRoute>();
+  const earlyOf = (route: FastRoute): EarlyRoute => {
+    let found = early.get(route);
+    if (!found) {
+      found = earlyRoute(route, deps);
+      early.set(route, found);
+    }
+    return found;
   };
   type Handle = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
   let handler: Promise<Handle> | undefined;
@@ -79,8 +87,13 @@ export function createHttpServer(options: HttpServerOptions): Server {
   const server = createServer({ keepAliveTimeout: 5000, requestTimeout: 30_000, headersTimeout: 10_000 }, (req, res) => {
     const started = observed.http.hasSubscribers ? performance.now() : -1;
     const id = requestId.of(req);
-    if (answerProbe(req, res, probes, id)) {
+    const url = req.url!;
+    const query = url.indexOf('?');
+    const path = query === -1 ? url : url.slice(0, query);
+    const probe = probes.get(path);
+    if (probe) {
       // Most probes are answered at once: told now, without waiting for the response's finish.
+      serveEarly(probe, new EarlyExchange(req, res, id), onUnexpected);
       if (started >= 0) {
         if (res.writableEnded) tell(req, res, started);
         else watchRequest(req, res, started);
@@ -88,11 +101,13 @@ export function createHttpServer(options: HttpServerOptions): Server {
       return;
     }
     if (started >= 0) watchRequest(req, res, started);
+    const fast = options.fastRoute(path);
+    if (fast) {
+      // Observed under its template once path and method match, as the application's routes are.
+      if (fast.methods.includes(req.method!)) (res as Routed).gatewayRoute = fast.path;
+      return void serveEarly(earlyOf(fast), new EarlyExchange(req, res, id), onUnexpected);
+    }
     res.setHeader('x-request-id', id);
-    const url = req.url ?? '/';
-    const query = url.indexOf('?');
-    const fast = options.fastRoute(query === -1 ? url : url.slice(0, query));
-    if (fast) return void serveFast(req, res, fast, budget, onUnexpected);
     if (loaded) return void loaded(req, res);
     handler ??= loadHandler();
     handler.then((handle) => handle(req, res), (error: unknown) => {
@@ -104,7 +119,7 @@ export function createHttpServer(options: HttpServerOptions): Server {
   return server;
 }
 
-const PROBE_PATHS = new Set(['/healthz', '/health', '/readyz', '/ready']);
+const PROBES = new Set<string>(PROBE_PATHS);
 
 /** Tells observers of each request once it is answered: the route's template, never the path itself (it may hold ids). */
 function watchRequest(req: IncomingMessage, res: ServerResponse, started: number): void {
@@ -117,7 +132,7 @@ function tell(req: IncomingMessage, res: ServerResponse, started: number): void 
     const url = req.url ?? '/';
     const query = url.indexOf('?');
     const path = query === -1 ? url : url.slice(0, query);
-    route = PROBE_PATHS.has(path) ? path : 'unmatched';
+    route = PROBES.has(path) ? path : 'unmatched';
   }
   observed.http.publish({ method: req.method ?? 'GET', route, status: res.statusCode, seconds: (performance.now() - started) / 1000 } satisfies HttpObserved);
 }

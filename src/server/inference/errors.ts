@@ -6,6 +6,7 @@ const TYPES: Partial<Record<DomainError['kind'], string>> = {
   method_not_allowed: 'invalid_request_error',
   not_found: 'invalid_request_error',
   too_large: 'invalid_request_error',
+  insufficient_storage: 'invalid_request_error',
   unsupported_media_type: 'invalid_request_error',
   conflict: 'invalid_request_error',
   invalid_config: 'invalid_request_error',

@@ -1,13 +1,31 @@
-/** Writing JSON answers on a raw response: for surfaces answered ahead of the HTTP application. */
+/**
+ * Writing answers on a raw response: for the routes answered before the HTTP
+ * application. The request id the server gave the request rides on the
+ * response (IdentifiedResponse) and is written with the answer's other
+ * headers in its one writeHead: a header set beforehand would send every
+ * answer down Node's slower way of merging headers.
+ */
 import type { ServerResponse } from 'node:http';
 import { answerOf, toDomainError, type DomainError } from './errors.ts';
+
+/** A response with the id of its request, for the answer to carry (x-request-id). */
+export type IdentifiedResponse = ServerResponse & { requestId?: string };
 
 /** Sends a JSON answer, unless one was already sent. */
 export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   if (res.headersSent) return;
   const payload = Buffer.from(JSON.stringify(body));
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': payload.length, 'cache-control': 'no-store', ...headers });
+  const id = (res as IdentifiedResponse).requestId;
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': payload.length, 'cache-control': 'no-store', ...(id === undefined ? {} : { 'x-request-id': id }), ...headers });
   res.end(payload);
+}
+
+/** Sends an answer without a body (204), unless one was already sent. */
+export function sendEmpty(res: ServerResponse, status: number, headers: Record<string, string> = {}): void {
+  if (res.headersSent) return;
+  const id = (res as IdentifiedResponse).requestId;
+  res.writeHead(status, { 'cache-control': 'no-store', ...(id === undefined ? {} : { 'x-request-id': id }), ...headers });
+  res.end();
 }
 
 /**

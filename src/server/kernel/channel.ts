@@ -17,11 +17,19 @@ export interface InboundMessage {
   /** Where a reply to a direct message goes (a chat id), when not the sender's name (IRC's nick). */
   replyTo?: string;
   /**
-   * For a direct message in a conversation of its own with the sender (an
-   * email thread): its id. The session is then the sender's and the
-   * thread's (`<sender>#<thread>`); who may talk is still the sender.
+   * For a message in a conversation of its own (an email thread, a
+   * Telegram forum topic, a Slack, Discord or Matrix thread): its id. The
+   * session is then the sender's (or the room's) and the thread's
+   * (`<sender>#<thread>`, `<room>#<thread>`); who may talk is unchanged,
+   * and replyTo names the thread, so the answer lands in it.
    */
   thread?: string;
+  /**
+   * The platform's address of the message as its reactions name it
+   * (Telegram's message_id, Slack's ts, a Matrix event id), kept with it in
+   * the session: an acknowledgement reaction and message.react point there.
+   */
+  reference?: string;
   /**
    * For a group message meant for the account (it names the bot, or replies
    * to it): the text as an agent reads it, the mention taken out. A channel
@@ -49,6 +57,8 @@ export interface InboundAttachment {
   mimeType?: string;
   /** Its size in bytes when the platform said. */
   size?: number;
+  /** A voice note recorded in the app (Telegram's voice, WhatsApp's audio with voice, Matrix's m.audio with its voice mark), as against an audio file sent. */
+  voice?: boolean;
   /** Fetches the bytes; rejects when they are more than `maxBytes` (or cannot be had). */
   fetch(maxBytes: number, signal: AbortSignal): Promise<Uint8Array>;
 }
@@ -117,6 +127,21 @@ export interface PressAnswer {
   text?: string;
 }
 
+/** A voice note to send: OGG/Opus audio (the platforms' voice-note format). */
+export interface OutboundVoice {
+  data: Uint8Array;
+  mimeType: string;
+  /** A file name for platforms that show one. */
+  name: string;
+}
+
+/** A file a channel sends: read from an agent's workspace, kept with its outbox row until sent. */
+export interface OutboundFile {
+  name: string;
+  mimeType: string;
+  data: Uint8Array;
+}
+
 /** What a platform answered for a message it took: its ids, kept with the reply. */
 export interface SendReceipt {
   ids: string[];
@@ -151,8 +176,16 @@ export interface AccountStatus {
 export interface ChannelContext {
   /** This channel's current settings (they may change while it runs). */
   settings: () => ChannelSettings;
+  /** A folder of the profile's for this channel's own files (<profile>/channels/<id>); the channel makes it when it needs it. */
+  folder: string;
   /** Reads a secret of this channel, such as `channels.<id>.password`; undefined when unset. */
   secret: (name: string) => Promise<string | undefined>;
+  /**
+   * Keeps a secret this channel made for itself (a Matrix account's
+   * encryption passphrase) in the profile's secret store; only names under
+   * `channels.<id>.` are taken.
+   */
+  keepSecret?: (name: string, value: string) => Promise<void>;
   logger: Logger;
   /**
    * Hands an inbound message to the gateway (policy, pairing, sessions). It
@@ -213,6 +246,26 @@ export interface Channel {
    * platform checking the address; a string body is answered as text.
    */
   receive?(request: ChannelRequest): Promise<ChannelResponse>;
+  /**
+   * Sends a voice note (OGG/Opus audio) as the platform's own kind (Telegram's
+   * sendVoice, WhatsApp's audio, Matrix's m.audio marked as voice, a file
+   * elsewhere); channels whose platforms carry no audio leave it out.
+   */
+  sendVoice?(account: string, to: string, voice: OutboundVoice, options?: SendOptions): Promise<SendReceipt | void>;
+  /**
+   * Puts a reaction (an emoji) on a message of the conversation `to`, named
+   * by its InboundMessage.reference. Channels whose platform has no
+   * reactions leave it out.
+   */
+  react?(account: string, to: string, reference: string, emoji: string): Promise<void>;
+  /**
+   * Sends a file (with the text as its caption, where there is one). The
+   * largest file the platform takes is fileLimit (bytes); a channel that
+   * cannot carry files leaves both out, or throws a permanent
+   * ChannelSendError saying why (an XMPP server without HTTP upload).
+   */
+  sendFile?(account: string, to: string, file: OutboundFile, caption: string, options?: SendOptions): Promise<SendReceipt | void>;
+  readonly fileLimit?: number;
   /** Whether send() takes SendOptions.editOf (the platform edits messages): replies may then stream (channels.<id>.streaming). */
   readonly edits?: boolean;
   /** Whether send() shows SendOptions.buttons (and presses come back through ChannelContext.pressed). */

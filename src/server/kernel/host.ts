@@ -13,10 +13,10 @@ import type { Store } from '../store/database.ts';
 import type { ApiDocumentPart } from './api-doc.ts';
 import type { EventBus } from './events.ts';
 import type {
-  AuthLockoutView, BearerVerifier, Connections, CredentialView, DaemonView, Extension, FastRoute, GatewayModule, ModuleContext, Principal,
+  AuthLockoutView, BearerVerifier, Connections, CredentialView, DaemonView, Extension, FastRoute, GatewayModule, ModuleContext,
   OwnMethod, ReadinessCheck, RegisterFn, RegistrationApi,
 } from './module.ts';
-import { emptyRegistered, RegistryTable, TableBuilder } from './registry.ts';
+import { checkAuth, emptyRegistered, RegistryTable, TableBuilder } from './registry.ts';
 import { compileSchema, loadSchemaCompiler } from './schema.ts';
 
 const REGISTER_TIMEOUT_MS = 10_000;
@@ -54,8 +54,7 @@ export interface HostParts {
   lockout: AuthLockoutView;
   credential: CredentialView;
   logger: Logger;
-  /** Protected routes' authentication, which owns the bearer verifiers modules add. */
-  authenticate: (req: IncomingMessage) => Promise<Principal>;
+  /** Adds a bearer verifier to protected routes' authentication (the HTTP pipeline's). */
   addBearer: (verifier: BearerVerifier) => void;
   setOverlayIdentity: (identity: (req: IncomingMessage) => Promise<string | undefined>) => void;
 }
@@ -143,13 +142,13 @@ export class ModuleHost {
       http: {
         ...recording.http,
         fast: (route) => {
+          checkAuth(route, true, `${module.id}: route ${route.path}`);
           this.fastRoutes.push(route);
           this.reserved.push(route.path);
         },
         reserve: (path) => void this.reserved.push(path),
         bearer: parts.addBearer,
         overlayIdentity: parts.setOverlayIdentity,
-        authenticate: parts.authenticate,
         document: (part) => void this.documents.push(part),
       },
       readiness: { check: (name, check) => void this.checks.set(name, check) },

@@ -13,13 +13,13 @@ import type { SecretStore } from '../../shared/secrets/secret-store.ts';
 import type { ApiDocumentPart } from './api-doc.ts';
 import type { EventBus } from './events.ts';
 import type { RegistryTable } from './registry.ts';
-import type { BearerVerifier, FastRoute, Principal, RegisterFn, RegistrationApi, RpcClient } from './registration.ts';
+import type { BearerVerifier, FastRoute, RegisterFn, RegistrationApi, RpcClient } from './registration.ts';
 import type { Store } from '../store/database.ts';
 import type { Migration } from '../store/migrations.ts';
 
 export type {
-  AnyProtocolMethod, BearerVerifier, FastRoute, HttpRoute, JobContext, JobHandler, JobKind, JobKindOptions, MethodHandler, OwnMethod, Principal,
-  ProtocolMethod, RegisterFn, RegistrationApi, RouteAuth, RouteContext, RpcClient, ToolContext, ToolDef, WsRoute,
+  AnyProtocolMethod, BearerVerifier, Budget, FastRoute, HttpRoute, JobContext, JobHandler, JobKind, JobKindOptions, MethodHandler, OwnMethod, Principal,
+  ProtocolMethod, RawExchange, RegisterFn, RegistrationApi, RouteAuth, RouteContext, RouteRules, RouteVerifier, RpcClient, ToolContext, ToolDef, WsRoute,
 } from './registration.ts';
 
 /** The outcome of admitting a connect, decided by the module that owns device pairing. */
@@ -116,6 +116,7 @@ export interface ModuleContext extends RegistrationApi {
   /** The exports of a module this one needs (listed in its `needs`). */
   use<E>(module: GatewayModule<E>): E;
   http: RegistrationApi['http'] & {
+    /** A route answered before the HTTP application loads (FastRoute): set once, never rebuilt at a reload. */
     fast(route: FastRoute): void;
     /** A path and everything below it that plugins cannot take. */
     reserve(path: string): void;
@@ -123,8 +124,6 @@ export interface ModuleContext extends RegistrationApi {
     bearer(verifier: BearerVerifier): void;
     /** Who a request that came through the private overlay is, for gateway.auth.allowOverlay. */
     overlayIdentity(identity: (req: IncomingMessage) => Promise<string | undefined>): void;
-    /** Authenticates a raw request as protected routes do (throws a DomainError 400/401/403/429). */
-    authenticate(req: IncomingMessage): Promise<Principal>;
     /** Documents the routes this module serves in /openapi.json. */
     document(part: ApiDocumentPart): void;
   };

@@ -48,61 +48,111 @@ export interface Principal {
 export type BearerVerifier = (value: string) => Promise<Principal | string | undefined> | Principal | string | undefined;
 
 /**
- * Who may call a route. `public`: anyone. `{scope}`: the gateway credential or
- * a principal holding the scope. `gateway`: the gateway's own credential (or a
- * token with admin). `plugin`: the handler authenticates the caller itself.
+ * A route's own credential, checked by the HTTP pipeline and never by its
+ * handler: a signature over the body, a secret in a header, a login's state.
+ * `headers` is checked before the body is read (a token; whether a secret is
+ * configured at all), `body` over the body once read (the route declares
+ * one). Either throws a DomainError to refuse (401, 400, 503, 429); what the
+ * last of them returns is handed to the handler (`verified`). Secrets are
+ * compared in constant time (kernel/verifiers.ts).
  */
-export type RouteAuth = 'public' | 'gateway' | 'plugin' | { scope: TokenScope };
+export interface RouteVerifier {
+  headers?(req: IncomingMessage): unknown;
+  body?(req: IncomingMessage, body: ReceivedBody): unknown;
+}
 
-/** Koa's context, with the route's path parameters and, when it declares one, the body the pipeline read. */
-export type RouteContext = Context & { params: Record<string, string>; received?: ReceivedBody };
+/**
+ * Who may call a route, declared on it and checked by the HTTP pipeline
+ * before the handler runs. `public`: anyone. `gateway`: the gateway's own
+ * credential (or a token with admin). `{scope}`: the gateway credential or a
+ * principal holding the scope; with `open`, anyone for whom it says so (a
+ * loopback caller, where a setting allows it). `{verify}`: a credential of the
+ * route's own (RouteVerifier). `plugin`: the handler authenticates the caller
+ * itself: a plugin's route, or one that hands the request to code a plugin may
+ * add (a channel's webhook deliveries).
+ */
+export type RouteAuth =
+  | 'public'
+  | 'gateway'
+  | 'plugin'
+  | { scope: TokenScope; open?: (req: IncomingMessage) => boolean }
+  | { verify: RouteVerifier };
 
-export interface HttpRoute {
-  /** GET, POST, ... or * for any method. HEAD falls back to GET. */
-  method: string;
+/** A request budget: how long a key must wait (ms), or 0 once it is counted. */
+export interface Budget {
+  spend(key: string): number;
+}
+
+/** What every route declares for the pipeline, whichever way it is answered (http/pipeline.ts runs it). */
+export interface RouteRules {
   /** A plain path; a segment `:name` matches any one segment (in ctx.params). */
   path: string;
   /** exact (default): the path only; prefix: the path and everything below it, segment by segment. */
   match?: 'exact' | 'prefix';
   auth: RouteAuth;
+  /** Whether it answers at all now (404 while not, before anything else; it may throw a 404 of its own naming the setting that turns it on); always when unset. */
+  enabled?: () => boolean;
+  /** The budget its requests spend (429 past it); the one every surface shares when unset. */
+  budget?: Budget;
+  /** Requests its budget does not count (a probe from loopback). */
+  unmetered?: (req: IncomingMessage) => boolean;
+  /** The body it takes, read by the pipeline after authentication and before the handler; a route that declares none has its body left unread. */
+  body?: RouteBody;
+}
+
+/**
+ * Koa's context, with the route's path parameters, the body the pipeline read
+ * when it declares one, and what its verifier returned (RouteVerifier); the
+ * caller's principal, for routes that authenticate one, is in ctx.state.principal.
+ */
+export type RouteContext = Context & { params: Record<string, string>; received?: ReceivedBody; verified?: unknown };
+
+export interface HttpRoute extends RouteRules {
+  /** GET, POST, ... or * for any method. HEAD falls back to GET. */
+  method: string;
   /** The route answers {ok: true, ...}; its failures then say ok: false too. */
   envelope?: boolean;
-  /** The body of the route's errors when it speaks another convention than the gateway's (the inference API's). */
-  errorBody?: (error: DomainError) => unknown;
+  /** The body of the route's errors when it speaks another convention than the gateway's (the inference API's, a page for a browser). */
+  errorBody?: (error: DomainError, ctx: RouteContext) => unknown;
   /** The route's own checks after authentication and before its body is read (an endpoint switched off, a credential's limits). */
   admit?: (ctx: RouteContext) => unknown | Promise<unknown>;
-  /** The body it takes, read by the pipeline before the handler (in ctx.received); a route that declares none has its body left unread. */
-  body?: RouteBody;
   handler: (ctx: RouteContext) => unknown | Promise<unknown>;
 }
 
 /**
- * A route answered ahead of the HTTP application, on the raw request: for the
- * hottest surfaces (webhook deliveries, hooks), whose callers present a
- * credential of their own (a signature, the hooks token). It takes the
- * application's layers all the same (see http/layers.ts): answering now, its
- * methods, no credential in the query, a request budget, then its own
- * admission and its body as it declares them. Built-in modules only.
+ * A route answered before the HTTP application loads, on the raw request: for
+ * the probes and the hottest surfaces (webhook deliveries, hooks). It takes the
+ * same pipeline as every route (http/pipeline.ts): answering now (404), its
+ * methods (405 with Allow), no credential in the query (400), a request budget
+ * (429), its authentication, its body, then its handler. Built-in modules only.
  */
-export interface FastRoute {
-  path: string;
-  match?: 'exact' | 'prefix';
+export interface FastRoute extends RouteRules {
   /** The methods it answers; others get 405 with Allow. */
   methods: readonly string[];
-  /** Whether it answers at all now (404 while not); always when unset. */
-  enabled?: () => boolean;
-  /** The budget its requests spend, per address; the one every surface shares when unset. */
-  budget?: { spend(key: string): number };
-  /** Its own credential's check, before its body is read (the hooks token, a webhook secret being configured). */
-  admit?: (req: IncomingMessage) => void | Promise<void>;
-  /** The body it takes, read by the pipeline before the handler. */
-  body?: RouteBody;
-  /** Told when its admission or its body refuses a request, for a route that counts its refusals. */
+  /** Told when the pipeline refuses a request before the handler, for a route that counts its refusals. */
   refused?: (error: unknown) => void;
   /** What an unexpected failure says when the route has more to tell its caller than the generic message. */
   unexpected?: string;
-  /** Answers the request (sendJson); a failure it throws or rejects with is answered with the error body. */
-  handler: (req: IncomingMessage, res: ServerResponse, body: ReceivedBody | undefined) => unknown | Promise<unknown>;
+  /**
+   * Answers the request with sendJson or sendEmpty (kernel/answer.ts), which
+   * write its request id; a failure it throws or rejects with is answered
+   * with the error body.
+   */
+  handler: (exchange: RawExchange) => unknown | Promise<unknown>;
+}
+
+/** A request to a route answered before the application, as its handler gets it: what the pipeline learnt beside the raw request. */
+export interface RawExchange {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  /** The request's id, written with the answer (x-request-id) by sendJson and sendEmpty. */
+  readonly requestId: string;
+  /** The caller, for a route that authenticates one. */
+  readonly principal?: Principal;
+  /** The body, for a route that declares one. */
+  readonly received?: ReceivedBody;
+  /** What the route's verifier returned. */
+  readonly verified?: unknown;
 }
 
 export interface WsRoute {
@@ -143,6 +193,11 @@ export interface ToolContext {
    * Set by the daemon, never from the call's arguments.
    */
   person: string;
+  /**
+   * Whose spending the run is (its credential on the inference API, its
+   * automation): a task it hands on spends it too, under its budgets.
+   */
+  subject?: string;
   sessionKey?: string;
   /** The agent run that calls it, and the call's id in that run (surface agent). */
   runId?: string;

@@ -9,7 +9,7 @@ import { METHODS, type MethodName } from '../../shared/protocol/methods.ts';
 import { isOperatorScope, type OperatorScope } from '../../shared/protocol/scopes.ts';
 import type { ChannelKind } from './channel.ts';
 import { DomainError } from './errors.ts';
-import type { HttpRoute, JobHandler, JobKind, JobKindOptions, MethodHandler, OwnMethod, RegistrationApi, ToolDef, WsRoute } from './registration.ts';
+import type { HttpRoute, JobHandler, JobKind, JobKindOptions, MethodHandler, OwnMethod, RegistrationApi, RouteAuth, ToolDef, WsRoute } from './registration.ts';
 
 export interface Owned<T> {
   /** The module or plugin that registered it. */
@@ -54,6 +54,30 @@ function checkPath(path: unknown, what: string): string {
   if (typeof path !== 'string' || !path.startsWith('/') || path.length > 512) throw refused(`${what}: path must start with /`);
   if (/[\s?#\\]|%2e|%2f|\/\.\.?(\/|$)|\/\//i.test(path)) throw refused(`${what}: path ${path} must be a plain path (no query, dot segments, encoded slashes or doubled slashes)`);
   return path;
+}
+
+/**
+ * Checks a route's declared authentication: public (built-in routes only),
+ * the gateway credential, a scope (built-in routes only), a verifier of its
+ * own, or the handler's own check (plugin: a plugin's code, or a channel's,
+ * which a plugin may add).
+ */
+export function checkAuth(route: { auth?: unknown; body?: unknown }, builtin: boolean, what: string): void {
+  const auth = route.auth as RouteAuth | undefined;
+  const named = builtin ? ['public', 'gateway', 'plugin'] : ['gateway', 'plugin'];
+  if (typeof auth === 'string' && named.includes(auth)) return;
+  if (builtin && typeof auth === 'object' && auth !== null && 'scope' in auth && typeof auth.scope === 'string') {
+    if (auth.open !== undefined && typeof auth.open !== 'function') throw refused(`${what}: auth.open must be a function`);
+    return;
+  }
+  if (typeof auth === 'object' && auth !== null && 'verify' in auth && typeof auth.verify === 'object' && auth.verify !== null) {
+    const { headers, body } = auth.verify;
+    if (headers === undefined && body === undefined) throw refused(`${what}: auth.verify needs headers(req) or body(req, body)`);
+    if ((headers !== undefined && typeof headers !== 'function') || (body !== undefined && typeof body !== 'function')) throw refused(`${what}: auth.verify's headers and body must be functions`);
+    if (body !== undefined && route.body === undefined) throw refused(`${what}: a verifier over the body needs the route to declare its body`);
+    return;
+  }
+  throw refused(`${what}: auth must be ${[...named, ...(builtin ? ['{scope}'] : []), '{verify}'].join(' or ')}`);
 }
 
 const segmentsOf = (path: string): string[] => path.split('/').filter(Boolean);
@@ -260,14 +284,12 @@ export class TableBuilder {
     const path = checkPath(route.path, label);
     const match = route.match ?? 'exact';
     if (match !== 'exact' && match !== 'prefix') throw refused(`${label}: route ${path}: match must be exact or prefix`);
-    const auths = id.builtin ? ['public', 'gateway', 'plugin'] : ['gateway', 'plugin'];
-    const scoped = id.builtin && typeof route.auth === 'object' && route.auth !== null && typeof route.auth.scope === 'string';
-    if (!scoped && !auths.includes(route.auth as string)) throw refused(`${label}: route ${path}: auth must be ${auths.join(' or ')}`);
+    checkAuth(route, id.builtin, `${label}: route ${path}`);
     if (typeof route.handler !== 'function') throw refused(`${label}: route ${path}: handler must be a function`);
     if (!id.builtin && this.reservedPath(path)) throw refused(`${label}: route ${path} overlaps a path the gateway serves itself`);
     const key = routeKey(method, match === 'prefix' ? `/${segmentsOf(path).join('/')}` : path, match);
     const existing = this.routeKeys.get(key);
-    const authName = (auth: HttpRoute['auth']) => (typeof auth === 'string' ? auth : `scope ${auth.scope}`);
+    const authName = (auth: HttpRoute['auth']) => (typeof auth === 'string' ? auth : 'scope' in auth ? `scope ${auth.scope}` : 'a verifier of its own');
     if (existing) {
       const auth = authName(existing.value.auth) === authName(route.auth) ? `both with auth ${authName(route.auth)}` : `auth ${authName(existing.value.auth)} vs ${authName(route.auth)}`;
       throw refused(`route ${key} of ${label} conflicts with the same route of ${who(existing)} (${auth})`);

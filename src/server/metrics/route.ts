@@ -14,21 +14,19 @@ const FORWARDING = ['forwarded', 'x-forwarded-for', 'x-real-ip', 'x-forwarded-ho
 export const directLoopback = (req: Pick<IncomingMessage, 'socket' | 'headers'>) =>
   isLoopbackAddress(req.socket.remoteAddress ?? '') && FORWARDING.every((header) => req.headers[header] === undefined);
 
-export const holdsMetrics = (scopes: ReadonlySet<string> | 'all') => scopes === 'all' || scopes.has('metrics') || scopes.has('admin');
-
 const errorBody = (description: string) => ({ description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } });
 
 /** Serves GET /metrics from the series, loaded (and counting) at the first scrape if they were not already. */
 export function metricsRoute(ctx: Pick<ModuleContext, 'http' | 'config'>, load: () => Promise<MetricSeries>): void {
   ctx.http.route({
-    method: 'GET', path: '/metrics', auth: 'plugin',
+    method: 'GET', path: '/metrics',
+    enabled: () => {
+      if (!ctx.config().metrics.enabled) throw new DomainError('not_found', 'Metrics are off: gateway config set metrics.enabled true');
+      return true;
+    },
+    // The scope metrics, or nothing from a direct loopback caller where metrics.loopbackOpen allows it.
+    auth: { scope: 'metrics', open: (req) => ctx.config().metrics.loopbackOpen && directLoopback(req) },
     handler: async (http) => {
-      const { metrics } = ctx.config();
-      if (!metrics.enabled) throw new DomainError('not_found', 'Metrics are off: gateway config set metrics.enabled true');
-      if (!(metrics.loopbackOpen && directLoopback(http.req))) {
-        const principal = await ctx.http.authenticate(http.req);
-        if (!holdsMetrics(principal.scopes)) throw new DomainError('forbidden', 'This route needs the scope metrics.');
-      }
       const loaded = await load();
       loaded.count(true);
       await loaded.jobCollect();

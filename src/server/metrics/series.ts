@@ -3,7 +3,8 @@
  * enabled: HTTP requests by method, route template and status, with their
  * durations; model calls with the OpenTelemetry GenAI names (operation
  * duration, time to first token, tokens by type) by provider, model, agent
- * and outcome; jobs by kind and state, the queue's depth and the age of its
+ * and outcome; tool calls by tool, surface and outcome, with their
+ * durations; jobs by kind and state, the queue's depth and the age of its
  * oldest job; webhook deliveries by event and outcome; channel accounts by
  * state, messages in and out; store statements and transactions by engine,
  * operation and outcome, with their durations; the process's memory, CPU and
@@ -12,7 +13,7 @@
  */
 import type { ChannelManager } from '../channels/module.ts';
 import type { JobQueue } from '../jobs/module.ts';
-import { observed, type ChannelMessageObserved, type HttpObserved, type ModelCallObserved, type ModelCostObserved, type WebhookDeliveryObserved } from '../kernel/observe.ts';
+import { observed, type ChannelMessageObserved, type HttpObserved, type ModelCallObserved, type ModelCostObserved, type ToolCallObserved, type WebhookDeliveryObserved } from '../kernel/observe.ts';
 import { type StatementObserved, statementsObserved } from '../store/database.ts';
 import { Tally } from './tally.ts';
 
@@ -80,6 +81,15 @@ export async function metricSeries({ jobs, channels }: { jobs: Pick<JobQueue, 's
     const { provider, model, agent, currency, cost } = message as ModelCostObserved;
     costs.add(`${provider} ${model} ${agent} ${currency}`, () => ({ gen_ai_provider_name: provider, gen_ai_request_model: model, gateway_agent: agent, currency }), cost);
   };
+  // Tool calls by tool, surface and outcome (ok, or the kind of error): registered names, a bounded set.
+  const toolCalls = new Tally(seconds);
+  registry.registerMetric(toolCalls.counter('gateway_tool_calls_total', 'Tool calls answered, by tool, surface (http, ws, agent) and outcome (ok or the error\'s kind)') as never);
+  registry.registerMetric(toolCalls.histogram('gateway_tool_call_duration_seconds', 'Time a tool call took') as never);
+  const onToolCall = (message: unknown) => {
+    const { tool, surface, error, startedAt, endedAt } = message as ToolCallObserved;
+    const outcome = error ?? 'ok';
+    toolCalls.add(`${tool} ${surface} ${outcome}`, () => ({ tool, surface, outcome }), (endedAt - startedAt) / 1000);
+  };
   const deliveries = new Tally();
   registry.registerMetric(deliveries.counter('gateway_webhook_deliveries_total', 'GitHub webhook deliveries answered, by event (once the signature held) and outcome: accepted, duplicate, refused') as never);
   const onDelivery = (message: unknown) => {
@@ -108,6 +118,7 @@ export async function metricSeries({ jobs, channels }: { jobs: Pick<JobQueue, 's
     observed.modelCost[verb](onModelCost);
     observed.channelMessage[verb](onMessage);
     observed.webhookDelivery[verb](onDelivery);
+    observed.toolCall[verb](onToolCall);
     statementsObserved[verb](onStatement);
   };
   count(true);

@@ -33,6 +33,7 @@ interface CallMeta {
   agent?: string;
   subject?: string;
   surface?: string;
+  delegatedBy?: string;
 }
 
 /** When a period began and ends, in UTC. */
@@ -94,6 +95,11 @@ export class Budgets {
     const agent = meta.agent ? config.agents[meta.agent] : undefined;
     if (meta.agent && agent?.budget && (agent.budget.daily !== undefined || agent.budget.monthly !== undefined)) {
       caps.push({ who: { agent: meta.agent }, label: `Agent ${meta.agent}`, setting: `agents.${meta.agent}.budget`, budget: agent.budget });
+    }
+    // A delegated run spends its delegating agent's budget too.
+    const parent = meta.delegatedBy && meta.delegatedBy !== meta.agent ? config.agents[meta.delegatedBy] : undefined;
+    if (meta.delegatedBy && parent?.budget && (parent.budget.daily !== undefined || parent.budget.monthly !== undefined)) {
+      caps.push({ who: { agent: meta.delegatedBy }, label: `Agent ${meta.delegatedBy}`, setting: `agents.${meta.delegatedBy}.budget`, budget: parent.budget });
     }
     const automationId = meta.subject?.startsWith('automation:') ? meta.subject.slice('automation:'.length) : undefined;
     const automation = automationId ? config.automations[automationId] : undefined;

@@ -8,7 +8,8 @@
 import type { Logger } from 'pino';
 import type { GatewayConfig, ProviderSettings } from '../../shared/config/types.ts';
 import { DomainError } from '../kernel/errors.ts';
-import type { ChatMessage, StepEvent, StepRequest, Usage } from './adapter.ts';
+import type { ChatMessage, StepEvent, StepRequest, Usage, UserPart } from './adapter.ts';
+import { heldToolImage } from '../kernel/tool-images.ts';
 import { resolveModel, type ModelTarget } from './catalog.ts';
 import { upstreamFetch, type FetchWatch } from '../kernel/upstream-fetch.ts';
 import type { UsageLog } from './usage-log.ts';
@@ -28,6 +29,8 @@ export interface CallMeta {
   runId?: string;
   /** The person the conversation is with (kernel/person.ts): usage and spend are shown per person. */
   person?: string;
+  /** The agent that delegated the run (agents.delegate): the call counts to it too. */
+  delegatedBy?: string;
 }
 
 export type CallEvent = StepEvent | { type: 'model'; ref: string; providerId: string };
@@ -121,8 +124,8 @@ export class ModelCaller {
           const connection = {
             kind: provider.kind, baseUrl: provider.baseUrl, apiKey, headers: provider.headers, model: target.model, fetch: watchedFetch,
           };
-          // A model not known to take images reads them by name.
-          const messages = takesImages(target) ? request.messages : namingImages(request.messages);
+          // A model not known to take images reads them by name; one that does also sees the pictures the last step's tools made.
+          const messages = takesImages(target) ? withToolImages(request.messages) : namingImages(request.messages);
           for await (const event of adapter.streamStep(connection, { ...request, messages, signal: controller.signal })) {
             if (!emitted && event.type !== 'finish') {
               emitted = true;
@@ -186,7 +189,7 @@ export class ModelCaller {
       at: call.started, provider: target.providerId, model: target.model, agent: meta.agent, sessionKey: meta.sessionKey, subject: meta.subject,
       surface: meta.surface, inputTokens: call.usage.inputTokens, outputTokens: call.usage.outputTokens, cachedInputTokens: call.usage.cachedInputTokens, latencyMs,
       firstTokenMs: call.firstTokenAt === undefined ? undefined : call.firstTokenAt - call.started, outcome: call.outcome, status: call.status, error: call.error,
-      costMicros: costOf(price, call.usage), currency: price?.currency, ...whoOf(meta),
+      costMicros: costOf(price, call.usage), currency: price?.currency, ...whoOf(meta), ...(meta.delegatedBy ? { delegatedBy: meta.delegatedBy } : {}),
     }));
     this.deps.usage.record(recorded, (error) => this.deps.logger.error({ err: error }, 'could not record a model call'));
     void recorded.then((entry) => {
@@ -226,6 +229,25 @@ function upstreamError(target: ModelTarget, status: number | undefined, message:
 export function takesImages(target: ModelTarget): boolean {
   const listed = target.provider.imageModels ?? [];
   return listed.includes('*') || listed.includes(target.model);
+}
+
+/**
+ * The conversation with the images the last step's tools made (a screenshot,
+ * kernel/tool-images.ts) shown after their results, as a turn of pictures:
+ * chat APIs take images from the user's side, not in a tool's result.
+ * Earlier steps' images stay named by their results.
+ */
+export function withToolImages(messages: readonly ChatMessage[]): ChatMessage[] {
+  let first = messages.length;
+  while (first > 0 && messages[first - 1]!.role === 'tool') first--;
+  const parts: UserPart[] = [];
+  for (const message of messages.slice(first)) {
+    if (message.role !== 'tool' || message.isError) continue;
+    const image = heldToolImage(message.content);
+    if (!image) continue;
+    parts.push({ type: 'text', text: `The image ${message.toolName} made (${image.name}):` }, { type: 'image', name: image.name, mimeType: image.mimeType, data: image.data });
+  }
+  return parts.length === 0 ? messages as ChatMessage[] : [...messages, { role: 'user', content: parts }];
 }
 
 /** The conversation with every image part replaced by a line naming it. */

@@ -31,7 +31,7 @@ export interface Models {
 export default defineModule<Models>({
   id: 'models',
   needs: [jobsModule, tokensModule],
-  migrations: [...USAGE_MIGRATIONS, ...BUDGET_MIGRATIONS],
+  migrations: [...USAGE_MIGRATIONS, ...BUDGET_MIGRATIONS].sort((a, b) => a.version - b.version),
   setup(ctx) {
     const usage = new UsageLog(ctx.store);
     ctx.use(jobsModule).retention('modelCalls', (retentionMs) => usage.prune(retentionMs));

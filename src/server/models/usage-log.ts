@@ -43,6 +43,13 @@ export const USAGE_MIGRATIONS: readonly Migration[] = [{
     CREATE INDEX model_calls_agent ON model_calls (agent, at);
     CREATE INDEX model_calls_automation ON model_calls (automation, at);
   `,
+}, {
+  version: 4,
+  name: 'the agent that delegated each call\'s run',
+  sql: `
+    ALTER TABLE model_calls ADD COLUMN delegated_by TEXT;
+    CREATE INDEX model_calls_delegated_by ON model_calls (delegated_by, at) WHERE delegated_by IS NOT NULL;
+  `,
 }];
 
 export interface ModelCall {
@@ -64,6 +71,8 @@ export interface ModelCall {
   /** The channel of the conversation, and the person it is with (kernel/person.ts). */
   channel?: string;
   person?: string;
+  /** The agent that delegated the run this call is a step of (agents.delegate). */
+  delegatedBy?: string;
   latencyMs: number;
   firstTokenMs?: number;
   outcome: 'ok' | 'error' | 'aborted' | 'timeout';
@@ -85,11 +94,11 @@ export class UsageLog {
   /** Records a call in the background; a failure goes to `failed` (the call itself was answered already). */
   record(entry: ModelCall | Promise<ModelCall>, failed: (error: unknown) => void): void {
     const write = Promise.resolve(entry).then((call) => this.store.run(`INSERT INTO model_calls (at, provider, model, agent, session_key, subject, surface, input_tokens, output_tokens, latency_ms, first_token_ms, outcome, status, error,
-      cost_micros, currency, cached_input_tokens, automation, channel, person)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      cost_micros, currency, cached_input_tokens, automation, channel, person, delegated_by)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     call.at, call.provider, call.model, call.agent ?? null, call.sessionKey ?? null, call.subject ?? null, call.surface,
     call.inputTokens ?? null, call.outputTokens ?? null, call.latencyMs, call.firstTokenMs ?? null, call.outcome, call.status ?? null, call.error ?? null,
-    call.costMicros ?? null, call.currency ?? null, call.cachedInputTokens ?? null, call.automation ?? null, call.channel ?? null, call.person ?? null))
+    call.costMicros ?? null, call.currency ?? null, call.cachedInputTokens ?? null, call.automation ?? null, call.channel ?? null, call.person ?? null, call.delegatedBy ?? null))
       .then(() => undefined, failed)
       .finally(() => this.writing.delete(write));
     this.writing.add(write);
@@ -116,7 +125,12 @@ export class UsageLog {
         ...who.subjects, since, currency);
       return Number(row?.cost ?? 0);
     }
-    const [column, value] = who.agent !== undefined ? ['agent', who.agent] : who.automation !== undefined ? ['automation', who.automation] : ['subject', who.subject];
+    if (who.agent !== undefined) {
+      // An agent's spending includes what the runs it delegated spent.
+      const row = await this.store.get<Row>('SELECT COALESCE(SUM(cost_micros), 0) AS cost FROM model_calls WHERE (agent = ? OR delegated_by = ?) AND at >= ? AND currency = ?', who.agent, who.agent, since, currency);
+      return Number(row?.cost ?? 0);
+    }
+    const [column, value] = who.automation !== undefined ? ['automation', who.automation] : ['subject', who.subject];
     const row = await this.store.get<Row>(`SELECT COALESCE(SUM(cost_micros), 0) AS cost FROM model_calls WHERE ${column} = ? AND at >= ? AND currency = ?`, value ?? null, since, currency);
     return Number(row?.cost ?? 0);
   }
@@ -137,15 +151,15 @@ export class UsageLog {
         cost: Number(row.cost ?? 0) / MICROS, unpriced: Number(row.unpriced ?? 0),
       }));
     };
-    const [[total], byAgent, byModel, bySubject, bySurface, byAutomation, byChannel, byPerson] = await Promise.all([
-      group(undefined), group('agent'), group("provider || '/' || model"), group('subject'), group('surface'), group('automation'), group('channel'), group('person'),
+    const [[total], byAgent, byModel, bySubject, bySurface, byAutomation, byChannel, byPerson, byDelegator] = await Promise.all([
+      group(undefined), group('agent'), group("provider || '/' || model"), group('subject'), group('surface'), group('automation'), group('channel'), group('person'), group('delegated_by'),
     ]);
     // Who spent nothing of a kind (no automation, no channel) is left out of that kind's list.
     const named = (groups: UsageGroup[]) => groups.filter((entry) => entry.key !== '-');
     return {
       since: new Date(since).toISOString(), currency,
       total: total ?? { key: 'all', calls: 0, errors: 0, inputTokens: 0, outputTokens: 0, uncounted: 0, latencyMsAvg: 0, cost: 0, unpriced: 0 },
-      byAgent, byModel, bySubject, bySurface, byAutomation: named(byAutomation), byChannel: named(byChannel), byPerson: named(byPerson),
+      byAgent, byModel, bySubject, bySurface, byAutomation: named(byAutomation), byChannel: named(byChannel), byPerson: named(byPerson), byDelegator: named(byDelegator),
     };
   }
 

@@ -13,8 +13,9 @@
  * group, the command and everything it starts share one memory and one
  * process limit (cgroup.ts). A daemon running as root runs the command as an
  * unprivileged user, since the kernel does not count root's processes. Wall
- * time, output and the workspace's size are watched here: past any of them,
- * the whole sandbox is killed.
+ * time and output are watched here, and the workspace's size where it is
+ * given (a workspace that is no file system of its own: workspace-image.ts):
+ * past any of them, the whole sandbox is killed.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
@@ -32,7 +33,7 @@ export interface SandboxLimits {
   tmpBytes: number;
   outputBytes: number;
   network: boolean;
-  /** Most bytes the workspace may hold while the command runs (undefined: no bound). */
+  /** Most bytes the workspace may hold while the command runs, watched (undefined: none, or its own file system bounds it). */
   workspaceBytes?: number;
   /** Host files and folders bound read-only at the same path (an engine's model files). */
   readOnly?: readonly string[];
@@ -71,7 +72,7 @@ function which(program: string, path = process.env.PATH ?? ''): string | undefin
 
 /** Whether a bubblewrap takes --disable-userns (0.8 and later), asked once per program. */
 const disablesUserns = new Map<string, boolean>();
-function canDisableUserns(bwrap: string): boolean {
+export function canDisableUserns(bwrap: string): boolean {
   let known = disablesUserns.get(bwrap);
   if (known === undefined) {
     known = /--disable-userns/.test(spawnSync(bwrap, ['--help'], { encoding: 'utf8', timeout: 5000 }).stdout ?? '');
@@ -80,16 +81,16 @@ function canDisableUserns(bwrap: string): boolean {
   return known;
 }
 
-/** The programs the sandbox needs, or why it cannot run. */
-export function sandboxTools(): { bwrap: string; prlimit: string; setpriv?: string } | { missing: string } {
+/** The programs the sandbox needs, or why it cannot run; `who` names what would run in it (exec's commands, the browser). */
+export function sandboxTools(who: { tool: string; runs: string } = { tool: 'exec', runs: 'commands' }): { bwrap: string; prlimit: string; setpriv?: string } | { missing: string } {
   const bwrap = which('bwrap');
-  if (!bwrap) return { missing: 'bubblewrap (bwrap) is not installed: apt-get install bubblewrap (exec never runs a command outside its sandbox)' };
+  if (!bwrap) return { missing: `bubblewrap (bwrap) is not installed: apt-get install bubblewrap (${who.tool} never runs ${who.runs} outside its sandbox)` };
   const prlimit = which('prlimit');
-  if (!prlimit) return { missing: 'prlimit (util-linux) is not installed; exec needs it to bound the sandbox' };
+  if (!prlimit) return { missing: `prlimit (util-linux) is not installed; ${who.tool} needs it to bound the sandbox` };
   const root = process.getuid?.() === 0;
   const setpriv = root ? which('setpriv') : undefined;
-  if (root && !setpriv) return { missing: 'setpriv (util-linux) is not installed; a daemon running as root needs it to run commands as an unprivileged user' };
-  if (!seccompSupported()) return { missing: `no system-call filter is built for ${process.arch}; exec runs only where its sandbox is whole (x64, arm64)` };
+  if (root && !setpriv) return { missing: `setpriv (util-linux) is not installed; a daemon running as root needs it to run ${who.runs} as an unprivileged user` };
+  if (!seccompSupported()) return { missing: `no system-call filter is built for ${process.arch}; ${who.tool} runs only where its sandbox is whole (x64, arm64)` };
   return { bwrap, prlimit, ...(setpriv ? { setpriv } : {}) };
 }
 
@@ -116,7 +117,7 @@ export function diskUsage(folder: string): Promise<number> {
 }
 
 /** Files and folders of /etc that programs read and that hold no secret. */
-const ETC_READ = ['alternatives', 'ssl', 'ca-certificates', 'ca-certificates.conf', 'ld.so.cache', 'ld.so.conf', 'ld.so.conf.d', 'localtime', 'timezone', 'nsswitch.conf', 'mime.types', 'protocols', 'services', 'os-release', 'debian_version', 'profile', 'bash.bashrc', 'inputrc', 'magic', 'papersize'];
+export const ETC_READ = ['alternatives', 'ssl', 'ca-certificates', 'ca-certificates.conf', 'ld.so.cache', 'ld.so.conf', 'ld.so.conf.d', 'localtime', 'timezone', 'nsswitch.conf', 'mime.types', 'protocols', 'services', 'os-release', 'debian_version', 'profile', 'bash.bashrc', 'inputrc', 'magic', 'papersize'];
 const ETC_NETWORK = ['resolv.conf', 'hosts', 'host.conf', 'gai.conf'];
 
 /** Bytes in use on the file system holding a folder (undefined where it cannot be read). */
@@ -130,7 +131,7 @@ async function usedOnDisk(folder: string): Promise<number | undefined> {
 }
 
 /** The system's top-level folders as the sandbox mounts them: links as links, folders read-only. */
-function systemMounts(): string[] {
+export function systemMounts(): string[] {
   const args: string[] = ['--ro-bind', '/usr', '/usr'];
   for (const top of ['bin', 'sbin', 'lib', 'lib32', 'lib64', 'libx32']) {
     const path = `/${top}`;

@@ -3,7 +3,7 @@
  * every message recorded here is also pushed to operators as session.message.
  */
 import { SESSION_SOURCES } from '../../shared/channels.ts';
-import type { MessageView } from '../../shared/protocol/results.ts';
+import type { MessageView, MethodResults } from '../../shared/protocol/results.ts';
 import { suggestions } from '../../shared/suggest.ts';
 import { DomainError } from '../kernel/errors.ts';
 import { defineModule } from '../kernel/module.ts';
@@ -27,7 +27,8 @@ export interface Sessions {
   decorate(decorator: HistoryDecorator): void;
 }
 
-export type HistoryDecorator = (session: Session, messages: MessageView[]) => Promise<void>;
+/** Adds to a session's history as shown: to its messages (a reply's delivery), or facts of the session beside them (its delegations). */
+export type HistoryDecorator = (session: Session, messages: MessageView[]) => Promise<void | Omit<MethodResults['sessions.history'], 'session' | 'messages'>>;
 
 const CHANNEL_ID = { type: 'string', pattern: '^[a-z0-9][a-z0-9_-]{0,31}$' };
 
@@ -68,8 +69,9 @@ export default defineModule<Sessions>({
         const session = await store.get(key);
         if (!session) throw new DomainError('not_found', `No session ${key}.`);
         const messages = (await store.history(key, { limit: limit ?? 200, before })).map(messageView);
-        for (const decorator of decorators) await decorator(session, messages);
-        return { session: sessionView(session), messages };
+        let facts = {};
+        for (const decorator of decorators) facts = { ...facts, ...(await decorator(session, messages)) };
+        return { session: sessionView(session), messages, ...facts };
       },
     });
     ctx.tools.add({
@@ -77,13 +79,19 @@ export default defineModule<Sessions>({
       description: 'Conversations with approved senders, rooms and agents, most recent first.',
       inputSchema: { type: 'object', additionalProperties: false, properties: { channel: CHANNEL_ID, limit: { type: 'integer', minimum: 1, maximum: 1000 } } },
       handler: async (args, context) => {
-        // One person's run lists only the conversations that person may recall (who else talks to the agent is theirs to know),
-        // unless the agent's memory is shared; the operator, who reads every session anyway, lists all.
-        const shared = context.agent !== undefined && ctx.config().agents[context.agent]?.memory.scope === 'agent';
-        const person = context.person === OPERATOR || shared ? undefined : context.person;
-        return {
-          sessions: (await store.list({ channel: args.channel as string | undefined, limit: Number(args.limit ?? 100), ...(person === undefined ? {} : { person }) })).map((session) => sessionView(session)),
-        };
+        // One person's run lists only the conversations that person may recall (who else talks to the agent is theirs to know);
+        // an agent whose memory is shared lists those it answered in, as its memory recalls them, never other agents' people.
+        // The operator, who reads every session anyway, lists all.
+        const operator = context.person === OPERATOR;
+        const shared = !operator && context.agent !== undefined && ctx.config().agents[context.agent]?.memory.scope === 'agent';
+        const person = operator || shared ? undefined : context.person;
+        const channel = args.channel as string | undefined;
+        const sessions = await store.list({
+          channel, limit: Number(args.limit ?? 100), ...(shared ? { via: `agent:${context.agent}` } : {}), ...(person === undefined ? {} : { person }),
+        });
+        // A misspelt channel is told to the model as such (with the channels there are), not answered with an empty list.
+        if (channel !== undefined && sessions.length === 0) assertKnownChannel(channel);
+        return { sessions: sessions.map((session) => sessionView(session)) };
       },
     });
 

@@ -50,6 +50,8 @@ export interface SessionAddress {
   kind: SessionKind;
   peer: string;
   peerName?: string;
+  /** The agent the session is kept for, when a channel's route names one other than the channel's own (channels/routes.ts). */
+  agent?: string;
 }
 
 export interface NewEntry {
@@ -154,7 +156,7 @@ export class SessionStore {
 
   /** The key of the session at an address. */
   keyOf(address: SessionAddress): string {
-    return sessionKey(address.channel, address.account, address.kind, address.peer);
+    return sessionKey(address.channel, address.account, address.kind, address.peer, address.agent);
   }
 
   /** Appends a message to its session, creating the session on its first message; both in one transaction. */
@@ -196,13 +198,17 @@ export class SessionStore {
   }
 
   /** Sessions, most recently active first. */
-  /** Sessions, most recent first: of a channel, and only those a person may recall when one is named. */
-  async list(options: { channel?: string; limit: number; person?: string }): Promise<Session[]> {
+  /** Sessions, most recent first: of a channel, only those `via` (an agent) took part in, and only those a person may recall, when named. */
+  async list(options: { channel?: string; limit: number; via?: string; person?: string }): Promise<Session[]> {
     const where: string[] = [];
     const params: string[] = [];
     if (options.channel !== undefined) {
       where.push('channel = ?');
       params.push(options.channel);
+    }
+    if (options.via !== undefined) {
+      where.push('key IN (SELECT DISTINCT session_key FROM session_messages WHERE via = ?)');
+      params.push(options.via);
     }
     if (options.person !== undefined) {
       where.push(`key IN (${RECALLABLE})`);
@@ -217,6 +223,29 @@ export class SessionStore {
     const rows = await this.store.all<MessageRow>('SELECT * FROM session_messages WHERE session_key = ? AND id < ? ORDER BY id DESC LIMIT ?',
       key, options.before ?? Number.MAX_SAFE_INTEGER, options.limit);
     return rows.reverse().map(toMessage);
+  }
+
+  /**
+   * Inbound messages of a channel account (a reaction's target): the one of
+   * this id, or the latest whose data holds this text. Each with its
+   * session's peer and its data.
+   */
+  async inbound(channel: string, account: string, by: { id: number } | { containing: string }): Promise<{ id: number; sessionKey: string; peer: string; data: Record<string, unknown> }[]> {
+    const select = `SELECT m.id, m.session_key, s.peer, m.data FROM session_messages m JOIN sessions s ON s.key = m.session_key
+      WHERE s.channel = ? AND s.account = ? AND m.direction = 'in'`;
+    const rows = 'id' in by
+      ? await this.store.all<{ id: number; session_key: string; peer: string; data: string | null }>(`${select} AND m.id = ?`, channel, account, by.id)
+      : await this.store.all<{ id: number; session_key: string; peer: string; data: string | null }>(`${select} AND m.data LIKE ? ESCAPE '\\' ORDER BY m.id DESC LIMIT 100`,
+        channel, account, `%${by.containing.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
+    return rows.map((row) => {
+      let data: Record<string, unknown> = {};
+      try {
+        data = row.data ? JSON.parse(String(row.data)) as Record<string, unknown> : {};
+      } catch {
+        // not data a message of a channel keeps
+      }
+      return { id: Number(row.id), sessionKey: String(row.session_key), peer: String(row.peer), data };
+    });
   }
 
   /** Marks a session to act (a hook's wake action); undefined when there is no such session. */
@@ -276,6 +305,11 @@ export class SessionStore {
     return (await this.store.get(`SELECT 1 AS found FROM sessions s WHERE s.key = ?
       AND EXISTS (SELECT 1 FROM session_messages mine WHERE mine.session_key = s.key AND mine.person = ?)
       AND (s.kind = 'group' OR NOT EXISTS (SELECT 1 FROM session_messages other WHERE other.session_key = s.key AND other.person <> ?))`, key, recall.person, recall.person)) !== undefined;
+  }
+
+  /** Replaces a message's facts in its session (a voice note's transcript, written once it is heard). */
+  async setData(key: string, id: number, data: Record<string, unknown>, db: Db = this.store): Promise<void> {
+    await db.run('UPDATE session_messages SET data = ? WHERE id = ? AND session_key = ?', JSON.stringify(data), id, key);
   }
 
   /** One message by id, with the session it is in. */

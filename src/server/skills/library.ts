@@ -56,7 +56,9 @@ export class SkillLibrary {
     const target = this.place(manifest.name, options.draft);
     const exists = await lstat(target).then(() => true, () => false);
     if (exists && !options.replace) {
-      throw new DomainError('conflict', `A skill named ${manifest.name} is ${options.draft ? 'already waiting for approval' : 'installed already'}: ${options.draft ? `gateway skills reject ${manifest.name} first` : `add it with --replace to replace it, or gateway skills remove ${manifest.name}`}.`, { code: 'skill_exists' });
+      throw new DomainError('conflict', options.draft
+        ? `A skill named ${manifest.name} waits for approval already, kept as it was written until an operator approves it (gateway skills approve ${manifest.name}) or rejects it (gateway skills remove ${manifest.name} --draft); propose another under a new name.`
+        : `A skill named ${manifest.name} is installed already: add it with --replace to replace it, or gateway skills remove ${manifest.name}.`, { code: 'skill_exists' });
     }
     const staging = join(this.root, `.staging-${randomBytes(6).toString('hex')}`);
     await mkdir(staging, { recursive: true, mode: 0o755 });

@@ -180,7 +180,8 @@ export default defineModule<Skills>({
           files.push({ path: file.path, data: Buffer.from(file.content), executable: file.executable === true });
         }
         const by = context.agent ? `agent:${context.agent}` : context.caller;
-        await library.write(files, { draft: true, replace: true, source: `written by ${by}`, by });
+        // A draft stays as it was written until an operator approves or rejects it: what they read before approving is what they approve.
+        await library.write(files, { draft: true, replace: false, source: `written by ${by}`, by });
         void ctx.store.audit('skill.drafted', { actor: by, subject: name, detail: { files: files.length } });
         ctx.log.info({ skill: name, by }, 'an agent proposed a skill; it waits for an operator');
         return { name, status: 'draft', note: `Kept as a draft until an operator approves it: gateway skills approve ${name}` };

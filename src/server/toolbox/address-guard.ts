@@ -1,10 +1,11 @@
 /**
- * Where web.fetch may connect: public addresses only, decided on the
- * addresses a name resolves to (every one of them), at connect time, so what
- * was checked is what is connected to, on the first request and on every
- * redirect. Loopback, private, link-local (cloud metadata at 169.254.169.254
- * among them), carrier-grade NAT, multicast, reserved and unspecified ranges
- * are refused unless tools.web.allowPrivate names the host and port.
+ * Where web.fetch and the browser (browser-proxy.ts) may connect: public
+ * addresses only, decided on the addresses a name resolves to (every one of
+ * them), at connect time, so what was checked is what is connected to, on
+ * the first request and on every redirect. Loopback, private, link-local
+ * (cloud metadata at 169.254.169.254 among them), carrier-grade NAT,
+ * multicast, reserved and unspecified ranges are refused unless
+ * tools.web.allowPrivate names the host and port.
  *
  * An address is judged by what it is, not how it is written: every spelling
  * of it (2130706433, 0177.0.0.1, 0x7f.1, 127.1; ::FFFF:7f00:0001; a zone id)
@@ -93,9 +94,9 @@ export class AddressRefused extends Error {}
  * The addresses of a host that may be connected to for a port, or a refusal
  * saying why: every address the name has must be public (a name that also
  * resolves to 127.0.0.1 is refused, whatever else it has), unless
- * `allowPrivate` lists "host:port".
+ * `allowPrivate` lists "host:port". `tool` names who asks, in the refusal.
  */
-export async function checkedAddresses(host: string, port: number, allowPrivate: readonly string[], resolve: Resolver): Promise<LookupAddress[]> {
+export async function checkedAddresses(host: string, port: number, allowPrivate: readonly string[], resolve: Resolver, tool = 'web.fetch'): Promise<LookupAddress[]> {
   const bare = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
   const literal = canonicalAddress(bare);
   const allowed = allowPrivate.some((entry) => allowedEntry(entry, literal ?? bare.toLowerCase(), port));
@@ -107,7 +108,7 @@ export async function checkedAddresses(host: string, port: number, allowPrivate:
     const problem = addressProblem(address);
     if (problem) {
       const named = literal ?? bare;
-      throw new AddressRefused(`${bare}${literal !== undefined || bare === address ? '' : ` resolves to ${address}, which`} is ${problem}; web.fetch reaches only public addresses (allow this one with tools.web.allowPrivate ["${named.includes(':') ? `[${named}]` : named}:${port}"]).`);
+      throw new AddressRefused(`${bare}${literal !== undefined || bare === address ? '' : ` resolves to ${address}, which`} is ${problem}; ${tool} reaches only public addresses (allow this one with tools.web.allowPrivate ["${named.includes(':') ? `[${named}]` : named}:${port}"]).`);
     }
   }
   return addresses;

@@ -11,10 +11,14 @@ import type { ToolContext, ToolDef } from '../kernel/module.ts';
 import type { ExecApprovals } from '../approvals/module.ts';
 import { allowedCommand } from './approvals.ts';
 import { type ExecResult, runSandboxed, sandboxTools } from '../sandbox/sandbox.ts';
+import { freeBytes } from '../../shared/workspace-image.ts';
 import { skillBinds, type SkillLookup } from './skill-files.ts';
+import type { WorkspaceLease } from './workspace.ts';
 import type { Workspaces } from './workspaces.ts';
 
 const MB = 1024 * 1024;
+/** A workspace's file system with less than this free after a command is called full in the result. */
+const FULL_BELOW = 64 * 1024;
 
 type ExecSettings = GatewayConfig['tools']['exec'];
 
@@ -115,18 +119,28 @@ export function execTool(deps: ExecToolDeps): ToolDef {
       if ('busy' in place) {
         throw rateLimited(1000, `${settings.concurrency} commands of this ${place.busy.startsWith('agent:') ? 'agent' : 'caller'} are running already (tools.exec.concurrency)`);
       }
+      let lease: WorkspaceLease | undefined;
       try {
-        const root = await deps.workspaces.for(context).realRoot();
+        const workspace = deps.workspaces.for(context);
+        lease = await workspace.enter();
+        const { bound } = lease;
+        const root = await workspace.realRoot();
+        // A file system of the workspace's own holds the bound by itself; a size is watched only where there is none, or
+        // where the bound was lowered below the size the file system keeps.
+        const bytes = settings.workspaceMB * MB;
+        const watched = bound.by === 'watch' || bound.bytes > bytes;
         const binds = deps.skills ? await skillBinds(deps.skills, agentId, root) : [];
         const result = await run(command, root, {
           ...(binds.length ? { binds } : {}),
           timeoutMs: timeoutSeconds * 1000, cpuSeconds: settings.cpuSeconds, memoryBytes: settings.memoryMB * MB, processes: settings.processes,
-          fileBytes: settings.fileMB * MB, tmpBytes: settings.tmpMB * MB, outputBytes: settings.outputBytes, network: settings.network, workspaceBytes: settings.workspaceMB * MB,
+          fileBytes: settings.fileMB * MB, tmpBytes: settings.tmpMB * MB, outputBytes: settings.outputBytes, network: settings.network, ...(watched ? { workspaceBytes: bytes } : {}),
         });
         context.logger.info({ caller: context.caller, exitCode: result.exitCode, signal: result.signal, timedOut: result.timedOut, stopped: result.stopped, ms: result.durationMs }, 'exec ran a command in the sandbox');
-        const note = stopNote(result, settings, timeoutSeconds);
+        const full = bound.by === 'filesystem' && !result.stopped && (await freeBytes(root) ?? Infinity) < FULL_BELOW;
+        const note = stopNote(result, settings, timeoutSeconds) ?? (full ? `the workspace is full: its file system holds tools.exec.workspaceMB (${settings.workspaceMB} MB), and writes past it failed with "No space left on device"; remove files to make room` : undefined);
         return { ...result, ...(note ? { note } : {}) };
       } finally {
+        lease?.leave();
         place.release();
       }
     },

@@ -139,22 +139,22 @@ const refused = (message: string) => new DomainError('invalid', message, { code:
 /** The server asked failed the call: the request was one web.fetch takes, what came back (or did not) is not a page. */
 const failed = (message: string, code: string) => new DomainError('upstream', message, { code });
 
-/** Why web.fetch does not take a parsed address (its scheme, credentials in it), or undefined. */
-function unfetchable(url: URL): string | undefined {
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') return `web.fetch takes http and https addresses, not ${url.protocol.replace(/:$/, '')}`;
-  if (url.username || url.password) return 'web.fetch takes no credentials in the address';
+/** Why a tool does not take a parsed address (its scheme, credentials in it), or undefined. */
+function unfetchable(url: URL, tool = 'web.fetch'): string | undefined {
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return `${tool} takes http and https addresses, not ${url.protocol.replace(/:$/, '')}`;
+  if (url.username || url.password) return `${tool} takes no credentials in the address`;
   return undefined;
 }
 
-/** Checks an address before anything is sent: a scheme and a form web.fetch takes. */
-export function fetchableUrl(raw: string): URL {
+/** Checks an address before anything is sent: a scheme and a form web.fetch (or the tool named) takes. */
+export function fetchableUrl(raw: string, tool = 'web.fetch'): URL {
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
     throw refused(`${JSON.stringify(raw.slice(0, 200))} is not an address.`);
   }
-  const problem = unfetchable(url);
+  const problem = unfetchable(url, tool);
   if (problem) throw refused(`${problem}.`);
   return url;
 }

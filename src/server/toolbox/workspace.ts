@@ -16,9 +16,17 @@
  */
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import { chown, type FileHandle, lstat, mkdir, open, readdir, readlink, realpath, rename, rm } from 'node:fs/promises';
+import { chown, type FileHandle, link, lstat, mkdir, open, readdir, readlink, realpath, rename, rm } from 'node:fs/promises';
 import { isAbsolute, posix, relative, resolve, sep } from 'node:path';
+import type { WorkspaceBound } from '../../shared/workspace-image.ts';
+
 import { DomainError, nameTooLong } from '../kernel/errors.ts';
+
+/** A workspace in use: how its size is bounded, held mounted until left. */
+export interface WorkspaceLease {
+  bound: WorkspaceBound;
+  leave(): void;
+}
 
 export const FILE_LIMITS = {
   /** Largest file read or written whole. */
@@ -77,10 +85,31 @@ export class Workspace {
   readonly root: string;
   /** Who owns what is made here (a root daemon's sandbox runs commands as an unprivileged user, who must reach the files). */
   private readonly owner?: { uid: number; gid: number };
+  /** Mounts the workspace's own file system where it has one, and holds it in use until left. */
+  private readonly entered?: () => Promise<WorkspaceLease>;
 
-  constructor(root: string, owner?: { uid: number; gid: number }) {
+  constructor(root: string, owner?: { uid: number; gid: number }, enter?: () => Promise<WorkspaceLease>) {
     this.root = resolve(root);
     this.owner = owner;
+    this.entered = enter;
+  }
+
+  /**
+   * Enters the workspace: its own file system mounted first where it has one,
+   * and kept mounted (never unmounted to be grown) until the lease is left.
+   */
+  enter(): Promise<WorkspaceLease> {
+    return this.entered?.() ?? Promise.resolve({ bound: { by: 'watch', reason: 'workspaces are plain folders here' }, leave: () => undefined });
+  }
+
+  /** Runs one files.* operation inside the workspace, a failure of the file system as the caller's error where it is one. */
+  private async within<T>(path: string, run: () => Promise<T>): Promise<T> {
+    const lease = await this.enter();
+    try {
+      return await guarded(path, run);
+    } finally {
+      lease.leave();
+    }
   }
 
   /** The workspace's real path, made (and owned as it should be) if it is not there. */
@@ -256,16 +285,52 @@ export class Workspace {
   }
 
   read(path: string, maxBytes = FILE_LIMITS.maxBytes): Promise<{ path: string; content: string; bytes: number; truncated: boolean }> {
-    return guarded(path, () => this.readFile(path, maxBytes));
+    return this.within(path, () => this.readFile(path, maxBytes));
   }
 
-  /** Writes a whole file atomically: a temporary file beside it, then renamed over it. */
-  write(path: string, content: string, options: { maxBytes?: number } = {}): Promise<{ path: string; bytes: number; created: boolean }> {
-    return guarded(path, () => this.writeFile(path, content, options));
+  /**
+   * A whole file's bytes, to send it elsewhere (a channel): read from the
+   * descriptor the walk opened, never by its name again; one larger than
+   * `maxBytes` is refused (`too_large`, its size said) without being read.
+   */
+  bytes(path: string, maxBytes: number): Promise<{ path: string; data: Uint8Array }> {
+    return guarded(path, async () => {
+      const place = await this.walk(path);
+      try {
+        const handle = await this.openFile(place, path);
+        try {
+          const { size } = await handle.stat();
+          if (size > maxBytes) throw new DomainError('too_large', `${path} is ${size} bytes; at most ${maxBytes} can be sent here.`, { code: 'file_too_large' });
+          // Read to its end: a file that grew since the stat (a command still writing it) is not sent half-read.
+          const buffer = Buffer.alloc(size + 1);
+          let total = 0;
+          for (;;) {
+            const { bytesRead } = await handle.read(buffer, total, buffer.length - total, total);
+            if (bytesRead === 0) break;
+            total += bytesRead;
+            if (total > size) throw new DomainError('conflict', `${path} changed while it was read; try again once it is written.`);
+          }
+          return { path: this.shown(place), data: new Uint8Array(buffer.subarray(0, total)) };
+        } finally {
+          await handle.close();
+        }
+      } finally {
+        await release(place);
+      }
+    });
+  }
+
+  /**
+   * Writes a whole file atomically: a temporary file beside it, then renamed
+   * over it. With `keep`, a file already there is kept and the new one takes
+   * the first free name beside it (`name-2.ext`, `name-3.ext`...).
+   */
+  write(path: string, content: string | Uint8Array | AsyncIterable<Uint8Array>, options: { maxBytes?: number; keep?: boolean } = {}): Promise<{ path: string; bytes: number; created: boolean }> {
+    return this.within(path, () => this.writeFile(path, content, options));
   }
 
   list(path = '.', depth = 1): Promise<{ path: string; entries: { path: string; type: EntryType; bytes: number | null }[]; truncated: boolean }> {
-    return guarded(path, () => this.listFolder(path, depth));
+    return this.within(path, () => this.listFolder(path, depth));
   }
 
   private async readFile(path: string, maxBytes: number): Promise<{ path: string; content: string; bytes: number; truncated: boolean }> {
@@ -288,10 +353,12 @@ export class Workspace {
     }
   }
 
-  private async writeFile(path: string, content: string, options: { maxBytes?: number }): Promise<{ path: string; bytes: number; created: boolean }> {
-    const bytes = Buffer.byteLength(content, 'utf8');
+  private async writeFile(path: string, content: string | Uint8Array | AsyncIterable<Uint8Array>, options: { maxBytes?: number; keep?: boolean }): Promise<{ path: string; bytes: number; created: boolean }> {
+    const whole = typeof content === 'string' || content instanceof Uint8Array;
+    let bytes = typeof content === 'string' ? Buffer.byteLength(content, 'utf8') : content instanceof Uint8Array ? content.byteLength : 0;
     const maxBytes = options.maxBytes ?? FILE_LIMITS.maxBytes;
-    if (bytes > maxBytes) throw new DomainError('too_large', `${bytes} bytes is more than a file may hold here (${maxBytes}).`);
+    const tooLarge = () => new DomainError('too_large', whole ? `${bytes} bytes is more than a file may hold here (${maxBytes}).` : `The file is larger than a file may be here (${maxBytes} bytes).`);
+    if (bytes > maxBytes) throw tooLarge();
     const place = await this.walk(path, { make: true });
     try {
       if (!place.name) throw new DomainError('invalid', `${path} is a folder.`);
@@ -303,10 +370,24 @@ export class Workspace {
       try {
         try {
           if (this.owner) await handle.chown(this.owner.uid, this.owner.gid);
-          await handle.writeFile(content, 'utf8');
+          if (whole) {
+            await handle.writeFile(content);
+          } else {
+            for await (const chunk of content) {
+              bytes += chunk.byteLength;
+              if (bytes > maxBytes) throw tooLarge();
+              await handle.write(chunk);
+            }
+          }
           await handle.sync();
         } finally {
           await handle.close();
+        }
+        if (options.keep) {
+          // Linked, never renamed, under the first name nothing holds (link(2) fails on a name taken, whatever took it meanwhile).
+          const name = await linkFree(folder, temporary, place.name);
+          await rm(at(folder, temporary), { force: true });
+          return { path: this.shown({ ...place, name }), bytes, created: true };
         }
         // Renamed within the held folder: whatever was put at that name meanwhile is replaced, nothing outside is touched.
         await rename(at(folder, temporary), at(folder, place.name));
@@ -395,6 +476,8 @@ function fsFailure(error: unknown, path: string): unknown {
     case 'ENOTDIR': return new DomainError('invalid', `A part of ${path} is not a folder.`);
     case 'ENAMETOOLONG': return nameTooLong(error);
     case 'ELOOP': return new DomainError('invalid', `${path} goes through too many links.`);
+    case 'ENOSPC':
+    case 'EDQUOT': return new DomainError('insufficient_storage', `No room left in the workspace for ${path}: its file system is full (an agent's workspace holds at most tools.exec.workspaceMB). Remove files from the workspace, or raise the bound.`, { code: 'workspace_full', cause: error });
     default: return error;
   }
 }
@@ -405,6 +488,26 @@ async function guarded<T>(path: string, run: () => Promise<T>): Promise<T> {
   } catch (error) {
     throw fsFailure(error, path);
   }
+}
+
+/** Names tried for a file that keeps what is there: name, name-2, ... name-100 (the extension kept). */
+const FREE_NAMES = 100;
+
+/** Links a file of a held folder under the first free name from `name`; answers the name used. */
+async function linkFree(folder: FileHandle, from: string, name: string): Promise<string> {
+  const dot = name.lastIndexOf('.');
+  const [stem, extension] = dot > 0 ? [name.slice(0, dot), name.slice(dot)] : [name, ''];
+  for (let n = 1; n <= FREE_NAMES; n++) {
+    const candidate = n === 1 ? name : `${stem}-${n}${extension}`;
+    if (Buffer.byteLength(candidate) > NAME_MAX) throw nameTooLong();
+    try {
+      await link(at(folder, from), at(folder, candidate));
+      return candidate;
+    } catch (error) {
+      if (code(error) !== 'EEXIST') throw error;
+    }
+  }
+  throw new DomainError('conflict', `${name} and ${FREE_NAMES - 1} names like it are taken in the workspace; remove some.`);
 }
 
 /** Closes the folders a walk held. */

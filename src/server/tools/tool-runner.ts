@@ -35,6 +35,8 @@ export interface ToolCaller {
   agent?: string;
   /** Whom the call acts for, derived by the daemon (src/server/kernel/person.ts). */
   person: string;
+  /** Whose spending an agent's run is (a credential, an automation): what it starts spends it too. */
+  subject?: string;
 }
 
 /** Checks a request's own shape (not the tool's args): 400 naming the field. */
@@ -201,7 +203,7 @@ export class ToolRunner {
     }));
     try {
       const result = await tool.handler(args, {
-        caller: caller.name, surface: caller.surface, person: caller.person, sessionKey: request.sessionKey, logger, ...(caller.agent ? { agent: caller.agent } : {}),
+        caller: caller.name, surface: caller.surface, person: caller.person, sessionKey: request.sessionKey, logger, ...(caller.agent ? { agent: caller.agent } : {}), ...(caller.subject ? { subject: caller.subject } : {}),
         ...(request.runId ? { runId: request.runId } : {}), ...(request.callId ? { callId: request.callId } : {}), ...(request.replyTo ? { replyTo: request.replyTo } : {}),
       });
       told();
@@ -213,11 +215,12 @@ export class ToolRunner {
         throw thrown;
       }
       // What a tool says of the call answers as it says: the caller's request refused (a DomainError, an error with a status of
-      // 400-499), the server it works against failed (502) or is away (503). Only what nobody expected is 500, its inside logged.
-      // An outcome of the tool's work (a page's 404, a command's exit code, an MCP tool's isError) is no error: it is the result.
+      // 400-499), the server it works against failed (502) or is away (503), the place it writes to is full (507). Only what
+      // nobody expected is 500, its inside logged. An outcome of the tool's work (a page's 404, a command's exit code, an MCP
+      // tool's isError) is no error: it is the result.
       const { error, unexpected } = toDomainError(thrown);
       told(error.kind);
-      if (!unexpected && (error.status < 500 || error.kind === 'upstream' || error.kind === 'unavailable')) throw error;
+      if (!unexpected && (error.status < 500 || error.kind === 'upstream' || error.kind === 'unavailable' || error.kind === 'insufficient_storage')) throw error;
       logger.error({ err: thrown, caller: caller.name }, 'tool failed');
       throw new DomainError('internal', `Tool ${tool.name} failed; the gateway log has the details.`);
     }

@@ -1,5 +1,5 @@
 /**
- * Webhook ingestion: POST /webhooks answered ahead of the HTTP application,
+ * Webhook ingestion: POST /webhooks answered before the HTTP application loads,
  * each delivery committed with its job before the answer; the built-in
  * handlers of those jobs; the webhook secret, read again when it changes.
  */
@@ -69,9 +69,9 @@ export default defineModule<Webhooks>({
     });
     ctx.http.fast({
       path: '/webhooks', methods: ['POST'], budget: new RequestBudget(rateLimit.webhooksMax, rateLimit.windowMs),
-      admit: (req) => ingress.admit(req), body: DELIVERY_BODY, refused: () => ingress.refused(),
+      auth: { verify: ingress.signature }, body: DELIVERY_BODY, refused: () => ingress.refused(),
       unexpected: 'An unexpected error occurred; nothing of this delivery was recorded. Redeliver it.',
-      handler: (req, res, body) => ingress.handle(req, res, body!),
+      handler: ({ req, res, received }) => ingress.handle(req, res, received!),
     });
     ctx.http.document({
       paths: {

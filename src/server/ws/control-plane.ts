@@ -17,6 +17,7 @@ import type { EventBus } from '../kernel/events.ts';
 import type { Admission, ConnectionOrigin, RpcClient } from '../kernel/module.ts';
 import type { MethodEntry, RegistryTable } from '../kernel/registry.ts';
 import { compileSchema, describeProblems, loadSchemaCompiler } from '../kernel/schema.ts';
+import { refuseUpgrade } from './refuse-upgrade.ts';
 import { lazyUpgrader, SOCKET_OPEN } from './upgrader.ts';
 
 type Validate = ((data: unknown) => boolean) & { errors?: Parameters<typeof describeProblems>[0] };
@@ -98,27 +99,29 @@ export class ControlPlane {
   private upgrade(request: IncomingMessage, socket: Duplex, head: Buffer): void {
     const path = (request.url ?? '/').split('?')[0];
     if (queryCarriesCredential(request.url)) {
-      socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+      refuseUpgrade(socket, request, new DomainError('invalid', 'Credentials are not taken in the query string: send them in the connect frame or the Authorization header.', { code: 'credential_in_query' }));
       return;
     }
     if (path !== '/' && this.options.accepting() && this.options.routeUpgrade?.(request, socket, head)) return;
-    if (path !== '/' || !this.options.accepting()) {
-      const status = path !== '/' ? '404 Not Found' : '503 Service Unavailable';
-      socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+    if (path !== '/') {
+      refuseUpgrade(socket, request, new DomainError('not_found', `No WebSocket endpoint at ${path.slice(0, 200)}: the control plane is at /.`));
+      return;
+    }
+    if (!this.options.accepting()) {
+      refuseUpgrade(socket, request, new DomainError('unavailable', 'The gateway is starting or stopping: connect again in a moment.', { headers: { 'retry-after': '1' }, retryable: true }));
       return;
     }
     const refusal = this.options.originRefusal?.(request);
     if (refusal) {
       this.options.logger.info({ address: request.socket.remoteAddress, origin: String(request.headers.origin).slice(0, 200) }, `websocket refused: ${refusal}`);
-      socket.end(`HTTP/1.1 403 Forbidden\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(refusal)}\r\n\r\n${refusal}`);
+      refuseUpgrade(socket, request, new DomainError('forbidden', refusal, { code: 'origin_refused' }));
       return;
     }
     let proxyUser: string | undefined;
     try {
       proxyUser = this.options.proxyUser?.(request);
     } catch (thrown) {
-      const status = toDomainError(thrown).error.status;
-      socket.end(`HTTP/1.1 ${status} ${status === 403 ? 'Forbidden' : 'Unauthorized'}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+      refuseUpgrade(socket, request, toDomainError(thrown).error);
       return;
     }
     this.upgrader(request, socket, head, (ws) => this.open(ws, request, proxyUser));

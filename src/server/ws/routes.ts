@@ -2,14 +2,10 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { holds, type HttpAuthenticator } from '../auth/http-auth.ts';
-import { toDomainError } from '../kernel/errors.ts';
+import { DomainError, toDomainError } from '../kernel/errors.ts';
 import type { RegistryTable } from '../kernel/registry.ts';
+import { refuseUpgrade } from './refuse-upgrade.ts';
 import { lazyUpgrader } from './upgrader.ts';
-
-const refuse = (socket: Duplex, status: number, reason: string, headers: Record<string, string> = {}) => {
-  const extra = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
-  socket.end(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\n${extra}Content-Length: 0\r\n\r\n`);
-};
 
 /**
  * Upgrades to the WebSocket endpoints modules and plugins registered. A reload
@@ -35,11 +31,8 @@ export function routeUpgrade(table: () => RegistryTable, authenticator: HttpAuth
       return true;
     }
     authenticator.authenticate(request).then(
-      (principal) => (holds(principal, 'admin') ? accept() : refuse(socket, 403, 'Forbidden')),
-      (thrown: unknown) => {
-        const { error } = toDomainError(thrown);
-        refuse(socket, error.status, error.status === 429 ? 'Too Many Requests' : error.status === 400 ? 'Bad Request' : 'Unauthorized', error.headers);
-      },
+      (principal) => (holds(principal, 'admin') ? accept() : refuseUpgrade(socket, request, new DomainError('forbidden', `${path} needs the gateway credential or a token with the scope admin.`))),
+      (thrown: unknown) => refuseUpgrade(socket, request, toDomainError(thrown).error),
     );
     return true;
   };

@@ -11,7 +11,7 @@ const nullable = (schema: Schema): Schema => ({ anyOf: [schema, { type: 'null' }
 
 export const ERROR_CATEGORIES = [
   'bad_request', 'unauthorized', 'forbidden', 'not_found', 'conflict', 'payload_too_large',
-  'unsupported_media_type', 'rate_limited', 'internal', 'unavailable',
+  'unsupported_media_type', 'rate_limited', 'internal', 'unavailable', 'insufficient_storage',
 ] as const;
 
 export const schemas = {

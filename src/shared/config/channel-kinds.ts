@@ -6,7 +6,7 @@
 import { suggestions } from '../suggest.ts';
 import type { GatewayConfig } from './types.ts';
 
-export const BUILT_IN_CHANNELS = ['discord', 'email', 'irc', 'matrix', 'slack', 'telegram', 'whatsapp', 'xmpp'] as const;
+export const BUILT_IN_CHANNELS = ['deltachat', 'discord', 'email', 'irc', 'matrix', 'signal', 'slack', 'telegram', 'whatsapp', 'xmpp'] as const;
 
 /**
  * Problems ("channels.<id>: ...") for channel ids that name no kind among

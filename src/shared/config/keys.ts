@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import type validateConfig from './config-validator.generated.cjs';
 import { usageError } from '../errors.ts';
 import { configSchema, LIVE_KEY_PATTERNS, LIVE_KEYS, READ_ONLY_KEYS, RELOAD_KEYS, type SchemaNode } from './schema.ts';
-import type { GatewayConfig } from './types.ts';
+import type { ChannelRoute, GatewayConfig } from './types.ts';
 
 /**
  * The compiled validator (about 220 KB of generated code), loaded at its first
@@ -88,13 +88,29 @@ function schemaProblems(document: unknown): string[] {
   return validate(document) ? [] : describe(validate.errors);
 }
 
+/** A route's match as people read it: "peer alice, room #ops". */
+export const describeMatch = (match: ChannelRoute['match']): string =>
+  Object.entries(match).map(([field, value]) => `${field} ${String(value)}`).join(', ') || 'everyone';
+
 /** Rules that span keys, which the schema cannot say. */
 function ruleProblems(document: Record<string, unknown>): string[] {
   const problems: string[] = [];
-  const channels = (document.channels ?? {}) as Record<string, { dmPolicy?: string; allowFrom?: string[] }>;
+  const channels = (document.channels ?? {}) as Record<string, { dmPolicy?: string; allowFrom?: string[]; routes?: ChannelRoute[] }>;
+  const agents = Object.keys((document.agents ?? {}) as Record<string, unknown>);
+  const unknownAgent = (agent: string) => `there is no agent ${JSON.stringify(agent)} (agents: ${agents.join(', ') || 'none'}); add it first or name another`;
   for (const [id, channel] of Object.entries(channels)) {
     if (channel.dmPolicy === 'open' && !(channel.allowFrom ?? []).includes('*')) {
       problems.push(`channels.${id}.dmPolicy: "open" lets anyone write to the gateway, so it needs an explicit "*" in channels.${id}.allowFrom`);
+    }
+    (channel.routes ?? []).forEach((route, index) => {
+      const where = `channels.${id}.routes.${index} (${describeMatch(route.match)} -> ${route.agent})`;
+      if (Object.keys(route.match).length === 0) problems.push(`${where}: a route must match an account, a peer or a room; for everyone else set channels.${id}.agent`);
+      if (!agents.includes(route.agent)) problems.push(`${where}: ${unknownAgent(route.agent)}`);
+    });
+  }
+  for (const [id, agent] of Object.entries((document.agents ?? {}) as Record<string, { delegation?: { agents?: string[] } }>)) {
+    for (const target of agent.delegation?.agents ?? []) {
+      if (!agents.includes(target)) problems.push(`agents.${id}.delegation.agents: ${unknownAgent(target)}`);
     }
   }
   const hooks = (document.hooks ?? {}) as { mappings?: { name: string; action: string; text?: string; channel?: string; to?: string }[] };

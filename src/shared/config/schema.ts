@@ -52,9 +52,12 @@ export type ProviderKind = (typeof PROVIDER_KINDS)[number];
 export const QUEUE_MODES = ['followup', 'collect', 'interrupt'] as const;
 export const TOOL_PROFILES = ['minimal', 'messaging', 'coding', 'full'] as const;
 export const EXEC_APPROVALS = ['off', 'ask', 'allowlist', 'full'] as const;
+export const WORKSPACE_IMAGES = ['auto', 'off'] as const;
 export const VOICE_KINDS = ['auto', 'openai-compatible', 'command', 'off'] as const;
 export type VoiceKind = (typeof VOICE_KINDS)[number];
 export const MEMORY_SCOPES = ['person', 'agent'] as const;
+export const SEARCH_PROVIDERS = ['searxng', 'brave', 'tavily'] as const;
+export type SearchProvider = (typeof SEARCH_PROVIDERS)[number];
 export type MemoryScope = (typeof MEMORY_SCOPES)[number];
 export type ExecApproval = (typeof EXEC_APPROVALS)[number];
 export type ToolProfile = (typeof TOOL_PROFILES)[number];
@@ -103,9 +106,23 @@ const channelAccount: SchemaNode = object({
   rooms: { type: 'array', items: { type: 'string', minLength: 1 }, description: 'rooms to join (none unless listed)' },
 }, 'another account of the channel');
 
+/** Who a channel's message comes from, for routes: all that a route names must hold. */
+const routes: SchemaNode = list({
+  ...object({
+    match: object({
+      account: text('the channel account the message reached', { pattern: ID }),
+      peer: text('the sender, as allowFrom names them (an IRC nick, a Telegram user id, an address)', { maxLength: 256 }),
+      room: text('the room the message was said in (an IRC #room, a chat or channel id); a route with a room never matches a direct message', { maxLength: 256 }),
+    }, 'what the message must come from: each field named must hold (at least one)'),
+    agent: text('the agent that answers these messages, in sessions of its own', { pattern: ID }),
+  }, 'a route'),
+  required: ['match', 'agent'],
+}, 'routes checked in order before agent: the first whose match holds names the agent that answers (each person or room its own agent, each agent its own sessions)');
+
 const channel: SchemaNode = object({
   enabled: bool(false, 'connect this channel when the daemon starts'),
   agent: text('agent that answers direct messages from approved senders (and the room when addressed by nick)', { pattern: ID }),
+  routes,
   dmPolicy: oneOf(DM_POLICIES, 'pairing', 'what happens to direct messages from unknown senders'),
   allowFrom: list({ type: 'string', minLength: 1 }, 'senders allowed without pairing ("*" allows everyone under the open policy)'),
   ...connection,
@@ -117,11 +134,14 @@ const channel: SchemaNode = object({
 const channelPolicy = {
   enabled: bool(false, 'connect this channel when the daemon starts'),
   agent: text('agent that answers direct messages from approved senders (and rooms where it is addressed)', { pattern: ID }),
+  routes,
   dmPolicy: oneOf(DM_POLICIES, 'pairing', 'what happens to direct messages from unknown senders'),
   allowFrom: list({ type: 'string', minLength: 1 }, 'senders allowed without pairing ("*" allows everyone under the open policy)'),
   reconnectMaxDelayMs: int(60_000, 1000, 3_600_000, 'upper bound of the reconnect backoff'),
   maxAttachmentBytes: int(10 * 1024 * 1024, 0, 100 * 1024 * 1024, 'largest image or file kept from a message for the agent (0: none kept); a larger one is only named to it'),
   streaming: bool(false, 'show a reply as it is written: one message edited as the text grows, then the rest as usual'),
+  voiceReplies: oneOf(['off', 'when-spoken-to', 'always'], 'off', 'answers spoken back (voice.speak) as the platform\'s own voice note, with their text: off, when-spoken-to (a voice note is answered with one) or always'),
+  ackReaction: { type: 'string' as const, maxLength: 32, pattern: '^\\S*$', default: '👀', description: 'reaction put on a message the agent is to read once it is stored, where the platform has reactions ("" for none)' },
 };
 
 const API_ROOT = { format: 'uri', maxLength: 2048 } as const;
@@ -233,6 +253,7 @@ const matrixAccount: SchemaNode = object({
   homeserver: { ...HOMESERVER, description: 'its homeserver (else the channel\'s)' },
   userId: { ...MATRIX_USER, description: 'its user id, checked against the access token\'s' },
   rooms: { type: 'array', items: MATRIX_ROOM, description: 'rooms this account joins and answers in when mentioned ("*": any room of three or more it is in)' },
+  encryption: { type: 'boolean', description: 'read and answer end-to-end encrypted rooms (else the channel\'s)' },
 }, 'another Matrix account of the channel');
 
 const matrixChannel: SchemaNode = object({
@@ -240,8 +261,9 @@ const matrixChannel: SchemaNode = object({
   homeserver: { ...HOMESERVER, description: 'the homeserver\'s client-server API address: https://matrix.example.org (http only for one on this host); the account\'s access token is the secret channels.<id>.accessToken' },
   userId: { ...MATRIX_USER, description: 'the account\'s user id (@bot:example.org), checked against the access token\'s (default: whoever the token belongs to)' },
   rooms: list(MATRIX_ROOM, 'group rooms (!id:example.org or #alias:example.org) to join, answered when the account is mentioned ("*": any room of three or more it is in); a room of two is a direct chat'),
+  encryption: bool(true, 'read and answer end-to-end encrypted rooms and direct chats: the account is a device with its own keys, kept in the profile\'s database, locked with the secret channels.<id>.cryptoKey (made on first start when unset); off, encrypted rooms are refused with the reason'),
   accounts: ids(matrixAccount, 'further accounts by name (each one\'s access token is the secret channels.<id>.accounts.<name>.accessToken)'),
-}, 'Matrix: an account on a homeserver, over the client-server API (unencrypted rooms)');
+}, 'Matrix: an account on a homeserver, over the client-server API, end-to-end encrypted rooms included');
 
 const PHONE_NUMBER_ID = { type: 'string', pattern: '^\\d{1,32}$' } as const;
 const GRAPH_VERSION = { type: 'string', pattern: '^v\\d{1,3}\\.\\d{1,2}$' } as const;
@@ -270,6 +292,50 @@ const whatsappChannel: SchemaNode = object({
   template: whatsappTemplate('an approved template sent to invite a person back when a reply falls outside their 24-hour customer service window; the reply then waits for their answer (without one it is not sent, and the reason recorded)'),
   accounts: ids(whatsappAccount, 'further business phone numbers by name (their secrets under channels.<id>.accounts.<name>, else the channel\'s)'),
 }, 'WhatsApp through Meta\'s Cloud API: a business phone number whose access token, app secret and verify token are the secrets channels.<id>.accessToken, .appSecret and .verifyToken');
+
+const SIGNAL_NUMBER = { type: 'string', pattern: '^\\+[1-9]\\d{6,14}$' } as const;
+const SIGNAL_RPC_URL = { type: 'string', pattern: '^https?://[^\\s?#]+$', maxLength: 512 } as const;
+const SIGNAL_GROUP = { type: 'string', pattern: '^(\\*|[A-Za-z0-9+/]{43}=|[A-Za-z0-9+/]{22}==)$' } as const;
+
+const signalAccount: SchemaNode = object({
+  enabled: bool(true, 'connect this account'),
+  account: { ...SIGNAL_NUMBER, description: 'its number, as signal-cli has it (+15550100)' },
+  rpcUrl: { ...SIGNAL_RPC_URL, description: 'its signal-cli daemon --http (else the channel\'s)' },
+  rooms: { type: 'array', items: SIGNAL_GROUP, description: 'group ids this account answers in when mentioned ("*": any group it is in)' },
+}, 'another Signal account of the channel');
+
+const signalChannel: SchemaNode = object({
+  ...channelPolicy,
+  account: { ...SIGNAL_NUMBER, description: 'the account\'s number, as signal-cli has it (registered, or linked to a phone): +15550100' },
+  rpcUrl: { ...SIGNAL_RPC_URL, default: 'http://127.0.0.1:8080', description: 'where signal-cli daemon --http listens (http only on this host; start it with --receive-mode=manual, so that nothing is lost while the gateway is away)' },
+  rooms: list(SIGNAL_GROUP, 'group ids (base64, as signal-cli listGroups shows them) the agent answers in when mentioned or quoted ("*": any group the account is in)'),
+  accounts: ids(signalAccount, 'further Signal accounts by name (each its own number, on the same signal-cli unless it gives its rpcUrl)'),
+}, 'Signal: an account of signal-cli\'s HTTP daemon, over its JSON-RPC');
+
+const DELTACHAT_GROUP = { type: 'string', pattern: '^(\\*|group:\\d{1,10})$' } as const;
+
+const deltachatAccount: SchemaNode = object({
+  enabled: bool(true, 'connect this account'),
+  address: { ...EMAIL, description: 'its e-mail address' },
+  user: text('its login (else the address)', { maxLength: 256 }),
+  imap: { ...IMAP_SERVER, description: 'its IMAP server (else the channel\'s)' },
+  smtp: { ...SMTP_SERVER, description: 'its SMTP server (else the channel\'s)' },
+  acceptInvalidCertificates: { type: 'boolean', description: 'accept a certificate that does not check out (servers on this host only)' },
+  displayName: text('the name people see it by', { maxLength: 128 }),
+  rooms: { type: 'array', items: DELTACHAT_GROUP, description: 'groups this account answers in when addressed ("*": any group it is in)' },
+}, 'another Delta Chat account of the channel');
+
+const deltachatChannel: SchemaNode = object({
+  ...channelPolicy,
+  address: { ...EMAIL, description: 'the account\'s e-mail address; its password (IMAP and SMTP) is the secret channels.<id>.password' },
+  user: text('the login (default the address)', { maxLength: 256 }),
+  imap: { ...IMAP_SERVER, description: 'the IMAP server: imap://host:port (STARTTLS) or imaps://host:port (TLS from the start); default: found from the address, as Delta Chat\'s apps do' },
+  smtp: { ...SMTP_SERVER, description: 'the SMTP server: smtp://host:port (STARTTLS) or smtps://host:port (TLS from the start); default: found from the address' },
+  acceptInvalidCertificates: bool(false, 'accept server certificates that do not check out (self-signed), for servers on this host only (refused for any other)'),
+  displayName: text('the name people see the account by, and address it by in groups ("name: ..."); default the address\'s name', { maxLength: 128 }),
+  rooms: list(DELTACHAT_GROUP, 'groups (group:<id>, as the log names them) the agent answers in when addressed by name or quoted ("*": any group the account is added to)'),
+  accounts: ids(deltachatAccount, 'further Delta Chat accounts by name (each one\'s password is the secret channels.<id>.accounts.<name>.password)'),
+}, 'Delta Chat: end-to-end encrypted chat over e-mail, through Delta Chat\'s own engine; people write to it through its invite link');
 
 const hookMapping: SchemaNode = {
   type: 'object',
@@ -332,11 +398,17 @@ const agent: SchemaNode = object({
   contextTokens: int(24_000, 500, 2_000_000, 'about how many tokens of the session\'s earlier messages the model reads (four characters a token); past them, the older ones are summarised'),
   clientTools: bool(false, 'let inference API clients pass tools of their own, which the client runs'),
   models: list(modelRef, 'backend models an inference API client may choose with the x-gateway-model header'),
-  toolProfile: oneOf(TOOL_PROFILES, undefined, 'a shorthand added to tools: minimal (memory), messaging (memory, messages, reminders), coding (memory, files, web.fetch, exec) or full (every tool); gateway.tools.allow and deny still apply'),
+  toolProfile: oneOf(TOOL_PROFILES, undefined, 'a shorthand added to tools: minimal (memory), messaging (memory, messages, reminders, web.search), coding (memory, files, web.fetch, web.search, browser.*, exec) or full (every tool); gateway.tools.allow and deny still apply'),
   workspace: text('folder the agent\'s files.* and exec work in (default: workspaces/<agent> in the profile\'s folder)', { maxLength: 4096 }),
   exec: object({ approval: oneOf(EXEC_APPROVALS, undefined, 'this agent\'s exec approval, over tools.exec.approval') }),
   budget: budget('the agent'),
   skills: list({ type: 'string', pattern: '^(\\*|[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?)$' }, 'skills the agent may use (gateway skills list): names, or * for every installed skill; the model sees each one\'s name and description, loads its instructions with skills.load, reads its files under skills/<name>/ and runs its scripts only through exec'),
+  delegation: object({
+    agents: list({ type: 'string', pattern: ID }, 'agents this one may hand a task to with agents.delegate (none unless listed)'),
+    depth: int(2, 1, 8, 'how deep delegations may go below the run that started them: a child of a child of ... this agent\'s run, counted from the first'),
+    maxChildren: int(4, 1, 64, 'delegations of one session running at once; more are refused until one ends'),
+    timeoutSeconds: int(300, 1, 86_400, 'longest agents.delegate with wait waits for the answer; past it the answer arrives later as a new turn'),
+  }, 'handing tasks to other agents (agents.delegate)'),
   memory: object({
     scope: oneOf(MEMORY_SCOPES, 'person', 'whose conversations and notes memory.search, memory.get and memory.note read and keep: each person\'s own (person), or one memory all the agent\'s people share (agent)'),
   }),
@@ -476,7 +548,7 @@ export const configSchema: SchemaNode = object({
   channels: {
     type: 'object',
     description: 'messaging channels by id',
-    properties: { irc: channel, telegram: telegramChannel, slack: slackChannel, discord: discordChannel, xmpp: xmppChannel, email: emailChannel, matrix: matrixChannel, whatsapp: whatsappChannel },
+    properties: { irc: channel, telegram: telegramChannel, slack: slackChannel, discord: discordChannel, xmpp: xmppChannel, email: emailChannel, matrix: matrixChannel, whatsapp: whatsappChannel, signal: signalChannel, deltachat: deltachatChannel },
     propertyNames: { pattern: '^[a-z0-9][a-z0-9_-]{0,31}$' },
     additionalProperties: channel,
   },
@@ -509,11 +581,26 @@ export const configSchema: SchemaNode = object({
   agents: ids(agent, 'agents by id'),
   tools: object({
     web: object({
-      allowPrivate: list({ type: 'string', pattern: '^(\\[[0-9A-Fa-f:.]+\\]|[^\\s:/\\[\\]]+):[0-9]{1,5}$' }, 'host:port pairs web.fetch may reach although they are loopback, private or link-local (such as an intranet wiki: wiki.internal:443)'),
+      allowPrivate: list({ type: 'string', pattern: '^(\\[[0-9A-Fa-f:.]+\\]|[^\\s:/\\[\\]]+):[0-9]{1,5}$' }, 'host:port pairs web.fetch and the browser may reach although they are loopback, private or link-local (such as an intranet wiki: wiki.internal:443)'),
       maxBytes: int(2 * 1024 * 1024, 1024, 50 * 1024 * 1024, 'most bytes of a page web.fetch reads (once decompressed)'),
       timeoutMs: int(15_000, 1000, 120_000, 'longest a web.fetch may take, redirects included'),
       maxRedirects: int(5, 0, 20, 'redirects web.fetch follows'),
+      search: object({
+        provider: oneOf(SEARCH_PROVIDERS, undefined, 'who answers web.search: searxng (an instance of your own at tools.web.search.baseUrl, its JSON API, no key), brave (the Brave Search API, its key the secret tools.web.search.brave.apiKey) or tavily (the Tavily API, its key the secret tools.web.search.tavily.apiKey); unset, web.search answers 503'),
+        baseUrl: text('address of the search provider: the SearXNG instance (needed for searxng), or another address for the Brave or Tavily API (default: theirs)', API_ROOT),
+        count: int(5, 1, 20, 'results web.search answers when the call asks for no number'),
+        timeoutMs: int(10_000, 1000, 60_000, 'longest a search may take'),
+      }, 'web.search and who answers it'),
     }),
+    browser: object({
+      executablePath: text('the Chromium to run (default: the first of /usr/lib/chromium/chromium, /usr/bin/chromium, /usr/bin/chromium-browser); gateway doctor says when none is there', { maxLength: 4096 }),
+      pages: int(4, 1, 32, 'pages one browser may have open at once (popups count)'),
+      browsers: int(4, 1, 64, 'browsers open at once, one per agent and person: past it the one unused longest is closed, or the call is answered 429 while every one is busy'),
+      actionTimeoutSeconds: int(30, 1, 300, 'longest one browser action may take: opening a page, a click, typing, a snapshot, a screenshot'),
+      idleSeconds: int(300, 10, 86_400, 'a browser unused this long is closed (its profile, logins included, is kept)'),
+      memoryMB: int(1024, 256, 65_536, 'memory a browser and all its processes may use together (a control group; where the daemon can make none, no bound holds and gateway doctor says so)'),
+      downloadMB: int(50, 1, 4096, 'largest file a page may download (into the workspace\'s downloads/ folder)'),
+    }, 'the browser.* tools: a headless Chromium in a sandbox, every request it makes through the address guard'),
     exec: object({
       approval: oneOf(EXEC_APPROVALS, 'off', 'whether exec runs commands: off (refused), ask (an operator approves each: gateway approvals approve <id>), allowlist (commands matching tools.exec.allow run, others ask) or full (every command runs); always in the sandbox'),
       allow: list({ type: 'string', minLength: 1, maxLength: 512 }, 'commands that run without asking under the allowlist approval, matched word by word against what will run: the program exactly, then each argument exactly, * alone for one or more arguments, * inside a word for any characters of one (git status, git log *, ls *, npm run test:*); a * never covers an option that runs another command (git -c, find -exec, ssh -o: docs/security.md), and a command with ; | & $ ` < > ( ) an unquoted glob or a line break always asks'),
@@ -525,7 +612,8 @@ export const configSchema: SchemaNode = object({
       processes: int(64, 1, 4096, 'processes a command and everything it starts may run at once'),
       outputBytes: int(64 * 1024, 1024, 16 * 1024 * 1024, 'output kept (stdout and stderr together); past it the command is stopped'),
       fileMB: int(100, 1, 65_536, 'largest file a command may write'),
-      workspaceMB: int(1024, 1, 1_048_576, 'most the workspace may hold on disk: a command writes only what is left (a command past it is stopped; one started over it can write nothing, so it can still remove files)'),
+      workspaceMB: int(1024, 1, 1_048_576, 'most an agent\'s workspace takes on disk. With tools.exec.workspaceImage auto and a root daemon, each workspace under the profile is a file system of its own of this size (an ext4 image beside it, workspaces/.<agent>.img, loop-mounted at the folder; one file per 16 KiB at most), so any write past it, by commands together or files.write, fails with "no space left" at the bound; raising it grows the file system at once, lowering it is refused by the file system (which keeps its size) and the size is then watched. Elsewhere (a daemon not root, no loop devices, an agent\'s own workspace folder) the size is watched: a command past it is stopped, one started over it can only remove files; gateway doctor says which holds'),
+      workspaceImage: oneOf(WORKSPACE_IMAGES, 'auto', 'whether a workspace under the profile gets a file system of its own, bounding tools.exec.workspaceMB by construction: auto (where the daemon runs as root with loop devices) or off (a plain folder, its size watched); an image made before stays mounted either way'),
       concurrency: int(4, 1, 64, 'commands one agent, and one caller, may run at once; more are answered 429 with Retry-After'),
       tmpMB: int(64, 1, 65_536, 'size of the sandbox\'s private /tmp'),
       approvalTimeoutSeconds: int(300, 5, 86_400, 'how long an asked command waits for an operator before it is refused'),
@@ -533,7 +621,7 @@ export const configSchema: SchemaNode = object({
     ask: object({
       timeoutSeconds: int(3600, 5, 604_800, 'how long a question an agent asks its person (the ask tool) waits for the answer; then the run resumes with the question\'s stated default, or with no answer'),
     }),
-  }, 'the built-in tools: web.fetch, files.*, exec, ask'),
+  }, 'the built-in tools: web.fetch, web.search, browser.*, files.*, exec, ask'),
   approvals: object({
     notify: list({
       ...object({
@@ -626,7 +714,7 @@ export const LIVE_KEYS: readonly string[] = [
 export const RELOAD_KEYS: readonly string[] = ['plugins'];
 
 /** Live keys under an id of the user's choosing: who may write to a channel applies at once. */
-export const LIVE_KEY_PATTERNS: readonly RegExp[] = [/^channels\.[^.]+\.(dmPolicy|allowFrom|agent)(\.|$)/];
+export const LIVE_KEY_PATTERNS: readonly RegExp[] = [/^channels\.[^.]+\.(dmPolicy|allowFrom|agent|routes)(\.|$)/];
 
 /** Keys that only the gateway itself writes. */
 export const READ_ONLY_KEYS: Readonly<Record<string, string>> = {

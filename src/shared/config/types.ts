@@ -1,4 +1,4 @@
-import type { AuthMode, BindMode, ExecApproval, LogLevel, MemoryScope, ProviderKind, QueueMode, SecretBackendName, ToolProfile, VoiceKind } from './schema.ts';
+import type { AuthMode, BindMode, ExecApproval, LogLevel, MemoryScope, ProviderKind, QueueMode, SearchProvider, SecretBackendName, ToolProfile, VoiceKind } from './schema.ts';
 
 export interface ProviderSettings {
   kind?: ProviderKind;
@@ -46,6 +46,14 @@ export interface AgentSettings {
   skills?: string[];
   budget?: Budget;
   memory: { scope: MemoryScope };
+  /** Absent only for a bare model called as an agent, which delegates to no one. */
+  delegation?: { agents: string[]; depth: number; maxChildren: number; timeoutSeconds: number };
+}
+
+/** A route of channels.<id>.routes: who a message comes from, and the agent that answers it. */
+export interface ChannelRoute {
+  match: { account?: string; peer?: string; room?: string };
+  agent: string;
 }
 
 export interface AutomationTrigger {
@@ -138,10 +146,14 @@ export interface GatewayConfig {
   models: { providers: Record<string, ProviderSettings>; aliases: Record<string, string>; currency: string };
   agents: Record<string, AgentSettings>;
   tools: {
-    web: { allowPrivate: string[]; maxBytes: number; timeoutMs: number; maxRedirects: number };
+    web: {
+      allowPrivate: string[]; maxBytes: number; timeoutMs: number; maxRedirects: number;
+      search: { provider?: SearchProvider; baseUrl?: string; count: number; timeoutMs: number };
+    };
+    browser: { executablePath?: string; pages: number; browsers: number; actionTimeoutSeconds: number; idleSeconds: number; memoryMB: number; downloadMB: number };
     exec: {
       approval: ExecApproval; allow: string[]; network: boolean; timeoutSeconds: number; maxTimeoutSeconds: number; cpuSeconds: number; memoryMB: number;
-      processes: number; outputBytes: number; fileMB: number; workspaceMB: number; concurrency: number; tmpMB: number; approvalTimeoutSeconds: number;
+      processes: number; outputBytes: number; fileMB: number; workspaceMB: number; workspaceImage: 'auto' | 'off'; concurrency: number; tmpMB: number; approvalTimeoutSeconds: number;
     };
     ask: { timeoutSeconds: number };
   };

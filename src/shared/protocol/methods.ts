@@ -113,7 +113,15 @@ export const METHODS = {
   },
   'message.send': {
     scope: 'operator.write',
-    params: object({ channel: channelId, to: id, text: { type: 'string' }, account: channelId }, ['channel', 'to', 'text'] as const),
+    params: object({
+      channel: channelId, to: id, text: { type: 'string' }, account: channelId,
+      // A file of an agent's workspace (the channel's agent's, or the one named), sent with the text as its caption.
+      file: { type: 'string', minLength: 1, maxLength: 4096 }, agent: channelId,
+    }, ['channel', 'to', 'text'] as const),
+  },
+  'message.react': {
+    scope: 'operator.write',
+    params: object({ channel: channelId, to: id, messageId: id, emoji: { type: 'string', minLength: 1, maxLength: 32 }, account: channelId }, ['channel', 'to', 'messageId', 'emoji'] as const),
   },
   reload: { scope: 'operator.admin', params: none },
   'plugins.list': { scope: 'operator.read', params: none },

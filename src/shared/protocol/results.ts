@@ -285,11 +285,20 @@ export interface AttachmentView {
   /** Whether its bytes are kept for the agent; when not, note says why. */
   kept: boolean;
   note?: string;
+  /** A voice note the platform marked as one (as against an audio file sent). */
+  voice?: boolean;
+  /** A voice note's or audio file's words, once heard (the person's words, spoken), with its length in seconds. */
+  transcript?: string;
+  seconds?: number;
+  /** Why a voice note or audio file could not be heard, as a code (audio_too_long, bad_audio, no_words, ...); note says it in words. */
+  unheard?: string;
 }
 
 /** A reply in a channel's outbox. */
 export interface OutboxEntryView {
   id: number; channel: string; account: string; to: string;
+  /** A reaction put on a message, or a file sent (a text message when left out). */
+  kind?: 'reaction' | 'file';
   status: 'pending' | 'sent' | 'failed';
   attempts: number;
   runId?: string;
@@ -300,6 +309,8 @@ export interface OutboxEntryView {
   receipts: string[];
   /** Why the last try failed. */
   error?: string;
+  /** The reply was spoken too: its voice note goes (or went) after the text. */
+  voice?: true;
 }
 
 export interface SessionView {
@@ -408,15 +419,53 @@ export interface UsageSummary {
   byAutomation: UsageGroup[];
   byChannel: UsageGroup[];
   byPerson: UsageGroup[];
+  /** What the runs each agent delegated to others spent (agents.delegate): counted to the child in byAgent, and to the delegating agent here. */
+  byDelegator: UsageGroup[];
   /** The currency of every cost (models.currency). */
   currency: string;
 }
 
 export interface AgentInfo {
   id: string; model: string | null; fallbacks: string[]; tools: string[]; maxSteps: number; queue: string; default: boolean;
+  /** Skills it may use (agents.<id>.skills: names, or "*"). */
+  skills: string[];
+  /** Whom it answers on channels: routes naming it (order: their place in channels.<id>.routes), and channels it answers for everyone else (order null). */
+  routes: { channel: string; order: number | null; match: { account?: string; peer?: string; room?: string } }[];
+  /** Agents it may hand tasks to (agents.<id>.delegation.agents). */
+  delegatesTo: string[];
 }
 
 export interface RunUsage { inputTokens?: number; outputTokens?: number }
+
+/** A task one agent handed to another (agents.delegate): the child's session, how it stands, its answer or failure. */
+export interface DelegationView {
+  /** The child's session: delegate:<parent session>:<n>. */
+  sessionKey: string;
+  parentSession: string;
+  parentAgent: string;
+  agent: string;
+  /** 1 for a child of a run that was not delegated itself, 2 for its child, ... */
+  depth: number;
+  task: string;
+  /** Whether the parent's tool call waits for the answer (else it comes as a new turn). */
+  wait: boolean;
+  status: 'running' | 'succeeded' | 'failed';
+  jobId: string;
+  runId: string | null;
+  answer: string | null;
+  error: string | null;
+  usage: RunUsage;
+  createdAt: string;
+  finishedAt: string | null;
+  /** When the answer (or failure) reached the parent: the waiting call, or its conversation as a new turn. */
+  deliveredAt: string | null;
+}
+
+/** A delegation with those its child made in turn. */
+export type DelegationNode = DelegationView & { children: DelegationNode[] };
+
+/** Where a session stands among delegations: the one that made it (a child's session), and those it made. */
+export interface SessionDelegations { parent: DelegationView | null; children: DelegationNode[] }
 
 /** How an agent run ended. */
 export interface RunResult {
@@ -484,9 +533,10 @@ export interface MethodResults {
   'pair.revoke': { revoked: true; channel: string; sender: string };
   'pair.allowed': { senders: AllowedSenderView[] };
   'sessions.list': { sessions: SessionView[] };
-  'sessions.history': { session: SessionView; messages: MessageView[] };
+  'sessions.history': { session: SessionView; messages: MessageView[]; delegation?: SessionDelegations };
   /** sent: the platform took it; else it waits in the outbox (delivery says why and when it is tried again). */
   'message.send': { sent: boolean; sessionKey: string; message: MessageView; delivery: OutboxEntryView };
+  'message.react': { reacted: boolean; sessionKey: string; delivery: OutboxEntryView };
   reload: ReloadResult;
   'plugins.list': { plugins: PluginInfo[]; lastReload: BuildOutcome | null };
   'tools.catalog': { tools: ToolCatalogEntry[] };

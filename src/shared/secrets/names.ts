@@ -12,10 +12,12 @@ export const SECRET_NAMES = [
   'store.password',
   'voice.transcribe.apiKey',
   'voice.speak.apiKey',
+  'tools.web.search.brave.apiKey',
+  'tools.web.search.tavily.apiKey',
 ] as const;
 
 /** A channel account's credentials: an IRC password, a bot's token, an app-level token. */
-const CHANNEL_PASSWORD = /^channels\.[a-z0-9][a-z0-9_-]{0,31}(\.accounts\.[a-z0-9][a-z0-9_-]{0,31})?\.(password|botToken|appToken|signingSecret|webhookSecret|accessToken|appSecret|verifyToken)$/;
+const CHANNEL_PASSWORD = /^channels\.[a-z0-9][a-z0-9_-]{0,31}(\.accounts\.[a-z0-9][a-z0-9_-]{0,31})?\.(password|botToken|appToken|signingSecret|webhookSecret|accessToken|appSecret|verifyToken|cryptoKey)$/;
 const PROVIDER_KEY = /^models\.providers\.[a-z0-9][a-z0-9_-]{0,31}\.apiKey$/;
 /** An MCP server's static header values and a pre-registered client's secret. */
 const MCP_SECRET = /^mcp\.servers\.[a-z0-9][a-z0-9_-]{0,31}\.(header\.[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}|clientSecret)$/;
@@ -37,7 +39,7 @@ export const isSecretName = (name: string): boolean => isUserSecretName(name) ||
 
 export function assertUserSecretName(name: string): string {
   if (!isUserSecretName(name) || name.endsWith('.previous')) {
-    throw usageError(`Unknown secret ${JSON.stringify(name)}. Known: ${SECRET_NAMES.filter((n) => !n.endsWith('.previous')).join(', ')}, channels.<id>.password|botToken|appToken|signingSecret|webhookSecret|accessToken|appSecret|verifyToken (also under channels.<id>.accounts.<account>), models.providers.<id>.apiKey, mcp.servers.<name>.header.<Header>, mcp.servers.<name>.clientSecret.`);
+    throw usageError(`Unknown secret ${JSON.stringify(name)}. Known: ${SECRET_NAMES.filter((n) => !n.endsWith('.previous')).join(', ')}, channels.<id>.password|botToken|appToken|signingSecret|webhookSecret|accessToken|appSecret|verifyToken|cryptoKey (also under channels.<id>.accounts.<account>), models.providers.<id>.apiKey, mcp.servers.<name>.header.<Header>, mcp.servers.<name>.clientSecret.`);
   }
   return name;
 }

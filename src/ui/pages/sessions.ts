@@ -1,7 +1,17 @@
 /** Sessions: every channel and chat session, newest first, and a session's transcript; new messages arrive live. */
 import { html, nothing } from 'lit';
 import { Page, when } from '../page.ts';
-import type { MessageView, SessionView } from '../../shared/protocol/results.ts';
+import type { DelegationNode, DelegationView, MessageView, MethodResult, SessionDelegations, SessionView } from '../../shared/protocol/results.ts';
+
+/** How a delegation stands, in a few words. */
+const standing = (node: DelegationView) => (node.status === 'running' ? `running${node.wait ? '' : ', the answer to come as a new turn'}`
+  : node.status === 'failed' ? `failed: ${node.error ?? ''}` : 'succeeded');
+
+/** The tasks a session handed to other agents, and theirs in turn: each opens its child's session. */
+const delegationTree = (nodes: DelegationNode[], open: (key: string) => void): unknown => html`<ul class="tree">${nodes.map((node) => html`<li data-testid="delegation">
+  <button class="link" @click=${() => open(node.sessionKey)}>${node.agent}</button> <span class="muted">${standing(node)} · ${when(node.createdAt)}</span>
+  <div class="preview">${node.task.slice(0, 160)}</div>
+  ${node.children.length ? delegationTree(node.children, open) : nothing}</li>`)}</ul>`;
 
 export const transcript = (messages: MessageView[]) => html`<ol class="transcript">${messages.map((m) => html`
   <li class="msg ${m.role} ${m.kind}"><span class="who">${m.senderName ?? m.sender}</span> <time>${when(m.at)}</time>
@@ -11,10 +21,11 @@ export const transcript = (messages: MessageView[]) => html`<ol class="transcrip
       : html`<div class="text">${m.text}</div>`}</li>`)}</ol>`;
 
 export class SessionsPage extends Page {
-  static override properties = { sessions: { state: true }, open: { state: true }, messages: { state: true } };
+  static override properties = { sessions: { state: true }, open: { state: true }, messages: { state: true }, delegation: { state: true } };
   declare sessions: SessionView[] | undefined;
   declare open: SessionView | undefined;
   declare messages: MessageView[];
+  declare delegation: SessionDelegations | undefined;
 
   constructor() {
     super();
@@ -30,11 +41,12 @@ export class SessionsPage extends Page {
     this.sessions = (await this.call<{ sessions: SessionView[] }>('sessions.list', { limit: 200 })).sessions;
   }
 
-  private async show(session: SessionView): Promise<void> {
+  private async show(session: Pick<SessionView, 'key'>): Promise<void> {
     await this.guard(async () => {
-      const history = await this.call<{ session: SessionView; messages: MessageView[] }>('sessions.history', { key: session.key, limit: 200 });
+      const history = await this.call<MethodResult<'sessions.history'>>('sessions.history', { key: session.key, limit: 200 });
       this.open = history.session;
       this.messages = history.messages;
+      this.delegation = history.delegation;
     });
   }
 
@@ -52,6 +64,10 @@ export class SessionsPage extends Page {
         </section>
         <section class="card" aria-labelledby="transcript-title" aria-live="polite">
           <h2 id="transcript-title">${this.open ? `Transcript: ${this.open.peerName ?? this.open.peer}` : 'Transcript'}</h2>
+          ${this.delegation ? html`<section aria-label="Delegations" data-testid="delegations">
+            ${this.delegation.parent ? html`<p>A task <button class="link" @click=${() => void this.show({ key: this.delegation!.parent!.parentSession })}>${this.delegation.parent.parentAgent}</button> delegated to ${this.delegation.parent.agent} (${standing(this.delegation.parent)}).</p>` : nothing}
+            ${this.delegation.children.length ? html`<h3>Delegated tasks</h3>${delegationTree(this.delegation.children, (key) => void this.show({ key }))}` : nothing}
+          </section>` : nothing}
           ${this.open ? transcript(this.messages) : html`<p class="muted">Pick a session.</p>`}
         </section>
       </div>`;

@@ -14,7 +14,7 @@
 import { GatewayCloseCodes, GatewayDispatchEvents, GatewayIntentBits, GatewayOpcodes } from 'discord-api-types/v10';
 import type { APIInteraction, APIMessage, APIUser, GatewayReceivePayload, GatewayReadyDispatchData } from 'discord-api-types/v10';
 import type { ChannelState } from '../../../shared/channels.ts';
-import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type SendOptions, type SendReceipt } from '../../kernel/channel.ts';
+import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type OutboundFile, type OutboundVoice, type SendOptions, type SendReceipt } from '../../kernel/channel.ts';
 import { splitMessage } from '../formatting.ts';
 import { AccountChannel, AccountConnection } from '../account-channel.ts';
 import { accountsOf, settingPath } from '../accounts.ts';
@@ -239,9 +239,13 @@ class DiscordAccount extends AccountConnection<AccountSettings> {
       return;
     }
     if (type === GatewayDispatchEvents.MessageCreate) {
+      const rooms = this.settings()?.rooms ?? [];
+      const channel = (data as APIMessage).channel_id;
+      const inGuild = typeof (data as { guild_id?: unknown }).guild_id === 'string';
+      const parent = inGuild && typeof channel === 'string' && !rooms.includes(channel) ? await this.rest.threadParent(channel) : undefined;
       const message = inboundOf(data as APIMessage, {
-        account: this.name, me: this.me, rooms: this.settings()?.rooms ?? [], apiRoot: () => this.settings()?.apiRoot, log: this.log,
-        direct: (user, channel) => this.rest.noteDm(user, channel),
+        account: this.name, me: this.me, rooms, apiRoot: () => this.settings()?.apiRoot, log: this.log,
+        direct: (user, dm) => this.rest.noteDm(user, dm), parentOf: (id) => (id === channel ? parent : undefined),
       });
       if (message) await this.context.inbound(message);
       await this.advance(seq, true);
@@ -291,6 +295,21 @@ class DiscordAccount extends AccountConnection<AccountSettings> {
     return this.rest.send(to, text, options);
   }
 
+  async sendVoice(to: string, voice: OutboundVoice, options: SendOptions = {}): Promise<SendReceipt> {
+    if (!this.rest.token || this.status.state !== 'connected') throw new ChannelSendError(`${this.channelId} account ${this.name} is ${this.status.state}; the voice note was not sent`);
+    return this.rest.sendVoice(to, voice, options);
+  }
+
+  async react(to: string, reference: string, emoji: string): Promise<void> {
+    if (!this.rest.token || this.status.state !== 'connected') throw new ChannelSendError(`${this.channelId} account ${this.name} is ${this.status.state}; the reaction was not put`);
+    await this.rest.react(to, reference, emoji);
+  }
+
+  async sendFile(to: string, file: OutboundFile, caption: string, options: SendOptions = {}): Promise<SendReceipt> {
+    if (!this.rest.token || this.status.state !== 'connected') throw new ChannelSendError(`${this.channelId} account ${this.name} is ${this.status.state}; the file was not sent`);
+    return this.rest.sendFile(to, file, caption, options);
+  }
+
   async typing(to: string): Promise<void> {
     if (!this.rest.token || this.status.state !== 'connected') return;
     await this.rest.typing(to);
@@ -319,9 +338,23 @@ export class DiscordChannel extends AccountChannel<DiscordAccount, AccountSettin
 
   readonly edits = true;
   readonly buttons = true;
+  /** Discord takes attachments of up to 10 MiB in a server without boosts. */
+  readonly fileLimit = 10 * 1024 * 1024;
+
+  react(account: string, to: string, reference: string, emoji: string): Promise<void> {
+    return this.running(account).react(to, reference, emoji);
+  }
+
+  sendFile(account: string, to: string, file: OutboundFile, caption: string, options?: SendOptions): Promise<SendReceipt> {
+    return this.running(account).sendFile(to, file, caption, options);
+  }
 
   split(text: string): string[] {
     return splitMessage(text, DISCORD_LIMIT);
+  }
+
+  sendVoice(account: string, to: string, voice: OutboundVoice, options: SendOptions = {}): Promise<SendReceipt | void> {
+    return this.voiceThrough(account, to, voice, options);
   }
 
   normalizePeer(peer: string): string {

@@ -8,7 +8,7 @@
  * its password, TLS required), and the channel.
  */
 import { isLoopbackAddress } from '../../../shared/config/exposure.ts';
-import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type SendOptions, type SendReceipt } from '../../kernel/channel.ts';
+import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type OutboundFile, type SendOptions, type SendReceipt } from '../../kernel/channel.ts';
 import { AccountChannel, AccountConnection } from '../account-channel.ts';
 import { accountsOf, settingPath } from '../accounts.ts';
 import { Mailbox } from './imap.ts';
@@ -112,11 +112,12 @@ class EmailAccount extends AccountConnection<EmailAccountSettings> {
     this.mailbox.drain();
   }
 
-  async send(to: string, text: string, { idempotencyKey }: SendOptions = {}): Promise<SendReceipt> {
+  /** A mail; with a file, the file attached and the text its body. */
+  async send(to: string, text: string, { idempotencyKey }: SendOptions = {}, file?: OutboundFile): Promise<SendReceipt> {
     const settings = this.settings();
     if (!settings?.address || !this.sender.configured) throw new ChannelSendError(`${this.channelId} account ${this.name} is ${this.status.state}; the message was not sent`);
     const key = idempotencyKey ? `${this.channelId}\n${this.name}\n${idempotencyKey}` : undefined;
-    return this.sender.send({ address: settings.address, fromName: settings.fromName }, key, to, text);
+    return this.sender.send({ address: settings.address, fromName: settings.fromName }, key, to, text || file?.name || '', file);
   }
 
   async stop(): Promise<void> {
@@ -145,6 +146,13 @@ export class EmailChannel extends AccountChannel<EmailAccount, EmailAccountSetti
     // The IMAP client now; SMTP at the first reply, the MIME parser at the first mail, HTML to text at the first HTML mail.
     ({ ImapFlow: this.ImapFlow } = await import('imapflow'));
     await super.start();
+  }
+
+  /** What mail servers commonly take in one message, attachments encoded. */
+  readonly fileLimit = 20 * 1024 * 1024;
+
+  sendFile(account: string, to: string, file: OutboundFile, caption: string, options?: SendOptions): Promise<SendReceipt> {
+    return this.running(account).send(to, caption, options, file);
   }
 
   normalizePeer(peer: string): string {

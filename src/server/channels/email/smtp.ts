@@ -5,7 +5,7 @@
  * Auto-Submitted, so that other programs do not answer them.
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { ChannelSendError, type SendReceipt } from '../../kernel/channel.ts';
+import { ChannelSendError, type OutboundFile, type SendReceipt } from '../../kernel/channel.ts';
 import { targetOf } from './mail.ts';
 
 type Transport = import('nodemailer').Transporter;
@@ -39,7 +39,7 @@ export class MailSender {
    * its Message-ID follows from the idempotency key, so a retry is known as
    * the same mail. A 5xx answer (other than a refused login) is for good.
    */
-  async send(from: Sender, key: string | undefined, to: string, text: string): Promise<SendReceipt> {
+  async send(from: Sender, key: string | undefined, to: string, text: string, file?: OutboundFile): Promise<SendReceipt> {
     const transport = this.transport ??= (await import('nodemailer')).createTransport(this.options!);
     const target = targetOf(to);
     if (!target) throw new ChannelSendError(`not an address: ${to.slice(0, 100)}`, { permanent: true });
@@ -52,6 +52,7 @@ export class MailSender {
         subject: target.subject ?? `Message from ${from.fromName ?? from.address}`,
         text,
         messageId,
+        ...(file ? { attachments: [{ filename: file.name, content: Buffer.from(file.data), contentType: file.mimeType }] } : {}),
         ...(target.inReplyTo ? { inReplyTo: target.inReplyTo } : {}),
         ...(target.references ? { references: target.references } : {}),
         // RFC 3834: a reply a program wrote; other programs do not answer it.

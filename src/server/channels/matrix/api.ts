@@ -45,12 +45,12 @@ interface Answer { status: number; headers: IncomingHttpHeaders; body: Buffer }
  * upstreams share; the answer read whole, up to `maxBytes` (TooLarge past
  * it). A connection that closes before the answer's end is an error.
  */
-function request(method: string, url: URL, headers: Record<string, string>, body: string | undefined, signal: AbortSignal, maxBytes: number): Promise<Answer> {
+function request(method: string, url: URL, headers: Record<string, string>, body: string | Uint8Array | undefined, signal: AbortSignal, maxBytes: number, type = 'application/json'): Promise<Answer> {
   const http = process.getBuiltinModule(url.protocol === 'https:' ? 'node:https' : 'node:http') as typeof import('node:http');
   return new Promise((resolve, reject) => {
     const sent = http.request(url, {
       method, agent: agentFor(url.protocol), signal,
-      headers: { accept: 'application/json', ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) }) },
+      headers: { accept: 'application/json', ...headers, ...(body === undefined ? {} : { 'content-type': type, 'content-length': String(typeof body === 'string' ? Buffer.byteLength(body) : body.length) }) },
     }, (response) => {
       const announced = Number(response.headers['content-length']);
       if (Number.isFinite(announced) && announced > maxBytes) {
@@ -122,6 +122,23 @@ export class MatrixApi {
     }
     if (!isObject(payload)) throw new MatrixError(response.status, undefined, 'the homeserver answered with JSON that is not an object');
     return payload as T;
+  }
+
+  /** Puts a file in the homeserver's media store (POST /_matrix/media/v3/upload); its mxc:// address. */
+  async upload(name: string, type: string, data: Uint8Array): Promise<string> {
+    const url = new URL(`/_matrix/media/v3/upload?filename=${encodeURIComponent(name)}`, this.homeserver);
+    const response = await request('POST', url, { authorization: `Bearer ${this.token}` }, data, AbortSignal.timeout(120_000), MAX_ANSWER_BYTES, type);
+    let payload: Record<string, unknown> = {};
+    try {
+      payload = JSON.parse(response.body.toString('utf8')) as Record<string, unknown>;
+    } catch {
+      // said below
+    }
+    if (response.status < 200 || response.status >= 300 || typeof payload.content_uri !== 'string') {
+      const problem = `${typeof payload.errcode === 'string' ? `${payload.errcode}: ` : ''}${typeof payload.error === 'string' ? payload.error.slice(0, 300) : `HTTP ${response.status}`}`;
+      throw new MatrixError(response.status, typeof payload.errcode === 'string' ? payload.errcode : undefined, problem);
+    }
+    return payload.content_uri;
   }
 
   /** A file of the homeserver's media store (mxc://<server>/<id>), with the token, up to `maxBytes`. */

@@ -4,7 +4,8 @@
  * are end-to-end encrypted, each person's direct room, and the invites
  * waiting for their sender to be approved. Invites are accepted from senders
  * who may talk (allowFrom, approved); the others wait, with a pairing request
- * for the operator, and are joined once approved.
+ * for the operator, and are joined once approved. Invites to encrypted rooms are refused with the
+ * reason when the account does not encrypt.
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
@@ -15,8 +16,8 @@ import { isObject, MatrixError, USER_ID, type MatrixApi, type RawEvent } from '.
 const RECHECK_MS = 15_000;
 /** Invites kept waiting at most (the oldest are forgotten first). */
 const MAX_WAITING_INVITES = 200;
-const ENCRYPTED_REASON = 'This gateway cannot read end-to-end encrypted rooms: invite it to a room without encryption.';
-const ENCRYPTED_NOTICE = 'This room is end-to-end encrypted, and this gateway cannot read encrypted messages. Write to it in a room without encryption.';
+const ENCRYPTED_REASON = 'This gateway cannot read end-to-end encrypted rooms (its encryption is turned off): invite it to a room without encryption.';
+const ENCRYPTED_NOTICE = 'This room is end-to-end encrypted, and this gateway has its encryption turned off: it cannot read encrypted messages. Write to it in a room without encryption.';
 
 /** An invite waiting for its sender's approval. */
 export interface Waiting { sender: string; at: number; direct?: boolean }
@@ -32,6 +33,8 @@ export interface RoomsOwner {
   admit: ChannelContext['admit'];
   /** Keeps where the account left off, the invites waiting with it. */
   save(): Promise<void>;
+  /** Whether the account reads and writes end-to-end encrypted rooms. */
+  encrypts(): boolean;
 }
 
 export class MatrixRooms {
@@ -39,7 +42,11 @@ export class MatrixRooms {
   waiting?: Record<string, Waiting>;
   private lastRecheck = 0;
   /** Joined members of each room seen, learned when first needed, forgotten when its membership changes. */
-  private readonly members = new Map<string, number>();
+  private readonly members = new Map<string, string[]>();
+  /** Rooms known not to be encrypted (asked when sending), forgotten when encryption is turned on. */
+  private readonly plain = new Set<string>();
+  /** Encrypted rooms whose members' devices are followed, until their membership changes. */
+  private readonly tracked = new Set<string>();
   /** Configured rooms by alias, as their ids. */
   private readonly aliases = new Map<string, string>();
   private readonly encrypted = new Set<string>();
@@ -84,8 +91,39 @@ export class MatrixRooms {
 
   /** A state or timeline event of a joined room: encryption turned on, or its membership changed. */
   saw(roomId: string, event: RawEvent): void {
-    if (event.type === 'm.room.encryption') this.encrypted.add(roomId);
-    if (event.type === 'm.room.member') this.members.delete(roomId);
+    if (event.type === 'm.room.encryption' || event.type === 'm.room.encrypted') {
+      this.encrypted.add(roomId);
+      this.plain.delete(roomId);
+    }
+    if (event.type === 'm.room.member') {
+      this.members.delete(roomId);
+      this.tracked.delete(roomId);
+    }
+  }
+
+  /** An encrypted room whose members' devices are not followed yet (new, or its membership changed). */
+  needsTracking(roomId: string): boolean {
+    return this.encrypted.has(roomId) && !this.tracked.has(roomId);
+  }
+
+  /** The room's members' devices are followed now. */
+  trackedNow(roomId: string): void {
+    this.tracked.add(roomId);
+  }
+
+  /** Whether a room is encrypted, asking the homeserver for its m.room.encryption state when it is not known yet (after a restart). */
+  async encryptedNow(roomId: string): Promise<boolean> {
+    if (this.encrypted.has(roomId)) return true;
+    if (this.plain.has(roomId)) return false;
+    try {
+      await this.api('GET', `/v3/rooms/${encodeURIComponent(roomId)}/state/m.room.encryption/`);
+      this.encrypted.add(roomId);
+      return true;
+    } catch (error) {
+      if (!(error instanceof MatrixError) || error.status !== 404) throw error;
+      this.plain.add(roomId);
+      return false;
+    }
   }
 
   /** Whether a room is one of the configured ones (by id, or by an alias it was joined by). */
@@ -110,7 +148,7 @@ export class MatrixRooms {
     if (!sender || this.waiting?.[roomId]) return false;
     // A direct chat, as the inviting client says (`is_direct`): the person's room from then on.
     const direct = isObject(mine!.content) && mine!.content.is_direct === true;
-    if (state.some((event) => event.type === 'm.room.encryption')) {
+    if (!this.owner.encrypts() && state.some((event) => event.type === 'm.room.encryption')) {
       this.log.warn({ room: roomId, sender }, 'matrix: an invite to an encrypted room refused');
       await this.api('POST', `/v3/rooms/${encodeURIComponent(roomId)}/leave`, { reason: ENCRYPTED_REASON }).catch((error: unknown) => this.log.warn({ err: error }, 'matrix: could not refuse an invite'));
       return false;
@@ -193,21 +231,26 @@ export class MatrixRooms {
 
   /** How many members a room has now; NaN for a room the account has left since (its events are not answered). */
   async joinedMembers(roomId: string): Promise<number> {
-    let count = this.members.get(roomId);
-    if (count === undefined) {
-      try {
-        const joined = await this.api<{ joined?: unknown }>('GET', `/v3/rooms/${encodeURIComponent(roomId)}/joined_members`);
-        count = isObject(joined.joined) ? Object.keys(joined.joined).length : 0;
-      } catch (error) {
-        if (error instanceof MatrixError && (error.status === 403 || error.status === 404)) return Number.NaN;
-        throw error;
-      }
-      this.members.set(roomId, count);
-    }
-    return count;
+    return (await this.memberIds(roomId))?.length ?? Number.NaN;
   }
 
-  /** Says once per room (per start) that encrypted messages cannot be read, and logs it. */
+  /** The user ids of a room's joined members; undefined for a room the account has left since. */
+  async memberIds(roomId: string): Promise<string[] | undefined> {
+    let ids = this.members.get(roomId);
+    if (ids === undefined) {
+      try {
+        const joined = await this.api<{ joined?: unknown }>('GET', `/v3/rooms/${encodeURIComponent(roomId)}/joined_members`);
+        ids = isObject(joined.joined) ? Object.keys(joined.joined).filter((id) => USER_ID.test(id)) : [];
+      } catch (error) {
+        if (error instanceof MatrixError && (error.status === 403 || error.status === 404)) return undefined;
+        throw error;
+      }
+      this.members.set(roomId, ids);
+    }
+    return ids;
+  }
+
+  /** Says once per room (per start) that encrypted messages cannot be read (the account's encryption is off), and logs it. */
   async tellEncrypted(roomId: string, sender: string): Promise<void> {
     this.encrypted.add(roomId);
     if (this.toldEncrypted.has(roomId)) return;

@@ -5,11 +5,18 @@
  * that stops anywhere reads again from where it left off (an event stored
  * already is known by its id). A timeline the homeserver cut short is read
  * back page by page.
+ *
+ * In an account that encrypts, what a sync brings for its device (to-device
+ * room keys, device changes) goes to its encryption first and is kept there
+ * before the room events are read; an encrypted event is read once made
+ * clear. One whose key has not come yet waits, kept with the sync token, and
+ * is read when the key comes; meanwhile the account's state says so.
  */
 import type { Logger } from 'pino';
 import type { ChannelContext, InboundAttachment, InboundMessage } from '../../kernel/channel.ts';
 import { mentionPattern, withoutMention } from '../formatting.ts';
 import { events, isObject, MatrixError, USER_ID, type Content, type RawEvent } from './api.ts';
+import type { MatrixCrypto, Undecrypted } from './crypto.ts';
 import type { MatrixRooms, RoomsOwner } from './rooms.ts';
 
 const MAX_INBOUND_CHARS = 16_384;
@@ -18,6 +25,9 @@ const POLL_MS = 30_000;
 const TIMELINE_TYPES = ['m.room.message', 'm.room.encrypted', 'm.room.encryption', 'm.room.member'];
 /** Events of a room read back after a sync could not hold them all (a room busy while the account was away), at most. */
 const MAX_BACKFILL = 2000;
+/** Encrypted events waiting for their room key, at most, and for how long. */
+const MAX_UNDECRYPTED = 200;
+const UNDECRYPTED_MS = 7 * 24 * 3600_000;
 /** What /sync returns: messages, memberships and encryption; no presence, receipts or account data. */
 const FILTER = JSON.stringify({
   presence: { not_types: ['*'] },
@@ -33,8 +43,11 @@ const FILTER = JSON.stringify({
 /** The homeserver no longer knows the sync token the account kept. */
 export class SyncTokenUnknown extends Error {}
 
-/** Where the account left off: the sync token, and the invites waiting for their sender's approval. */
-interface Cursor { since?: string; waiting?: MatrixRooms['waiting'] }
+/** An encrypted event waiting for the key it was encrypted with. */
+interface Held { room: string; event: RawEvent; at: number; detail: string }
+
+/** Where the account left off: the sync token, the invites waiting for their sender's approval, the encrypted events waiting for their keys. */
+interface Cursor { since?: string; waiting?: MatrixRooms['waiting']; undecrypted?: Held[] }
 
 /**
  * A reply's text without the quote of the message it answers: clients put
@@ -57,6 +70,8 @@ export interface SyncOwner extends RoomsOwner {
   context: Pick<ChannelContext, 'inbound' | 'cursor'>;
   /** A sync came back: the homeserver is reachable. */
   synced(): void;
+  /** The account's encryption, when it encrypts. */
+  crypto(): MatrixCrypto | undefined;
 }
 
 export class MatrixSync {
@@ -64,6 +79,8 @@ export class MatrixSync {
   since?: string;
   /** After a failure, the next sync asks without waiting: the account knows at once whether the homeserver is back. */
   quick = false;
+  /** Encrypted events whose keys have not come yet, oldest first. */
+  undecrypted: Held[] = [];
   private abort?: AbortController;
   private readonly owner: SyncOwner;
   private readonly rooms: MatrixRooms;
@@ -87,16 +104,20 @@ export class MatrixSync {
     let cursor: Cursor = {};
     try {
       const parsed = stored ? JSON.parse(stored) as Cursor : {};
-      cursor = { ...(typeof parsed.since === 'string' ? { since: parsed.since } : {}), ...(isObject(parsed.waiting) ? { waiting: parsed.waiting } : {}) };
+      cursor = {
+        ...(typeof parsed.since === 'string' ? { since: parsed.since } : {}), ...(isObject(parsed.waiting) ? { waiting: parsed.waiting } : {}),
+        ...(Array.isArray(parsed.undecrypted) ? { undecrypted: parsed.undecrypted.filter((held) => isObject(held) && typeof held.room === 'string' && isObject(held.event)) } : {}),
+      };
     } catch {
       cursor = {};
     }
     this.since = cursor.since;
     this.rooms.waiting = cursor.waiting;
+    this.undecrypted = cursor.undecrypted ?? [];
   }
 
   save(): Promise<void> {
-    const cursor: Cursor = { since: this.since, waiting: this.rooms.waiting };
+    const cursor: Cursor = { since: this.since, waiting: this.rooms.waiting, ...(this.undecrypted.length ? { undecrypted: this.undecrypted } : {}) };
     return this.owner.context.cursor.set(this.owner.name, JSON.stringify(cursor));
   }
 
@@ -104,6 +125,7 @@ export class MatrixSync {
   async first(): Promise<void> {
     const first = await this.api<Record<string, unknown>>('GET', `/v3/sync?timeout=0&filter=${encodeURIComponent(FILTER)}`);
     if (typeof first.next_batch !== 'string') throw new MatrixError(200, undefined, 'the homeserver\'s sync had no next_batch');
+    await this.owner.crypto()?.receive(first);
     await this.handle(first, true);
     this.since = first.next_batch;
     await this.save();
@@ -120,8 +142,14 @@ export class MatrixSync {
     if (typeof sync.next_batch !== 'string') throw new MatrixError(200, undefined, 'the homeserver\'s sync had no next_batch');
     this.quick = false;
     this.owner.synced();
-    const changed = await this.handle(sync, false);
+    // Room keys and device changes first, kept before any event that needs them is read.
+    const keysCame = await this.owner.crypto()?.receive(sync);
+    const held = this.undecrypted.length;
+    if (keysCame) await this.retryUndecrypted();
+    let changed = await this.handle(sync, false);
+    changed = this.forgetOldUndecrypted() || changed || this.undecrypted.length !== held;
     await this.rooms.recheckWaiting();
+    this.owner.synced();
     // Everything the token covers is stored: it is kept now, and the next sync starts after it.
     if (sync.next_batch !== this.since || changed) {
       this.since = sync.next_batch;
@@ -144,9 +172,16 @@ export class MatrixSync {
     for (const [roomId, room] of Object.entries(isObject(rooms.invite) ? rooms.invite : {})) {
       if (await this.rooms.invited(roomId, events(isObject(room) ? room.invite_state : undefined))) changed = true;
     }
+    const crypto = this.owner.crypto();
     for (const [roomId, room] of Object.entries(isObject(rooms.join) ? rooms.join : {})) {
       if (!isObject(room)) continue;
       for (const event of [...events(room.state), ...events(room.timeline)]) this.rooms.saw(roomId, event);
+      // The devices of an encrypted room's members are followed, so that their keys are known before a message is sent there.
+      if (crypto && this.rooms.needsTracking(roomId)) {
+        const members = await this.rooms.memberIds(roomId);
+        if (members) await crypto.track(members);
+        this.rooms.trackedNow(roomId);
+      }
       if (history) continue;
       const timeline = isObject(room.timeline) ? room.timeline : {};
       if (timeline.limited === true && typeof timeline.prev_batch === 'string') {
@@ -179,12 +214,25 @@ export class MatrixSync {
   }
 
   /** One timeline event: a person's message becomes an inbound message; the rest is looked at and let go. */
-  private async event(roomId: string, event: RawEvent): Promise<void> {
+  private async event(roomId: string, given: RawEvent): Promise<void> {
     const me = this.owner.me();
-    if (typeof event.sender !== 'string' || typeof event.event_id !== 'string' || event.sender === me || !USER_ID.test(event.sender)) return;
+    const { sender, event_id: eventId } = given;
+    if (typeof sender !== 'string' || typeof eventId !== 'string' || sender === me || !USER_ID.test(sender)) return;
+    let event = given;
     if (event.type === 'm.room.encrypted') {
-      await this.rooms.tellEncrypted(roomId, event.sender);
-      return;
+      const crypto = this.owner.crypto();
+      if (!crypto) {
+        await this.rooms.tellEncrypted(roomId, sender);
+        return;
+      }
+      const read = await crypto.decrypt(roomId, event);
+      if ('undecrypted' in read) {
+        // Waiting helps only a message whose key may still come; one that is broken (or forged) is logged and let go.
+        if (read.undecrypted.reason === 'missing-keys') this.hold(roomId, event, read.undecrypted);
+        else this.log.warn({ room: roomId, event: eventId, sender, detail: read.undecrypted.detail }, 'matrix: an encrypted message could not be decrypted; skipped');
+        return;
+      }
+      event = read.clear;
     }
     if (event.type !== 'm.room.message' || !isObject(event.content)) return;
     const content = event.content;
@@ -194,27 +242,69 @@ export class MatrixSync {
     const attachment = this.attachmentOf(content);
     let text = withoutReplyFallback(content.body, isObject(relation['m.in_reply_to']));
     if (attachment) text = typeof content.filename === 'string' && content.filename !== content.body ? text : '';
-    if (content.msgtype === 'm.emote') text = `* ${event.sender} ${text}`;
+    if (content.msgtype === 'm.emote') text = `* ${sender} ${text}`;
     if (!text.trim() && !attachment) return;
     if (text.length > MAX_INBOUND_CHARS) text = text.slice(0, MAX_INBOUND_CHARS);
     const at = typeof event.origin_server_ts === 'number' && Number.isFinite(event.origin_server_ts) ? event.origin_server_ts : Date.now();
-    const base = { account: this.owner.name, sender: event.sender, senderName: event.sender, text, at, platformId: event.event_id, ...(attachment ? { attachments: [attachment] } : {}) };
+    const base = { account: this.owner.name, sender, senderName: sender, text, at, platformId: eventId, reference: eventId, ...(attachment ? { attachments: [attachment] } : {}) };
+    // A thread is a conversation of its own, answered in the thread.
+    const thread = relation.rel_type === 'm.thread' && typeof relation.event_id === 'string' ? relation.event_id : undefined;
+    const where = thread ? { thread, replyTo: `${roomId}/${thread}` } : { replyTo: roomId };
     const rooms = this.owner.rooms();
     const configured = this.rooms.isConfigured(roomId, rooms);
     const members = configured ? Number.POSITIVE_INFINITY : await this.rooms.joinedMembers(roomId);
     if (Number.isNaN(members)) return;
     if (members <= 2) {
-      this.rooms.noteDirect(event.sender, roomId);
-      await this.owner.context.inbound({ ...base, kind: 'direct', replyTo: roomId });
+      this.rooms.noteDirect(sender, roomId);
+      await this.owner.context.inbound({ ...base, kind: 'direct', ...where });
       return;
     }
     if (!configured && !rooms.includes('*')) {
       this.log.debug({ room: roomId }, 'message in a Matrix room the agent may not answer in (channels.<id>.rooms); skipped');
       return;
     }
-    const message: InboundMessage = { ...base, kind: 'group', room: roomId, replyTo: roomId };
+    const message: InboundMessage = { ...base, kind: 'group', room: roomId, ...where };
     const addressed = this.addressed(content, text);
     await this.owner.context.inbound(addressed === undefined ? message : { ...message, addressed: { text: addressed } });
+  }
+
+  /** An encrypted event whose key has not come: it waits (once), and the account's state says so. */
+  private hold(roomId: string, event: RawEvent, why: Undecrypted): void {
+    if (this.undecrypted.some((held) => held.event.event_id === event.event_id)) return;
+    this.log.warn({ room: roomId, event: event.event_id, sender: event.sender, reason: why.reason, detail: why.detail }, 'matrix: an encrypted message cannot be read yet; it waits for its key');
+    this.undecrypted.push({ room: roomId, event, at: Date.now(), detail: why.detail.slice(0, 300) });
+    if (this.undecrypted.length > MAX_UNDECRYPTED) {
+      const dropped = this.undecrypted.splice(0, this.undecrypted.length - MAX_UNDECRYPTED);
+      this.log.warn({ dropped: dropped.length }, 'matrix: too many encrypted messages wait for their keys; the oldest are given up');
+    }
+  }
+
+  /** Room keys came: the events waiting for them are tried again, in the order they came. */
+  private async retryUndecrypted(): Promise<void> {
+    const waiting = this.undecrypted;
+    this.undecrypted = [];
+    for (const held of waiting) await this.event(held.room, held.event);
+    // Those still waiting keep the time they first came.
+    const since = new Map(waiting.map((held) => [held.event.event_id, held.at]));
+    for (const held of this.undecrypted) held.at = since.get(held.event.event_id) ?? held.at;
+  }
+
+  /** Events that waited longer than UNDECRYPTED_MS are given up (their keys will not come). Returns whether any were. */
+  private forgetOldUndecrypted(): boolean {
+    const now = Date.now();
+    const kept = this.undecrypted.filter((held) => now - held.at < UNDECRYPTED_MS);
+    if (kept.length === this.undecrypted.length) return false;
+    this.log.warn({ dropped: this.undecrypted.length - kept.length }, 'matrix: encrypted messages whose keys never came are given up');
+    this.undecrypted = kept;
+    return true;
+  }
+
+  /** What the account's state says of encrypted messages it cannot read yet; undefined when there are none. */
+  undecryptedSummary(): string | undefined {
+    if (!this.undecrypted.length) return undefined;
+    const rooms = [...new Set(this.undecrypted.map((held) => held.room))];
+    const count = this.undecrypted.length;
+    return `${count} encrypted message${count === 1 ? '' : 's'} cannot be read yet: the sender's device has not shared the room key with this device (room${rooms.length === 1 ? '' : 's'} ${rooms.slice(0, 5).join(', ')}${rooms.length > 5 ? ', …' : ''})`;
   }
 
   /** A room message's text for the agent when it mentions the account (m.mentions, its user id, or its name leading the text); else undefined. */
@@ -230,16 +320,26 @@ export class MatrixSync {
 
   /** A file sent in the room (m.image, m.file, m.audio, m.video): fetched from the homeserver's media store, with the token. */
   private attachmentOf(content: Content): InboundAttachment | undefined {
-    if (!['m.image', 'm.file', 'm.audio', 'm.video'].includes(content.msgtype as string) || typeof content.url !== 'string') return undefined;
-    const mxc = /^mxc:\/\/([A-Za-z0-9.:[\]-]+)\/([A-Za-z0-9_-]+)$/.exec(content.url);
+    // In an encrypted room the file is encrypted too: its address and key are in `file`.
+    const encrypted = isObject(content.file) && typeof content.file.url === 'string' ? content.file : undefined;
+    const url = encrypted ? encrypted.url : content.url;
+    if (!['m.image', 'm.file', 'm.audio', 'm.video'].includes(content.msgtype as string) || typeof url !== 'string') return undefined;
+    const mxc = /^mxc:\/\/([A-Za-z0-9.:[\]-]+)\/([A-Za-z0-9_-]+)$/.exec(url);
     if (!mxc) return undefined;
+    const crypto = this.owner.crypto();
+    if (encrypted && !crypto) return undefined;
     const info = isObject(content.info) ? content.info : {};
     const name = typeof content.filename === 'string' ? content.filename : typeof content.body === 'string' && content.body ? content.body : 'file';
     return {
       name: name.slice(0, 255),
       mimeType: typeof info.mimetype === 'string' ? info.mimetype : undefined,
       size: typeof info.size === 'number' ? info.size : undefined,
-      fetch: (maxBytes, signal) => this.owner.api().download(mxc[1]!, mxc[2]!, maxBytes, signal),
+      // A voice message: m.audio with its voice mark (MSC3245, as Element records them).
+      ...(content.msgtype === 'm.audio' && isObject(content['org.matrix.msc3245.voice']) ? { voice: true } : {}),
+      fetch: async (maxBytes, signal) => {
+        const bytes = await this.owner.api().download(mxc[1]!, mxc[2]!, maxBytes, signal);
+        return encrypted ? crypto!.decryptFile(bytes, encrypted) : bytes;
+      },
     };
   }
 }

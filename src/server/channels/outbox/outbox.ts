@@ -17,7 +17,7 @@
  */
 import type { Logger } from 'pino';
 import type { OutboxEntryView } from '../../../shared/protocol/results.ts';
-import type { Channel, ChannelButton } from '../../kernel/channel.ts';
+import type { Channel, ChannelButton, OutboundFile } from '../../kernel/channel.ts';
 import { inTransaction, type Db, type Store } from '../../store/database.ts';
 import { pruneRows } from '../../store/retention.ts';
 import type { HistoryDecorator } from '../../sessions/module.ts';
@@ -44,6 +44,16 @@ export interface OutboxItem {
   editOf?: string;
   /** Buttons under its last part, where the platform has them; with editOf, [] takes an edited message's buttons away. */
   buttons?: ChannelButton[];
+  /** The reply spoken (OGG/Opus), sent as the platform's voice note after its text; kept here until it is sent. */
+  voice?: { data: Uint8Array; mimeType: string };
+  /**
+   * A reaction (text is its emoji) on the message `reference` names
+   * (InboundMessage.reference), or a file (text is its caption), its bytes
+   * kept with the row until it is sent; a text message when left out.
+   */
+  kind?: 'reaction' | 'file';
+  reference?: string;
+  file?: OutboundFile;
 }
 
 /** The replies that wait, and the pumps of the channels this daemon runs. */
@@ -71,11 +81,17 @@ export class Outbox {
 
   /** Queues a message as enqueue does, and says its id (undefined when its key was queued already). */
   async queue(item: OutboxItem, db: Db = this.store): Promise<number | undefined> {
+    // A file's bytes go in with its row, or neither does.
+    if (item.file && !inTransaction(db)) return db.transaction((tx) => this.queue(item, tx));
     const now = this.now();
-    const row = await db.get<{ id: number | bigint }>(`INSERT INTO channel_outbox (channel, account, recipient, text, dedupe_key, session_key, run_id, turn_id, edit_of, buttons, status, next_at, created_at)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT (dedupe_key) DO NOTHING RETURNING id`,
+    const row = await db.get<{ id: number | bigint }>(`INSERT INTO channel_outbox (channel, account, recipient, text, dedupe_key, session_key, run_id, turn_id, edit_of, voice, voice_type, kind, reference, buttons, status, next_at, created_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT (dedupe_key) DO NOTHING RETURNING id`,
     item.channel, item.account, item.to, item.text, item.key ?? null, item.sessionKey ?? null, item.runId ?? null, item.turnId ?? null, item.editOf ?? null,
+    item.voice ? item.voice.data : null, item.voice?.mimeType ?? null, item.kind ?? (item.file ? 'file' : null), item.reference ?? null,
     item.buttons ? JSON.stringify(item.buttons) : null, now, now);
+    if (row && item.file) {
+      await db.run('INSERT INTO channel_outbox_files (outbox_id, name, mime_type, data) VALUES (?, ?, ?, ?)', Number(row.id), item.file.name, item.file.mimeType, item.file.data);
+    }
     if (row) {
       const wake = () => this.wake(item.channel);
       if (inTransaction(db)) db.afterCommit(wake);

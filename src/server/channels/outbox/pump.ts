@@ -6,7 +6,7 @@
  */
 import type { Logger } from 'pino';
 import type { OutboxEntryView } from '../../../shared/protocol/results.ts';
-import { ChannelSendError, type Channel, type ChannelButton } from '../../kernel/channel.ts';
+import { ChannelSendError, type Channel, type ChannelButton, type OutboundFile, type SendReceipt } from '../../kernel/channel.ts';
 import { observe, observed, type ChannelMessageObserved } from '../../kernel/observe.ts';
 import type { Store } from '../../store/database.ts';
 import { FIRST_OF_RECIPIENT, toView, type Row } from './tables.ts';
@@ -21,6 +21,8 @@ export const OUTBOX_LIMITS = {
   pollMs: 2000,
   /** Replies taken per look. */
   batch: 50,
+  /** Tries of a reaction before it is given up (late, it says nothing). */
+  reactionAttempts: 4,
 } as const;
 
 /** The wait before the next try after `attempts` failed ones: a second, doubled each time, five minutes at most. */
@@ -108,24 +110,39 @@ export class Pump {
   private async send(row: Row): Promise<boolean> {
     const id = Number(row.id);
     const text = String(row.text);
-    const parts = this.channel.split?.(text) ?? [text];
+    const kind = row.kind ? String(row.kind) : undefined;
+    // A file's caption goes with it, whole (the platform's sendFile says what it does with a long one); a reply spoken back
+    // is its text's parts, then its voice note (where the channel sends them).
+    const voice = !kind && row.voice instanceof Uint8Array && row.voice.length > 0 && this.channel.sendVoice ? row.voice : undefined;
+    const parts: (string | Uint8Array)[] = kind ? [text] : [...(this.channel.split?.(text) ?? [text]), ...(voice ? [voice] : [])];
     const receipts: string[] = row.receipts ? JSON.parse(String(row.receipts)) as string[] : [];
     let sent = Number(row.parts_sent);
     const attempts = Number(row.attempts) + 1;
     const buttons = row.buttons ? JSON.parse(String(row.buttons)) as ChannelButton[] : undefined;
+    const lastText = parts.findLastIndex((part) => typeof part === 'string');
     try {
+      if (kind) {
+        const receipt = await this.special(kind, row);
+        if (receipt?.ids) receipts.push(...receipt.ids);
+        sent = 1;
+      }
       for (; sent < parts.length; sent++) {
-        // A streamed reply's first part replaces what was streamed into its message; buttons go under the last.
+        // A streamed reply's first part replaces what was streamed into its message; buttons go under its last text.
         const editOf = sent === 0 && row.edit_of ? String(row.edit_of) : undefined;
-        const options = { idempotencyKey: `gw${id}p${sent}`, ...(editOf ? { editOf } : {}), ...(buttons && sent === parts.length - 1 ? { buttons } : {}) };
-        const receipt = await this.channel.send(String(row.account), String(row.recipient), parts[sent]!, options);
+        const part = parts[sent]!;
+        const options = { idempotencyKey: `gw${id}p${sent}`, ...(editOf ? { editOf } : {}), ...(buttons && sent === lastText ? { buttons } : {}) };
+        const receipt = typeof part === 'string'
+          ? await this.channel.send(String(row.account), String(row.recipient), part, options)
+          : await this.channel.sendVoice!(String(row.account), String(row.recipient), { data: part, mimeType: String(row.voice_type ?? 'audio/ogg'), name: 'answer.ogg' }, options);
         if (receipt?.ids) receipts.push(...receipt.ids);
         // Each part is written down as it goes: a retry resumes after it.
         if (sent + 1 < parts.length) await this.store.run('UPDATE channel_outbox SET parts_sent = ?, receipts = ? WHERE id = ?', sent + 1, JSON.stringify(receipts), id);
       }
       const sentAt = this.now();
-      await this.store.run("UPDATE channel_outbox SET status = 'sent', parts_sent = ?, receipts = ?, attempts = ?, sent_at = ?, error = NULL WHERE id = ?",
+      // A voice note is kept only until it is sent.
+      await this.store.run("UPDATE channel_outbox SET status = 'sent', parts_sent = ?, receipts = ?, attempts = ?, sent_at = ?, error = NULL, voice = NULL WHERE id = ?",
         parts.length, JSON.stringify(receipts), attempts, sentAt, id);
+      if (kind === 'file') await this.store.run('DELETE FROM channel_outbox_files WHERE outbox_id = ?', id);
       this.attempted(toView({ ...row, status: 'sent', parts_sent: parts.length, receipts: JSON.stringify(receipts), attempts, sent_at: sentAt, error: null }));
       observe(observed.channelMessage, (): ChannelMessageObserved => ({ channel: this.channel.id, direction: 'out' }));
       return true;
@@ -133,16 +150,36 @@ export class Pump {
       const error = thrown instanceof ChannelSendError ? thrown : undefined;
       const message = thrown instanceof Error ? thrown.message : String(thrown);
       const now = this.now();
-      const giveUp = error?.permanent === true || attempts >= OUTBOX_LIMITS.maxAttempts || now - Number(row.created_at) >= OUTBOX_LIMITS.maxAgeMs;
+      const giveUp = error?.permanent === true || attempts >= (kind === 'reaction' ? OUTBOX_LIMITS.reactionAttempts : OUTBOX_LIMITS.maxAttempts)
+        || now - Number(row.created_at) >= OUTBOX_LIMITS.maxAgeMs;
       if (error?.retryAfterMs !== undefined) this.pausedUntil.set(String(row.account), now + error.retryAfterMs);
       const nextAt = now + (error?.retryAfterMs ?? backoff(attempts));
-      await this.store.run('UPDATE channel_outbox SET status = ?, attempts = ?, parts_sent = ?, receipts = ?, next_at = ?, error = ? WHERE id = ?',
+      await this.store.run(`UPDATE channel_outbox SET status = ?, attempts = ?, parts_sent = ?, receipts = ?, next_at = ?, error = ?${giveUp ? ', voice = NULL' : ''} WHERE id = ?`,
         giveUp ? 'failed' : 'pending', attempts, sent, JSON.stringify(receipts), nextAt, message, id);
       this.attempted(toView({ ...row, status: giveUp ? 'failed' : 'pending', attempts, parts_sent: sent, receipts: JSON.stringify(receipts), next_at: nextAt, error: message }));
+      if (giveUp && kind === 'file') await this.store.run('DELETE FROM channel_outbox_files WHERE outbox_id = ?', id);
       if (giveUp) this.logger.warn({ reply: id, to: String(row.recipient), attempts, error: message }, 'a reply could not be delivered; given up');
       else this.logger.info({ reply: id, attempts, retryInMs: nextAt - now, error: message }, 'a reply could not be delivered yet; retrying');
       return giveUp;
     }
+  }
+
+  /** A reaction or a file: handed to the channel's react or sendFile, or refused for good where it has none. */
+  private async special(kind: string, row: Row): Promise<SendReceipt | void> {
+    const account = String(row.account);
+    const to = String(row.recipient);
+    if (kind === 'reaction') {
+      if (!this.channel.react) throw new ChannelSendError(`${this.channel.id} has no reactions`, { permanent: true });
+      await this.channel.react(account, to, String(row.reference), String(row.text));
+      return;
+    }
+    if (kind !== 'file') throw new ChannelSendError(`unknown outbox entry kind ${kind}`, { permanent: true });
+    if (!this.channel.sendFile) throw new ChannelSendError(`${this.channel.id} cannot send files`, { permanent: true });
+    const stored = await this.store.get<Row>('SELECT name, mime_type, data FROM channel_outbox_files WHERE outbox_id = ?', Number(row.id));
+    if (!stored) throw new ChannelSendError('the file to send is no longer in the outbox', { permanent: true });
+    const data = stored.data as unknown;
+    const file: OutboundFile = { name: String(stored.name), mimeType: String(stored.mime_type), data: data instanceof Uint8Array ? data : new Uint8Array(data as ArrayBuffer) };
+    return this.channel.sendFile(account, to, file, String(row.text), { idempotencyKey: `gw${Number(row.id)}f` });
   }
 
   async idle(): Promise<void> {

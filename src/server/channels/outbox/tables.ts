@@ -60,16 +60,37 @@ export const OUTBOX_MIGRATIONS: readonly Migration[] = [{
   sql: 'ALTER TABLE channel_outbox ADD COLUMN edit_of TEXT;',
 }, {
   version: 6,
+  name: 'a reply spoken back keeps its voice note until it is sent',
+  sql: `
+    ALTER TABLE channel_outbox ADD COLUMN voice BLOB;
+    ALTER TABLE channel_outbox ADD COLUMN voice_type TEXT;
+  `,
+}, {
+  version: 7,
+  name: 'reactions and files in the outbox',
+  sql: `
+    ALTER TABLE channel_outbox ADD COLUMN kind TEXT;
+    ALTER TABLE channel_outbox ADD COLUMN reference TEXT;
+    CREATE TABLE channel_outbox_files (
+      outbox_id BIGINT PRIMARY KEY,
+      name TEXT NOT NULL,
+      mime_type TEXT NOT NULL,
+      data BLOB NOT NULL
+    );
+  `,
+}, {
+  version: 8,
   name: 'buttons under a message (an approval request, an agent\'s question)',
   sql: 'ALTER TABLE channel_outbox ADD COLUMN buttons TEXT;',
 }];
 
 /** A row of channel_outbox as the store returns it. */
-export type Row = Record<string, string | number | bigint | null>;
+export type Row = Record<string, string | number | bigint | null | Uint8Array>;
 
 /** A row as the protocol shows it (outbox list, a session's reply, an operator's send). */
 export const toView = (row: Row): OutboxEntryView => ({
   id: Number(row.id), channel: String(row.channel), account: String(row.account), to: String(row.recipient),
+  ...(row.kind ? { kind: String(row.kind) as 'reaction' | 'file' } : {}),
   status: String(row.status) as OutboxEntryView['status'], attempts: Number(row.attempts),
   ...(row.run_id ? { runId: String(row.run_id) } : {}),
   createdAt: new Date(Number(row.created_at)).toISOString(),
@@ -77,8 +98,9 @@ export const toView = (row: Row): OutboxEntryView => ({
   nextAttemptAt: row.status === 'pending' ? new Date(Number(row.next_at)).toISOString() : null,
   receipts: row.receipts ? JSON.parse(String(row.receipts)) as string[] : [],
   ...(row.error ? { error: String(row.error) } : {}),
+  ...(row.voice_type ? { voice: true as const } : {}),
 });
 
-/** A reply no earlier reply to the same recipient waits before. */
+/** A reply no earlier reply to the same recipient waits before (a reaction holds up nothing). */
 export const FIRST_OF_RECIPIENT = `NOT EXISTS (SELECT 1 FROM channel_outbox e WHERE e.channel = o.channel AND e.account = o.account AND e.recipient = o.recipient
-  AND e.status = 'pending' AND e.id < o.id)`;
+  AND e.status = 'pending' AND e.id < o.id AND COALESCE(e.kind, 'text') <> 'reaction')`;

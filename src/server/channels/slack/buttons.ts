@@ -5,7 +5,10 @@
  * takes it. What the person who pressed is told goes to them alone
  * (chat.postEphemeral).
  */
-import type { ButtonPress, ChannelButton } from '../../kernel/channel.ts';
+import type { WebClient } from '@slack/web-api';
+import type { Logger } from 'pino';
+import type { ButtonPress, ChannelButton, ChannelContext, ChannelResponse } from '../../kernel/channel.ts';
+import { refusal } from '../webhook.ts';
 
 /** Slack's longest text in a section block. */
 const SECTION_LIMIT = 3000;
@@ -52,4 +55,27 @@ export function interactionIn(body: Buffer): SlackInteraction | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** Buttons pressed in an interaction: the gateway acts on each, and what it says goes to the person who pressed, alone. */
+export async function actOn(interaction: SlackInteraction, account: string, context: Pick<ChannelContext, 'pressed'>, web: Pick<WebClient, 'chat'> | undefined, log: Logger): Promise<void> {
+  for (const press of pressesOf(interaction, account)) {
+    const answer = await context.pressed(press);
+    if (answer.text && press.chat && web) {
+      await web.chat.postEphemeral({ channel: press.chat, user: press.sender, text: answer.text }).catch((error: unknown) => log.debug({ err: error }, 'an ephemeral answer could not be posted'));
+    }
+  }
+}
+
+/** The answer to an interactivity request, its signature checked already: 200 once acted on, 503 (Slack sends it again) when it could not be. */
+export async function answerInteractivity(body: Buffer, act: (interaction: SlackInteraction) => Promise<void>, log: Logger): Promise<ChannelResponse> {
+  const interaction = interactionIn(body);
+  if (!interaction) return refusal(400, 'bad_request', 'The body is not a Slack interaction (a form with its payload).');
+  try {
+    await act(interaction);
+  } catch (error) {
+    log.warn({ err: error }, 'a Slack interaction could not be handled');
+    return refusal(503, 'unavailable', 'The interaction could not be handled now.');
+  }
+  return { status: 200, body: {} };
 }

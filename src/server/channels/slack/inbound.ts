@@ -21,7 +21,7 @@ export interface SlackEvent {
   text?: string;
   ts?: string;
   thread_ts?: string;
-  files?: { id?: string; name?: string; mimetype?: string; size?: number; url_private?: string; url_private_download?: string }[];
+  files?: { id?: string; name?: string; mimetype?: string; size?: number; subtype?: string; url_private?: string; url_private_download?: string }[];
 }
 
 /** Who reads an event: the account, its bot user, where it may answer, people's names, and how to fetch files. */
@@ -54,11 +54,15 @@ export function inboundOf(event: SlackEvent | undefined, reader: Reader): Inboun
   const base = {
     account: reader.account, sender: event.user, senderName: reader.nameOf(event.user) ?? event.user, text, at,
     // A mention comes twice (message and app_mention), under one message: its channel and ts.
-    platformId: `${event.channel}:${event.ts}`,
+    platformId: `${event.channel}:${event.ts}`, reference: event.ts,
     ...(attachments.length ? { attachments } : {}),
   };
   reader.learnName(event.user);
-  if (event.channel_type === 'im' || event.channel.startsWith('D')) return { ...base, kind: 'direct', replyTo: event.channel };
+  // A reply in a thread is a conversation of its own, answered in the thread.
+  const thread = typeof event.thread_ts === 'string' && event.thread_ts !== event.ts ? { thread: event.thread_ts } : {};
+  if (event.channel_type === 'im' || event.channel.startsWith('D')) {
+    return { ...base, kind: 'direct', ...thread, replyTo: thread.thread ? `${event.channel}/${thread.thread}` : event.channel };
+  }
   const rooms = reader.rooms;
   if (!rooms.includes('*') && !rooms.includes(event.channel)) {
     reader.log.debug({ room: event.channel }, 'message in a Slack channel the agent may not answer in (channels.<id>.rooms); skipped');
@@ -68,7 +72,7 @@ export function inboundOf(event: SlackEvent | undefined, reader: Reader): Inboun
   const addressed = mention !== undefined && text.includes(mention);
   // The answer goes in the thread of the message it answers.
   return {
-    ...base, kind: 'group', room: event.channel, replyTo: `${event.channel}/${event.thread_ts ?? event.ts}`,
+    ...base, kind: 'group', room: event.channel, ...thread, replyTo: `${event.channel}/${event.thread_ts ?? event.ts}`,
     ...(addressed ? { addressed: { text: text.split(mention).join('').replace(/\s+/g, ' ').trim() || text } } : {}),
   };
 }
@@ -84,6 +88,8 @@ function attachmentsOf(event: SlackEvent, reader: Reader): InboundAttachment[] {
     name: typeof file.name === 'string' ? file.name : `file-${index + 1}`,
     mimeType: typeof file.mimetype === 'string' ? file.mimetype : undefined,
     size: typeof file.size === 'number' ? file.size : undefined,
+    // An audio clip recorded in Slack.
+    ...(file.subtype === 'slack_audio' ? { voice: true } : {}),
     fetch: async (maxBytes, signal) => {
       const address = file.url_private_download ?? file.url_private;
       if (typeof address !== 'string') throw new Error('Slack gave no address for it');

@@ -10,14 +10,15 @@ import type { SocketModeClient as SocketModeClientType } from '@slack/socket-mod
 import type { WebClient as WebClientType } from '@slack/web-api';
 import type { Logger as PinoLogger } from 'pino';
 import type { ChannelState } from '../../../shared/channels.ts';
-import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type ChannelRequest, type ChannelResponse, type InboundMessage, type SendOptions, type SendReceipt } from '../../kernel/channel.ts';
+import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type ChannelRequest, type ChannelResponse, type InboundMessage, type OutboundFile, type SendOptions, type SendReceipt } from '../../kernel/channel.ts';
 import { AccountChannel, AccountConnection } from '../account-channel.ts';
 import { accountsOf, settingPath } from '../accounts.ts';
 import { deliveredJson, refusal, sameSecret, storeThenAcknowledge } from '../webhook.ts';
 import { markdownToSlackMrkdwn, splitMessage } from '../formatting.ts';
 import { describeNetworkError } from '../network-errors.ts';
 import { inboundOf, type SlackEvent } from './inbound.ts';
-import { blocksOf, interactionIn, pressesOf, type SlackInteraction } from './buttons.ts';
+import { actOn, answerInteractivity, blocksOf, type SlackInteraction } from './buttons.ts';
+import { slackReaction } from './emoji.ts';
 
 /** Slack cuts a message's text past 40,000 characters. */
 export const SLACK_LIMIT = 40_000;
@@ -182,18 +183,8 @@ class SlackAccount extends AccountConnection<AccountSettings> {
     if (!/^\d{1,12}$/.test(timestamp) || Math.abs(Date.now() / 1000 - Number(timestamp)) > SIGNATURE_MAX_AGE_S) return refused('The request\'s timestamp is not within five minutes of now.');
     const expected = `v0=${createHmac('sha256', secret).update(`v0:${timestamp}:`).update(request.body).digest('hex')}`;
     if (!sameSecret(signature, expected)) return refused('The request\'s signature does not match the signing secret.');
-    // The interactivity request (a button pressed), signed the same way: a form carrying the interaction as JSON.
-    if (request.interaction) {
-      const interaction = interactionIn(request.body);
-      if (!interaction) return refusal(400, 'bad_request', 'The body is not a Slack interaction (a form with its payload).');
-      try {
-        await this.interacted(interaction);
-      } catch (error) {
-        this.log.warn({ err: error }, 'a Slack interaction could not be handled');
-        return refusal(503, 'unavailable', 'The interaction could not be handled now.');
-      }
-      return { status: 200, body: {} };
-    }
+    // The interactivity request (a button pressed), signed the same way: a form carrying the interaction (buttons.ts).
+    if (request.interaction) return answerInteractivity(request.body, (interaction) => this.interacted(interaction), this.log);
     const read = deliveredJson(request.body);
     if (read.refused) return read.refused;
     const payload = read.value as { type?: string; challenge?: unknown; event?: SlackEvent; event_id?: string } | null;
@@ -236,14 +227,8 @@ class SlackAccount extends AccountConnection<AccountSettings> {
     }
   }
 
-  /** Buttons pressed: the gateway acts on each, and what it says goes to the person who pressed, alone. */
-  private async interacted(interaction: SlackInteraction): Promise<void> {
-    for (const press of pressesOf(interaction, this.name)) {
-      const answer = await this.context.pressed(press);
-      if (answer.text && press.chat && this.web) {
-        await this.web.chat.postEphemeral({ channel: press.chat, user: press.sender, text: answer.text }).catch((error: unknown) => this.log.debug({ err: error }, 'an ephemeral answer could not be posted'));
-      }
-    }
+  private interacted(interaction: SlackInteraction): Promise<void> {
+    return actOn(interaction, this.name, this.context, this.web, this.log);
   }
 
   /** An event as the gateway takes it (inbound.ts), read with what the account knows now. */
@@ -294,6 +279,43 @@ class SlackAccount extends AccountConnection<AccountSettings> {
     }
   }
 
+  async react(to: string, reference: string, emoji: string): Promise<void> {
+    const web = this.connectedWeb();
+    const name = slackReaction(emoji);
+    if (!name) throw new ChannelSendError(`Slack names its reactions; give the name of ${emoji} (such as eyes or +1)`, { permanent: true });
+    try {
+      await web.reactions.add({ channel: to.split('/')[0]!, timestamp: reference, name });
+    } catch (error) {
+      // Put already (a retry after Slack took it): done.
+      if ((error as { data?: { error?: string } })?.data?.error === 'already_reacted') return;
+      throw this.sendError(error);
+    }
+  }
+
+  /** A file, through Slack's upload flow: an address to upload to, the bytes there, then the file shared in the conversation (and thread) with its caption. */
+  async sendFile(to: string, file: OutboundFile, caption: string): Promise<SendReceipt> {
+    const web = this.connectedWeb();
+    const [channel, thread] = to.split('/') as [string, string | undefined];
+    try {
+      const target = await web.files.getUploadURLExternal({ filename: file.name, length: file.data.length });
+      if (!target.upload_url || !target.file_id) throw new ChannelSendError('Slack gave no upload address');
+      const uploaded = await globalThis.fetch(target.upload_url, { method: 'POST', body: file.data, headers: { 'content-type': file.mimeType }, signal: AbortSignal.timeout(120_000) });
+      await uploaded.body?.cancel().catch(() => undefined);
+      if (!uploaded.ok) throw new ChannelSendError(`Slack did not take the upload (${uploaded.status})`);
+      await web.files.completeUploadExternal({
+        files: [{ id: target.file_id, title: file.name }], channel_id: channel, ...(thread ? { thread_ts: thread } : {}), ...(caption.trim() ? { initial_comment: markdownToSlackMrkdwn(caption) } : {}),
+      } as never);
+      return { ids: [target.file_id] };
+    } catch (error) {
+      throw error instanceof ChannelSendError ? error : this.sendError(error);
+    }
+  }
+
+  private connectedWeb() {
+    if (!this.web || this.status.state !== 'connected') throw new ChannelSendError(`${this.channelId} account ${this.name} is ${this.status.state}; the message was not sent`);
+    return this.web;
+  }
+
   private sendError(error: unknown): ChannelSendError {
     if (error instanceof this.sdk.webApi.WebAPIRateLimitedError) return new ChannelSendError(`Slack: rate limited`, { retryAfterMs: error.retryAfter * 1000 });
     const code = (error as { data?: { error?: string } })?.data?.error;
@@ -340,6 +362,16 @@ export class SlackChannel extends AccountChannel<SlackAccount, AccountSettings> 
 
   readonly edits = true;
   readonly buttons = true;
+  /** Slack takes files of up to 1 GB (the outbox keeps at most MAX_OUTBOUND_FILE_BYTES). */
+  readonly fileLimit = 1024 * 1024 * 1024;
+
+  react(account: string, to: string, reference: string, emoji: string): Promise<void> {
+    return this.running(account).react(to, reference, emoji);
+  }
+
+  sendFile(account: string, to: string, file: OutboundFile, caption: string): Promise<SendReceipt> {
+    return this.running(account).sendFile(to, file, caption);
+  }
 
   receive(request: ChannelRequest): Promise<ChannelResponse> {
     return this.handOver(request);

@@ -4,8 +4,10 @@
  * spinner on the button until the bot answers the query (answerCallbackQuery),
  * with a short text when there is one.
  */
+import type { Api } from 'grammy';
 import type { CallbackQuery, InlineKeyboardMarkup } from 'grammy/types';
-import type { ButtonPress, ChannelButton } from '../../kernel/channel.ts';
+import type { Logger } from 'pino';
+import type { ButtonPress, ChannelButton, ChannelContext } from '../../kernel/channel.ts';
 
 /** Buttons as an inline keyboard: side by side when there are few and short ones, else one a row. */
 export function inlineKeyboard(buttons: readonly ChannelButton[]): InlineKeyboardMarkup {
@@ -24,4 +26,15 @@ export function pressOf(query: CallbackQuery, account: string): ButtonPress | un
     account, sender: String(user.id), senderName: name, data: query.data,
     ...(message && typeof message.chat?.id === 'number' ? { chat: String(message.chat.id), messageId: String(message.message_id) } : {}),
   };
+}
+
+/**
+ * A callback query acted on by the gateway, then answered (Telegram's
+ * spinner stops, the answer's text shown as a toast). Rejects when the
+ * gateway could not act on it now: the update is then delivered again.
+ */
+export async function answerQuery(query: CallbackQuery, account: string, context: Pick<ChannelContext, 'pressed'>, api: Pick<Api, 'answerCallbackQuery'> | undefined, log: Logger): Promise<void> {
+  const press = pressOf(query, account);
+  const answer = press ? await context.pressed(press) : {};
+  await api?.answerCallbackQuery(query.id, answer.text ? { text: answer.text.slice(0, 200) } : {}).catch((error: unknown) => log.debug({ err: error }, 'a callback query could not be answered'));
 }

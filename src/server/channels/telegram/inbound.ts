@@ -46,7 +46,7 @@ export function inboundOf(update: Update, reader: Reader): InboundMessage | unde
   const text = raw.length > MAX_INBOUND_CHARS ? raw.slice(0, MAX_INBOUND_CHARS) : raw;
   const base = {
     account: reader.account, sender: String(message.from.id), senderName: displayName(message.from), text,
-    at: typeof message.date === 'number' ? message.date * 1000 : Date.now(), platformId: String(update.update_id),
+    at: typeof message.date === 'number' ? message.date * 1000 : Date.now(), platformId: String(update.update_id), reference: String(message.message_id),
     ...(attachments.length ? { attachments } : {}),
   };
   if (message.chat.type === 'private') return { ...base, kind: 'direct', replyTo: String(message.chat.id) };
@@ -57,7 +57,9 @@ export function inboundOf(update: Update, reader: Reader): InboundMessage | unde
     reader.log.debug({ chat: room }, 'message in a group the agent may not answer in (channels.<id>.rooms); skipped');
     return undefined;
   }
-  return { ...base, kind: 'group', room, ...addressing(message, text, reader.me) };
+  // A forum topic is a conversation of its own, answered in the topic.
+  const topic = message.is_topic_message && typeof message.message_thread_id === 'number' ? String(message.message_thread_id) : undefined;
+  return { ...base, kind: 'group', room, ...(topic ? { thread: topic, replyTo: `${room}/${topic}` } : {}), ...addressing(message, text, reader.me) };
 }
 
 /**
@@ -66,7 +68,7 @@ export function inboundOf(update: Update, reader: Reader): InboundMessage | unde
  * getFile and the Bot API's file address when the gateway keeps them.
  */
 function attachmentsOf(message: Message, reader: Reader): InboundAttachment[] {
-  const found: { fileId: string; name: string; mimeType?: string; size?: number }[] = [];
+  const found: { fileId: string; name: string; mimeType?: string; size?: number; voice?: boolean }[] = [];
   const limit = reader.maxAttachmentBytes;
   if (Array.isArray(message.photo) && message.photo.length > 0) {
     const sizes = message.photo.filter((size) => typeof size?.file_id === 'string');
@@ -76,10 +78,12 @@ function attachmentsOf(message: Message, reader: Reader): InboundAttachment[] {
   }
   for (const [field, fallback] of [['document', 'document'], ['audio', 'audio'], ['voice', 'voice.ogg'], ['video', 'video.mp4'], ['animation', 'animation.mp4']] as const) {
     const file = (message as unknown as Record<string, unknown>)[field] as { file_id?: unknown; file_name?: string; mime_type?: string; file_size?: number } | undefined;
-    if (file && typeof file.file_id === 'string') found.push({ fileId: file.file_id, name: file.file_name ?? fallback, mimeType: file.mime_type, size: file.file_size });
+    if (file && typeof file.file_id === 'string') {
+      found.push({ fileId: file.file_id, name: file.file_name ?? fallback, mimeType: file.mime_type, size: file.file_size, ...(field === 'voice' ? { voice: true } : {}) });
+    }
   }
   return found.map((file) => ({
-    name: file.name, mimeType: file.mimeType, size: file.size,
+    name: file.name, mimeType: file.mimeType, size: file.size, ...(file.voice ? { voice: true } : {}),
     fetch: (maxBytes, signal) => reader.download(file.fileId, maxBytes, signal),
   }));
 }

@@ -8,7 +8,7 @@
 import type { Update, UserFromGetMe } from 'grammy/types';
 import type { Api as GrammyApi, GrammyError as GrammyErrorType } from 'grammy';
 import type { ChannelState } from '../../../shared/channels.ts';
-import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type ChannelRequest, type ChannelResponse, type InboundMessage, type SendOptions, type SendReceipt } from '../../kernel/channel.ts';
+import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type ChannelRequest, type ChannelResponse, type InboundMessage, type OutboundFile, type OutboundVoice, type SendOptions, type SendReceipt } from '../../kernel/channel.ts';
 import { readLimited } from '../attachments.ts';
 import { AccountChannel, AccountConnection } from '../account-channel.ts';
 import { accountsOf, settingPath } from '../accounts.ts';
@@ -17,7 +17,7 @@ import { deliveredJson, refusal, sameSecret, storeThenAcknowledge } from '../web
 import { markdownToTelegramHtml, plainText, splitMessage } from '../formatting.ts';
 import { describeNetworkError } from '../network-errors.ts';
 import { inboundOf } from './inbound.ts';
-import { inlineKeyboard, pressOf } from './buttons.ts';
+import { answerQuery, inlineKeyboard } from './buttons.ts';
 
 /** Telegram's longest message. */
 export const TELEGRAM_LIMIT = 4096;
@@ -148,8 +148,7 @@ class TelegramAccount extends AccountConnection<AccountSettings> {
       if (this.status.state !== 'connected') this.setState('connected', `@${this.me!.username}`);
       for (const update of updates) {
         if (this.stopped) return;
-        // A button pressed: acted on before the offset moves past it, like a message.
-        if (update.callback_query) await this.press(update.callback_query);
+        if (update.callback_query) await answerQuery(update.callback_query, this.name, this.context, this.api, this.log); // a button pressed, acted on first
         const message = this.inbound(update);
         // A message that cannot be stored now stops the batch; the next getUpdates brings it (and the rest) again.
         if (message) await this.context.inbound(message);
@@ -165,13 +164,6 @@ class TelegramAccount extends AccountConnection<AccountSettings> {
       maxAttachmentBytes: Number(this.context.settings().maxAttachmentBytes ?? 10 * 1024 * 1024),
       download: (fileId, maxBytes, signal) => this.download(fileId, maxBytes, signal),
     });
-  }
-
-  /** A button pressed: the gateway acts on it, then Telegram is told (its spinner stops, with the answer's text as a toast). */
-  private async press(query: NonNullable<Update['callback_query']>): Promise<void> {
-    const press = pressOf(query, this.name);
-    const answer = press ? await this.context.pressed(press) : {};
-    await this.api?.answerCallbackQuery(query.id, answer.text ? { text: answer.text.slice(0, 200) } : {}).catch((error: unknown) => this.log.debug({ err: error }, 'a callback query could not be answered'));
   }
 
   /** A file's bytes, through getFile and the Bot API's file address (the token is in it: never logged). */
@@ -218,26 +210,52 @@ class TelegramAccount extends AccountConnection<AccountSettings> {
     if (read.refused) return read.refused;
     const update = read.value as Update | null;
     if (!update || typeof update !== 'object' || typeof update.update_id !== 'number') return refusal(400, 'bad_request', 'The body is not a Telegram update.');
-    if (update.callback_query) {
-      try {
-        await this.press(update.callback_query);
-      } catch (error) {
-        this.log.warn({ err: error }, 'a button press could not be handled; left for Telegram to deliver again');
-        return refusal(503, 'unavailable', 'The button press could not be handled now.');
-      }
-    }
+    // A button pressed is acted on first; one that cannot be now is left for Telegram to post again.
+    if (update.callback_query && !(await answerQuery(update.callback_query, this.name, this.context, this.api, this.log).then(() => true, (error: unknown) => void this.log.warn({ err: error }, 'a button press could not be handled')))) return refusal(503, 'unavailable', 'The button press could not be handled now.');
     return storeThenAcknowledge(this.context, this.inbound(update), this.log, 'a Telegram update');
   }
 
+  /** The connected API, or a send error the outbox tries again. */
+  private get connected(): GrammyApi {
+    if (!this.api || this.status.state !== 'connected') throw new ChannelSendError(`${this.channelId} account ${this.name} is ${this.status.state}; the message was not sent`);
+    return this.api;
+  }
+
+  async react(to: string, reference: string, emoji: string): Promise<void> {
+    const api = this.connected;
+    const { chat } = topicOf(to);
+    await api.setMessageReaction(chat, Number(reference), [{ type: 'emoji', emoji: emoji as never }]).catch((error: unknown) => {
+      throw this.sendError(error);
+    });
+  }
+
+  /** A file: an image Telegram shows as a photo (sendPhoto, up to 10 MB), anything else as a document; a caption past Telegram's 1,024 characters follows as a message. */
+  async sendFile(to: string, file: OutboundFile, caption: string): Promise<SendReceipt> {
+    const api = this.connected;
+    const { chat, thread } = topicOf(to);
+    const fits = caption.length <= 1024;
+    const options = { ...(thread ? { message_thread_id: thread } : {}), ...(caption && fits ? { caption: plainText(caption) } : {}) };
+    const input = new this.grammy.InputFile(file.data, file.name);
+    const photo = /^image\/(jpeg|png|webp)$/.test(file.mimeType) && file.data.length <= 10 * 1024 * 1024;
+    try {
+      const sent = photo ? await api.sendPhoto(chat, input, options) : await api.sendDocument(chat, input, options);
+      const ids = [String(sent.message_id)];
+      if (caption.trim() && !fits) ids.push(...(await this.send(to, caption)).ids);
+      return { ids };
+    } catch (error) {
+      throw error instanceof ChannelSendError ? error : this.sendError(error);
+    }
+  }
+
   async send(to: string, text: string, { editOf, buttons }: SendOptions = {}): Promise<SendReceipt> {
-    const api = this.api;
-    if (!api || this.status.state !== 'connected') throw new ChannelSendError(`${this.channelId} account ${this.name} is ${this.status.state}; the message was not sent`);
+    const api = this.connected;
+    const { chat, thread } = topicOf(to);
     const post = async (body: string, html: boolean): Promise<SendReceipt> => {
       // An edit without a keyboard takes the message's buttons away.
-      const options = { ...(html ? { parse_mode: 'HTML' as const } : {}), link_preview_options: { is_disabled: true }, ...(buttons?.length ? { reply_markup: inlineKeyboard(buttons) } : {}) };
+      const options = { ...(html ? { parse_mode: 'HTML' as const } : {}), link_preview_options: { is_disabled: true }, ...(thread ? { message_thread_id: thread } : {}), ...(buttons?.length ? { reply_markup: inlineKeyboard(buttons) } : {}) };
       if (editOf !== undefined) {
         try {
-          await api.editMessageText(to, Number(editOf), body, options);
+          await api.editMessageText(chat, Number(editOf), body, options);
           return { ids: [editOf] };
         } catch (error) {
           if (!(error instanceof this.grammy.GrammyError)) throw error;
@@ -247,7 +265,7 @@ class TelegramAccount extends AccountConnection<AccountSettings> {
           if (!/message to edit not found|message can't be edited/i.test(description)) throw error;
         }
       }
-      const sent = await api.sendMessage(to, body, options);
+      const sent = await api.sendMessage(chat, body, options);
       return { ids: [String(sent.message_id)] };
     };
     try {
@@ -261,6 +279,18 @@ class TelegramAccount extends AccountConnection<AccountSettings> {
           throw this.sendError(again);
         }
       }
+      throw this.sendError(error);
+    }
+  }
+
+  /** A voice note, as Telegram's own (sendVoice: OGG/Opus shows as a voice message with its waveform). */
+  async sendVoice(to: string, voice: OutboundVoice): Promise<SendReceipt> {
+    const api = this.api;
+    if (!api || this.status.state !== 'connected') throw new ChannelSendError(`${this.channelId} account ${this.name} is ${this.status.state}; the voice note was not sent`);
+    try {
+      const sent = await api.sendVoice(to, new this.grammy.InputFile(voice.data, voice.name));
+      return { ids: [String(sent.message_id)] };
+    } catch (error) {
       throw this.sendError(error);
     }
   }
@@ -286,7 +316,8 @@ class TelegramAccount extends AccountConnection<AccountSettings> {
   }
 
   async typing(to: string): Promise<void> {
-    await this.api?.sendChatAction(to, 'typing').catch(() => undefined);
+    const { chat, thread } = topicOf(to);
+    await this.api?.sendChatAction(chat, 'typing', thread ? { message_thread_id: thread } : {}).catch(() => undefined);
   }
 
   async stop(): Promise<void> {
@@ -296,6 +327,12 @@ class TelegramAccount extends AccountConnection<AccountSettings> {
     await this.polling?.catch(() => undefined);
     this.setState('disconnected');
   }
+}
+
+/** A chat and, for a forum topic's conversation ("<chat>/<topic>"), its topic. */
+function topicOf(to: string): { chat: string; thread?: number } {
+  const [chat, thread] = to.split('/') as [string, string | undefined];
+  return { chat, ...(thread && /^\d+$/.test(thread) ? { thread: Number(thread) } : {}) };
 }
 
 /** A set-up problem (no token): the account waits for an operator. */
@@ -321,6 +358,16 @@ export class TelegramChannel extends AccountChannel<TelegramAccount, AccountSett
 
   readonly edits = true;
   readonly buttons = true;
+  /** The Bot API takes uploads of up to 50 MB. */
+  readonly fileLimit = 50 * 1024 * 1024;
+
+  react(account: string, to: string, reference: string, emoji: string): Promise<void> {
+    return this.running(account).react(to, reference, emoji);
+  }
+
+  sendFile(account: string, to: string, file: OutboundFile, caption: string): Promise<SendReceipt> {
+    return this.running(account).sendFile(to, file, caption);
+  }
 
   receive(request: ChannelRequest): Promise<ChannelResponse> {
     return this.handOver(request);
@@ -330,18 +377,22 @@ export class TelegramChannel extends AccountChannel<TelegramAccount, AccountSett
     return splitMessage(text, TELEGRAM_LIMIT);
   }
 
+  sendVoice(account: string, to: string, voice: OutboundVoice): Promise<SendReceipt | void> {
+    return this.voiceThrough(account, to, voice);
+  }
+
   /** Chat ids are numbers; a public channel or group may go by @name. */
   normalizePeer(peer: string): string {
     const trimmed = peer.trim();
     return trimmed.startsWith('@') ? trimmed.toLowerCase() : trimmed;
   }
 
-  /** Group chats have negative ids. */
+  /** Group chats have negative ids; a forum topic is "<chat>/<topic>". */
   isRoom(peer: string): boolean {
-    return /^-\d+$/.test(peer.trim());
+    return /^-\d+(\/\d+)?$/.test(peer.trim());
   }
 
   checkPeer(peer: string): string | undefined {
-    return /^-?\d{1,20}$/.test(peer.trim()) || /^@[A-Za-z][A-Za-z0-9_]{3,31}$/.test(peer.trim()) ? undefined : 'is not a Telegram chat id (a number) or @name';
+    return /^-?\d{1,20}(\/\d{1,10})?$/.test(peer.trim()) || /^@[A-Za-z][A-Za-z0-9_]{3,31}$/.test(peer.trim()) ? undefined : 'is not a Telegram chat id (a number, with /<topic> for a forum topic) or @name';
   }
 }

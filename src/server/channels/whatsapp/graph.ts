@@ -62,7 +62,10 @@ export function graphRootOf(address: string | undefined): URL {
 
 interface Answer { status: number; headers: IncomingHttpHeaders; body: Buffer }
 
-function call(method: string, url: URL, token: string, body: string | undefined, maxBytes: number, signal?: AbortSignal): Promise<Answer> {
+/** A request's body: JSON text, or bytes with their content type (a form uploading a file). */
+type Body = string | { bytes: Buffer; type: string };
+
+function call(method: string, url: URL, token: string, body: Body | undefined, maxBytes: number, signal?: AbortSignal): Promise<Answer> {
   const http = process.getBuiltinModule(url.protocol === 'https:' ? 'node:https' : 'node:http') as typeof import('node:http');
   const timeout = AbortSignal.timeout(CALL_TIMEOUT_MS);
   return new Promise((resolve, reject) => {
@@ -70,7 +73,9 @@ function call(method: string, url: URL, token: string, body: string | undefined,
       method, agent: agentFor(url.protocol), signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
       headers: {
         authorization: `Bearer ${token}`, accept: 'application/json',
-        ...(body === undefined ? {} : { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) }),
+        ...(body === undefined ? {} : typeof body === 'string'
+          ? { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) }
+          : { 'content-type': body.type, 'content-length': String(body.bytes.length) }),
       },
     }, (response) => {
       const announced = Number(response.headers['content-length']);
@@ -98,8 +103,14 @@ function call(method: string, url: URL, token: string, body: string | undefined,
     });
     // What failed underneath (ECONNREFUSED, a timeout), never the address.
     sent.on('error', (error: NodeJS.ErrnoException) => reject(new Error(error.name === 'AbortError' || error.name === 'TimeoutError' ? 'no answer in time' : error.code ?? error.message)));
-    sent.end(body);
+    sent.end(typeof body === 'string' || body === undefined ? body : body.bytes);
   });
+}
+
+/** A form as the bytes and content type a multipart request carries. */
+async function formBytes(form: FormData): Promise<{ bytes: Buffer; type: string }> {
+  const request = new Request('http://form.invalid/', { method: 'POST', body: form });
+  return { bytes: Buffer.from(await request.arrayBuffer()), type: request.headers.get('content-type')! };
 }
 
 /** Meta's error body ({error: {message, code, error_subcode, error_data}}) as a GraphError. */
@@ -138,7 +149,8 @@ export class GraphApi {
 
   private async json<T>(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
     const url = new URL(`${this.root.pathname.replace(/\/+$/, '')}/${this.version}/${path}`, this.root);
-    const answer = await call(method, url, this.token, body === undefined ? undefined : JSON.stringify(body), MAX_ANSWER_BYTES, signal);
+    const sent = body === undefined ? undefined : body instanceof FormData ? await formBytes(body) : JSON.stringify(body);
+    const answer = await call(method, url, this.token, sent, MAX_ANSWER_BYTES, signal);
     if (answer.status < 200 || answer.status >= 300) throw errorOf(answer);
     try {
       return JSON.parse(answer.body.toString('utf8')) as T;
@@ -156,6 +168,17 @@ export class GraphApi {
   async messages(phoneNumberId: string, body: Record<string, unknown>): Promise<string[]> {
     const answer = await this.json<{ messages?: { id?: unknown }[]; success?: boolean }>('POST', `${encodeURIComponent(phoneNumberId)}/messages`, { messaging_product: 'whatsapp', ...body });
     return (answer.messages ?? []).map((message) => message?.id).filter((id): id is string => typeof id === 'string');
+  }
+
+  /** POST /<phone number id>/media: a file uploaded (a voice note to send), its media id. */
+  async uploadMedia(phoneNumberId: string, file: { data: Uint8Array; mimeType: string; name: string }): Promise<string> {
+    const form = new FormData();
+    form.set('messaging_product', 'whatsapp');
+    form.set('type', file.mimeType);
+    form.set('file', new Blob([new Uint8Array(file.data)], { type: file.mimeType }), file.name);
+    const answer = await this.json<{ id?: unknown }>('POST', `${encodeURIComponent(phoneNumberId)}/media`, form);
+    if (typeof answer.id !== 'string') throw new GraphError(200, { message: 'the Graph API gave no media id for the upload' });
+    return answer.id;
   }
 
   mediaInfo(mediaId: string, signal?: AbortSignal): Promise<MediaInfo> {

@@ -15,6 +15,8 @@ export interface WaMedia {
   id: string;
   name: string;
   mimeType?: string;
+  /** A voice note recorded in the app (audio with its voice mark). */
+  voice?: boolean;
 }
 
 /** A message a person sent the number. */
@@ -76,7 +78,7 @@ function mediaOf(type: string, body: Record<string, any>): WaMedia | undefined {
   const extension = EXTENSIONS[mimeType?.split(';')[0]!.trim().toLowerCase() ?? ''];
   const base = type === 'audio' && body.voice === true ? 'voice' : type;
   const name = type === 'document' && str(body.filename) ? body.filename as string : `${base}${extension ? `.${extension}` : ''}`;
-  return { id, name, ...(mimeType ? { mimeType } : {}) };
+  return { id, name, ...(mimeType ? { mimeType } : {}), ...(base === 'voice' ? { voice: true } : {}) };
 }
 
 /** A shared location or contact card, as a line the agent can read. */

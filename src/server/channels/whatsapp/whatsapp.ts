@@ -11,33 +11,25 @@
  * outside it waits for the person to answer a configured template, or is
  * given up with the reason.
  */
-import { createHmac } from 'node:crypto';
 import type { ChannelState } from '../../../shared/channels.ts';
-import { ChannelSendError, type Channel, type ChannelContext, type ChannelRequest, type ChannelResponse, type ChannelSettings, type InboundMessage, type SendReceipt } from '../../kernel/channel.ts';
+import { ChannelSendError, type Channel, type ChannelContext, type ChannelRequest, type ChannelResponse, type ChannelSettings, type InboundMessage, type OutboundFile, type OutboundVoice, type SendReceipt } from '../../kernel/channel.ts';
 import { AccountChannel, AccountConnection } from '../account-channel.ts';
 import { DEFAULT_ACCOUNT, settingPath } from '../accounts.ts';
 import { TooLarge } from '../attachments.ts';
-import { deliveredJson, refusal, sameSecret } from '../webhook.ts';
+import { deliveredJson, refusal } from '../webhook.ts';
 import { messageBody, splitReply } from './format.ts';
 import { GRAPH_VERSION, GraphApi, GraphError, graphRootOf } from './graph.ts';
 import { changesOf, type WaChange, type WaMessage, type WaStatus } from './notifications.ts';
+import { iso, outsideWindow } from './outside-window.ts';
 import { ServiceWindows } from './service-window.ts';
 import { classifyFailure, REENGAGEMENT, sendFailure, SetupProblem } from './failures.ts';
+import { handshake, normalizeWhatsAppPeer, recipientOf, signatureRefusal } from './webhook-checks.ts';
 import { SECRET_HINTS, SECRET_NAMES, whatsappAccounts, type AccountSettings, type SecretName } from './settings.ts';
 
 /** How often the typing indicator is shown again while an agent works (Meta shows it up to 25 s, or until the reply). */
 const TYPING_EVERY_MS = 20_000;
 /** People whose last message id is kept for read receipts, at most. */
 const MAX_LAST_MESSAGES = 5000;
-
-/** A reply's recipient: a person's WhatsApp id, and the message it answers (`<wa_id>/<wamid>`), when it names one. */
-function recipientOf(to: string): { customer: string; context?: string } {
-  const slash = to.indexOf('/');
-  const customer = (slash === -1 ? to : to.slice(0, slash)).replace(/[^\d]/g, '');
-  return slash === -1 ? { customer } : { customer, context: to.slice(slash + 1).trim() };
-}
-
-const iso = (at: number) => new Date(at).toISOString().replace(/\.\d{3}Z$/, 'Z');
 
 /** One business phone number: webhook deliveries in, the messages endpoint out. */
 class WhatsAppAccount extends AccountConnection<AccountSettings> {
@@ -148,13 +140,9 @@ class WhatsAppAccount extends AccountConnection<AccountSettings> {
    * before the 200.
    */
   async receive(request: ChannelRequest): Promise<ChannelResponse> {
-    if (request.method === 'GET') return this.handshake(request.query ?? {});
-    const secret = this.appSecret;
-    if (secret === undefined) return refusal(503, 'unavailable', 'This account is not set up to take deliveries yet.');
-    const signature = request.headers['x-hub-signature-256'];
-    if (typeof signature !== 'string') return refusal(401, 'unauthorized', 'The request is not signed (X-Hub-Signature-256).');
-    const expected = `sha256=${createHmac('sha256', secret).update(request.body).digest('hex')}`;
-    if (!sameSecret(signature.trim().toLowerCase(), expected)) return refusal(401, 'unauthorized', 'The request\'s signature does not match the app secret.');
+    if (request.method === 'GET') return handshake(request.query ?? {}, this.verifyToken, this.log);
+    const unsigned = signatureRefusal(request, this.appSecret);
+    if (unsigned) return unsigned;
     const read = deliveredJson(request.body);
     if (read.refused) return read.refused;
     const payload = read.value as { object?: unknown } | null;
@@ -176,24 +164,6 @@ class WhatsAppAccount extends AccountConnection<AccountSettings> {
       return refusal(503, 'unavailable', 'The notification could not be stored now.');
     }
     return { status: 200, body: {} };
-  }
-
-  private handshake(query: Record<string, string>): ChannelResponse {
-    const expected = this.verifyToken;
-    if (expected === undefined) return refusal(503, 'unavailable', 'This account is not set up to verify its address yet.');
-    const challenge = query['hub.challenge'];
-    const token = query['hub.verify_token'];
-    if (query['hub.mode'] !== 'subscribe' || typeof challenge !== 'string' || typeof token !== 'string') {
-      return refusal(400, 'bad_request', 'Not a subscription request: hub.mode=subscribe, hub.verify_token and hub.challenge are expected.');
-    }
-    if (!sameSecret(token, expected)) {
-      this.log.warn('a subscription request with a verify token that does not match; refused');
-      return refusal(403, 'forbidden', 'The verify token does not match.');
-    }
-    // Meta's challenge is a number; nothing else is echoed back.
-    if (!/^[A-Za-z0-9._-]{1,256}$/.test(challenge)) return refusal(400, 'bad_request', 'The challenge is not one Meta sends.');
-    this.log.info('Meta verified the webhook address');
-    return { status: 200, body: challenge };
   }
 
   /**
@@ -227,10 +197,10 @@ class WhatsAppAccount extends AccountConnection<AccountSettings> {
     if (!message.text.trim() && message.media.length === 0) return undefined;
     return {
       account: this.name, kind: 'direct', sender: message.from, senderName: message.name ?? `+${message.from}`, replyTo: message.from,
-      text: message.text, at: message.at, platformId: message.id,
+      text: message.text, at: message.at, platformId: message.id, reference: message.id,
       ...(message.media.length ? {
         attachments: message.media.map((media) => ({
-          name: media.name, mimeType: media.mimeType,
+          name: media.name, mimeType: media.mimeType, ...(media.voice ? { voice: true } : {}),
           // The address Meta gives lasts minutes: asked for when the file is fetched.
           fetch: async (maxBytes: number, signal: AbortSignal) => {
             const api = this.api;
@@ -265,18 +235,50 @@ class WhatsAppAccount extends AccountConnection<AccountSettings> {
     return shut;
   }
 
-  async send(to: string, text: string): Promise<SendReceipt> {
+  send(to: string, text: string): Promise<SendReceipt> {
+    return this.deliver(to, 'the message', (api, phoneNumberId, customer, context) => api.messages(phoneNumberId, { recipient_type: 'individual', to: customer, ...messageBody(text, context) }));
+  }
+
+  /** A voice note: uploaded to Meta's media store, then sent as audio (OGG/Opus shows as a voice message). */
+  sendVoice(to: string, voice: OutboundVoice): Promise<SendReceipt> {
+    return this.sendMedia(to, voice, 'audio', (id) => ({ id }), 'the voice note');
+  }
+
+  /** A file of an agent's: an image (JPEG or PNG) shown as one, anything else a document under its name, with its caption. */
+  sendFile(to: string, file: OutboundFile, caption: string): Promise<SendReceipt> {
+    const image = file.mimeType === 'image/jpeg' || file.mimeType === 'image/png';
+    const text = caption.slice(0, 1024);
+    return this.sendMedia(to, file, image ? 'image' : 'document', (id) => ({ id, ...(text ? { caption: text } : {}), ...(image ? {} : { filename: file.name }) }), 'the file');
+  }
+
+  /** A reaction on a person's message (its wamid): a message of its own, inside the person's window as any. */
+  react(to: string, reference: string, emoji: string): Promise<SendReceipt> {
+    return this.deliver(to, 'the reaction', (api, phoneNumberId, customer) => api.messages(phoneNumberId, {
+      recipient_type: 'individual', to: customer, type: 'reaction', reaction: { message_id: reference, emoji },
+    }));
+  }
+
+  private sendMedia(to: string, file: { data: Uint8Array; mimeType: string; name: string }, type: 'audio' | 'image' | 'document', media: (id: string) => Record<string, unknown>, what: string): Promise<SendReceipt> {
+    return this.deliver(to, what, async (api, phoneNumberId, customer, context) => {
+      const id = await api.uploadMedia(phoneNumberId, file);
+      return api.messages(phoneNumberId, { recipient_type: 'individual', to: customer, type, [type]: media(id), ...(context ? { context: { message_id: context } } : {}) });
+    });
+  }
+
+  /** Sends through the Graph API once the person's window is known open (else as outsideWindow says); failures as the outbox reads them. */
+  private async deliver(to: string, what: string, post: (api: GraphApi, phoneNumberId: string, customer: string, context?: string) => Promise<string[]>): Promise<SendReceipt> {
     const api = this.api;
     const phoneNumberId = this.phoneNumberId;
-    if (!api || !phoneNumberId || this.status.state !== 'connected') throw new ChannelSendError(`${this.channelId} account ${this.name} is ${this.status.state}; the message was not sent`);
+    if (!api || !phoneNumberId || this.status.state !== 'connected') throw new ChannelSendError(`${this.channelId} account ${this.name} is ${this.status.state}; ${what} was not sent`);
     const { customer, context } = recipientOf(to);
     await this.windowsRead;
     if (!this.windows.isOpen(customer, Date.now())) return this.outsideWindow(api, phoneNumberId, customer);
     try {
-      const ids = await api.messages(phoneNumberId, { recipient_type: 'individual', to: customer, ...messageBody(text, context) });
+      const ids = await post(api, phoneNumberId, customer, context);
       this.rateLimitsInRow = 0;
       return { ids };
     } catch (error) {
+      // The window shut earlier than the account knew: as any reply outside it.
       if (error instanceof GraphError && error.code === REENGAGEMENT) {
         this.windows.shut(customer);
         return this.outsideWindow(api, phoneNumberId, customer);
@@ -285,35 +287,12 @@ class WhatsAppAccount extends AccountConnection<AccountSettings> {
     }
   }
 
-  /**
-   * A reply to someone whose window has shut. With a template configured,
-   * it is sent (once a day at most) to invite them back, and the reply waits
-   * for their answer, tried again as the outbox tries; without one, the reply
-   * is given up with the reason.
-   */
-  private async outsideWindow(api: GraphApi, phoneNumberId: string, customer: string): Promise<never> {
-    const now = Date.now();
-    const last = this.windows.lastHeard(customer);
-    const since = last === undefined ? `${customer} has not written to this number in the last 24 hours` : `${customer} last wrote at ${iso(last)}`;
-    const shut = `outside WhatsApp's 24-hour customer service window (${since})`;
-    const template = this.settings()?.template;
-    if (!template?.name) {
-      throw new ChannelSendError(`${shut}: WhatsApp takes only an approved template then, and ${settingPath(this.channelId, this.name, 'template')} is not set; not sent`, { permanent: true });
-    }
-    let invited = this.windows.invited(customer, now);
-    if (invited === undefined) {
-      try {
-        await api.messages(phoneNumberId, { recipient_type: 'individual', to: customer, type: 'template', template: { name: template.name, language: { code: template.language ?? 'en_US' } } });
-      } catch (error) {
-        const refused = this.sendError(error);
-        throw new ChannelSendError(`${shut}, and the template ${template.name} could not be sent: ${refused.message}`, { permanent: refused.permanent, retryAfterMs: refused.retryAfterMs });
-      }
-      invited = Date.now();
-      this.windows.invite(customer, invited);
-      await this.context.cursor.set(this.name, this.windows.toCursor(invited));
-      this.log.info({ to: customer, template: template.name }, 'a reply waits outside the customer service window; the template was sent to invite its recipient back');
-    }
-    throw new ChannelSendError(`${shut}: the template ${template.name} was sent at ${iso(invited)}; the reply waits for ${customer} to answer it`);
+  /** A reply to someone whose window has shut: waiting for a template's answer, or given up (outside-window.ts). */
+  private outsideWindow(api: GraphApi, phoneNumberId: string, customer: string): Promise<never> {
+    return outsideWindow({
+      api, phoneNumberId, customer, windows: this.windows, template: this.settings()?.template, templateSetting: settingPath(this.channelId, this.name, 'template'),
+      sendError: (error) => this.sendError(error), keep: (at) => this.context.cursor.set(this.name, this.windows.toCursor(at)), log: this.log,
+    });
   }
 
   /** A refused send as the outbox reads it: the account paused (a rate limit), tried again later, or given up. */
@@ -377,6 +356,21 @@ export class WhatsAppChannel extends AccountChannel<WhatsAppAccount, AccountSett
     return splitReply(text);
   }
 
+  sendVoice(account: string, to: string, voice: OutboundVoice): Promise<SendReceipt | void> {
+    return this.voiceThrough(account, to, voice);
+  }
+
+  /** What the Cloud API takes: 16 MB of audio or video, 5 MB of image, 100 MB of document; the least of them. */
+  readonly fileLimit = 5 * 1024 * 1024;
+
+  async react(account: string, to: string, reference: string, emoji: string): Promise<void> {
+    await this.running(account).react(to, reference, emoji);
+  }
+
+  sendFile(account: string, to: string, file: OutboundFile, caption: string): Promise<SendReceipt> {
+    return this.running(account).sendFile(to, file, caption);
+  }
+
   /** A person is their number in international form, digits only (+49 151 2345-6789 is 4915123456789); `/<message id>` names a message of theirs. */
   normalizePeer(peer: string): string {
     return normalizeWhatsAppPeer(peer);
@@ -396,4 +390,4 @@ export class WhatsAppChannel extends AccountChannel<WhatsAppAccount, AccountSett
 }
 
 /** A person's WhatsApp id as people type their number: digits only. */
-export const normalizeWhatsAppPeer = (peer: string): string => peer.split('/')[0]!.replace(/[^\d]/g, '');
+export { normalizeWhatsAppPeer };

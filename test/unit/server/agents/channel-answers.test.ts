@@ -12,9 +12,9 @@ import type { Tx } from '../../../../src/server/store/database.ts';
 
 const TX = { tx: true } as unknown as Tx;
 
-/** A message as a channel's inbox hands it on, recorded in its session. */
+/** A message as a channel's inbox hands it on, recorded in its session, with the agent it chose (irc's helper; quiet has none). */
 const inbound = (text: string, more: Partial<Inbound['message']> = {}, channel = 'irc'): Inbound => ({
-  channel,
+  channel, ...(channel === 'irc' ? { agent: 'helper' } : {}),
   message: { account: 'main', sender: 'ann', senderName: 'Ann', kind: 'direct', text, at: 0, ...more } as Inbound['message'],
   session: { key: `${channel}:main:dm:ann` } as Inbound['session'],
   recorded: { id: 7 } as Inbound['recorded'],

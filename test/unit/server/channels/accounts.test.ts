@@ -77,10 +77,12 @@ describe('channel accounts from settings', () => {
     expect(accounts.get('off')).to.deep.equal({ enabled: false, apiRoot: 'http://127.0.0.1:9', rooms: [] });
   });
 
-  it('Matrix: a default account only with a homeserver at the top level; the others inherit it, never the user id', () => {
+  it('Matrix: a default account only with a homeserver at the top level; the others inherit it and encryption, never the user id', () => {
     expect([...matrixAccounts(settings({ accounts: { a: { homeserver: 'https://hs.example' } } })).keys()]).to.deep.equal(['a']);
     const accounts = matrixAccounts(settings({ homeserver: 'https://hs.example', userId: '@bot:hs.example', accounts: { b: {} } }));
-    expect(accounts.get('b')).to.deep.equal({ enabled: true, homeserver: 'https://hs.example', userId: undefined, rooms: [] });
+    expect(accounts.get('b')).to.deep.equal({ enabled: true, homeserver: 'https://hs.example', userId: undefined, rooms: [], encryption: true });
+    const plain = matrixAccounts(settings({ homeserver: 'https://hs.example', encryption: false, accounts: { c: {}, d: { encryption: true } } }));
+    expect([plain.get('default')!.encryption, plain.get('c')!.encryption, plain.get('d')!.encryption]).to.deep.equal([false, false, true]);
   });
 
   it('Email: servers, mailbox and limits inherited, addresses and logins each mailbox\'s own, defaults filled in', () => {

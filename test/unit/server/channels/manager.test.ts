@@ -79,7 +79,7 @@ describe('channel manager: DM policy, pairing codes and sessions', () => {
       create: (id, context) => { channel = new MemoryChannel(id, context); return channel; },
     };
     manager = new ChannelManager({
-      kinds: () => new Map([['irc', { value: irc }]]), config: () => config, secret: async () => undefined, logger: pino({ level: 'silent' }), pairing,
+      kinds: () => new Map([['irc', { value: irc }]]), config: () => config, secret: async () => undefined, folder: (id) => `/nonexistent/channels/${id}`, logger: pino({ level: 'silent' }), pairing,
       // As the sessions module does: what is recorded is told to operators.
       sessions: {
         store: sessions,

@@ -3,7 +3,7 @@ import { pino } from 'pino';
 import { InboundMarks } from '../../../../src/server/channels/inbound-marks.ts';
 import { Outbox, OUTBOX_LIMITS, replyDeliveries } from '../../../../src/server/channels/outbox/outbox.ts';
 import { backoff } from '../../../../src/server/channels/outbox/pump.ts';
-import { ChannelSendError, type AccountStatus, type Channel, type SendOptions, type SendReceipt } from '../../../../src/server/kernel/channel.ts';
+import { ChannelSendError, type AccountStatus, type Channel, type OutboundVoice, type SendOptions, type SendReceipt } from '../../../../src/server/kernel/channel.ts';
 import type { Session } from '../../../../src/server/sessions/module.ts';
 import type { MessageView } from '../../../../src/shared/protocol/results.ts';
 import { freshStore } from '../../../support/store.ts';
@@ -34,6 +34,17 @@ class ScriptedChannel implements Channel {
     return { ids: [`m${++this.counter}`] };
   }
   split(text: string) { return this.parts?.(text) ?? [text]; }
+  /** Voice notes the platform took, and how many tries of one to fail first. */
+  readonly voices: { to: string; voice: OutboundVoice }[] = [];
+  voiceFailures = 0;
+  async sendVoice(account: string, to: string, voice: OutboundVoice): Promise<SendReceipt> {
+    if (this.voiceFailures > 0) {
+      this.voiceFailures--;
+      throw new ChannelSendError('the upload was cut');
+    }
+    this.voices.push({ to, voice });
+    return { ids: [`v${++this.counter}`] };
+  }
   normalizePeer(peer: string) { return peer; }
   isRoom() { return false; }
   checkPeer() { return undefined; }
@@ -61,6 +72,36 @@ describe('the outbox: replies kept until the platform takes them', () => {
   });
   afterEach(() => outbox.stop());
 
+  it('keeps a file\'s bytes with its row until it is sent, then lets them go; a failing reaction holds up nothing and is given up soon', async () => {
+    const files: { to: string; name: string; data: string; caption: string }[] = [];
+    const reactions: string[] = [];
+    Object.assign(channel, {
+      sendFile: async (_account: string, to: string, file: { name: string; data: Uint8Array }, caption: string) => {
+        files.push({ to, name: file.name, data: Buffer.from(file.data).toString(), caption });
+        return { ids: ['f1'] };
+      },
+      react: async (_account: string, to: string, reference: string, emoji: string) => {
+        reactions.push(`${to} ${reference} ${emoji}`);
+        throw new ChannelSendError('no such message');
+      },
+    });
+    const data = new TextEncoder().encode('the bytes');
+    await outbox.enqueue({ channel: 'chat', account: 'default', to: 'alice', kind: 'reaction', reference: 'm9', text: '👀' });
+    await outbox.enqueue({ channel: 'chat', account: 'default', to: 'alice', text: 'see attached', file: { name: 'a.txt', mimeType: 'text/plain', data } });
+    data.set(new TextEncoder().encode('CHANGED!!'));
+    await outbox.enqueue({ channel: 'chat', account: 'default', to: 'alice', text: 'after the file' });
+    await settle();
+    expect(files, 'the bytes as they were when queued').to.deep.equal([{ to: 'alice', name: 'a.txt', data: 'the bytes', caption: 'see attached' }]);
+    expect(channel.sent, 'the failed reaction holds up neither').to.deep.equal([{ to: 'alice', text: 'after the file' }]);
+    expect(await current().get('SELECT COUNT(*) AS n FROM channel_outbox_files')).to.deep.equal({ n: 0 });
+    for (let attempt = 0; attempt < OUTBOX_LIMITS.reactionAttempts; attempt++) await later(OUTBOX_LIMITS.backoffMaxMs);
+    const [reaction, file] = await rows();
+    expect(reaction).to.include({ kind: 'reaction', status: 'failed', attempts: OUTBOX_LIMITS.reactionAttempts, error: 'no such message' });
+    expect(reactions).to.have.length(OUTBOX_LIMITS.reactionAttempts);
+    expect(file).to.include({ kind: 'file', status: 'sent' });
+    expect(file!.receipts).to.deep.equal(['f1']);
+  });
+
   it('sends what is queued with the platform\'s ids, once per key', async () => {
     expect(await outbox.enqueue({ channel: 'chat', account: 'default', to: 'alice', text: 'hello', key: 'run:1', sessionKey: 's', runId: 'run_1', turnId: 7 })).to.equal(true);
     expect(await outbox.enqueue({ channel: 'chat', account: 'default', to: 'alice', text: 'hello again', key: 'run:1' }), 'a key queued already').to.equal(false);
@@ -71,6 +112,23 @@ describe('the outbox: replies kept until the platform takes them', () => {
     expect(row!.receipts).to.deep.equal(['m1']);
     expect(await outbox.answered('s', 7)).to.equal(true);
     expect(await outbox.answered('s', 8)).to.equal(false);
+  });
+
+  it('a reply spoken back goes as its text, then its voice note; a failed voice note is tried again without the text again, and is kept only until it is sent', async () => {
+    const voice = { data: Buffer.from('OggS...OpusHead...'), mimeType: 'audio/ogg' };
+    channel.voiceFailures = 1;
+    await outbox.enqueue({ channel: 'chat', account: 'default', to: 'alice', text: 'The lights are on.', key: 'run:9', voice });
+    await settle();
+    expect(channel.sent).to.deep.equal([{ to: 'alice', text: 'The lights are on.' }]);
+    expect(channel.voices).to.deep.equal([]);
+    await later(backoff(1));
+    expect(channel.sent, 'the text is not sent twice').to.have.length(1);
+    expect(channel.voices.map((sent) => [sent.to, Buffer.from(sent.voice.data).toString(), sent.voice.mimeType])).to.deep.equal([['alice', 'OggS...OpusHead...', 'audio/ogg']]);
+    const [row] = await rows();
+    expect(row).to.include({ status: 'sent', attempts: 2, voice: true });
+    expect(row!.receipts).to.deep.equal(['m1', 'v2']);
+    const kept = await current().get<{ voice: unknown }>('SELECT voice FROM channel_outbox WHERE id = ?', row!.id);
+    expect(kept!.voice, 'the audio is dropped once sent').to.equal(null);
   });
 
   it('retries with backoff, waits as long as the platform asks, and keeps a recipient\'s replies in order', async () => {

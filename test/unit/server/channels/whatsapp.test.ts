@@ -44,7 +44,7 @@ describe('whatsapp: what Meta posts', () => {
       ['wamid.10', '', '', true],
     ]);
     expect(change!.messages[0]).to.include({ from: '4915100000001', name: 'Ann', at: NOW - 60_000 });
-    expect(change!.messages[3]!.media[0]).to.deep.equal({ id: 'M3', name: 'voice.ogg', mimeType: 'audio/ogg; codecs=opus' });
+    expect(change!.messages[3]!.media[0], 'a voice note is marked as one').to.deep.equal({ id: 'M3', name: 'voice.ogg', mimeType: 'audio/ogg; codecs=opus', voice: true });
   });
 
   it('reads statuses with Meta\'s errors, skips what is malformed and fields other than messages, and refuses a body with no entries', () => {

@@ -49,7 +49,7 @@ describe('inference: the models offered', () => {
   });
 
   it('lists the agents (and gateway for the default), each provider\'s models once, and the aliases', () => {
-    const agents = [{ id: 'main', model: 'local/chat', fallbacks: [], tools: [], maxSteps: 4, queue: 'followup' as const, default: true }];
+    const agents = [{ id: 'main', model: 'local/chat', fallbacks: [], tools: [], maxSteps: 4, queue: 'followup' as const, default: true, skills: [], routes: [], delegatesTo: [] }];
     expect(modelList(config, agents).data.map((model) => `${model.id}:${model.owned_by}`)).to.deep.equal([
       'gateway:gateway', 'gateway/main:gateway', 'local/chat:local', 'local/both:local', 'local/embed:local', 'fast:gateway',
     ]);
