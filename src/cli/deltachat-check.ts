@@ -30,7 +30,7 @@ export async function deltachatCheck(config: GatewayConfig | undefined, paths: P
   try {
     engine = enginePath();
   } catch (error) {
-    return [{ name: 'deltachat', status: 'fail', detail: (error as Error).message, fix: 'npm install   # in the gateway\'s folder: it installs @deltachat/stdio-rpc-server and its engine for this platform' }];
+    return [{ name: 'deltachat', status: 'fail', detail: (error as Error).message, fix: 'npm install   # in the gateway\'s folder: it installs Delta Chat\'s engine for this platform where one is published' }];
   }
   const { openSecretStore } = await import('../shared/secrets/secret-store.ts');
   const store = openSecretStore(paths, config.secrets.backend ?? 'file');

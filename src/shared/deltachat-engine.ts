@@ -6,10 +6,10 @@
 import { statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 
-/** The environment variable @deltachat/stdio-rpc-server reads for an engine of one's own. */
+/** The environment variable naming an engine of one's own (as @deltachat/stdio-rpc-server reads it). */
 export const ENGINE_ENV = 'DELTA_CHAT_RPC_SERVER';
 
-/** The prebuilt engine's package for this platform, which @deltachat/stdio-rpc-server installs. */
+/** The prebuilt engine's package for this platform (an optional dependency, installed where it exists). */
 export const enginePackage = (): string => `@deltachat/stdio-rpc-server-${process.platform}-${process.arch}`;
 
 /**

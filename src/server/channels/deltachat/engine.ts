@@ -1,5 +1,5 @@
 /**
- * Delta Chat's engine, deltachat-rpc-server (from @deltachat/stdio-rpc-server):
+ * Delta Chat's engine, deltachat-rpc-server (@deltachat/stdio-rpc-server-<platform>-<arch>):
  * one process per account, its data folder given by DC_ACCOUNTS_PATH, spoken
  * to in JSON-RPC 2.0, one request or answer a line on its stdin and stdout.
  * It answers requests in any order (each is matched by its id), and ends
