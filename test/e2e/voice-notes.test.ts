@@ -317,7 +317,8 @@ describe('voice notes on WhatsApp: a voice note heard, answered with a voice not
     api.message(fay, { audio: api.upload(voiceNote('turn on the radio'), 'audio/ogg; codecs=opus'), voice: true });
     const audio = await waitFor(() => api.sent(fay).find((call) => call.body.type === 'audio'), 60_000, 'a voice note back');
     expect(flat(upstream.requests.at(-1)!.body.messages.at(-1).content)).to.match(/^\[spoken in a voice note, \d s\] turn on the radio$/);
-    expect(api.sent(fay).map((call) => call.body.type)).to.deep.equal(['text', 'audio']);
+    // The acknowledgement reaction first (once the note is stored), then the answer's text, then its voice note.
+    expect(api.sent(fay).map((call) => call.body.type)).to.deep.equal(['reaction', 'text', 'audio']);
     const uploaded = api.mediaOf(String(audio.body.audio.id))!;
     expect(uploaded.mime).to.equal('audio/ogg');
     expect(Buffer.from(uploaded.data).subarray(0, 4).toString()).to.equal('OggS');

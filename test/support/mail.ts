@@ -222,6 +222,9 @@ export class MailServers {
     writeFileSync(join(this.dir, 'vmailbox'), [...this.users.keys()].map((user) => `${user} ${MAIL_DOMAIN}/${user.split('@')[0]}/\n`).join(''));
     // postfix reads texthash maps when its daemons start: a new user takes a reload.
     this.postfix('reload');
+    // Dovecot looks at its passwd-file at most once a second: a login within the second of its last look would not see the
+    // new user. Past that second, it does.
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1100);
     return address;
   }
 
