@@ -8,7 +8,7 @@
 // empties the folder first); the summary stays (printed, and in coverage/coverage-summary.json).
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { realpathSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { constants } from 'node:os';
 import { join } from 'node:path';
 
@@ -35,15 +35,33 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
 }
 const removeRaw = () => rmSync(raw, { recursive: true, force: true });
 
+// Each suite's reporter leaves its summary here; once all have run, the summaries are printed again together, so the
+// end of the output says what failed and where, whatever came before.
+type Results = { passes: number; failures: number; pending: number; failed: { title: string; file?: string; error: string }[] };
+const summaries: string[] = [];
+mkdirSync(reports, { recursive: true });
+
 let exitCode = 0;
 for (const [name, [command, ...args]] of runs) {
   process.stderr.write(`\n== the suite on ${name}\n`);
-  const child = running = spawn(command!, args, { cwd: root, stdio: 'inherit' });
+  const resultsFile = join(reports, `results-${name}.json`);
+  rmSync(resultsFile, { force: true });
+  const child = running = spawn(command!, args, { cwd: root, stdio: 'inherit', env: { ...process.env, GATEWAY_TEST_RESULTS: resultsFile } });
   const [status, signal] = await once(child, 'exit') as [number | null, NodeJS.Signals | null];
   running = undefined;
   if (name === 'SQLite') removeRaw();
   const code = status ?? 1;
   if (code !== 0) process.stderr.write(`== the suite on ${name} failed (exit ${code}${signal ? `, ${signal}` : ''})\n`);
+  const results = existsSync(resultsFile) ? JSON.parse(readFileSync(resultsFile, 'utf8')) as Results : undefined;
+  let summary = `${name}: `;
+  if (!results) summary += `ended (exit ${code}${signal ? `, ${signal}` : ''}) before its tests finished`;
+  else {
+    summary += `${results.passes} passed, ${results.failures} failed${results.pending ? `, ${results.pending} skipped` : ''}`;
+    // Every test passed but the run still failed: the coverage report (c8) or the run's own ending.
+    if (code !== 0 && results.failures === 0) summary += `; then the run ended with exit ${code}${signal ? ` (${signal})` : ''} after its tests`;
+    for (const f of results.failed) summary += `\n  ✗ ${f.title}${f.file ? ` (${f.file})` : ''}\n      ${f.error}`;
+  }
+  summaries.push(summary);
   if (exitCode === 0) exitCode = code;
   // A run interrupted (Ctrl-C, SIGTERM) ends here; a run that crashed by itself (c8 out of memory) is a failure, and the
   // next suite still runs.
@@ -53,4 +71,5 @@ for (const [name, [command, ...args]] of runs) {
     process.exit(128 + constants.signals[by]);
   }
 }
+process.stdout.write(`\n== summary\n${summaries.join('\n')}\n`);
 process.exit(exitCode);

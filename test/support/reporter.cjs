@@ -1,12 +1,24 @@
-// Mocha's spec reporter, closing with the plain "N passed, N failed" line CI reads.
+// Mocha's spec reporter, closing with the plain "N passed, N failed" line CI reads, and the failures' titles again
+// (a long run's spec output puts them far above its end). With GATEWAY_TEST_RESULTS set, the same summary is written
+// there as JSON, for `npm test` to repeat once every suite has run.
 const Mocha = require('mocha');
+const { writeFileSync } = require('node:fs');
 
 class Reporter extends Mocha.reporters.Spec {
   constructor(runner, options) {
     super(runner, options);
+    const failed = [];
+    runner.on(Mocha.Runner.constants.EVENT_TEST_FAIL, (test, err) => {
+      const first = String((err && err.message) || err).split('\n')[0].slice(0, 300);
+      failed.push({ title: test.fullTitle(), file: test.file ? require('node:path').relative(process.cwd(), test.file) : undefined, error: first });
+    });
     runner.once(Mocha.Runner.constants.EVENT_RUN_END, () => {
       const { passes, failures, pending } = this.stats;
-      process.stdout.write(`\n${passes} passed, ${failures} failed${pending ? `, ${pending} skipped` : ''}\n`);
+      const lines = failed.map((f) => `  ✗ ${f.title}${f.file ? ` (${f.file})` : ''}\n      ${f.error}`);
+      process.stdout.write(`\n${passes} passed, ${failures} failed${pending ? `, ${pending} skipped` : ''}\n${lines.length ? `${lines.join('\n')}\n` : ''}`);
+      if (process.env.GATEWAY_TEST_RESULTS) {
+        writeFileSync(process.env.GATEWAY_TEST_RESULTS, JSON.stringify({ passes, failures, pending, failed }));
+      }
     });
   }
 }
