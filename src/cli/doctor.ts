@@ -409,6 +409,7 @@ export async function runDoctor(paths: ProfilePaths, options: { fix: boolean }):
     ['voice', () => voiceCheck(context)], ['signal', async () => (await import('./signal-check.ts')).signalCheck(context.config)],
     ['deltachat', async () => (await import('./deltachat-check.ts')).deltachatCheck(context.config, context.paths)],
     ['browser', () => browserCheck(context)], ['search', () => searchCheck(context)],
+    ['delegation', async () => (await import('./delegation-check.ts')).delegationCheck(context.config, context.paths.name)],
   ];
   const checks: Check[] = [];
   for (const [name, step] of steps) {

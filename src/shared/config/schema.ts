@@ -405,9 +405,10 @@ const agent: SchemaNode = object({
   skills: list({ type: 'string', pattern: '^(\\*|[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?)$' }, 'skills the agent may use (gateway skills list): names, or * for every installed skill; the model sees each one\'s name and description, loads its instructions with skills.load, reads its files under skills/<name>/ and runs its scripts only through exec'),
   delegation: object({
     agents: list({ type: 'string', pattern: ID }, 'agents this one may hand a task to with agents.delegate (none unless listed)'),
-    depth: int(2, 1, 8, 'how deep delegations may go below the run that started them: a child of a child of ... this agent\'s run, counted from the first'),
+    depth: int(2, 1, 8, 'how deep delegations may go below the run that started them: a child of a child of ... this agent\'s run, counted from the first; it holds for everything below this agent\'s runs, whatever the agents further down allow'),
     maxChildren: int(4, 1, 64, 'delegations of one session running at once; more are refused until one ends'),
     timeoutSeconds: int(300, 1, 86_400, 'longest agents.delegate with wait waits for the answer; past it the answer arrives later as a new turn'),
+    allowSharedMemory: bool(false, 'let this agent, whose memory keeps each person\'s apart (memory.scope person), hand a task to an agent whose memory all its people share (memory.scope agent): the child acts for the same person, and what it remembers of the task every one of its people may then read (refused unless true; gateway doctor warns while it is)'),
   }, 'handing tasks to other agents (agents.delegate)'),
   memory: object({
     scope: oneOf(MEMORY_SCOPES, 'person', 'whose conversations and notes memory.search, memory.get and memory.note read and keep: each person\'s own (person), or one memory all the agent\'s people share (agent)'),
