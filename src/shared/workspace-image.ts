@@ -341,10 +341,18 @@ async function grown(folder: string, device: string, guarded: boolean, image: st
   if (!guarded || (options.idle && !options.idle())) return as(size);
   if (!(await run('umount', [folder]).then(() => true, () => false))) return as(size);
   try {
-    // 1: it corrected something (the file system was marked not clean when unmounted): still whole.
-    await run('e2fsck', ['-f', '-p', image], [0, 1]);
-    await setSize(image, options.bytes);
-    await run('resize2fs', [image]);
+    const state = await superblockState(image);
+    if (state.freeInodes === 0 && state.clean) {
+      // Every inode used: e2fsck would have none for the lost+found it makes again (the workspace keeps none) and stop, so
+      // the workspace could never grow. The kernel marked it unmounted cleanly with no error just now: grown unchecked.
+      await setSize(image, options.bytes);
+      await run('resize2fs', ['-f', image]);
+    } else {
+      // 1: it corrected something (the file system was marked not clean when unmounted): still whole.
+      await run('e2fsck', ['-f', '-p', image], [0, 1]);
+      await setSize(image, options.bytes);
+      await run('resize2fs', [image]);
+    }
   } finally {
     await run('mount', ['-t', 'ext4', '-o', MOUNT_OPTIONS, '--', image, folder]);
   }
@@ -373,6 +381,20 @@ export async function fileSystemSize(image: string): Promise<number> {
     const is64 = (block.readUInt32LE(0x60) & 0x80) !== 0;
     const blocks = block.readUInt32LE(0x4) + (is64 ? block.readUInt32LE(0x150) * 2 ** 32 : 0);
     return blocks * (1024 << block.readUInt32LE(0x18));
+  } finally {
+    await handle.close();
+  }
+}
+
+/** What an image's superblock says of its file system: inodes still free, and whether it was unmounted cleanly with no error recorded. */
+async function superblockState(image: string): Promise<{ freeInodes: number; clean: boolean }> {
+  const handle = await open(image, 'r');
+  try {
+    const block = Buffer.alloc(1024);
+    await handle.read(block, 0, 1024, 1024);
+    if (block.readUInt16LE(0x38) !== 0xef53) throw new Error(`${image} holds no ext4 file system`);
+    const state = block.readUInt16LE(0x3a);
+    return { freeInodes: block.readUInt32LE(0x10), clean: (state & 0x1) !== 0 && (state & 0x2) === 0 };
   } finally {
     await handle.close();
   }

@@ -352,6 +352,15 @@ describe('a workspace of its own file system: grown offline, the folder is never
     expect(types()).to.deep.equal([]);
     expect(readdirSync(folder()), 'the bare folder holds nothing').to.deep.equal([]);
   });
+
+  it('a workspace whose every inode is used still grows offline, and its files take the new room', async () => {
+    expect(mount(20 * MB)).to.include({ by: 'filesystem', bytes: 20 * MB });
+    execFileSync('sh', ['-c', `cd ${folder()} && i=0; while true 2>/dev/null > f$i; do i=$((i+1)); done`]);
+    expect(() => writeFileSync(join(folder(), 'one-more'), '')).to.throw(/ENOSPC/);
+    expect(mount(40 * MB)).to.include({ by: 'filesystem', bytes: 40 * MB });
+    writeFileSync(join(folder(), 'f0'), Buffer.alloc(25 * MB));
+    expect(statSync(join(folder(), 'f0')).size).to.equal(25 * MB);
+  });
 });
 
 /** The figure the issue asks for: what the mount costs an exec of `true` (the watch it replaces included). */
