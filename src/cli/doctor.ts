@@ -290,30 +290,52 @@ async function sandboxCheck(context: Context): Promise<Check[]> {
     }];
 }
 
-/** Whether tools.exec.workspaceMB holds by construction (each workspace a file system of its own) or is watched, and why. */
+/**
+ * Whether tools.exec.workspaceMB holds by construction (each workspace a file
+ * system of its own) or is watched, and why; an agent's own workspace folder
+ * (agents.<id>.workspace) is always watched only, and said so with the way to
+ * have the bound enforced.
+ */
 async function workspaceCheck(context: Context, images: typeof import('../shared/workspace-image.ts')): Promise<Check[]> {
   const exec = context.config?.tools.exec;
   if (!exec) return [];
   const support = images.imageSupport();
   const mounted = await images.mountedImages(context.paths.dir);
   const bound = `tools.exec.workspaceMB (${exec.workspaceMB} MB)`;
+  const passing = 'a command may write past it before it is stopped, and files.write is not bounded by it';
   const watched = (why: string, fix: string): Check => ({
-    name: 'workspace', status: 'warn', detail: `${bound} is watched, not enforced: ${why}; a command may write past it before it is stopped, and files.write is not bounded by it`, fix,
+    name: 'workspace', status: 'warn', detail: `${bound} is watched, not enforced: ${why}; ${passing}`, fix,
   });
   if (!support.available && mounted.length === 0) return [watched(support.reason, 'run the daemon as root on a host with loop devices and e2fsprogs, so each workspace gets a file system of its own')];
   if (exec.workspaceImage === 'off' && mounted.length === 0) return [watched('tools.exec.workspaceImage is off', `gateway config set tools.exec.workspaceImage auto --profile ${context.paths.name}`)];
+  // Where the profile's workspaces are file systems of their own, an agent's own folder still is not: an image mounted over it would hide the
+  // operator's files, and one folder of a shared file system has no size of its own (a project quota needs the file system made and mounted for it).
+  const own = Object.entries(context.config?.agents ?? {}).filter(([, agent]) => agent.workspace).map(([id]) => id);
+  const ownDetail = own.length === 0 ? '' : `; for ${own.map((id) => `agent ${id}`).join(', ')}, whose workspace is a folder of the operator's own (agents.<id>.workspace), it is watched, not enforced: `
+    + `the gateway never mounts a file system over a folder of the operator's (it would hide the files in it), and a folder on a shared file system has no bound of its own to set; ${passing}`;
+  const ownFix = own.map((id) => `gateway config unset agents.${id}.workspace --profile ${context.paths.name}   # ${id} then works in workspaces/${id}, a file system of its own; move the files it needs there first`);
   const larger = mounted.filter((image) => image.bytes > exec.workspaceMB * 1024 * 1024);
   if (larger.length > 0) {
     return [{
       name: 'workspace', status: 'warn',
-      detail: `${larger.map((image) => `${image.folder} is a file system of ${Math.round(image.bytes / 1024 / 1024)} MB`).join(', ')}, more than ${bound}: a file system is not shrunk while mounted, so there the size is watched`,
-      fix: `raise tools.exec.workspaceMB back, or move the workspace's files out, remove the profile's workspaces/.<agent>.img after unmounting it (umount <folder>), and let the next call make one of the new size`,
+      detail: `${larger.map((image) => `${image.folder} is a file system of ${Math.round(image.bytes / 1024 / 1024)} MB`).join(', ')}, more than ${bound}: a file system is not shrunk while mounted, so there the size is watched${ownDetail}`,
+      fix: [`raise tools.exec.workspaceMB back, or move the workspace's files out, remove the profile's workspaces/.<agent>.img after unmounting it (umount <folder>, twice: the image, then the read-only guard beneath it), and let the next call make one of the new size`, ...ownFix].join('\n'),
     }];
   }
-  const own = Object.entries(context.config?.agents ?? {}).filter(([, agent]) => agent.workspace).map(([id]) => id);
+  // Mounted by an earlier version, with no guard beneath: never unmounted to be grown (its folder would be bare meanwhile).
+  const unguarded = mounted.filter((image) => !image.guarded && image.bytes < exec.workspaceMB * 1024 * 1024);
+  if (unguarded.length > 0) {
+    return [{
+      name: 'workspace', status: 'warn',
+      detail: `${unguarded.map((image) => `${image.folder} is a file system of ${Math.round(image.bytes / 1024 / 1024)} MB`).join(', ')}, less than ${bound}, mounted with no read-only guard beneath it: `
+        + `where the daemon may not grow a mounted file system (no CAP_SYS_RESOURCE) it keeps that size, which holds the smaller bound, until it is mounted again${ownDetail}`,
+      fix: ['umount <folder> while no call acts in it; the next call mounts it again over its guard and grows it', ...ownFix].join('\n'),
+    }];
+  }
   return [{
-    name: 'workspace', status: 'ok',
-    detail: `${bound} holds by construction: each workspace of the profile is a file system of its own${mounted.length ? ` (${mounted.length} mounted)` : ' (made at its first use)'}, so writes past it fail with "no space left"${own.length ? `; watched only for ${own.join(', ')}, whose workspace is a folder of the operator's own (agents.<id>.workspace)` : ''}`,
+    name: 'workspace', status: own.length ? 'warn' : 'ok',
+    detail: `${bound} holds by construction for each workspace under the profile: a file system of its own${mounted.length ? ` (${mounted.length} mounted)` : ' (made at its first use)'}, so writes past it fail with "no space left"${ownDetail}`,
+    ...(own.length ? { fix: ownFix.join('\n') } : {}),
   }];
 }
 
@@ -409,6 +431,7 @@ export async function runDoctor(paths: ProfilePaths, options: { fix: boolean }):
     ['voice', () => voiceCheck(context)], ['signal', async () => (await import('./signal-check.ts')).signalCheck(context.config)],
     ['deltachat', async () => (await import('./deltachat-check.ts')).deltachatCheck(context.config, context.paths)],
     ['browser', () => browserCheck(context)], ['search', () => searchCheck(context)],
+    ['delegation', async () => (await import('./delegation-check.ts')).delegationCheck(context.config, context.paths.name)],
   ];
   const checks: Check[] = [];
   for (const [name, step] of steps) {

@@ -15,6 +15,12 @@
  * Files already in the folder the first time are copied into the new image
  * before anything is swapped: a crash at any step leaves either the folder
  * as it was or the whole image (see `recover`).
+ *
+ * Beneath the image, at the same folder, is a guard: an empty read-only
+ * tmpfs, mounted before the image is. While the image is unmounted to be
+ * grown, the folder shows the guard, so a write meant for the workspace
+ * fails (EROFS, root's included) instead of landing in the bare folder under
+ * it, where it would be hidden once the image is back and never counted.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
@@ -31,6 +37,10 @@ const PROGRAM_TIMEOUT_MS = 120_000;
 const PROGRAMS = ['losetup', 'mkfs.ext4', 'e2fsck', 'resize2fs', 'mount', 'umount', 'cp', 'du'] as const;
 /** How a workspace is mounted: no set-user-id programs or devices from it, and blocks freed in it given back to the host's disk. */
 const MOUNT_OPTIONS = 'loop,nosuid,nodev,discard';
+/** The source the guard beneath a workspace's image is mounted with: how it is told from any other tmpfs. */
+export const GUARD_SOURCE = 'gateway-workspace-guard';
+/** The guard: empty, read-only for everyone (root too), nothing to run or open as a device, the least room tmpfs takes. */
+const GUARD_OPTIONS = 'ro,nosuid,nodev,noexec,size=4k,nr_inodes=1,mode=0500';
 
 export type ImageSupport = { available: true } | { available: false; reason: string };
 
@@ -134,13 +144,25 @@ function run(program: string, args: readonly string[], ok: readonly number[] = [
   });
 }
 
-/** The mount at a folder that the image backs, the last one made there (undefined: none at all); `foreign` when another file system is there. */
-function mountAt(folder: string, image: string): { device: string } | { foreign: string } | undefined {
+const isGuard = (mount: Mount) => mount.type === 'tmpfs' && mount.source === GUARD_SOURCE;
+
+/**
+ * What is mounted at a folder: the image's mount (the last made there, its
+ * device, and whether the guard is beneath it), the guard alone, nothing
+ * (undefined), or another file system (`foreign`).
+ */
+function mountAt(folder: string, image: string): { device: string; guarded: boolean } | { guard: true } | { foreign: string } | undefined {
   const here = mounts().filter((mount) => mount.point === folder);
   const top = here.at(-1);
   if (!top) return undefined;
-  if (top.type === 'ext4' && backingFile(top.source) === image) return { device: top.source };
+  if (top.type === 'ext4' && backingFile(top.source) === image) return { device: top.source, guarded: here.length > 1 && isGuard(here.at(-2)!) };
+  if (isGuard(top)) return { guard: true };
   return { foreign: `${top.type} from ${top.source}` };
+}
+
+/** Mounts the guard at the folder, beneath where the image goes. */
+async function mountGuard(folder: string): Promise<void> {
+  await run('mount', ['-t', 'tmpfs', '-o', GUARD_OPTIONS, '--', GUARD_SOURCE, folder]);
 }
 
 const isEmptyFolder = async (path: string) => (await readdir(path)).length === 0;
@@ -174,9 +196,14 @@ export async function mountWorkspace(given: string, options: MountOptions): Prom
   // Mount points are named by their real path in mountinfo.
   const folder = join(await realpath(dirname(given)), basename(given));
   const paths = imagePaths(folder);
-  const mounted = mountAt(folder, paths.image);
+  let mounted = mountAt(folder, paths.image);
   if (mounted && 'foreign' in mounted) return { by: 'watch', reason: `${folder} is the mount point of another file system (${mounted.foreign})` };
-  if (mounted) return grown(folder, mounted.device, paths.image, options);
+  if (mounted && 'device' in mounted) return grown(folder, mounted.device, mounted.guarded, paths.image, options);
+  // A guard whose image is gone (removed by hand) comes off: the folder is as it was before the image.
+  if (mounted && !(await exists(paths.image)) && !(await exists(paths.fresh))) {
+    await run('umount', [folder]);
+    mounted = undefined;
+  }
   await recover(folder, paths);
   if (!(await exists(paths.image))) {
     if (!options.make) return { by: 'watch', reason: 'tools.exec.workspaceImage is off' };
@@ -187,24 +214,27 @@ export async function mountWorkspace(given: string, options: MountOptions): Prom
   const elsewhere = mounts().find((mount) => backingFile(mount.source) === paths.image);
   if (elsewhere) return { by: 'watch', reason: `its image ${paths.image} is mounted at ${elsewhere.point}, not at the workspace` };
   for (const device of loopsOf(paths.image)) await run('losetup', ['-d', device]).catch(() => undefined);
-  if (await exists(folder)) {
-    const info = await lstat(folder);
-    if (!info.isDirectory()) return { by: 'watch', reason: `${folder} is not a folder` };
-    if (!(await isEmptyFolder(folder))) {
-      return { by: 'watch', reason: `${folder} holds files while its image ${paths.image} is not mounted there: move them out of the folder and the image is mounted at the next call` };
-    }
-  } else {
-    await mkdir(folder, { mode: 0o700 });
-  }
   await imageFileChecked(paths.image);
+  if (!mounted) {
+    if (await exists(folder)) {
+      const info = await lstat(folder);
+      if (!info.isDirectory()) return { by: 'watch', reason: `${folder} is not a folder` };
+      if (!(await isEmptyFolder(folder))) {
+        return { by: 'watch', reason: `${folder} holds files while its image ${paths.image} is not mounted there: move them out of the folder and the image is mounted at the next call` };
+      }
+    } else {
+      await mkdir(folder, { mode: 0o700 });
+    }
+    await mountGuard(folder);
+  }
   await run('mount', ['-t', 'ext4', '-o', MOUNT_OPTIONS, '--', paths.image, folder]);
   await rm(paths.moved, { recursive: true, force: true });
   const now = mountAt(folder, paths.image);
-  if (!now || 'foreign' in now) throw new Error(`${paths.image} was mounted at ${folder}, but mountinfo does not show it there`);
+  if (!now || !('device' in now)) throw new Error(`${paths.image} was mounted at ${folder}, but mountinfo does not show it there`);
   // The root of the file system is the workspace's root: the sandbox's user owns it, no one else reads it.
   if (options.owner) await chown(folder, options.owner.uid, options.owner.gid);
   await chmod(folder, 0o700);
-  return grown(folder, now.device, paths.image, options);
+  return grown(folder, now.device, now.guarded, paths.image, options);
 }
 
 /** Refuses an image that is not a regular file of this user's alone (a link put in its place would be mounted by its target). */
@@ -291,9 +321,13 @@ async function makeImage(folder: string, paths: ReturnType<typeof imagePaths>, o
  * CAP_SYS_RESOURCE; elsewhere it is unmounted, grown and mounted again, but
  * only while no call is in it (`idle`) and nothing holds it (umount refuses a
  * busy file system): else it keeps its size, which holds a smaller bound, and
- * is grown at a later call.
+ * is grown at a later call. While it is unmounted the folder shows the guard
+ * beneath it, never the bare folder: an image mounted with no guard beneath
+ * (by an earlier version) is not grown offline, since nothing can be slid
+ * under a mount; it keeps its size until it is next mounted (`gateway
+ * doctor` says so).
  */
-async function grown(folder: string, device: string, image: string, options: MountOptions): Promise<WorkspaceBound> {
+async function grown(folder: string, device: string, guarded: boolean, image: string, options: MountOptions): Promise<WorkspaceBound> {
   const size = await fileSystemSize(image);
   if (options.bytes <= size) return { by: 'filesystem', bytes: size, image };
   const as = (bytes: number): WorkspaceBound => ({ by: 'filesystem', bytes, image });
@@ -304,13 +338,21 @@ async function grown(folder: string, device: string, image: string, options: Mou
     await run('losetup', ['--set-capacity', device]);
     if (await run('resize2fs', [device]).then(() => true, () => false)) return as(options.bytes);
   }
-  if (options.idle && !options.idle()) return as(size);
+  if (!guarded || (options.idle && !options.idle())) return as(size);
   if (!(await run('umount', [folder]).then(() => true, () => false))) return as(size);
   try {
-    // 1: it corrected something (the file system was marked not clean when unmounted): still whole.
-    await run('e2fsck', ['-f', '-p', image], [0, 1]);
-    await setSize(image, options.bytes);
-    await run('resize2fs', [image]);
+    const state = await superblockState(image);
+    if (state.freeInodes === 0 && state.clean) {
+      // Every inode used: e2fsck would have none for the lost+found it makes again (the workspace keeps none) and stop, so
+      // the workspace could never grow. The kernel marked it unmounted cleanly with no error just now: grown unchecked.
+      await setSize(image, options.bytes);
+      await run('resize2fs', ['-f', image]);
+    } else {
+      // 1: it corrected something (the file system was marked not clean when unmounted): still whole.
+      await run('e2fsck', ['-f', '-p', image], [0, 1]);
+      await setSize(image, options.bytes);
+      await run('resize2fs', [image]);
+    }
   } finally {
     await run('mount', ['-t', 'ext4', '-o', MOUNT_OPTIONS, '--', image, folder]);
   }
@@ -339,6 +381,20 @@ export async function fileSystemSize(image: string): Promise<number> {
     const is64 = (block.readUInt32LE(0x60) & 0x80) !== 0;
     const blocks = block.readUInt32LE(0x4) + (is64 ? block.readUInt32LE(0x150) * 2 ** 32 : 0);
     return blocks * (1024 << block.readUInt32LE(0x18));
+  } finally {
+    await handle.close();
+  }
+}
+
+/** What an image's superblock says of its file system: inodes still free, and whether it was unmounted cleanly with no error recorded. */
+async function superblockState(image: string): Promise<{ freeInodes: number; clean: boolean }> {
+  const handle = await open(image, 'r');
+  try {
+    const block = Buffer.alloc(1024);
+    await handle.read(block, 0, 1024, 1024);
+    if (block.readUInt16LE(0x38) !== 0xef53) throw new Error(`${image} holds no ext4 file system`);
+    const state = block.readUInt16LE(0x3a);
+    return { freeInodes: block.readUInt32LE(0x10), clean: (state & 0x1) !== 0 && (state & 0x2) === 0 };
   } finally {
     await handle.close();
   }
@@ -373,13 +429,15 @@ export const deviceOf = (folder: string): number | undefined => {
   }
 };
 
-/** The workspace images kept under a folder (a profile's) that are mounted now: where, and their size. */
-export function mountedImages(under: string): Promise<{ folder: string; image: string; bytes: number }[]> {
+/** The workspace images kept under a folder (a profile's) that are mounted now: where, their size, and whether the guard is beneath. */
+export function mountedImages(under: string): Promise<{ folder: string; image: string; bytes: number; guarded: boolean }[]> {
   const prefix = ourPrefix(under);
-  return Promise.all(mounts().map(async (mount) => {
+  const all = mounts();
+  return Promise.all(all.map(async (mount, index) => {
     const image = backingFile(mount.source);
     if (!image || !ours(image, prefix)) return [];
-    return fileSystemSize(image).then((bytes) => [{ folder: mount.point, image, bytes }], () => []);
+    const guarded = all.slice(0, index).some((below) => below.point === mount.point && isGuard(below));
+    return fileSystemSize(image).then((bytes) => [{ folder: mount.point, image, bytes, guarded }], () => []);
   })).then((found) => found.flat());
 }
 
@@ -406,6 +464,8 @@ const ours = (file: string, prefix: string) => file.startsWith(prefix) && /\/\.[
 export function unmountImages(under: string): string[] {
   const prefix = ourPrefix(under);
   const found = mounts().filter((mount) => {
+    // The guards beneath the images go too (after them: the last made comes off first).
+    if (isGuard(mount)) return mount.point.startsWith(prefix);
     const file = backingFile(mount.source);
     return file !== undefined && ours(file, prefix);
   });

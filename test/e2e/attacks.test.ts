@@ -44,6 +44,8 @@ describe('attacks: delegation and agents\' tools keep budgets, people and revoca
       team: { model: 'planner/m', toolProfile: 'messaging', memory: { scope: 'agent' } },
       scribe: { model: 'planner/m', tools: ['skills.write'] },
       planner: { model: 'planner/m', delegation: { agents: ['researcher', 'vault'], timeoutSeconds: 30 } },
+      // Hands its tasks to the planner, which hands them on to the researcher: two levels down.
+      chief: { model: 'planner/m', delegation: { agents: ['planner'], timeoutSeconds: 30 } },
     });
     await home.set('gateway.http.endpoints', { chatCompletions: { enabled: true } });
     await home.set('jobs.leaseSeconds', 5);
@@ -77,6 +79,47 @@ describe('attacks: delegation and agents\' tools keep budgets, people and revoca
     expect(body.error.code).to.equal('budget_exceeded');
     expect(body.error.message).to.match(new RegExp(`^Token ${made.json.id} has spent its daily budget \\(0\\.60 EUR of 0\\.50 EUR\\)`));
     expect(researcher.requests, 'no research past the budget').to.have.length(1);
+  });
+
+  it('two levels down, the caller still pays: a grandchild\'s spending refuses the token\'s next run, and the first agent\'s, before any model is called', async () => {
+    const made = await home.run(['tokens', 'create', '--name', 'deep', '--scope', 'inference', '--budget-daily', '0.5', '--json']);
+    expect(made.code, made.stderr).to.equal(0);
+    const token = made.json.token as string;
+    // The chief hands the work to the planner, the planner to the (priced) researcher; then each answers.
+    planner.enqueue(
+      openaiToolCalls([{ name: 'agents_delegate', args: { agent: 'planner', task: 'Plan the research.' } }]),
+      openaiToolCalls([{ name: 'agents_delegate', args: { agent: 'researcher', task: 'Costly research, two levels down.' } }]),
+      openaiText('Planned.'),
+      openaiText('Done.'),
+    );
+    researcher.enqueue(openaiText('Findings.', { prompt_tokens: 200_000, completion_tokens: 20_000 }));
+    // The research spends past the budget: the steps after it, the planner's and the chief's, are refused already.
+    const first = await complete(token, 'gateway/chief', 'dana');
+    expect(first.status, await first.clone().text()).to.equal(429);
+    expect(researcher.requests, 'the research ran two levels down').to.have.length(1);
+    const asked = planner.requests.length;
+    expect(asked, 'the chief\'s and the planner\'s first steps only').to.equal(2);
+
+    const second = await complete(token, 'gateway/chief', 'dana');
+    const body = await second.json() as any;
+    expect(second.status, JSON.stringify(body)).to.equal(429);
+    expect(body.error.code).to.equal('budget_exceeded');
+    expect(body.error.message).to.match(new RegExp(`^Token ${made.json.id} has spent its daily budget \\(0\\.60 EUR of 0\\.50 EUR\\)`));
+    expect(planner.requests.length, 'no model called past the budget').to.equal(asked);
+
+    // The grandchild's call is the person's the first run acted for, and counts to every agent above it.
+    const usage = await home.json(['usage']);
+    const dana = usage.byPerson.filter((group: any) => group.key.endsWith(':dana'));
+    expect(dana.map((group: any) => group.cost), JSON.stringify(usage.byPerson)).to.deep.equal([0.6]);
+    await home.set('agents.chief.budget', { daily: 0.5 });
+    try {
+      const chat = await home.run(['chat', '--agent', 'chief', '--session', 'deep', 'Plan again.', '--json']);
+      expect(chat.code, chat.stdout).to.not.equal(0);
+      expect(chat.stderr).to.include('Agent chief has spent its daily budget (0.60 EUR of 0.50 EUR)');
+      expect(planner.requests.length, 'the chief\'s model was not called either').to.equal(asked);
+    } finally {
+      await home.set('agents.chief.budget', {});
+    }
   });
 
   it('an agent whose memory its people share lists its own conversations, never another agent\'s people', async () => {

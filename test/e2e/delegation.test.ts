@@ -31,6 +31,9 @@ describe('delegation: an agent hands a task to another, waits or is answered lat
     await home.set('agents.broken', { model: 'broken/m' });
     await home.set('agents.researcher', { model: 'researcher/m', delegation: { agents: ['helper'], depth: 1 } });
     await home.set('agents.planner', { model: 'planner/m', delegation: { agents: ['researcher', 'broken'], maxChildren: 1, timeoutSeconds: 30 } });
+    // One memory all the keeper's people share; the lead keeps each person's apart (the default) and lets nothing go deeper than one.
+    await home.set('agents.keeper', { model: 'researcher/m', memory: { scope: 'agent' } });
+    await home.set('agents.lead', { model: 'planner/m', delegation: { agents: ['planner', 'keeper'], depth: 1, timeoutSeconds: 30 } });
     // A killed daemon's running job is taken back on a shared store when its lease runs out (the shortest allowed here).
     await home.set('jobs.leaseSeconds', 5);
     const started = await home.run(['start']);
@@ -135,6 +138,48 @@ describe('delegation: an agent hands a task to another, waits or is answered lat
     const shown = await show('chat:planner:dm:failing');
     expect(shown.delegation.children[0]).to.include({ agent: 'broken', status: 'failed' });
     expect(shown.delegation.children[0].error).to.include('the model server is out of order');
+  });
+
+  it('an agent\'s depth holds for everything below its runs: the agent it handed a task to may not hand it further, whatever its own depth', async () => {
+    planner.enqueue(
+      openaiToolCalls([{ name: 'agents_delegate', args: { agent: 'planner', task: 'Ask the researcher for the time.' } }]),
+      openaiToolCalls([{ name: 'agents_delegate', args: { agent: 'researcher', task: 'What time is it?' } }]),
+      openaiText('I could not ask further.'),
+      openaiText('The planner could not ask further.'),
+    );
+    const result = await home.run(['chat', '--agent', 'lead', '--session', 'deep', 'Go deep.', '--json']);
+    expect(result.code, result.stderr).to.equal(0);
+    expect(JSON.parse(result.stdout).text).to.equal('The planner could not ask further.');
+    // The planner (depth 2) read why its delegation, two below the lead's run, was refused.
+    expect(lastSent(planner, 2)).to.include('This task was delegated 1 time already, starting from a run of agent lead, whose tasks go no deeper than 1 (agents.lead.delegation.depth)');
+    expect(researcher.requests, 'the researcher never ran').to.have.length(0);
+  });
+
+  it('an agent keeping each person\'s memory apart may not hand a task to one whose memory its people share, unless the operator allows it; doctor warns while it does', async () => {
+    const delegationCheck = async () => (await home.run(['doctor', '--json'])).json.checks.find((check: any) => check.name === 'delegation');
+    planner.enqueue(openaiToolCalls([{ name: 'agents_delegate', args: { agent: 'keeper', task: 'Remember that my door code is 4711.' } }]), openaiText('I keep that to myself.'));
+    const refused = await home.run(['chat', '--agent', 'lead', '--session', 'shared', 'Have it remembered.', '--json']);
+    expect(refused.code, refused.stderr).to.equal(0);
+    expect(lastSent(planner)).to.include('Agent lead may not hand a task to keeper: keeper\'s memory is shared by all its people (agents.keeper.memory.scope agent)')
+      .and.to.include('the operator may allow it with agents.lead.delegation.allowSharedMemory true');
+    expect(researcher.requests, 'the keeper never ran').to.have.length(0);
+    expect((await show('chat:lead:dm:shared')).delegation ?? null, 'no delegation recorded').to.equal(null);
+    expect(await delegationCheck()).to.equal(undefined);
+
+    await home.set('agents.lead.delegation.allowSharedMemory', true);
+    try {
+      const check = await delegationCheck();
+      expect(check).to.include({ status: 'warn' });
+      expect(check.detail).to.equal('agent lead keeps each person\'s memory apart, but may hand tasks to keeper, whose memory all its people share (agents.lead.delegation.allowSharedMemory): one person\'s words can reach what others read');
+      expect(check.fix).to.include('gateway config set agents.lead.delegation.allowSharedMemory false');
+      planner.enqueue(openaiToolCalls([{ name: 'agents_delegate', args: { agent: 'keeper', task: 'Remember that the team meets on Mondays.' } }]), openaiText('The keeper has it.'));
+      researcher.enqueue(openaiText('Noted: Mondays.'));
+      const allowed = await home.run(['chat', '--agent', 'lead', '--session', 'shared', 'Have the meeting day remembered.', '--json']);
+      expect(allowed.code, allowed.stderr).to.equal(0);
+      expect(lastSent(planner)).to.include('Noted: Mondays.').and.to.include('succeeded');
+    } finally {
+      await home.set('agents.lead.delegation.allowSharedMemory', false);
+    }
   });
 
   it('a daemon killed while a child runs finishes it after the restart, and the answer comes back once', async () => {

@@ -1,7 +1,9 @@
 import { expect } from 'chai';
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, statSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { imageSupport } from '../../src/shared/workspace-image.ts';
 import { freePort, Home } from '../support/cli.ts';
 
@@ -14,8 +16,12 @@ const unsupported = (() => {
   return support.available ? undefined : support.reason;
 })();
 
-/** The mount points at a path, as the host's mountinfo lists them (a second one would be a workspace mounted twice). */
+/** The mounts at a path, as the host's mountinfo lists them: the read-only guard beneath, and the image. */
 const mountsAt = (path: string) => readFileSync('/proc/self/mountinfo', 'utf8').split('\n').filter((line) => line.split(' ')[4] === path);
+/** The image's mounts at a path (a second one would be a workspace mounted twice). */
+const imagesAt = (path: string) => mountsAt(path).filter((line) => line.split(' - ')[1]?.startsWith('ext4 '));
+/** The guards at a path: one, beneath the image. */
+const guardsAt = (path: string) => mountsAt(path).filter((line) => line.split(' - ')[1]?.startsWith('tmpfs gateway-workspace-guard '));
 /** The loop devices attached to an image. */
 const loopsOf = (image: string) => execFileSync('losetup', ['-j', image], { encoding: 'utf8' }).split('\n').filter(Boolean);
 /** Bytes the files of a folder take on disk (du, the host's view). */
@@ -86,8 +92,10 @@ describe('a workspace of its own file system: tools.exec.workspaceMB enforced (e
     const used = usedBytes(workspace());
     console.log(`      ${(used / MB).toFixed(1)} MB in the workspace after a 200 MB write under 100 MB`);
     expect(used).to.be.at.most(100 * MB);
-    // The host path is the mount point, its source the image beside it (0600), and the person's files are there.
-    expect(mountsAt(workspace())).to.have.length(1);
+    // The host path is the mount point, its source the image beside it (0600), over a read-only guard, and the person's files are there.
+    expect(imagesAt(workspace())).to.have.length(1);
+    expect(mountsAt(workspace()).map((line) => line.split(' - ')[1]!.split(' ')[0])).to.deep.equal(['tmpfs', 'ext4']);
+    expect(guardsAt(workspace())).to.have.length(1);
     expect(loopsOf(image())).to.have.length(1);
     expect(statSync(image()).mode & 0o777).to.equal(0o600);
     expect(readdirSync(workspace()).sort()).to.deep.equal(['big', 'notes.txt']);
@@ -103,7 +111,7 @@ describe('a workspace of its own file system: tools.exec.workspaceMB enforced (e
     expect((await home.run(['start'])).code).to.equal(0);
     expect((await exec('cat notes.txt')).stdout).to.equal('kept\n');
     expect(existsSync(join(profile(), '.workspace.img.new'))).to.equal(false);
-    expect(mountsAt(workspace())).to.have.length(1);
+    expect(imagesAt(workspace())).to.have.length(1);
   });
 
   it('a folder moved aside by a crash with no image to mount goes back where it was, and is moved in whole', async () => {
@@ -156,10 +164,10 @@ describe('a workspace of its own file system: tools.exec.workspaceMB enforced (e
     for (let round = 0; round < 3; round++) {
       process.kill(daemonPid(), 'SIGKILL');
       await new Promise((resolve) => setTimeout(resolve, 300));
-      expect(mountsAt(workspace()), 'the mount outlives the daemon').to.have.length(1);
+      expect(imagesAt(workspace()), 'the mount outlives the daemon').to.have.length(1);
       expect((await home.run(['start'])).code).to.equal(0);
       expect((await exec('cat kept.txt')).stdout).to.equal('before\n');
-      expect(mountsAt(workspace())).to.have.length(1);
+      expect(imagesAt(workspace())).to.have.length(1);
       expect(loopsOf(image())).to.have.length(1);
     }
     // gateway stop leaves it mounted too: the person's files stay where they look for them.
@@ -167,12 +175,24 @@ describe('a workspace of its own file system: tools.exec.workspaceMB enforced (e
     expect(readFileSync(join(workspace(), 'kept.txt'), 'utf8')).to.equal('before\n');
     // As after the host restarted: unmounted, the folder empty; the daemon's start mounts it again before any call.
     execFileSync('umount', [workspace()]);
+    execFileSync('umount', [workspace()]);
+    expect(mountsAt(workspace())).to.deep.equal([]);
     expect(loopsOf(image())).to.deep.equal([]);
     expect(readdirSync(workspace())).to.deep.equal([]);
     expect((await home.run(['start'])).code).to.equal(0);
     for (let waited = 0; waited < 10_000 && !existsSync(join(workspace(), 'kept.txt')); waited += 100) await new Promise((resolve) => setTimeout(resolve, 100));
     expect(readFileSync(join(workspace(), 'kept.txt'), 'utf8')).to.equal('before\n');
     expect(loopsOf(image())).to.have.length(1);
+    // The image alone unmounted by hand: the folder shows the empty read-only guard, and the image is mounted over it again.
+    expect((await home.run(['stop'])).code).to.equal(0);
+    execFileSync('umount', [workspace()]);
+    expect(guardsAt(workspace())).to.have.length(1);
+    expect(imagesAt(workspace())).to.deep.equal([]);
+    expect(() => writeFileSync(join(workspace(), 'stray.txt'), 'x')).to.throw(/EROFS|read-only/i);
+    expect((await home.run(['start'])).code).to.equal(0);
+    expect((await exec('cat kept.txt')).stdout).to.equal('before\n');
+    expect(guardsAt(workspace())).to.have.length(1);
+    expect(imagesAt(workspace())).to.have.length(1);
   });
 
   it('files are bounded too: empty files past the workspace\'s inodes (one per 16 KiB) fail there, not on the host', async () => {
@@ -217,16 +237,34 @@ describe('a workspace of its own file system: tools.exec.workspaceMB enforced (e
     expect((await exec('echo hi > hi.txt; cat hi.txt')).stdout).to.equal('hi\n');
     const folder = join(realpathSync(home.profileDir(other)), 'workspace');
     const otherImage = join(realpathSync(home.profileDir(other)), '.workspace.img');
-    expect(mountsAt(folder)).to.have.length(1);
+    expect(imagesAt(folder)).to.have.length(1);
     const doctor = await home.run(['doctor', '--json', '--profile', other]);
     const check = doctor.json.checks.find((entry: any) => entry.name === 'workspace');
     expect(check, doctor.stdout).to.include({ status: 'ok' });
-    expect(check.detail).to.match(/tools\.exec\.workspaceMB \(20 MB\) holds by construction: each workspace of the profile is a file system of its own \(1 mounted\)/);
+    expect(check.detail).to.match(/tools\.exec\.workspaceMB \(20 MB\) holds by construction for each workspace under the profile: a file system of its own \(1 mounted\)/);
     const removed = await home.run(['profiles', 'remove', other, '--yes']);
     expect(removed.code, removed.stderr).to.equal(0);
     expect(mountsAt(folder)).to.deep.equal([]);
     expect(loopsOf(otherImage)).to.deep.equal([]);
     expect(existsSync(home.profileDir(other))).to.equal(false);
+  });
+
+  it('an agent whose workspace is a folder of the operator\'s own: never mounted over, its files in sight; doctor says the bound is watched there, not enforced, why, and how to have it enforced', async () => {
+    const mine = join(realpathSync(home.dir), 'operator-files');
+    mkdirSync(mine, { mode: 0o755 });
+    writeFileSync(join(mine, 'plan.txt'), 'mine\n', { mode: 0o644 });
+    await home.set('agents', { own: { workspace: mine } });
+    expect((await home.run(['start'])).code).to.equal(0);
+    expect((await exec('cat plan.txt')).stdout).to.equal('mine\n');
+    expect(mountsAt(mine), 'nothing mounted over the operator\'s folder').to.deep.equal([]);
+    expect(existsSync(join(realpathSync(home.dir), '.operator-files.img'))).to.equal(false);
+    expect(readdirSync(mine)).to.deep.equal(['plan.txt']);
+    const doctor = await home.run(['doctor', '--json']);
+    const check = doctor.json.checks.find((entry: any) => entry.name === 'workspace');
+    expect(check, doctor.stdout).to.include({ status: 'warn' });
+    expect(check.detail).to.include('for agent own, whose workspace is a folder of the operator\'s own (agents.<id>.workspace), it is watched, not enforced: '
+      + 'the gateway never mounts a file system over a folder of the operator\'s (it would hide the files in it), and a folder on a shared file system has no bound of its own to set');
+    expect(check.fix).to.include(`gateway config unset agents.own.workspace --profile default   # own then works in workspaces/own, a file system of its own`);
   });
 
   it('with tools.exec.workspaceImage off the workspace stays a plain folder, and doctor says the bound is watched, not enforced', async () => {
@@ -239,6 +277,89 @@ describe('a workspace of its own file system: tools.exec.workspaceMB enforced (e
     const check = doctor.json.checks.find((entry: any) => entry.name === 'workspace');
     expect(check, doctor.stdout).to.include({ status: 'warn' });
     expect(check.detail).to.match(/tools\.exec\.workspaceMB \(100 MB\) is watched, not enforced: tools\.exec\.workspaceImage is off/);
+  });
+});
+
+/**
+ * Growing an image offline (where the daemon may not grow a mounted ext4: no
+ * CAP_SYS_RESOURCE) unmounts it for a while: the folder then shows the
+ * read-only guard beneath the image, never the bare folder under both.
+ */
+describe('a workspace of its own file system: grown offline, the folder is never bare (e2e, root, loop devices)', function () {
+  this.timeout(180_000);
+  const NAMES = 200;
+  let root: string;
+  const folder = () => join(root, 'workspace');
+  /** Mounts or grows the image as the daemon does, in a process without CAP_SYS_RESOURCE. */
+  const mount = (bytes: number) => JSON.parse(execFileSync('setpriv', [
+    '--inh-caps=-sys_resource', '--bounding-set=-sys_resource', process.execPath, fileURLToPath(new URL('../fixtures/workspace/grow.ts', import.meta.url)), folder(), String(bytes),
+  ], { encoding: 'utf8' })) as { by: string; bytes?: number };
+  const types = () => readFileSync('/proc/self/mountinfo', 'utf8').split('\n').filter((line) => line.split(' ')[4] === folder()).map((line) => line.split(' - ')[1]!.split(' ').slice(0, 2).join(' '));
+
+  before(function () {
+    if (unsupported) this.skip();
+  });
+  beforeEach(() => {
+    root = realpathSync(mkdtempSync(join(tmpdir(), 'workspace-grow-')));
+  });
+  afterEach(() => {
+    for (let left = types().length; left > 0; left--) execFileSync('umount', ['-l', folder()]);
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  it('a writer looping in the workspace while it is grown offline leaves nothing in the bare folder, and loses nothing it wrote', async () => {
+    expect(mount(20 * MB)).to.include({ by: 'filesystem', bytes: 20 * MB });
+    const stack = types();
+    expect(stack, 'the guard beneath, the image on top').to.have.length(2);
+    expect(stack[0]).to.equal('tmpfs gateway-workspace-guard');
+    expect(stack[1]).to.match(/^ext4 \/dev\/loop\d+$/);
+    // As root, whom no folder's mode stops: each write that succeeds is counted, each refused one tried again. It writes over
+    // 200 names in turn (w<i mod 200>), so the workspace's inodes last whatever the host's speed.
+    const stop = join(root, 'stop');
+    const writer = spawn('sh', ['-c', `cd /; i=0; f=0; while [ ! -e ${stop} ]; do if echo $i 2>/dev/null > ${folder()}/w$((i % ${NAMES})); then i=$((i+1)); else f=$((f+1)); fi; done; echo $i $f`], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    writer.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      out += chunk;
+    });
+    const ended = new Promise((resolve) => writer.on('close', resolve));
+    try {
+      for (let waited = 0; waited < 10_000 && !existsSync(join(folder(), `w${NAMES - 1}`)); waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
+      // umount refuses while the writer has a file open: tried again until it is grown.
+      let grown = 0;
+      for (let attempt = 0; attempt < 50 && grown < 40 * MB; attempt++) grown = mount(40 * MB).bytes ?? 0;
+      expect(grown, 'grown offline').to.equal(40 * MB);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    } finally {
+      writeFileSync(stop, '');
+      await ended;
+    }
+    const [written, refused] = out.trim().split(' ').map(Number) as [number, number];
+    console.log(`      ${written} files written, ${refused} writes refused while the image was unmounted`);
+    expect(refused, 'the writer wrote while the image was unmounted').to.be.above(0);
+    // Every write that succeeded is in the workspace: each name holds the last number written to it.
+    expect(written, 'the writer went round its names').to.be.above(NAMES);
+    const lost = Array.from({ length: NAMES }, (_, index) => index).filter((index) => {
+      const last = written - 1 - ((written - 1 - index) % NAMES);
+      return readFileSync(join(folder(), `w${index}`), 'utf8') !== `${last}\n`;
+    });
+    expect(lost, 'names whose last write is lost').to.deep.equal([]);
+    expect(readdirSync(folder())).to.have.length(NAMES);
+    // The image and the guard off: the bare folder holds nothing.
+    execFileSync('umount', [folder()]);
+    expect(types()).to.deep.equal(['tmpfs gateway-workspace-guard']);
+    expect(readdirSync(folder()), 'the guard holds nothing').to.deep.equal([]);
+    execFileSync('umount', [folder()]);
+    expect(types()).to.deep.equal([]);
+    expect(readdirSync(folder()), 'the bare folder holds nothing').to.deep.equal([]);
+  });
+
+  it('a workspace whose every inode is used still grows offline, and its files take the new room', async () => {
+    expect(mount(20 * MB)).to.include({ by: 'filesystem', bytes: 20 * MB });
+    execFileSync('sh', ['-c', `cd ${folder()} && i=0; while true 2>/dev/null > f$i; do i=$((i+1)); done`]);
+    expect(() => writeFileSync(join(folder(), 'one-more'), '')).to.throw(/ENOSPC/);
+    expect(mount(40 * MB)).to.include({ by: 'filesystem', bytes: 40 * MB });
+    writeFileSync(join(folder(), 'f0'), Buffer.alloc(25 * MB));
+    expect(statSync(join(folder(), 'f0')).size).to.equal(25 * MB);
   });
 });
 

@@ -71,6 +71,8 @@ export interface AgentRunRequest {
   subject?: string;
   /** The agent that delegated this run's task (agents.delegate): its model calls count to that agent too. */
   delegatedBy?: string;
+  /** Every agent above this run in its delegation chain, first the one whose run started it: its model calls count to each. */
+  delegators?: string[];
   runId?: string;
   signal?: AbortSignal;
   onEvent?: (event: RunEvent & { runId: string }) => void;
@@ -174,7 +176,10 @@ export class AgentRunner {
         runId, agentId, agent, sessionKey, person: request.person, messages, system,
         models: [request.model ?? settings.model!, ...settings.fallbacks.filter((ref) => ref !== (request.model ?? settings.model))],
         tools: this.deps.catalog.toolsFor(settings), clientTools: request.clientTools ?? [],
-        meta: { agent: agentId, sessionKey, subject: request.subject, surface: request.surface, runId, ...(request.delegatedBy ? { delegatedBy: request.delegatedBy } : {}) },
+        meta: {
+          agent: agentId, sessionKey, subject: request.subject, surface: request.surface, runId, person: request.person,
+          ...(request.delegatedBy ? { delegatedBy: request.delegatedBy } : {}), ...(request.delegators?.length ? { delegators: request.delegators } : {}),
+        },
         ...(request.replyTo ? { replyTo: request.replyTo } : {}),
         signal: AbortSignal.any([signal, records.signal]), onEvent: emit, begin: () => records.begin(), onSent: () => records.soon(RECORD_WAIT_MS),
       }, { caller: this.deps.caller, runner: this.deps.runner, sessions: this.deps.sessions, logger: this.deps.log });

@@ -43,6 +43,10 @@ export const DELEGATION_MIGRATIONS: readonly Migration[] = [{
   version: 4,
   name: 'a delegation spends the credential or automation whose run made it',
   sql: 'ALTER TABLE delegations ADD COLUMN subject TEXT;',
+}, {
+  version: 5,
+  name: 'a delegation knows every agent above it, up to the run that started the chain',
+  sql: 'ALTER TABLE delegations ADD COLUMN delegators TEXT;',
 }];
 
 /** How a child's answer goes back: to the tool call waiting for it, or as a new turn of the parent's conversation. */
@@ -59,6 +63,12 @@ export interface Delegation {
   person: string;
   /** Whose spending the delegating run was (a credential, an automation): the child's model calls spend it too, under its budgets. */
   subject: string | null;
+  /**
+   * The agents above the child, the first the one whose run started the
+   * chain, the last its parent: each one's budget and depth limit holds for
+   * the child, however deep.
+   */
+  delegators: string[];
   jobId: string;
   mode: DelegationMode;
   waiter: string | null;
@@ -75,13 +85,15 @@ export interface Delegation {
 
 interface Row {
   session_key: string; parent_session: string; n: number; parent_agent: string; agent: string; depth: number; task: string; person: string;
-  subject: string | null; job_id: string; mode: DelegationMode; waiter: string | null; status: Delegation['status']; run_id: string | null; answer: string | null;
+  subject: string | null; delegators: string | null; job_id: string; mode: DelegationMode; waiter: string | null; status: Delegation['status']; run_id: string | null; answer: string | null;
   error: string | null; input_tokens: number | null; output_tokens: number | null; created_at: number; finished_at: number | null; delivered_at: number | null;
 }
 
 const toDelegation = (row: Row): Delegation => ({
   sessionKey: row.session_key, parentSession: row.parent_session, n: Number(row.n), parentAgent: row.parent_agent, agent: row.agent, depth: Number(row.depth),
-  task: row.task, person: row.person, subject: row.subject ?? null, jobId: row.job_id, mode: row.mode, waiter: row.waiter, status: row.status, runId: row.run_id, answer: row.answer,
+  task: row.task, person: row.person, subject: row.subject ?? null,
+  // A row made before the chain was kept knows its parent only.
+  delegators: row.delegators ? JSON.parse(row.delegators) as string[] : [row.parent_agent], jobId: row.job_id, mode: row.mode, waiter: row.waiter, status: row.status, runId: row.run_id, answer: row.answer,
   error: row.error, inputTokens: row.input_tokens, outputTokens: row.output_tokens, createdAt: Number(row.created_at),
   finishedAt: row.finished_at === null ? null : Number(row.finished_at), deliveredAt: row.delivered_at === null ? null : Number(row.delivered_at),
 });
@@ -133,9 +145,9 @@ export class DelegationStore {
   }
 
   async insert(row: Omit<Delegation, 'status' | 'runId' | 'answer' | 'error' | 'inputTokens' | 'outputTokens' | 'finishedAt' | 'deliveredAt'>, db: Db): Promise<void> {
-    await db.run(`INSERT INTO delegations (session_key, parent_session, n, parent_agent, agent, depth, task, person, subject, job_id, mode, waiter, status, created_at)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?)`,
-    row.sessionKey, row.parentSession, row.n, row.parentAgent, row.agent, row.depth, row.task, row.person, row.subject, row.jobId, row.mode, row.waiter, row.createdAt);
+    await db.run(`INSERT INTO delegations (session_key, parent_session, n, parent_agent, agent, depth, task, person, subject, delegators, job_id, mode, waiter, status, created_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?)`,
+    row.sessionKey, row.parentSession, row.n, row.parentAgent, row.agent, row.depth, row.task, row.person, row.subject, JSON.stringify(row.delegators), row.jobId, row.mode, row.waiter, row.createdAt);
   }
 
   /**

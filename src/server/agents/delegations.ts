@@ -61,6 +61,21 @@ const turnText = (row: Delegation) => (row.status === 'succeeded'
   ? `Agent ${row.agent} answered the task you delegated (${row.sessionKey}):\n${row.answer ?? ''}`
   : `Agent ${row.agent} could not do the task you delegated (${row.sessionKey}): ${row.error ?? 'it failed'}`);
 
+/**
+ * Why a delegation would carry a person's words into a memory other people
+ * read, undefined when it does not: the parent keeps each person's memory
+ * apart, the child's memory is shared by all its people (the child acts for
+ * the parent's person, and what it keeps of the task they may all find), and
+ * the operator has not allowed it (agents.<parent>.delegation.allowSharedMemory).
+ */
+export function sharedMemoryRefusal(agents: GatewayConfig['agents'], parent: string, child: string): string | undefined {
+  const from = agents[parent];
+  const to = agents[child];
+  if (!from || !to || from.memory.scope !== 'person' || to.memory.scope !== 'agent' || from.delegation?.allowSharedMemory) return undefined;
+  return `Agent ${parent} may not hand a task to ${child}: ${child}'s memory is shared by all its people (agents.${child}.memory.scope agent), while ${parent} keeps each person's apart, `
+    + `so the words of the person this conversation is with would reach what others read. Do the task yourself; the operator may allow it with agents.${parent}.delegation.allowSharedMemory true.`;
+}
+
 export class Delegations {
   private readonly deps: DelegationsDeps;
   /** Calls of this daemon waiting for a child, by the child's session: told when it ends here. */
@@ -100,10 +115,22 @@ export class Delegations {
       throw new DomainError('forbidden', `Agent ${parentAgent} may not delegate to ${args.agent}: it may delegate to ${allowed.join(', ') || 'no agent'} (agents.${parentAgent}.delegation.agents).`);
     }
     if (!Object.hasOwn(agents, args.agent)) throw new DomainError('not_found', `No agent ${args.agent} (agents: ${Object.keys(agents).join(', ')}).`);
+    const shared = sharedMemoryRefusal(agents, parentAgent, args.agent);
+    if (shared) throw new DomainError('forbidden', shared);
     const above = await rows.get(parentSession);
     const depth = (above?.depth ?? 0) + 1;
+    // The chain travels with the task: the agents above this one (from the run that started it) and this one.
+    const delegators = [...(above?.delegators ?? []), parentAgent];
+    const done = `This task was delegated ${depth - 1} ${depth - 1 === 1 ? 'time' : 'times'} already`;
     if (depth > settings!.depth) {
-      throw new DomainError('forbidden', `This task was delegated ${depth - 1} ${depth - 1 === 1 ? 'time' : 'times'} already; agent ${parentAgent} may delegate no deeper than ${settings!.depth} (agents.${parentAgent}.delegation.depth). Do the task yourself.`);
+      throw new DomainError('forbidden', `${done}; agent ${parentAgent} may delegate no deeper than ${settings!.depth} (agents.${parentAgent}.delegation.depth). Do the task yourself.`);
+    }
+    // Each agent above holds its limit for everything below its run: an agent further down allowing more does not lift it.
+    for (const upper of delegators.slice(0, -1)) {
+      const limit = agents[upper]?.delegation?.depth;
+      if (limit !== undefined && depth > limit) {
+        throw new DomainError('forbidden', `${done}, starting from a run of agent ${upper}, whose tasks go no deeper than ${limit} (agents.${upper}.delegation.depth). Do the task yourself.`);
+      }
     }
     const wait = args.wait !== false;
     const child = await store.transaction(async (tx) => {
@@ -119,7 +146,7 @@ export class Delegations {
       }, tx);
       const jobId = await this.deps.jobs.enqueue({ kind: DELEGATE_JOB, payload: { sessionKey } satisfies ChildJob, source: `agent:${parentAgent}`, maxAttempts: CHILD_ATTEMPTS }, tx);
       await rows.insert({
-        sessionKey, parentSession, n, parentAgent, agent: args.agent, depth, task: args.task, person: context.person, subject: context.subject ?? null, jobId,
+        sessionKey, parentSession, n, parentAgent, agent: args.agent, depth, task: args.task, person: context.person, subject: context.subject ?? null, delegators, jobId,
         mode: wait ? 'wait' : 'turn', waiter: wait ? this.deps.daemon : null, createdAt: now,
       }, tx);
       return { sessionKey, jobId };
@@ -177,9 +204,10 @@ export class Delegations {
       this.assertStillAllowed(row);
       const result = await this.deps.run({
         agentId: row.agent, session: { key: sessionKey }, text: row.task, recordedId: task, surface: 'delegate', person: row.person,
-        // The child spends what its parent's run spent (a token's, an automation's budget): handing a task on escapes no cap.
+        // The child spends what its parent's run spent (a token's, an automation's budget) and counts to every agent above it,
+        // however deep: handing a task on escapes no cap.
         ...(row.subject ? { subject: row.subject } : {}),
-        sender: { id: `agent:${row.parentAgent}`, name: row.parentAgent }, delegatedBy: row.parentAgent,
+        sender: { id: `agent:${row.parentAgent}`, name: row.parentAgent }, delegatedBy: row.parentAgent, delegators: row.delegators,
       });
       outcome = { status: 'succeeded', runId: result.runId, answer: result.text, error: null, usage: result.usage };
     } catch (thrown) {
@@ -209,6 +237,8 @@ export class Delegations {
     if (!(agents[row.parentAgent]!.delegation?.agents ?? []).includes(row.agent)) {
       throw new DomainError('forbidden', `Agent ${row.parentAgent} may no longer delegate to ${row.agent} (agents.${row.parentAgent}.delegation.agents).`);
     }
+    const shared = Object.hasOwn(agents, row.agent) ? sharedMemoryRefusal(agents, row.parentAgent, row.agent) : undefined;
+    if (shared) throw new DomainError('forbidden', shared);
   }
 
   /** The task, recorded as the child session's first message. */
@@ -263,9 +293,12 @@ export class Delegations {
     if (attempt > 1 && (await this.deps.sessions.store.after(turn.parentSession, turn.recordedId, 50)).some((message) => message.role === 'assistant')) {
       return { answered: 'by an earlier attempt' };
     }
+    // A parent that was itself delegated a task answers its child's answer within its own chain, as its first run did.
+    const own = await this.deps.rows.get(turn.parentSession);
     const result = await this.deps.run({
       agentId: turn.agent, session: { key: turn.parentSession }, text: turn.text, recordedId: turn.recordedId, surface: 'delegate', person: turn.person,
       ...(turn.subject ? { subject: turn.subject } : {}),
+      ...(own ? { delegatedBy: own.parentAgent, delegators: own.delegators } : {}),
       sender: { id: `agent:${turn.child}`, name: turn.child },
     });
     return { runId: result.runId, status: result.status };

@@ -34,6 +34,7 @@ interface CallMeta {
   subject?: string;
   surface?: string;
   delegatedBy?: string;
+  delegators?: string[];
 }
 
 /** When a period began and ends, in UTC. */
@@ -96,10 +97,14 @@ export class Budgets {
     if (meta.agent && agent?.budget && (agent.budget.daily !== undefined || agent.budget.monthly !== undefined)) {
       caps.push({ who: { agent: meta.agent }, label: `Agent ${meta.agent}`, setting: `agents.${meta.agent}.budget`, budget: agent.budget });
     }
-    // A delegated run spends its delegating agent's budget too.
-    const parent = meta.delegatedBy && meta.delegatedBy !== meta.agent ? config.agents[meta.delegatedBy] : undefined;
-    if (meta.delegatedBy && parent?.budget && (parent.budget.daily !== undefined || parent.budget.monthly !== undefined)) {
-      caps.push({ who: { agent: meta.delegatedBy }, label: `Agent ${meta.delegatedBy}`, setting: `agents.${meta.delegatedBy}.budget`, budget: parent.budget });
+    // A delegated run spends the budget of every agent above it too, up to the one whose run started the chain.
+    const above = new Set([...(meta.delegators ?? []), ...(meta.delegatedBy ? [meta.delegatedBy] : [])]);
+    above.delete(meta.agent ?? '');
+    for (const id of above) {
+      const upper = Object.hasOwn(config.agents, id) ? config.agents[id] : undefined;
+      if (upper?.budget && (upper.budget.daily !== undefined || upper.budget.monthly !== undefined)) {
+        caps.push({ who: { agent: id }, label: `Agent ${id}`, setting: `agents.${id}.budget`, budget: upper.budget });
+      }
     }
     const automationId = meta.subject?.startsWith('automation:') ? meta.subject.slice('automation:'.length) : undefined;
     const automation = automationId ? config.automations[automationId] : undefined;

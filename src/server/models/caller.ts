@@ -31,6 +31,8 @@ export interface CallMeta {
   person?: string;
   /** The agent that delegated the run (agents.delegate): the call counts to it too. */
   delegatedBy?: string;
+  /** Every agent above the run in its delegation chain, first the one whose run started it: the call counts to each. */
+  delegators?: string[];
 }
 
 export type CallEvent = StepEvent | { type: 'model'; ref: string; providerId: string };
@@ -190,6 +192,7 @@ export class ModelCaller {
       surface: meta.surface, inputTokens: call.usage.inputTokens, outputTokens: call.usage.outputTokens, cachedInputTokens: call.usage.cachedInputTokens, latencyMs,
       firstTokenMs: call.firstTokenAt === undefined ? undefined : call.firstTokenAt - call.started, outcome: call.outcome, status: call.status, error: call.error,
       costMicros: costOf(price, call.usage), currency: price?.currency, ...whoOf(meta), ...(meta.delegatedBy ? { delegatedBy: meta.delegatedBy } : {}),
+      ...(meta.delegators?.length ? { delegators: meta.delegators } : {}),
     }));
     this.deps.usage.record(recorded, (error) => this.deps.logger.error({ err: error }, 'could not record a model call'));
     void recorded.then((entry) => {

@@ -50,7 +50,16 @@ export const USAGE_MIGRATIONS: readonly Migration[] = [{
     ALTER TABLE model_calls ADD COLUMN delegated_by TEXT;
     CREATE INDEX model_calls_delegated_by ON model_calls (delegated_by, at) WHERE delegated_by IS NOT NULL;
   `,
+}, {
+  version: 5,
+  name: 'every agent above each call\'s run in its delegation chain',
+  sql: 'ALTER TABLE model_calls ADD COLUMN delegators TEXT;',
 }];
+
+/** A chain of agents as a column keeps it: /first/.../last/, so one agent's part in it is found with LIKE. */
+const chainColumn = (agents: readonly string[] | undefined) => (agents?.length ? `/${agents.join('/')}/` : null);
+/** What finds an agent in that column (agent ids hold no / or %; their _ is escaped). */
+const inChain = (agent: string) => `%/${agent.replaceAll('!', '!!').replaceAll('_', '!_')}/%`;
 
 export interface ModelCall {
   at: number;
@@ -73,6 +82,8 @@ export interface ModelCall {
   person?: string;
   /** The agent that delegated the run this call is a step of (agents.delegate). */
   delegatedBy?: string;
+  /** Every agent above that run, first the one whose run started the chain. */
+  delegators?: string[];
   latencyMs: number;
   firstTokenMs?: number;
   outcome: 'ok' | 'error' | 'aborted' | 'timeout';
@@ -94,11 +105,12 @@ export class UsageLog {
   /** Records a call in the background; a failure goes to `failed` (the call itself was answered already). */
   record(entry: ModelCall | Promise<ModelCall>, failed: (error: unknown) => void): void {
     const write = Promise.resolve(entry).then((call) => this.store.run(`INSERT INTO model_calls (at, provider, model, agent, session_key, subject, surface, input_tokens, output_tokens, latency_ms, first_token_ms, outcome, status, error,
-      cost_micros, currency, cached_input_tokens, automation, channel, person, delegated_by)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      cost_micros, currency, cached_input_tokens, automation, channel, person, delegated_by, delegators)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     call.at, call.provider, call.model, call.agent ?? null, call.sessionKey ?? null, call.subject ?? null, call.surface,
     call.inputTokens ?? null, call.outputTokens ?? null, call.latencyMs, call.firstTokenMs ?? null, call.outcome, call.status ?? null, call.error ?? null,
-    call.costMicros ?? null, call.currency ?? null, call.cachedInputTokens ?? null, call.automation ?? null, call.channel ?? null, call.person ?? null, call.delegatedBy ?? null))
+    call.costMicros ?? null, call.currency ?? null, call.cachedInputTokens ?? null, call.automation ?? null, call.channel ?? null, call.person ?? null, call.delegatedBy ?? null,
+    chainColumn(call.delegators)))
       .then(() => undefined, failed)
       .finally(() => this.writing.delete(write));
     this.writing.add(write);
@@ -126,8 +138,9 @@ export class UsageLog {
       return Number(row?.cost ?? 0);
     }
     if (who.agent !== undefined) {
-      // An agent's spending includes what the runs it delegated spent.
-      const row = await this.store.get<Row>('SELECT COALESCE(SUM(cost_micros), 0) AS cost FROM model_calls WHERE (agent = ? OR delegated_by = ?) AND at >= ? AND currency = ?', who.agent, who.agent, since, currency);
+      // An agent's spending includes what the runs it delegated spent, and the runs they delegated, however deep.
+      const row = await this.store.get<Row>(`SELECT COALESCE(SUM(cost_micros), 0) AS cost FROM model_calls
+        WHERE (agent = ? OR delegated_by = ? OR delegators LIKE ? ESCAPE '!') AND at >= ? AND currency = ?`, who.agent, who.agent, inChain(who.agent), since, currency);
       return Number(row?.cost ?? 0);
     }
     const [column, value] = who.automation !== undefined ? ['automation', who.automation] : ['subject', who.subject];

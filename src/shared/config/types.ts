@@ -47,7 +47,7 @@ export interface AgentSettings {
   budget?: Budget;
   memory: { scope: MemoryScope };
   /** Absent only for a bare model called as an agent, which delegates to no one. */
-  delegation?: { agents: string[]; depth: number; maxChildren: number; timeoutSeconds: number };
+  delegation?: { agents: string[]; depth: number; maxChildren: number; timeoutSeconds: number; allowSharedMemory: boolean };
 }
 
 /** A route of channels.<id>.routes: who a message comes from, and the agent that answers it. */

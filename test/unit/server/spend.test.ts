@@ -97,6 +97,20 @@ describe('spend: prices, costs and budgets (in process, a real store)', () => {
       expect(automation.message).to.include('Automation digest has spent its monthly budget (0.50 EUR of 0.50 EUR)');
     });
 
+    it('an agent\'s cap counts what runs it delegated spent, however deep the chain, and no agent whose id only looks like one in it', async () => {
+      settings = config({ models: { currency: 'EUR' }, agents: { top_a: { model: 'p/m', budget: { daily: 1 } }, topxa: { model: 'p/m', budget: { daily: 1 } }, mid: { model: 'p/m' }, leaf: { model: 'p/m' } } });
+      budgets = new Budgets({ config: () => settings, usage, store: store(), notify: (notice) => notices.push(notice) });
+      // Two levels down: the leaf's call, delegated by mid, in a chain top_a started.
+      await spend(1_000_000, { agent: 'leaf', delegatedBy: 'mid', delegators: ['top_a', 'mid'] });
+      const refused = await budgets.admit({ agent: 'top_a', surface: 'chat' }, now).catch((error: DomainError) => error) as DomainError;
+      expect(refused.message).to.include('Agent top_a has spent its daily budget (1.00 EUR of 1.00 EUR)');
+      // A run further down the same chain is refused by the first agent's cap, before its model is called.
+      const below = await budgets.admit({ agent: 'leaf', delegatedBy: 'mid', delegators: ['top_a', 'mid'], surface: 'delegate' }, now).catch((error: DomainError) => error) as DomainError;
+      expect(below.message).to.include('Agent top_a has spent its daily budget');
+      // "_" is no wildcard: topxa spent nothing.
+      await budgets.admit({ agent: 'topxa', surface: 'chat' }, now);
+    });
+
     it('tells the 80 % warning and the cap reached once each per period, however often it is asked', async () => {
       await spend(500_000, { agent: 'helper' });
       await budgets.spent({ agent: 'helper', surface: 'chat' }, now);
