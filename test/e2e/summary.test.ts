@@ -71,6 +71,12 @@ describe('long conversations: older turns summarised into a stored summary, the 
     expect(latest.data.summarises.fromId).to.equal(originals[0].id);
     expect(latest.data.summarises.count).to.equal(8);
     expect(systemOf(upstream.requests.at(-1)!)).to.include('SUMMARY-2');
+
+    // A summary is one of the run's model calls: charged to the same caller, surface and person, so no budget misses it.
+    const usage = await home.json(['usage']);
+    expect(usage.total.calls).to.equal(upstream.requests.length);
+    expect(usage.byPerson.map((group: any) => [group.key, group.calls])).to.deep.equal([['operator', upstream.requests.length]]);
+    expect(usage.bySurface.map((group: any) => group.calls)).to.deep.equal([upstream.requests.length]);
   });
 
   it('a summary that fails leaves the run reading the latest turns, and it still answers', async () => {

@@ -12,7 +12,7 @@ import type { AttachmentView } from '../../shared/protocol/results.ts';
 import type { Attachments } from '../channels/module.ts';
 import { DomainError, toDomainError } from '../kernel/errors.ts';
 import { type AgentRunObserved, observe, observed } from '../kernel/observe.ts';
-import type { ChatMessage, ModelCaller, ToolSpec } from '../models/module.ts';
+import type { CallMeta, ChatMessage, ModelCaller, ToolSpec } from '../models/module.ts';
 import type { SessionAddress, Sessions } from '../sessions/module.ts';
 import type { Store } from '../store/database.ts';
 import type { ToolRunner } from '../tools/module.ts';
@@ -151,7 +151,12 @@ export class AgentRunner {
     observe(observed.agentRun, (): AgentRunObserved => ({ phase: 'start', runId, agent: agentId, surface: request.surface, at: started }));
     // The history the model reads: the session's, up to the turns this run answers (the caller's own conversation when it keeps one).
     // The model reads the latest summary and the messages after it, within the agent's window; those that fall out of it are summarised first.
-    const read = request.conversation ? { past: [], summary: undefined } : await this.deps.reader.read(sessionKey, settings, agentId, turnIds, request.surface, signal);
+    // Every model call of the run, a summary of its session's earlier messages included, is charged to whoever the run is for.
+    const meta: CallMeta & { agent: string } = {
+      agent: agentId, sessionKey, subject: request.subject, surface: request.surface, runId, person: request.person,
+      ...(request.delegatedBy ? { delegatedBy: request.delegatedBy } : {}), ...(request.delegators?.length ? { delegators: request.delegators } : {}),
+    };
+    const read = request.conversation ? { past: [], summary: undefined } : await this.deps.reader.read(sessionKey, settings, turnIds, meta, signal);
     const earlier = read.past.filter((message) => !turnIds.includes(message.id));
     // Files that came with the turns this run answers: images as images, text files as text, the rest by name.
     const files = read.past.filter((message) => turnIds.includes(message.id)).flatMap((message) => (message.data?.attachments as AttachmentView[] | undefined) ?? []);
@@ -176,10 +181,7 @@ export class AgentRunner {
         runId, agentId, agent, sessionKey, person: request.person, messages, system,
         models: [request.model ?? settings.model!, ...settings.fallbacks.filter((ref) => ref !== (request.model ?? settings.model))],
         tools: this.deps.catalog.toolsFor(settings), clientTools: request.clientTools ?? [],
-        meta: {
-          agent: agentId, sessionKey, subject: request.subject, surface: request.surface, runId, person: request.person,
-          ...(request.delegatedBy ? { delegatedBy: request.delegatedBy } : {}), ...(request.delegators?.length ? { delegators: request.delegators } : {}),
-        },
+        meta,
         ...(request.replyTo ? { replyTo: request.replyTo } : {}),
         signal: AbortSignal.any([signal, records.signal]), onEvent: emit, begin: () => records.begin(), onSent: () => records.soon(RECORD_WAIT_MS),
       }, { caller: this.deps.caller, runner: this.deps.runner, sessions: this.deps.sessions, logger: this.deps.log });

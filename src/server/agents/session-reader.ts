@@ -6,7 +6,7 @@
  */
 import type { Logger } from 'pino';
 import type { AgentSettings } from '../../shared/config/types.ts';
-import type { ModelCaller } from '../models/module.ts';
+import type { CallMeta, ModelCaller } from '../models/module.ts';
 import type { SessionMessage, Sessions } from '../sessions/module.ts';
 import { summarise, type Summarised, window as summaryWindow } from './summary.ts';
 
@@ -33,7 +33,9 @@ export class SessionReader {
     this.deps = deps;
   }
 
-  async read(sessionKey: string, settings: AgentSettings, agentId: string, turnIds: number[], surface: string, signal: AbortSignal): Promise<SessionRead> {
+  /** `meta` is the run's own: a summary made here is charged as the run's model calls are (its credential, automation, person, delegators). */
+  async read(sessionKey: string, settings: AgentSettings, turnIds: number[], meta: CallMeta & { agent: string }, signal: AbortSignal): Promise<SessionRead> {
+    const agentId = meta.agent;
     const { sessions, caller, log } = this.deps;
     const latest = await sessions.store.latestSummary(sessionKey);
     const covered = latest?.data?.summarises as Summarised | undefined;
@@ -45,7 +47,7 @@ export class SessionReader {
     const { older, kept } = summaryWindow(after, settings, turnIds);
     if (older.length === 0 || !settings.model) return { past: kept, summary: latest?.text };
     try {
-      const made = await summarise(caller, [settings.model, ...settings.fallbacks], latest?.text, older, { agent: agentId, sessionKey, surface }, signal, settings.contextTokens);
+      const made = await summarise(caller, [settings.model, ...settings.fallbacks], latest?.text, older, meta, signal, settings.contextTokens);
       if (!made.text) throw new Error('the model answered an empty summary');
       const summarises: Summarised = { fromId: covered?.fromId ?? older[0]!.id, toId: older.at(-1)!.id, count: older.length + (covered?.count ?? 0), ...(count > SESSION_READ_MAX ? { unread: count - SESSION_READ_MAX } : {}) };
       await sessions.append(sessionKey, {

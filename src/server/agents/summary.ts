@@ -7,7 +7,7 @@
  * the latest summary and the messages after it.
  */
 import type { AgentSettings } from '../../shared/config/types.ts';
-import type { ChatMessage, ModelCaller } from '../models/module.ts';
+import type { CallMeta, ChatMessage, ModelCaller } from '../models/module.ts';
 import type { SessionMessage } from '../sessions/module.ts';
 
 export const SUMMARY_INSTRUCTIONS = 'You summarise a conversation so that it can go on without its earlier messages. '
@@ -79,7 +79,7 @@ function transcript(previous: string | undefined, messages: readonly SessionMess
 
 /** Summarises messages (with the previous summary) with the agent's own models; resolves with the text, the model and its usage. */
 export async function summarise(caller: ModelCaller, models: readonly string[], previous: string | undefined, messages: readonly SessionMessage[],
-  meta: { agent: string; sessionKey: string; surface: string }, signal: AbortSignal, contextTokens?: number): Promise<{ text: string; model: string | null; usage: { inputTokens?: number; outputTokens?: number } }> {
+  meta: CallMeta, signal: AbortSignal, contextTokens?: number): Promise<{ text: string; model: string | null; usage: { inputTokens?: number; outputTokens?: number } }> {
   const maxChars = Math.max(8_000, Math.min(200_000, (contextTokens ?? 24_000) * 2));
   const request: ChatMessage[] = [{ role: 'user', content: transcript(previous, messages, maxChars) }];
   let text = '';
