@@ -257,6 +257,11 @@ export class ChannelManager {
     return this.running.get(channel)?.sendVoice !== undefined;
   }
 
+  /** The audio a channel's voice notes go as (Channel.voiceFormat): OGG/Opus unless it asks for AAC. */
+  voiceFormat(channel: string): 'opus' | 'aac' {
+    return this.running.get(channel)?.voiceFormat ?? 'opus';
+  }
+
   /** Whether a reply to this message of the session is queued already (a retried answer job's earlier attempt did its work). */
   answered(sessionKey: string, turnId: number): Promise<boolean> {
     return this.deps.outbox.answered(sessionKey, turnId);
