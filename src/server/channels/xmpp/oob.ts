@@ -13,7 +13,6 @@
  */
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import http from 'node:http';
-import https from 'node:https';
 import { isIP } from 'node:net';
 import type { XmppElement } from '@xmpp/client';
 import ipaddr from 'ipaddr.js';
@@ -114,7 +113,8 @@ async function download(url: URL, sources: Sources, maxBytes: number, signal: Ab
     const problem = addressProblem(host, host, sources);
     if (problem) throw new Error(problem);
   } else if (host === 'localhost' && !sources.serverIsLocal) throw new Error('localhost is this host, and the account\'s server is not');
-  const client = url.protocol === 'https:' ? https : http;
+  // TLS is loaded when a connection needs it.
+  const client = url.protocol === 'https:' ? await import('node:https') : http;
   return new Promise<Uint8Array>((resolve, reject) => {
     const request = client.get(url, { signal, lookup: checkedLookup(sources) as never, headers: { accept: '*/*' } }, (response) => {
       const status = response.statusCode ?? 0;
