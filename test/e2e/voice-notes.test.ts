@@ -1,5 +1,4 @@
 import { expect } from 'chai';
-import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,27 +7,11 @@ import { DiscordApi, nextId } from '../support/discord-api.ts';
 import { Homeserver, MatrixPerson } from '../support/matrix-homeserver.ts';
 import { openaiText, ScriptedUpstream } from '../support/scripted-upstream.ts';
 import { TelegramApi, type TgUser } from '../support/telegram-api.ts';
+import { flat, GRAMMAR, tone, voiceNote } from '../support/voice.ts';
 import { WhatsAppApi } from '../support/whatsapp-api.ts';
 
 const TOKEN = '7001234567:AAH-test-token-for-the-stand-in';
 const BOT = 'gw_voice_bot';
-
-/** A phrase pocketsphinx hears exactly, with this grammar: what espeak-ng says of it comes back word for word. */
-const GRAMMAR = `#JSGF V1.0;
-grammar lights;
-public <command> = (turn on | turn off) the (lights | radio | heating);
-`;
-
-/** A voice note as the apps record them: speech (espeak-ng) in OGG/Opus (ffmpeg). */
-function voiceNote(phrase: string): Buffer {
-  const wav = execFileSync('espeak-ng', ['-v', 'en-us', '--stdout', phrase]);
-  return execFileSync('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-i', '-', '-c:a', 'libopus', '-b:a', '24k', '-f', 'ogg', '-'], { input: wav });
-}
-
-/** Seconds of a tone in OGG/Opus: audio with no words in it. */
-const tone = (seconds: number) => execFileSync('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-f', 'lavfi', '-i', `sine=frequency=440:duration=${seconds}`, '-c:a', 'libopus', '-f', 'ogg', '-']);
-
-const flat = (value: unknown) => (typeof value === 'string' ? value : (value as any[]).map((part) => part.text ?? '').join('\n'));
 
 describe('voice notes on channels: heard before the agent runs, answered with a voice note (e2e, real espeak-ng, pocketsphinx, ffmpeg)', function () {
   this.timeout(180_000);

@@ -105,6 +105,23 @@ export class DeltaChatPerson {
     return waitFor(async () => (await this.texts(options.chat)).slice(options.after ?? 0).find((text) => pattern.test(text)), options.timeoutMs ?? 40_000, `a Delta Chat message to ${this.address} matching ${pattern}`);
   }
 
+  /** Sends a voice message (viewtype Voice, as the apps record one) with this audio in the chat with the bot; the message's id. */
+  async sendVoice(audio: Buffer, name = 'voice-message.aac'): Promise<number> {
+    const path = join(this.folder, name);
+    writeFileSync(path, audio);
+    return this.engine.call<number>('send_msg', [this.id, this.chat, {
+      text: null, html: null, viewtype: 'Voice', file: path, filename: name, location: null, overrideSenderName: null, quotedMessageId: null, quotedText: null,
+    }]);
+  }
+
+  /** The messages with a file others sent in a chat (by default the one with the bot): their kind, the file's path in this person's engine, and its type. */
+  async files(chat = this.chat): Promise<{ viewType: string; file: string; fileMime: string | null; fileName: string | null }[]> {
+    const ids = await this.engine.call<number[]>('get_message_ids', [this.id, chat, false, false]);
+    const loaded = await this.engine.call<Record<string, any>>('get_messages', [this.id, ids]);
+    return ids.map((id) => loaded[id]).filter((message) => message?.kind === 'message' && message.fromId !== 1 && message.file)
+      .map((message) => ({ viewType: message.viewType, file: message.file, fileMime: message.fileMime, fileName: message.fileName }));
+  }
+
   async stop(): Promise<void> {
     await this.engine.stop();
     rmSync(this.folder, { recursive: true, force: true });

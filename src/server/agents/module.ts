@@ -89,7 +89,8 @@ export default defineModule<Agents>({
     } });
 
     const voice = new VoiceNotes({
-      config: ctx.config, voice: ctx.use(voiceModule), sessions: sessions.store, attachments, log: ctx.log, carriesVoice: (channel) => channels.carriesVoice(channel),
+      config: ctx.config, voice: ctx.use(voiceModule), sessions: sessions.store, attachments, log: ctx.log, carriesVoice: (channel) => channels.voiceOf(channel) !== undefined,
+      voiceFormat: (channel) => channels.voiceOf(channel) ?? 'opus',
     });
     const answers = new ChannelAnswers({ config: ctx.config, channels, run, jobs: queue, voice, log: ctx.log });
     channels.onInbound((inbound, tx) => answers.inbound(inbound, tx));

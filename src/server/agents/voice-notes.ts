@@ -3,7 +3,8 @@
  * and audio files heard (transcribed on voice.transcribe) before the agent
  * runs, each transcript stored with its message, so an answer tried again
  * after a restart never hears it twice; what cannot be heard is told to the
- * person, with why. And an answer spoken back (voice.speak, OGG/Opus) where
+ * person, with why. And an answer spoken back (voice.speak, OGG/Opus or the
+ * AAC of platforms whose voice notes are AAC) where
  * channels.<id>.voiceReplies asks for it.
  */
 import type { Logger } from 'pino';
@@ -13,7 +14,7 @@ import type { AttachmentView } from '../../shared/protocol/results.ts';
 import { plainText, type Attachments } from '../channels/module.ts';
 import { toDomainError } from '../kernel/errors.ts';
 import type { Sessions } from '../sessions/module.ts';
-import type { Voice } from '../voice/module.ts';
+import { SPEECH_FORMATS, type Voice } from '../voice/module.ts';
 
 /** What the turn's audio came to. */
 export interface Hearing {
@@ -25,7 +26,7 @@ export interface Hearing {
   says: boolean;
 }
 
-/** A voice note to send: the answer spoken, as the platforms' voice notes are (OGG/Opus). */
+/** A voice note to send: the answer spoken, as the platform's voice notes are (OGG/Opus, or AAC). */
 export interface SpokenAnswer {
   data: Uint8Array;
   mimeType: string;
@@ -40,6 +41,8 @@ export interface VoiceNotesDeps {
   attachments: Pick<Attachments, 'load'>;
   /** Whether a channel sends voice notes (it runs here, and its platform carries them). */
   carriesVoice: (channel: string) => boolean;
+  /** The audio a channel's voice notes go as: OGG/Opus, or AAC (Signal, Delta Chat); OGG/Opus when left out. */
+  voiceFormat?: (channel: string) => 'opus' | 'aac';
   log: Logger;
 }
 
@@ -131,14 +134,15 @@ export class VoiceNotes {
     return this.deps.carriesVoice(channel);
   }
 
-  /** An answer spoken as a voice note (OGG/Opus); undefined when it could not be (the text goes alone, and the operator's log says why). */
+  /** An answer spoken as the channel's voice note (OGG/Opus, or AAC); undefined when it could not be (the text goes alone, and the operator's log says why). */
   async speak(turn: VoiceTurn, text: string): Promise<SpokenAnswer | undefined> {
     const { maxChars } = this.deps.config().voice.speak;
     const said = plainText(text).replace(/\s+/g, ' ').trim().slice(0, maxChars);
     if (!said) return undefined;
     try {
-      const data = await this.deps.voice.speak(said, 'opus', { surface: turn.channel, agent: turn.agentId, sessionKey: turn.sessionKey, wait: true });
-      return { data, mimeType: 'audio/ogg' };
+      const format = this.deps.voiceFormat?.(turn.channel) ?? 'opus';
+      const data = await this.deps.voice.speak(said, format, { surface: turn.channel, agent: turn.agentId, sessionKey: turn.sessionKey, wait: true });
+      return { data, mimeType: SPEECH_FORMATS[format].type };
     } catch (thrown) {
       this.deps.log.warn({ channel: turn.channel, session: turn.sessionKey, error: toDomainError(thrown).error.message }, 'an answer could not be spoken; it goes as text alone');
       return undefined;

@@ -252,9 +252,10 @@ export class ChannelManager {
     return new ReplyStream(running, account, to, this.deps.logger.child({ channel, account }));
   }
 
-  /** Whether a channel runs here and its platform carries voice notes (a reply may be spoken back). */
-  carriesVoice(channel: string): boolean {
-    return this.running.get(channel)?.sendVoice !== undefined;
+  /** The audio a channel's voice notes go as (Channel.voiceFormat, else OGG/Opus), where it runs here and its platform carries them; else undefined. */
+  voiceOf(channel: string): 'opus' | 'aac' | undefined {
+    const running = this.running.get(channel);
+    return running?.sendVoice ? running.voiceFormat ?? 'opus' : undefined;
   }
 
   /** Whether a reply to this message of the session is queued already (a retried answer job's earlier attempt did its work). */

@@ -127,7 +127,7 @@ export interface PressAnswer {
   text?: string;
 }
 
-/** A voice note to send: OGG/Opus audio (the platforms' voice-note format). */
+/** A voice note to send: OGG/Opus audio, or AAC where the channel's voiceFormat asks for it. */
 export interface OutboundVoice {
   data: Uint8Array;
   mimeType: string;
@@ -252,6 +252,12 @@ export interface Channel {
    * elsewhere); channels whose platforms carry no audio leave it out.
    */
   sendVoice?(account: string, to: string, voice: OutboundVoice, options?: SendOptions): Promise<SendReceipt | void>;
+  /**
+   * The audio sendVoice takes: OGG/Opus (`opus`, when left out), or AAC
+   * (`aac`) where the platform's own apps record and play their voice notes
+   * as AAC (Signal, Delta Chat).
+   */
+  readonly voiceFormat?: 'opus' | 'aac';
   /**
    * Puts a reaction (an emoji) on a message of the conversation `to`, named
    * by its InboundMessage.reference. Channels whose platform has no

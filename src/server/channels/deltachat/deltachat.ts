@@ -16,13 +16,14 @@
 import { chmod, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { T } from '@deltachat/jsonrpc-client';
-import { ChannelSendError, type Channel, type ChannelSettings, type SendReceipt } from '../../kernel/channel.ts';
+import { ChannelSendError, type Channel, type ChannelSettings, type OutboundVoice, type SendReceipt } from '../../kernel/channel.ts';
 import { AccountChannel, AccountConnection } from '../account-channel.ts';
 import { accountsOf, settingPath } from '../accounts.ts';
 import { Engine, EngineError, EngineGone, enginePath } from './engine.ts';
 import { loginDigest, loginOf, Setup, type DeltaChatAccountSettings } from './login.ts';
 import { contactOf, readMessage } from './messages.ts';
 import { deltachatPeer, deltachatPeerProblem, isGroupPeer, peerParts } from './peers.ts';
+import { sendVoiceNote } from './voice.ts';
 
 /** How long logging in (finding the servers, checking the password) may take. */
 const CONFIGURE_TIMEOUT_MS = 180_000;
@@ -245,6 +246,13 @@ class DeltaChatAccount extends AccountConnection<DeltaChatAccountSettings> {
     }
   }
 
+  /** A voice note (voice.ts), into the chat a send to `to` goes to. */
+  async sendVoice(to: string, voice: OutboundVoice): Promise<SendReceipt> {
+    const engine = this.engine;
+    if (!engine || !this.connected) throw new ChannelSendError(`${this.channelId} account ${this.name} is ${this.status.state}; the voice note was not sent`);
+    return { ids: [String(await sendVoiceNote(engine, this.accountId, join(this.context.folder, this.name), to, voice))] };
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
     this.reconnect.stop();
@@ -265,6 +273,13 @@ export class DeltaChatChannel extends AccountChannel<DeltaChatAccount, DeltaChat
     const account = new DeltaChatAccount(this.id, name, settings, this.context, { jitter: 0.2 });
     account.start();
     return account;
+  }
+
+  /** Delta Chat's apps record voice notes as AAC: an answer spoken back goes so, as a voice message. */
+  readonly voiceFormat = 'aac';
+
+  sendVoice(account: string, to: string, voice: OutboundVoice): Promise<SendReceipt | void> {
+    return this.voiceThrough(account, to, voice);
   }
 
   normalizePeer(peer: string): string {

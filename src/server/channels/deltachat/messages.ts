@@ -91,6 +91,8 @@ export async function readMessage(context: ReadContext, message: T.Message, wait
 function attachmentOf(message: T.Message, folder: string): InboundAttachment {
   return {
     name: message.fileName ?? 'file', ...(message.fileMime ? { mimeType: message.fileMime } : {}), ...(message.fileBytes ? { size: message.fileBytes } : {}),
+    // A voice message recorded in the app (an audio file sent is of viewtype Audio).
+    ...(message.viewType === 'Voice' ? { voice: true } : {}),
     fetch: async (maxBytes) => {
       const path = await realpath(message.file!);
       if (!path.startsWith(`${await realpath(folder)}${sep}`)) throw new Error('the engine named a file outside its folder');

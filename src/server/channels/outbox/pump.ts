@@ -6,7 +6,7 @@
  */
 import type { Logger } from 'pino';
 import type { OutboxEntryView } from '../../../shared/protocol/results.ts';
-import { ChannelSendError, type Channel, type ChannelButton, type OutboundFile, type SendReceipt } from '../../kernel/channel.ts';
+import { ChannelSendError, type Channel, type ChannelButton, type OutboundFile, type OutboundVoice, type SendReceipt } from '../../kernel/channel.ts';
 import { observe, observed, type ChannelMessageObserved } from '../../kernel/observe.ts';
 import type { Store } from '../../store/database.ts';
 import { FIRST_OF_RECIPIENT, toView, type Row } from './tables.ts';
@@ -27,6 +27,12 @@ export const OUTBOX_LIMITS = {
 
 /** The wait before the next try after `attempts` failed ones: a second, doubled each time, five minutes at most. */
 export const backoff = (attempts: number) => Math.min(OUTBOX_LIMITS.backoffBaseMs * 2 ** (attempts - 1), OUTBOX_LIMITS.backoffMaxMs);
+
+/** A reply's voice note as a channel sends it, named for its audio (answer.ogg, answer.aac). */
+function voiceOf(data: Uint8Array, type: unknown): OutboundVoice {
+  const mimeType = typeof type === 'string' && type ? type : 'audio/ogg';
+  return { data, mimeType, name: `answer.${mimeType === 'audio/aac' ? 'aac' : mimeType === 'audio/mp4' ? 'm4a' : 'ogg'}` };
+}
 
 /** One channel's sender: looks for due replies when woken, when a wait ends, and every pollMs. */
 export class Pump {
@@ -133,7 +139,7 @@ export class Pump {
         const options = { idempotencyKey: `gw${id}p${sent}`, ...(editOf ? { editOf } : {}), ...(buttons && sent === lastText ? { buttons } : {}) };
         const receipt = typeof part === 'string'
           ? await this.channel.send(String(row.account), String(row.recipient), part, options)
-          : await this.channel.sendVoice!(String(row.account), String(row.recipient), { data: part, mimeType: String(row.voice_type ?? 'audio/ogg'), name: 'answer.ogg' }, options);
+          : await this.channel.sendVoice!(String(row.account), String(row.recipient), voiceOf(part, row.voice_type), options);
         if (receipt?.ids) receipts.push(...receipt.ids);
         // Each part is written down as it goes: a retry resumes after it.
         if (sent + 1 < parts.length) await this.store.run('UPDATE channel_outbox SET parts_sent = ?, receipts = ? WHERE id = ?', sent + 1, JSON.stringify(receipts), id);

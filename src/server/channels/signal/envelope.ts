@@ -15,8 +15,12 @@ const MAX_FILES = 32;
 /** Signal's stand-in for a mention in a message's text: each mention's range covers one. */
 const MENTION = '\uFFFC';
 
-/** A file sent with a message, as signal-cli keeps it (fetched with getAttachment). */
-export interface SignalFile { id: string; name: string; contentType?: string; size?: number }
+/**
+ * A file sent with a message, as signal-cli keeps it (fetched with
+ * getAttachment). `voice`: a recording made in the app (audio sent without a
+ * file name: signal-cli's JSON does not pass on Signal's voice-message flag).
+ */
+export interface SignalFile { id: string; name: string; contentType?: string; size?: number; voice?: boolean }
 
 /** A person's message to the account (directly or in a group). */
 export interface SignalMessage {
@@ -137,7 +141,9 @@ function filesOf(attachments: unknown): SignalFile[] {
     if (!id || id.includes('..')) continue;
     const contentType = stringOf(attachment.contentType, /^[\w.+-]{1,64}\/[\w.+-]{1,128}$/);
     const size = typeof attachment.size === 'number' && Number.isSafeInteger(attachment.size) && attachment.size >= 0 ? attachment.size : undefined;
-    files.push({ id, name: stringOf(attachment.filename)?.slice(0, 200) || defaultName(contentType, index), ...(contentType ? { contentType } : {}), ...(size !== undefined ? { size } : {}) });
+    const filename = stringOf(attachment.filename)?.slice(0, 200);
+    const voice = !filename && contentType?.startsWith('audio/') === true;
+    files.push({ id, name: filename || defaultName(contentType, index), ...(contentType ? { contentType } : {}), ...(size !== undefined ? { size } : {}), ...(voice ? { voice } : {}) });
   }
   return files;
 }

@@ -25,7 +25,7 @@
  * it: whatever arrives while the gateway is not connected is lost, and the
  * account's status says so, with the option that fixes it.
  */
-import type { Channel, ChannelSettings, InboundAttachment, InboundMessage, OutboundFile, SendOptions, SendReceipt } from '../../kernel/channel.ts';
+import type { Channel, ChannelSettings, InboundAttachment, InboundMessage, OutboundFile, OutboundVoice, SendOptions, SendReceipt } from '../../kernel/channel.ts';
 import { ChannelSendError } from '../../kernel/channel.ts';
 import { AccountChannel, AccountConnection } from '../account-channel.ts';
 import { accountsOf, settingPath } from '../accounts.ts';
@@ -72,7 +72,6 @@ export function setupCommands(number: string, url: URL): string {
     + `or register the number (signal-cli -a ${number} register, then signal-cli -a ${number} verify <code>), `
     + `then run: signal-cli -a ${number} daemon --http ${listen} --receive-mode=manual`;
 }
-
 
 class SignalAccount extends AccountConnection<SignalAccountSettings> {
   private stopped = false;
@@ -261,7 +260,7 @@ class SignalAccount extends AccountConnection<SignalAccountSettings> {
   /** A file signal-cli downloaded with the message, read back with getAttachment (its bytes in base64). */
   private attachment(file: SignalMessage['files'][number], message: SignalMessage): InboundAttachment {
     return {
-      name: file.name, ...(file.contentType ? { mimeType: file.contentType } : {}), ...(file.size !== undefined ? { size: file.size } : {}),
+      name: file.name, ...(file.contentType ? { mimeType: file.contentType } : {}), ...(file.size !== undefined ? { size: file.size } : {}), ...(file.voice ? { voice: true } : {}),
       fetch: async (maxBytes, signal) => {
         const where = message.group ? { groupId: message.group } : { recipient: message.address };
         const answer = await this.call<{ data?: unknown }>('getAttachment', { id: file.id, ...where }, { signal, maxBytes: Math.ceil(maxBytes / 3) * 4 + 4096 })
@@ -377,6 +376,12 @@ export class SignalChannel extends AccountChannel<SignalAccount, SignalAccountSe
 
   sendFile(account: string, to: string, file: OutboundFile, caption: string): Promise<SendReceipt> {
     return this.running(account).send(to, caption, {}, attachmentParams(file));
+  }
+
+  /** Signal's apps record voice notes as AAC: an answer spoken back goes so, as an attachment of its own. */
+  readonly voiceFormat = 'aac';
+  sendVoice(account: string, to: string, voice: OutboundVoice): Promise<SendReceipt> {
+    return this.running(account).send(to, '', {}, attachmentParams(voice));
   }
 
   normalizePeer(peer: string): string {

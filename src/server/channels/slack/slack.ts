@@ -10,7 +10,7 @@ import type { SocketModeClient as SocketModeClientType } from '@slack/socket-mod
 import type { WebClient as WebClientType } from '@slack/web-api';
 import type { Logger as PinoLogger } from 'pino';
 import type { ChannelState } from '../../../shared/channels.ts';
-import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type ChannelRequest, type ChannelResponse, type InboundMessage, type OutboundFile, type SendOptions, type SendReceipt } from '../../kernel/channel.ts';
+import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type ChannelRequest, type ChannelResponse, type InboundMessage, type OutboundFile, type OutboundVoice, type SendOptions, type SendReceipt } from '../../kernel/channel.ts';
 import { AccountChannel, AccountConnection } from '../account-channel.ts';
 import { accountsOf, settingPath } from '../accounts.ts';
 import { deliveredJson, refusal, sameSecret, storeThenAcknowledge } from '../webhook.ts';
@@ -371,6 +371,10 @@ export class SlackChannel extends AccountChannel<SlackAccount, AccountSettings> 
 
   sendFile(account: string, to: string, file: OutboundFile, caption: string): Promise<SendReceipt> {
     return this.running(account).sendFile(to, file, caption);
+  }
+
+  sendVoice(account: string, to: string, voice: OutboundVoice): Promise<SendReceipt> {
+    return this.running(account).sendFile(to, voice, '');
   }
 
   receive(request: ChannelRequest): Promise<ChannelResponse> {

@@ -13,6 +13,7 @@ import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettin
 import { AccountChannel, AccountConnection } from '../account-channel.ts';
 import { accountsOf, settingPath } from '../accounts.ts';
 import { mentionPattern, withoutMention } from '../formatting.ts';
+import { outOfBand } from './oob.ts';
 
 /** Longest text taken from one inbound message. */
 const MAX_INBOUND_CHARS = 16_384;
@@ -202,9 +203,13 @@ class XmppAccount extends AccountConnection<XmppAccountSettings> {
       this.log.warn({ from: bareJid(from) }, 'xmpp: a message bounced');
       return;
     }
-    const text = body.slice(0, MAX_INBOUND_CHARS);
+    // A file offered by its URL (a voice message, oob.ts): the body is then the URL, not words.
+    const offered = outOfBand(stanza, body, this.settings());
+    const text = offered.text.slice(0, MAX_INBOUND_CHARS);
     const id = stanza.attrs.id;
-    const message: Omit<InboundMessage, 'sender' | 'senderName' | 'kind'> = { account: this.name, text, at: Date.now() };
+    const message: Omit<InboundMessage, 'sender' | 'senderName' | 'kind'> = {
+      account: this.name, text, at: Date.now(), ...(offered.attachments.length ? { attachments: offered.attachments } : {}),
+    };
     if (type === 'groupchat') {
       const room = bareJid(from);
       const occupant = from.includes('/') ? from.slice(from.indexOf('/') + 1) : '';

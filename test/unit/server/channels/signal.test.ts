@@ -65,6 +65,16 @@ describe('signal: what signal-cli hands over', () => {
     ]);
     expect((read(item({ message: 'y'.repeat(100_000) })) as { message: any }).message.text).to.have.length(16_384);
   });
+
+  it('takes audio sent without a file name for a voice note (a recording made in the app), a named audio file for a file', () => {
+    const reading = read(item({ message: null, attachments: [
+      { id: 'Vn1.aac', contentType: 'audio/aac', filename: null, size: 9000 }, { id: 'Song.mp3', contentType: 'audio/mpeg', filename: 'song.mp3', size: 9000 },
+    ] })) as { message: any };
+    expect(reading.message.files).to.deep.equal([
+      { id: 'Vn1.aac', name: 'voice.aac', contentType: 'audio/aac', size: 9000, voice: true },
+      { id: 'Song.mp3', name: 'song.mp3', contentType: 'audio/mpeg', size: 9000 },
+    ]);
+  });
 });
 
 describe('signal: replies as Signal shows them', () => {
