@@ -75,6 +75,9 @@ describe('the Control UI shows agents with their routes and skills, and a sessio
     for (const viewport of [DESKTOP, PHONE]) {
       const { page, context, problems } = await signedIn(viewport);
       await page.goto(`${base}/#/sessions`);
+      // A child's session is listed by the agent that does the task and the one that gave it.
+      await page.getByRole('button', { name: 'scout: a task from lead' }).waitFor();
+      await page.getByRole('button', { name: 'lead: a task from scout' }).waitFor();
       await page.getByRole('button', { name: 'expedition' }).click();
       const tree = page.getByTestId('delegations');
       await tree.waitFor();
@@ -82,6 +85,8 @@ describe('the Control UI shows agents with their routes and skills, and a sessio
       expect(await nodes.count()).to.equal(2);
       expect(await nodes.nth(0).textContent()).to.include('scout').and.to.include('succeeded').and.to.include('Scout the northern pass.');
       expect(await nodes.nth(1).textContent()).to.include('lead').and.to.include('Check the maps of the pass.');
+      // What the delegation answered is in the transcript, not just that it answered.
+      expect(await page.getByTestId('tool-result').first().textContent()).to.match(/^answered .*The pass is clear\./s);
       await screenshot(page, `delegation-tree-${viewport === DESKTOP ? 'desktop' : 'phone'}`);
       // A child's session names the task and the agent that delegated it, and opens its parent.
       await nodes.nth(0).getByRole('button', { name: 'scout' }).click();

@@ -13,10 +13,18 @@ const delegationTree = (nodes: DelegationNode[], open: (key: string) => void): u
   <div class="preview">${node.task.slice(0, 160)}</div>
   ${node.children.length ? delegationTree(node.children, open) : nothing}</li>`)}</ul>`;
 
+/** What a tool answered, as the transcript shows it: its error, or its result (text as it is, anything else as JSON), cut at 600 characters. */
+const toolAnswer = (data: MessageView['data']): { failed: boolean; text: string } => {
+  const failed = data?.error !== undefined && data?.error !== null;
+  const value = failed ? data!.error : data?.result;
+  const text = value === undefined ? '' : typeof value === 'string' ? value : JSON.stringify(value);
+  return { failed, text: text.length > 600 ? `${text.slice(0, 600)}…` : text };
+};
+
 export const transcript = (messages: MessageView[]) => html`<ol class="transcript">${messages.map((m) => html`
   <li class="msg ${m.role} ${m.kind}"><span class="who">${m.senderName ?? m.sender}</span> <time>${when(m.at)}</time>
     ${m.kind === 'tool_call' ? html`<div class="tool">calls <code>${String(m.data?.name ?? '')}</code> <code>${JSON.stringify(m.data?.args ?? {})}</code></div>`
-      : m.kind === 'tool_result' ? html`<div class="tool">result <code>${m.text}</code></div>`
+      : m.kind === 'tool_result' ? ((answer) => html`<div class="tool" data-testid="tool-result">${answer.failed ? 'failed' : 'answered'} <code>${answer.text || m.text}</code></div>`)(toolAnswer(m.data))
       : m.kind === 'summary' ? html`<div class="tool">summary of ${String((m.data?.summarises as { count?: number } | undefined)?.count ?? '')} earlier messages (kept above)</div><div class="text">${m.text}</div>`
       : html`<div class="text">${m.text}</div>`}</li>`)}</ol>`;
 
@@ -57,7 +65,7 @@ export class SessionsPage extends Page {
           <h2 id="list-title">Sessions</h2>
           ${!this.sessions ? html`<p class="muted">Loading…</p>` : this.sessions.length === 0 ? html`<p class="muted">No sessions yet.</p>` : html`
           <ul class="items" data-testid="sessions">${this.sessions.map((s) => html`<li>
-            <button class="link" aria-current=${this.open?.key === s.key ? 'true' : 'false'} @click=${() => void this.show(s)}>${s.peerName ?? s.peer}</button>
+            <button class="link" aria-current=${this.open?.key === s.key ? 'true' : 'false'} @click=${() => void this.show(s)}>${s.channel === 'delegate' ? `${s.account}: a task from ${s.peerName ?? s.peer}` : s.peerName ?? s.peer}</button>
             <span class="muted">${s.channel}/${s.account} · ${s.kind} · ${s.messageCount} messages · ${when(s.updatedAt)}</span>
             ${s.lastMessage ? html`<span class="preview">${s.lastMessage.text.slice(0, 120)}</span>` : nothing}
           </li>`)}</ul>`}
