@@ -120,6 +120,18 @@ export interface ButtonPress {
   chat?: string;
   /** The platform's id of the message the button is under. */
   messageId?: string;
+  /**
+   * The press's own id, where the platform delivers it as a message of its
+   * own (WhatsApp's interactive reply) and delivers it again until it is
+   * acknowledged: a press seen already is not acted on again.
+   */
+  platformId?: string;
+  /**
+   * Where the platform shows the presser nothing of the bot's (no toast, no
+   * ephemeral reply: WhatsApp): what they are to be told goes to this
+   * recipient as a message, through the outbox.
+   */
+  answerTo?: string;
 }
 
 /** What the person who pressed a button is shown (a toast, an ephemeral message), if anything. */
@@ -291,11 +303,17 @@ export interface ChannelKind {
   /** A short description for listings. */
   label: string;
   /**
-   * Its messages carry buttons, and edit (as Channel.buttons and edits say):
-   * known while the channel runs on another daemon, for those that word a
-   * message for it (a question's numbered options are left to the others).
+   * Its messages carry buttons (as Channel.buttons says): known while the
+   * channel runs on another daemon, for those that word a message for it (a
+   * question's numbered options are left to the others).
    */
   buttons?: boolean;
+  /**
+   * A message with buttons is edited to say how it ended, its buttons taken
+   * away (as Channel.edits says); where it cannot be (WhatsApp: false), a
+   * new message says it. Left out, a kind with buttons edits them.
+   */
+  edits?: boolean;
   /** The channel's peer folding, also needed while the channel is not running. */
   normalizePeer: (peer: string) => string;
   create: ChannelFactory;
