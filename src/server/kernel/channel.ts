@@ -252,12 +252,23 @@ export interface Channel {
   send(account: string, to: string, text: string, options?: SendOptions): Promise<SendReceipt | void>;
   /**
    * Takes a platform's webhook delivery for an account (POST
-   * /channels/<id>/<account>/webhook): checks it came from the platform,
-   * stores what it carries, and only then answers 2xx. Channels that poll or
+   * /channels/<id>/<account>/webhook), verify() passed: stores what it
+   * carries, and only then answers 2xx. Channels that poll or
    * hold a connection leave it out. A GET there (request.method) is a
    * platform checking the address; a string body is answered as text.
    */
   receive?(request: ChannelRequest): Promise<ChannelResponse>;
+  /**
+   * Checks that a webhook request for an account came from its platform (a
+   * signature over the raw bytes, a secret token, the verify token of
+   * WhatsApp's handshake), before anything of the body is parsed or stored:
+   * the HTTP pipeline runs it, as the route's verifier, before receive(),
+   * which then sees only the requests it let through. A refusal (the status
+   * and error body the platform is answered), or undefined; secrets are
+   * compared in constant time. A channel that leaves it out checks its
+   * requests in receive().
+   */
+  verify?(request: ChannelRequest): ChannelResponse | undefined;
   /**
    * Sends a voice note (OGG/Opus audio) as the platform's own kind (Telegram's
    * sendVoice, WhatsApp's audio, Matrix's m.audio marked as voice, a file

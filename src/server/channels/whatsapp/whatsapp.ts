@@ -23,7 +23,7 @@ import { changesOf, inboundOf, type WaChange, type WaStatus } from './notificati
 import { iso, outsideWindow } from './outside-window.ts';
 import { ServiceWindows } from './service-window.ts';
 import { classifyFailure, REENGAGEMENT, sendFailure, SetupProblem } from './failures.ts';
-import { handshake, normalizeWhatsAppPeer, recipientOf, signatureRefusal } from './webhook-checks.ts';
+import { handshake, metaRefusal, normalizeWhatsAppPeer, recipientOf } from './webhook-checks.ts';
 import { SECRET_HINTS, SECRET_NAMES, whatsappAccounts, type AccountSettings, type SecretName } from './settings.ts';
 
 /** How often the typing indicator is shown again while an agent works (Meta shows it up to 25 s, or until the reply). */
@@ -133,16 +133,17 @@ class WhatsAppAccount extends AccountConnection<AccountSettings> {
     this.reconnect.schedule(() => void this.connect());
   }
 
+  /** Whether a request came from Meta (webhook-checks.ts), checked by the HTTP pipeline before receive(). */
+  verify(request: ChannelRequest): ChannelResponse | undefined {
+    return metaRefusal(request, { appSecret: this.appSecret, verifyToken: this.verifyToken }, this.log);
+  }
+
   /**
-   * A request Meta made: the subscription handshake (GET, answered with its
-   * challenge when the verify token matches), or a delivery (POST), its
-   * signature checked over the raw body before anything is read, stored
-   * before the 200.
+   * A request Meta made, verified: the subscription handshake (GET, answered
+   * with its challenge), or a delivery (POST), stored before the 200.
    */
   async receive(request: ChannelRequest): Promise<ChannelResponse> {
-    if (request.method === 'GET') return handshake(request.query ?? {}, this.verifyToken, this.log);
-    const unsigned = signatureRefusal(request, this.appSecret);
-    if (unsigned) return unsigned;
+    if (request.method === 'GET') return handshake(request.query ?? {}, this.log);
     const read = deliveredJson(request.body);
     if (read.refused) return read.refused;
     const payload = read.value as { object?: unknown } | null;
@@ -338,9 +339,12 @@ export class WhatsAppChannel extends AccountChannel<WhatsAppAccount, AccountSett
   }
 
   receive(request: ChannelRequest): Promise<ChannelResponse> {
-    // A press comes as a message to the webhook: nothing is posted where other platforms post interactions.
-    if (request.interaction) return Promise.resolve(refusal(404, 'not_found', `Channel ${this.id} takes no interactions.`));
     return this.handOver(request);
+  }
+
+  /** A press comes as a message to the webhook: nothing is taken where other platforms post interactions. */
+  override verify(request: ChannelRequest): ChannelResponse | undefined {
+    return request.interaction ? refusal(404, 'not_found', `Channel ${this.id} takes no interactions.`) : super.verify(request);
   }
 
   /** Interactive messages carry buttons; a press comes back as a message (and cannot be edited away after). */
