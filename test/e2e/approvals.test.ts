@@ -6,6 +6,7 @@ import { sharedPostgres } from '../support/postgres.ts';
 import { openaiText, openaiToolCalls, ScriptedUpstream } from '../support/scripted-upstream.ts';
 import { SlackApi } from '../support/slack-api.ts';
 import { TelegramApi, type TgChat, type TgUser } from '../support/telegram-api.ts';
+import { WhatsAppApi } from '../support/whatsapp-api.ts';
 
 const GATEWAY_TOKEN = 'approvals-gateway-token-for-tests';
 const TG_TOKEN = '7001234567:AAH-approvals-token-for-the-stand-in';
@@ -352,6 +353,179 @@ describe('approvals in the chat: answered by button, by words, or from the CLI; 
       const result = resumed.find((message) => message.role === 'tool');
       expect(JSON.parse(result.content)).to.include({ answer: 'green', option: 2, answeredBy: `irc:${dana.nick.toLowerCase()}` });
       expect(resumed.filter((message) => message.role === 'user').map((message) => message.content), 'the answer is no turn').to.deep.equal(['paint the shed']);
+    });
+  });
+
+  describe('WhatsApp: interactive reply buttons and lists; a press is a message of its own, answered by a message', () => {
+    let api: WhatsAppApi;
+    let upstream: ScriptedUpstream;
+    let home: Home;
+    let base: string;
+    const ops = '4915100000101';
+    const sam = '4915100000102';
+    const ida = '4915100000103';
+    const dana = '4915100000104';
+    /** An interactive message the business sent someone, whose body says `text`. */
+    const interactiveTo = (to: string, text: string) => waitFor(() => api.interactives(to).find((call) => String(call.body.interactive.body.text).includes(text)), 30_000, `the buttons to ${to} for ${text}`);
+    const textTo = (to: string, pattern: RegExp, after = 0) => waitFor(() => api.texts(to).slice(after).find((text) => pattern.test(text)), 30_000, `a message to ${to} matching ${pattern}`);
+
+    const start = async (approvals: Record<string, unknown>) => {
+      api = await new WhatsAppApi().start();
+      upstream = await new ScriptedUpstream().start();
+      upstream.responder = () => openaiText('Noted.');
+      ({ home, base } = await askingHome({
+        'models.providers.script': { kind: 'openai-compatible', baseUrl: upstream.url, models: ['m'], retries: { max: 0 } },
+        'agents.helper': { model: 'script/m', tools: ['ask'] },
+        // Everyone may talk to the agent: a press must still never reach it.
+        'channels.whatsapp': { enabled: true, agent: 'helper', apiRoot: api.apiRoot, phoneNumberId: api.phoneNumberId, reconnectMaxDelayMs: 2000, ackReaction: '', dmPolicy: 'open', allowFrom: ['*'] },
+        approvals,
+      }));
+      for (const [name, value] of [['accessToken', api.accessToken], ['appSecret', api.appSecret], ['verifyToken', 'verify-approvals']] as const) {
+        expect((await home.run(['secrets', 'set', `channels.whatsapp.${name}`], { input: value })).code).to.equal(0);
+      }
+      expect((await home.run(['start'])).code).to.equal(0);
+      await waitFor(async () => ((await home.json(['channels', 'status'])).channels.find((c: any) => c.channel === 'whatsapp')?.state === 'connected' ? true : undefined), 20_000, 'the number to be checked');
+      api.subscribe(`${base}/channels/whatsapp/default/webhook`);
+    };
+    /** People write first: their 24-hour windows are open, and the agent answers each. */
+    const writeFirst = async (...people: string[]) => {
+      for (const person of people) api.message(person, { text: 'hello' });
+      for (const person of people) await textTo(person, /^Noted\.$/);
+    };
+    afterEach(async () => {
+      home?.cleanup();
+      await api?.stop();
+      await upstream?.stop();
+    });
+
+    it('an approver\'s press runs the command; a non-approver\'s is refused and told; each chat is told who decided in a new message; a press posted again, and every press, is no turn', async () => {
+      await start({ notify: [{ channel: 'whatsapp', to: `+${ops}` }, { channel: 'whatsapp', to: sam }], approvers: [`whatsapp:+${ops}`] });
+      await writeFirst(ops, sam);
+      const running = execOver(base, 'echo approved on whatsapp');
+      const request = await interactiveTo(ops, 'echo approved on whatsapp');
+      const toSam = await interactiveTo(sam, 'echo approved on whatsapp');
+      const [pending] = (await home.json(['approvals', 'list'])).approvals;
+      expect(request.body.interactive.type).to.equal('button');
+      expect(request.body.interactive.body.text).to.include(`Approval ${pending.code}`).and.to.include(`reply "approve ${pending.code}"`);
+      expect(request.body.interactive.action.buttons).to.deep.equal([
+        { type: 'reply', reply: { id: `ap:y:${pending.id}`, title: 'Approve' } },
+        { type: 'reply', reply: { id: `ap:n:${pending.id}`, title: 'Reject' } },
+      ]);
+      expect(pending.told.map((notice: any) => [notice.to, notice.status])).to.deep.equal([[`+${ops}`, 'sent'], [sam, 'sent']]);
+
+      // Sam was told of it but is no approver: refused, told in a message, and nothing runs.
+      api.press(sam, toSam, 'Approve', { name: 'Sam' });
+      await textTo(sam, /^You are not one of this gateway's approvers/);
+      expect((await home.json(['approvals', 'list'])).approvals.map((approval: any) => approval.id)).to.deep.equal([pending.id]);
+
+      const seen = api.texts(ops).length;
+      const press = api.press(ops, request, 'Approve', { name: 'Olga' });
+      const result = await running;
+      expect(result.status, JSON.stringify(result.body)).to.equal(200);
+      expect(result.body.result.stdout).to.equal('approved on whatsapp\n');
+      const outcome = new RegExp(`^Approval ${pending.code}: approved by whatsapp:${ops} \\(whatsapp\\): \`echo approved on whatsapp\`$`);
+      await textTo(ops, outcome, seen);
+      await textTo(sam, outcome);
+
+      // Meta posts the press again (it thought it was not taken): acted on once, nothing said twice.
+      api.again(press);
+      await api.settled();
+      await sleep(1500);
+      expect(api.texts(ops).slice(seen), 'the approver hears the outcome, once').to.have.length(1);
+      expect(api.interactives(ops), 'WhatsApp edits nothing').to.have.length(1);
+      expect(upstream.requests, 'only the hellos reached the agent').to.have.length(2);
+      for (const person of [ops, sam]) {
+        const session = await home.json(['sessions', 'show', `whatsapp:default:dm:${person}`]);
+        expect(session.messages.filter((m: any) => m.direction === 'in').map((m: any) => m.text), 'no press in a session').to.deep.equal(['hello']);
+      }
+      const events = await audit(home);
+      const approved = events.filter((event) => event.kind === 'exec.approved' && event.subject === pending.id);
+      expect(approved).to.have.length(1);
+      expect(approved[0]).to.include({ actor: `whatsapp:${ops}` });
+      expect(approved[0].detail).to.include({ via: 'whatsapp', command: 'echo approved on whatsapp' });
+      expect(events.filter((event) => event.kind === 'exec.approval.refused' && event.subject === pending.id).map((event) => event.actor)).to.deep.equal([`whatsapp:${sam}`]);
+    });
+
+    it('the first answer wins: the CLI before the press, which is told who decided; a reject by press refuses the command', async () => {
+      await start({ notify: [{ channel: 'whatsapp', to: ops }], approvers: [`whatsapp:${ops}`] });
+      await writeFirst(ops);
+      const running = execOver(base, 'echo first from the cli');
+      const request = await interactiveTo(ops, 'echo first from the cli');
+      const [pending] = (await home.json(['approvals', 'list'])).approvals;
+      expect((await home.run(['approvals', 'approve', pending.code])).code).to.equal(0);
+      expect((await running).body.result.stdout).to.equal('first from the cli\n');
+      await textTo(ops, new RegExp(`^Approval ${pending.code}: approved by device:\\S+ \\(cli\\)`));
+      api.press(ops, request, 'Reject');
+      await textTo(ops, new RegExp(`^Approval ${pending.code} was already approved by device:\\S+ \\(cli\\); your answer changes nothing\\.$`));
+      const decisions = (await audit(home)).filter((event) => (event.kind === 'exec.approved' || event.kind === 'exec.rejected') && event.subject === pending.id);
+      expect(decisions.map((event) => [event.kind, event.detail.via])).to.deep.equal([['exec.approved', 'cli']]);
+
+      const refused = execOver(base, 'touch rejected-on-whatsapp');
+      const second = await interactiveTo(ops, 'touch rejected-on-whatsapp');
+      api.press(ops, second, 'Reject');
+      const outcome = await refused;
+      expect(outcome.status).to.equal(403);
+      await textTo(ops, /^Approval [0-9a-f]{4}: rejected by whatsapp:\d+ \(whatsapp\): `touch rejected-on-whatsapp`$/);
+    });
+
+    it('ask: up to three options as reply buttons, more as a list; the row picked answers, the person is told, and the run resumes with it', async () => {
+      await start({});
+      upstream.enqueue(
+        openaiToolCalls([{ name: 'ask', args: { question: 'Deploy now?', options: ['Yes', 'No'] } }]), openaiText('Deploying.'),
+        openaiToolCalls([{ name: 'ask', args: { question: 'Which colour?', options: ['Red', 'Green', 'Blue', 'Yellow', 'A shade of purple nobody has named yet'] } }]), openaiText('Purple it is.'),
+      );
+      api.message(dana, { text: 'deploy please' });
+      const buttons = await interactiveTo(dana, 'Deploy now?');
+      expect(buttons.body.interactive.type).to.equal('button');
+      expect(buttons.body.interactive.action.buttons.map((button: any) => button.reply.title)).to.deep.equal(['Yes', 'No']);
+      api.press(dana, buttons, 'Yes');
+      await textTo(dana, /^Got it: Yes$/);
+      await textTo(dana, /^Deploying\.$/);
+
+      api.message(dana, { text: 'paint the shed' });
+      const list = await interactiveTo(dana, 'Which colour?');
+      expect(list.body.interactive.type).to.equal('list');
+      const rows = list.body.interactive.action.sections[0].rows as any[];
+      expect(rows.map((row) => row.title)).to.deep.equal(['Red', 'Green', 'Blue', 'Yellow', 'A shade of purple nobod…']);
+      expect(rows[4].description).to.equal('A shade of purple nobody has named yet');
+      const asked = upstream.requests.length;
+      api.press(dana, list, 'A shade of purple nobod…');
+      await textTo(dana, /^Got it: A shade of purple nobody has named yet$/);
+      await textTo(dana, /^Purple it is\.$/);
+      const resumed = upstream.requests[asked]!.body.messages as any[];
+      const result = resumed.filter((message) => message.role === 'tool').at(-1);
+      expect(JSON.parse(result.content)).to.include({ answer: 'A shade of purple nobody has named yet', option: 5, answeredBy: `whatsapp:${dana}` });
+      expect(resumed.filter((message) => message.role === 'user').map((message) => message.content), 'no press is a turn').to.deep.equal(['deploy please', 'paint the shed']);
+    });
+
+    it('outside the 24-hour window: without a template the request is recorded as not told, with the reason; with one, it waits for the approver\'s answer to the template, then goes with its buttons', async () => {
+      await start({ notify: [{ channel: 'whatsapp', to: ida }], approvers: [`whatsapp:${ida}`] });
+      const first = execOver(base, 'echo never told');
+      const notTold = await waitFor(async () => {
+        const [approval] = (await home.json(['approvals', 'list'])).approvals;
+        return approval?.told?.[0]?.status === 'failed' ? approval : undefined;
+      }, 30_000, 'the request recorded as not told');
+      expect(notTold.told[0].error).to.include('outside WhatsApp\'s 24-hour customer service window').and.to.include(`${ida} has not written to this number in the last 24 hours`)
+        .and.to.include('channels.whatsapp.template is not set; not sent');
+      expect((await home.run(['approvals', 'list'])).stdout).to.include(`${notTold.code}: whatsapp ${ida} was not told: outside WhatsApp's 24-hour customer service window`);
+      expect(api.sent(ida), 'nothing free-form went out').to.deep.equal([]);
+
+      await home.set('channels.whatsapp.template', { name: 'welcome_back', language: 'en_US' });
+      const second = execOver(base, 'echo after the template');
+      const invite = await waitFor(() => api.sent(ida).find((call) => call.body.type === 'template'), 30_000, 'the template');
+      const waiting = await waitFor(async () => {
+        const approval = (await home.json(['approvals', 'list'])).approvals.find((candidate: any) => candidate.command === 'echo after the template');
+        return approval?.told?.[0]?.status === 'pending' && approval.told[0].error ? approval : undefined;
+      }, 30_000, 'the request waiting');
+      expect(waiting.told[0].error).to.include('the template welcome_back was sent at').and.to.include(`waits for ${ida} to answer it`);
+      expect(api.interactives(ida)).to.deep.equal([]);
+
+      api.message(ida, { raw: { type: 'button', button: { text: 'Show me', payload: 'show' }, context: { from: api.metadata().display_phone_number, id: invite.answer.messages[0].id } } });
+      const request = await waitFor(() => api.interactives(ida).find((call) => String(call.body.interactive.body.text).includes('echo after the template')), 60_000, 'the request with its buttons');
+      api.press(ida, request, 'Approve');
+      expect((await second).body.result.stdout).to.equal('after the template\n');
+      expect((await home.run(['approvals', 'reject', notTold.id])).code).to.equal(0);
+      expect((await first).status).to.equal(403);
     });
   });
 

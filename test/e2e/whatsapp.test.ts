@@ -303,6 +303,18 @@ describe('WhatsApp channel (e2e, the Cloud API through a stand-in of Meta\'s Gra
     expect(home.stateText()).to.not.include('forged');
   });
 
+  it('checks Meta\'s signature before anything reads the body: a forged or unsigned malformed body is 401, not 400; the handshake\'s token before its challenge', async () => {
+    const malformed = '{"object":"whatsapp_business_account","entry":[{"changes":[{"value":{"messages":[{"type":"text","text":{"body":"forged malformed"';
+    const forged = await api.postSigned(url, malformed, { secret: 'not-the-app-secret' });
+    expect(forged).to.deep.equal({ status: 401, body: { error: 'unauthorized', message: 'The request\'s signature does not match the app secret.', statusCode: 401 } });
+    expect((await api.postSigned(url, malformed, { secret: null })).status).to.equal(401);
+    // Signed by Meta, the same bytes are read, and refused as what they are.
+    expect((await api.postSigned(url, malformed)).body).to.deep.include({ statusCode: 400, message: 'The body is not valid JSON.' });
+    expect((await fetch(`${url}?hub.mode=subscribe&hub.challenge=not%20a%20number&hub.verify_token=wrong`)).status).to.equal(403);
+    expect((await fetch(`${url}?hub.mode=subscribe&hub.challenge=not%20a%20number&hub.verify_token=${VERIFY_TOKEN}`)).status).to.equal(400);
+    expect(home.stateText()).to.not.include('forged malformed');
+  });
+
   it('kill -9 with a message waiting for its answer: after a restart it is answered exactly once, and what Meta posted meanwhile too', async () => {
     const dan = person();
     await set('channels.whatsapp.allowFrom', [dan]);

@@ -5,7 +5,8 @@
  * - the Graph API: a phone number's profile (GET /<version>/<phone number
  *   id>), the messages endpoint (POST /<version>/<phone number id>/messages:
  *   text, media by link, reactions, templates, read receipts with the typing
- *   indicator), a media object's address (GET /<version>/<media id>) and its
+ *   indicator, interactive messages: reply buttons and lists, their shape
+ *   checked as Meta checks it (interactive.ts below)), a media object's address (GET /<version>/<media id>) and its
  *   bytes there, each with the access token, and Meta's error bodies
  *   ({error: {message, type, code, error_data, fbtrace_id}}) for what goes
  *   wrong (190 for a bad token, 100 for a bad parameter, 130429 with a 429,
@@ -19,7 +20,10 @@
  *   131047 for a free-form message to someone who has not written in the
  *   last 24 hours, which Meta takes (200) and then does not deliver;
  * - the subscription handshake (GET with hub.mode, hub.verify_token,
- *   hub.challenge).
+ *   hub.challenge);
+ * - a person's press of a reply button or a list row: a message of type
+ *   interactive (button_reply {id, title}, list_reply {id, title,
+ *   description}) with the context of the message it was under.
  *
  * Every API call is kept for the tests to read; faults (an error status with
  * Meta's code, a connection cut) are scripted per endpoint.
@@ -79,6 +83,8 @@ export class WhatsAppApi {
   /** When each person last wrote to the business (their 24-hour window). */
   private readonly heard = new Map<string, number>();
   private readonly queue: { id: string; body: string }[] = [];
+  /** Every notification queued, by its id. */
+  private readonly posted = new Map<string, string>();
   private posting = false;
   private revoked = false;
   /** An outage: every API call's connection is cut (notifications are still posted). */
@@ -151,7 +157,17 @@ export class WhatsAppApi {
 
   /** A notification of any value (statuses, malformed ones), queued for the callback. */
   notify(value: Record<string, unknown>, id = `n${this.deliveries.length}-${randomBytes(4).toString('hex')}`): void {
-    this.queue.push({ id, body: asMetaSends(this.envelope(value)) });
+    const body = asMetaSends(this.envelope(value));
+    this.posted.set(id, body);
+    this.queue.push({ id, body });
+    void this.post();
+  }
+
+  /** Meta posts a notification again (it thinks it was not taken): the same bytes, under the same id. */
+  again(id: string): void {
+    const body = this.posted.get(id);
+    if (body === undefined) throw new Error(`no notification ${id}`);
+    this.queue.push({ id, body });
     void this.post();
   }
 
@@ -220,6 +236,29 @@ export class WhatsAppApi {
   /** The texts the business sent to someone, in order. */
   texts(to: string): string[] {
     return this.sent(to).filter((call) => call.body.type === 'text').map((call) => String(call.body.text?.body));
+  }
+
+  /** The interactive messages the business sent to someone (reply buttons, lists), in order. */
+  interactives(to: string): WaCall[] {
+    return this.sent(to).filter((call) => call.body.type === 'interactive');
+  }
+
+  /**
+   * A person presses a reply button (or picks a list row) of an interactive
+   * message the business sent them, by its title: the notification Meta
+   * posts. Its message id.
+   */
+  press(from: string, sent: WaCall, title: string, options: { name?: string } = {}): string {
+    const interactive = sent.body.interactive;
+    const under = { from: this.metadata().display_phone_number, id: String(sent.answer.messages.at(-1).id) };
+    if (interactive.type === 'button') {
+      const button = (interactive.action.buttons as any[]).find((candidate) => candidate.reply.title === title);
+      if (!button) throw new Error(`no button ${title}`);
+      return this.message(from, { raw: { type: 'interactive', context: under, interactive: { type: 'button_reply', button_reply: { id: button.reply.id, title } } } }, options);
+    }
+    const row = (interactive.action.sections as any[]).flatMap((section) => section.rows).find((candidate) => candidate.title === title);
+    if (!row) throw new Error(`no row ${title}`);
+    return this.message(from, { raw: { type: 'interactive', context: under, interactive: { type: 'list_reply', list_reply: { id: row.id, title, ...(row.description ? { description: row.description } : {}) } } } }, options);
   }
 
   /** Read receipts (with or without the typing indicator) the business sent. */
@@ -356,6 +395,11 @@ export class WhatsAppApi {
       case 'reaction':
         if (typeof body.reaction?.message_id !== 'string') return error(400, 100, '(#100) The parameter reaction[\'message_id\'] is required.');
         break;
+      case 'interactive': {
+        const refused = interactiveRefusal(body.interactive);
+        if (refused) return error(400, refused.code, refused.message, refused.details);
+        break;
+      }
       case 'template':
         if (!this.templates.has(String(body.template?.name))) return error(404, 132001, '(#132001) Template name does not exist in the translation', `template name (${String(body.template?.name)}) does not exist in ${String(body.template?.language?.code)}`);
         break;
@@ -377,4 +421,68 @@ export class WhatsAppApi {
     const pricing = { billable: true, pricing_model: 'PMP', category: type === 'template' ? 'utility' : 'service' };
     this.notify({ messaging_product: 'whatsapp', metadata: this.metadata(id), statuses: [status('sent', { pricing }), status('delivered', { pricing })] });
   }
+}
+
+/** What Meta answers for an interactive object it does not take: the code, message and details of its error. */
+type Refusal = { code: number; message: string; details?: string };
+const required = (path: string): Refusal => ({ code: 100, message: `(#100) The parameter interactive${path} is required.` });
+const invalid = (details: string): Refusal => ({ code: 131009, message: '(#131009) Parameter value is not valid', details });
+const text = (value: unknown): value is string => typeof value === 'string' && value.length > 0;
+
+/**
+ * An interactive message's shape as the Cloud API checks it
+ * (developers.facebook.com/docs/whatsapp/cloud-api/messages/interactive-reply-buttons-messages,
+ * ...-list-messages): reply buttons: a body of 1 to 1,024 characters, 1 to 3
+ * buttons of type reply, each with an id of 1 to 256 characters (no leading
+ * or trailing spaces) and a title of 1 to 20, titles and ids unique; a list:
+ * a body of 1 to 4,096 characters, a button label of 1 to 20, 1 to 10
+ * sections (titled, 24 at most, when there are several) of 1 to 10 rows in
+ * all, each row an id of 1 to 200 characters, a title of 1 to 24 and a
+ * description of at most 72, ids unique; a header and a footer of text at
+ * most 60. Undefined when it is taken.
+ */
+export function interactiveRefusal(interactive: any): Refusal | undefined {
+  if (!interactive || typeof interactive !== 'object') return { code: 100, message: '(#100) The parameter interactive is required.' };
+  if (interactive.type !== 'button' && interactive.type !== 'list') return required("['type']");
+  if (interactive.header !== undefined && (interactive.header?.type !== 'text' || !text(interactive.header.text) || interactive.header.text.length > 60)) return invalid('Header text length invalid. Min length: 1, Max length: 60');
+  if (interactive.footer !== undefined && (!text(interactive.footer?.text) || interactive.footer.text.length > 60)) return invalid('Footer text length invalid. Min length: 1, Max length: 60');
+  if (!text(interactive.body?.text)) return required("['body']['text']");
+  const bodyMax = interactive.type === 'button' ? 1024 : 4096;
+  if (interactive.body.text.length > bodyMax) return invalid(`Body text length invalid. Min length: 1, Max length: ${bodyMax}`);
+  const action = interactive.action;
+  if (!action || typeof action !== 'object') return required("['action']");
+  const unique = (values: string[]) => new Set(values).size === values.length;
+  if (interactive.type === 'button') {
+    if (!Array.isArray(action.buttons) || action.buttons.length === 0) return required("['action']['buttons']");
+    if (action.buttons.length > 3) return invalid('Buttons count invalid. Min: 1, Max: 3');
+    for (const [index, button] of (action.buttons as any[]).entries()) {
+      if (button?.type !== 'reply') return required(`['action']['buttons'][${index}]['type']`);
+      if (!text(button.reply?.id)) return required(`['action']['buttons'][${index}]['reply']['id']`);
+      if (!text(button.reply?.title)) return required(`['action']['buttons'][${index}]['reply']['title']`);
+      if (button.reply.id.length > 256 || button.reply.id !== button.reply.id.trim()) return invalid('Button id invalid. Min length: 1, Max length: 256, no leading or trailing spaces');
+      if (button.reply.title.length > 20) return invalid('Button title length invalid. Min length: 1, Max length: 20');
+    }
+    if (!unique(action.buttons.map((button: any) => button.reply.title))) return invalid('Button title must be unique within the message');
+    if (!unique(action.buttons.map((button: any) => button.reply.id))) return invalid('Button id must be unique within the message');
+    return undefined;
+  }
+  if (!text(action.button)) return required("['action']['button']");
+  if (action.button.length > 20) return invalid('Button label length invalid. Min length: 1, Max length: 20');
+  if (!Array.isArray(action.sections) || action.sections.length === 0) return required("['action']['sections']");
+  if (action.sections.length > 10) return invalid('Sections count invalid. Min: 1, Max: 10');
+  const rows: any[] = [];
+  for (const [index, section] of (action.sections as any[]).entries()) {
+    if (section?.title !== undefined && (!text(section.title) || section.title.length > 24)) return invalid('Section title length invalid. Min length: 1, Max length: 24');
+    if (action.sections.length > 1 && section?.title === undefined) return required(`['action']['sections'][${index}]['title']`);
+    if (!Array.isArray(section?.rows) || section.rows.length === 0) return required(`['action']['sections'][${index}]['rows']`);
+    rows.push(...section.rows);
+  }
+  if (rows.length > 10) return invalid(`Total row count exceed max allowed count: 10`);
+  for (const row of rows) {
+    if (!text(row?.id) || row.id.length > 200) return invalid('Row id length invalid. Min length: 1, Max length: 200');
+    if (!text(row.title) || row.title.length > 24) return invalid('Row title length invalid. Min length: 1, Max length: 24');
+    if (row.description !== undefined && (typeof row.description !== 'string' || row.description.length > 72)) return invalid('Row description length invalid. Max length: 72');
+  }
+  if (!unique(rows.map((row) => row.id))) return invalid('Row id must be unique within the message');
+  return undefined;
 }

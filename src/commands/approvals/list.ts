@@ -16,6 +16,14 @@ export default class ApprovalsList extends BaseCommand<{ approvals: ExecApproval
     this.say(result.approvals.length ? table(['ID', 'CODE', 'CALLER', 'EXPIRES', 'COMMAND'], result.approvals.map((approval) => [
       approval.id, approval.code, visibleText(approval.caller), approval.expiresAt, visibleText(approval.command),
     ])) : 'No command waits for approval.');
+    // A chat that was not told (outside WhatsApp's window, a channel down), and why.
+    for (const approval of result.approvals) {
+      for (const notice of approval.told ?? []) {
+        if (notice.status === 'sent') continue;
+        const what = notice.status === 'failed' ? 'was not told' : 'is not told yet';
+        this.say(`${approval.code}: ${notice.channel} ${visibleText(notice.to)} ${what}${notice.error ? `: ${visibleText(notice.error)}` : ''}`);
+      }
+    }
     return result;
   }
 }

@@ -159,10 +159,10 @@ export class ExecApprovals {
     return view;
   }
 
-  /** The requests waiting now, on any daemon of the store, oldest first. */
+  /** The requests waiting now, on any daemon of the store, oldest first, each with how its chats were told. */
   async list(): Promise<ExecApprovalView[]> {
     const rows = await this.deps.store.all<Row>("SELECT * FROM exec_approvals WHERE status = 'pending' AND expires_at > ? ORDER BY requested_at", this.now());
-    return rows.map(toView);
+    return Promise.all(rows.map(async (row) => ({ ...toView(row), told: await this.deps.notices.told(targetsOf(row), `approval:${String(row.id)}`) })));
   }
 
   /** The request an id or short code names, if any (the one waiting, else the latest). */

@@ -66,15 +66,24 @@ export class ChatAnswers {
     return true;
   }
 
-  /** A button pressed under an approval request or a question: acted on, and what the person who pressed it is shown. */
-  async press(channel: string, press: ButtonPress): Promise<PressAnswer | undefined> {
+  /**
+   * A button pressed under an approval request or a question: acted on (in
+   * the caller's transaction when it gives one), and what the person who
+   * pressed it is shown. Where what they are shown is a message of its own
+   * (WhatsApp), a decision's presser in a chat told of the request hears of
+   * it with that chat (the outcome's message), once.
+   */
+  async press(channel: string, press: ButtonPress, tx?: Tx): Promise<PressAnswer | undefined> {
     const button = BUTTON.exec(press.data);
-    if (!button) return this.deps.questions.press(channel, press);
+    if (!button) return this.deps.questions.press(channel, press, tx);
     const who = `${channel}:${press.sender}`;
     if (!this.deps.notices.isApprover(channel, press.sender)) {
-      await this.deps.store.audit('exec.approval.refused', { actor: who, subject: button[2], detail: { via: channel, answer: button[1] === 'y' ? 'approve' : 'reject' } });
+      await this.deps.store.audit('exec.approval.refused', { actor: who, subject: button[2], detail: { via: channel, answer: button[1] === 'y' ? 'approve' : 'reject' } }, tx);
       return { text: NOT_AN_APPROVER };
     }
-    return { text: answerText(await this.deps.approvals.decide(button[2]!, button[1] === 'y', { by: who, via: channel })) };
+    const decided = await this.deps.approvals.decide(button[2]!, button[1] === 'y', { by: who, via: channel }, tx);
+    const { notices } = this.deps;
+    if (decided.outcome === 'decided' && press.answerTo !== undefined && notices.isTarget(notices.targets(), { channel, account: press.account, to: press.answerTo })) return {};
+    return { text: answerText(decided) };
   }
 }

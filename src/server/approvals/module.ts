@@ -45,7 +45,7 @@ export default defineModule<OperatorControl>({
     const { outbox, hooks } = ctx.use(channelsModule);
     const sessions = ctx.use(sessionsModule);
     const { queue, retention } = ctx.use(jobsModule);
-    const notices = new OperatorNotices({ config: ctx.config, channels: { normalizePeer: (channel, peer) => ctx.use(channelsModule).channels.normalizePeer(channel, peer), hasButtons: (channel) => hooks.hasButtons(channel) }, outbox, logger: ctx.log });
+    const notices = new OperatorNotices({ config: ctx.config, channels: { normalizePeer: (channel, peer) => ctx.use(channelsModule).channels.normalizePeer(channel, peer), hasButtons: (channel) => hooks.hasButtons(channel), editsButtons: (channel) => hooks.editsButtons(channel) }, outbox, logger: ctx.log });
 
     const approvals = new ExecApprovals({
       store, daemon: ctx.daemon.instanceId, notices, logger: ctx.log, shared: store.coordinator !== undefined,
@@ -99,7 +99,7 @@ export default defineModule<OperatorControl>({
     // Answers from the chats: button presses, and words taken before they reach a session.
     const answers = new ChatAnswers({ store, approvals, questions, notices, outbox });
     hooks.onClaim(({ channel, message, session }, tx) => answers.claim(channel, message, session, tx));
-    hooks.onPress((channel, press) => answers.press(channel, press));
+    hooks.onPress((channel, press, tx) => answers.press(channel, press, tx));
 
     // A budget's warning and its cap reached go to the operator's chats too, once (the daemon that recorded the notice tells it).
     ctx.events.on('budget.notice', (payload) => {

@@ -6,6 +6,7 @@
  */
 import type { Logger } from 'pino';
 import type { GatewayConfig } from '../../shared/config/types.ts';
+import type { ApprovalNoticeView } from '../../shared/protocol/results.ts';
 import type { ChannelButton } from '../kernel/channel.ts';
 import type { AnswerHooks, ChannelManager, Outbox } from '../channels/module.ts';
 import type { Db } from '../store/database.ts';
@@ -19,7 +20,7 @@ export interface NotifyTarget {
 
 export interface OperatorNoticesDeps {
   config: () => GatewayConfig;
-  channels: Pick<ChannelManager, 'normalizePeer'> & Pick<AnswerHooks, 'hasButtons'>;
+  channels: Pick<ChannelManager, 'normalizePeer'> & Pick<AnswerHooks, 'hasButtons' | 'editsButtons'>;
   outbox: Pick<Outbox, 'queue' | 'byKey'>;
   logger: Logger;
 }
@@ -62,16 +63,26 @@ export class OperatorNotices {
     }
   }
 
+  /** How each target was told under `key` (as tell() queued it): sent, waiting and why (outside WhatsApp's window, a channel down), or given up and why. */
+  async told(targets: readonly NotifyTarget[], key: string): Promise<ApprovalNoticeView[]> {
+    const told: ApprovalNoticeView[] = [];
+    for (const [index, target] of targets.entries()) {
+      const entry = await this.deps.outbox.byKey(`${key}:${index}`);
+      if (entry) told.push({ ...target, status: entry.status, ...(entry.status !== 'sent' && entry.error ? { error: entry.error } : {}) });
+    }
+    return told;
+  }
+
   /**
    * Tells each target what became of what it was told under `told`: the
    * message edited in place, its buttons taken away, where it was sent and
-   * the platform edits; a new message otherwise.
+   * the platform edits; a new message otherwise (WhatsApp, IRC).
    */
   async follow(targets: readonly NotifyTarget[], told: string, key: string, text: string, db: Db): Promise<void> {
     for (const [index, target] of targets.entries()) {
       const earlier = await this.deps.outbox.byKey(`${told}:${index}`, db);
       const messageId = earlier?.status === 'sent' ? earlier.receipts.at(-1) : undefined;
-      const edit = messageId !== undefined && this.deps.channels.hasButtons(target.channel) ? { editOf: messageId, buttons: [] } : {};
+      const edit = messageId !== undefined && this.deps.channels.editsButtons(target.channel) ? { editOf: messageId, buttons: [] } : {};
       await this.deps.outbox.queue({ ...target, text, key: `${key}:${index}`, ...edit }, db);
     }
   }

@@ -43,7 +43,7 @@ export interface QuestionsDeps {
   store: Store;
   config: () => GatewayConfig;
   sessions: Pick<Sessions, 'store' | 'append'>;
-  channels: Pick<AnswerHooks, 'hasButtons'>;
+  channels: Pick<AnswerHooks, 'hasButtons' | 'editsButtons'>;
   outbox: Pick<Outbox, 'queue' | 'byKey'>;
   jobs: Pick<JobQueue, 'enqueue'>;
   /** Queues the run that resumes a conversation after its question, in the caller's transaction. */
@@ -141,11 +141,11 @@ export class Questions {
     return true;
   }
 
-  /** A button under a question pressed: the answer, if the person asked pressed it. */
-  async press(channel: string, press: ButtonPress): Promise<PressAnswer | undefined> {
+  /** A button under a question pressed: the answer, if the person asked pressed it (in the caller's transaction when it gives one). */
+  async press(channel: string, press: ButtonPress, db?: Tx): Promise<PressAnswer | undefined> {
     const match = /^q:(q_[0-9a-f]{12}):(\d{1,2})$/.exec(press.data);
     if (!match) return undefined;
-    return this.deps.store.transaction(async (tx) => {
+    const work = async (tx: Tx): Promise<PressAnswer> => {
       const row = await tx.get<Row>('SELECT * FROM agent_questions WHERE id = ?', match[1]);
       if (!row) return { text: 'This question is no longer open.' };
       if (peerPerson(channel, press.account, press.sender) !== String(row.person)) return { text: 'This question is for someone else.' };
@@ -158,7 +158,8 @@ export class Questions {
         return { text: now?.status === 'expired' ? 'Too late: the question\'s time ran out.' : `Already answered: ${String(now?.answer ?? '')}` };
       }
       return { text: `Got it: ${answer}` };
-    });
+    };
+    return db ? work(db) : this.deps.store.transaction(work);
   }
 
   /** A question's time ran out (its job): its stated default stands, unless an answer came first. */
@@ -207,7 +208,7 @@ export class Questions {
     const channel = String(row.channel);
     const told = await this.deps.outbox.byKey(`question:${String(row.id)}`, db);
     const messageId = told?.status === 'sent' ? told.receipts.at(-1) : undefined;
-    const editable = messageId !== undefined && this.deps.channels.hasButtons(channel);
+    const editable = messageId !== undefined && this.deps.channels.editsButtons(channel);
     if (!editable && !expired) return;
     await this.deps.outbox.queue({
       channel, account: String(row.account), to: String(row.recipient), text, key: `question-done:${String(row.id)}`, sessionKey: String(row.session_key),

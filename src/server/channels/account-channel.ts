@@ -22,6 +22,8 @@ export interface LiveAccount {
   /** Shows the recipient that a reply is being written, where the platform can. */
   typing?(to: string): Promise<void>;
   receive?(request: ChannelRequest): Promise<ChannelResponse>;
+  /** Checks a webhook request came from the platform (Channel.verify). */
+  verify?(request: ChannelRequest): ChannelResponse | undefined;
 }
 
 /**
@@ -121,6 +123,13 @@ export abstract class AccountChannel<A extends LiveAccount, S extends { enabled:
     const live = this.live.get(account);
     if (!live) throw new ChannelSendError(`${this.id} has no running account ${account}`);
     return live;
+  }
+
+  /** Checks a webhook request with the account it names (Channel.verify); one no running account takes is refused as handOver refuses it. */
+  verify(request: ChannelRequest): ChannelResponse | undefined {
+    const live = this.live.get(request.account);
+    if (!live?.receive) return refusal(404, 'not_found', `Channel ${this.id} has no running account ${request.account} that takes webhook deliveries.`);
+    return live.verify?.(request);
   }
 
   /** Hands a webhook delivery to the account it names (the channels that take deliveries answer receive() with it). */

@@ -71,6 +71,9 @@ export const BUILT_IN_KINDS: readonly (ChannelKind & { id: string })[] = [
   {
     id: 'whatsapp',
     label: 'WhatsApp',
+    // Interactive messages (reply buttons, a list); a message cannot be edited.
+    buttons: true,
+    edits: false,
     normalizePeer: (peer) => peer.split('/')[0]!.replace(/[^\d]/g, ''),
     create: async (id, context) => {
       const { WhatsAppChannel } = await import('./whatsapp/whatsapp.ts');

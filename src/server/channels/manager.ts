@@ -230,16 +230,16 @@ export class ChannelManager {
   }
 
   /**
-   * A platform's webhook delivery for a channel account, handed to the
-   * channel that runs here. 404 for a channel or account that takes none;
-   * 503 (the platform delivers again) while another daemon runs the channel.
+   * The channel that takes a platform's webhook requests for an account, if
+   * it runs here: else why not, 404 for a channel or account that takes
+   * none, 503 (the platform delivers again) while another daemon runs it.
    */
-  async receive(channelId: string, request: ChannelRequest): Promise<ChannelResponse> {
+  webhookTarget(channelId: string, request: Pick<ChannelRequest, 'account' | 'interaction'>): { channel: Channel } | { refused: ChannelResponse } {
     const channel = this.running.get(channelId);
-    if (request.interaction && channel && !channel.buttons) return refusal(404, 'not_found', `Channel ${channelId} takes no interactions.`);
-    if (channel?.receive && channel.accounts().includes(request.account)) return channel.receive(request);
-    if (this.standby.has(channelId)) return refusal(503, 'unavailable', `Channel ${channelId} is connected through another daemon of this gateway; point the platform at that one.`);
-    return refusal(404, 'not_found', 'No channel account here takes webhook deliveries at this address.');
+    if (request.interaction && channel && !channel.buttons) return { refused: refusal(404, 'not_found', `Channel ${channelId} takes no interactions.`) };
+    if (channel?.receive && channel.accounts().includes(request.account)) return { channel };
+    if (this.standby.has(channelId)) return { refused: refusal(503, 'unavailable', `Channel ${channelId} is connected through another daemon of this gateway; point the platform at that one.`) };
+    return { refused: refusal(404, 'not_found', 'No channel account here takes webhook deliveries at this address.') };
   }
 
   /**

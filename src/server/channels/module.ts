@@ -61,7 +61,7 @@ export default defineModule<Channels>({
     });
     const attachments = new Attachments(store, ctx.log);
     const marks = new InboundMarks({ store });
-    const hooks = new AnswerHooks(() => ctx.table().channels);
+    const hooks = new AnswerHooks({ kinds: () => ctx.table().channels, store, marks, outbox });
     const channels = new ChannelManager({
       kinds: () => ctx.table().channels, config: ctx.config, secret: (name) => ctx.secrets.get(name), keepSecret: (name, value) => ctx.secrets.set(name, value),
       folder: (id) => join(ctx.daemon.paths.dir, 'channels', id), logger: ctx.log,

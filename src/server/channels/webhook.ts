@@ -1,11 +1,11 @@
-/** What the channels that take webhook deliveries (Telegram's webhook mode, Slack's Events API) share. */
+/** What the channels that take webhook deliveries (Telegram's webhook mode, Slack's Events API, WhatsApp) share. */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { ERROR_CATEGORIES } from '../../shared/api/schemas.ts';
 import { kindOfStatus } from '../../shared/error-kinds.ts';
 import { parseJson } from '../kernel/body.ts';
-import type { ChannelContext, ChannelResponse, InboundMessage } from '../kernel/channel.ts';
-import { errorBodyOf } from '../kernel/errors.ts';
+import type { ChannelContext, ChannelRequest, ChannelResponse, InboundMessage } from '../kernel/channel.ts';
+import { DomainError, errorBodyOf } from '../kernel/errors.ts';
 
 /** Compares a secret or signature in constant time, whatever the lengths. */
 export function sameSecret(given: string, expected: string): boolean {
@@ -19,6 +19,24 @@ export function sameSecret(given: string, expected: string): boolean {
  */
 export const refusal = (status: number, _category: (typeof ERROR_CATEGORIES)[number], message: string): ChannelResponse =>
   ({ status, body: errorBodyOf(kindOfStatus(status), message, status) });
+
+/**
+ * A secret a platform presents in a header with each request (Telegram's
+ * X-Telegram-Bot-Api-Secret-Token), compared in constant time: 503 (`unready`
+ * says why) while the account takes no requests (`expected` undefined), 401
+ * when it is missing or wrong.
+ */
+export function secretTokenRefusal(request: Pick<ChannelRequest, 'headers'>, header: string, expected: string | undefined, unready: string): ChannelResponse | undefined {
+  if (expected === undefined) return refusal(503, 'unavailable', unready);
+  const given = request.headers[header.toLowerCase()];
+  return typeof given === 'string' && sameSecret(given, expected) ? undefined : refusal(401, 'unauthorized', `The ${header} header is missing or wrong.`);
+}
+
+/** A refusal a channel answered (verify), as the error the HTTP pipeline answers with the same status and body. */
+export function refusalError(refused: ChannelResponse): DomainError {
+  const message = (refused.body as { message?: unknown } | undefined)?.message;
+  return new DomainError(kindOfStatus(refused.status), typeof message === 'string' ? message : 'The request was refused.');
+}
 
 /**
  * A delivery's JSON body, read within the bounds every route of the gateway

@@ -120,6 +120,18 @@ export interface ButtonPress {
   chat?: string;
   /** The platform's id of the message the button is under. */
   messageId?: string;
+  /**
+   * The press's own id, where the platform delivers it as a message of its
+   * own (WhatsApp's interactive reply) and delivers it again until it is
+   * acknowledged: a press seen already is not acted on again.
+   */
+  platformId?: string;
+  /**
+   * Where the platform shows the presser nothing of the bot's (no toast, no
+   * ephemeral reply: WhatsApp): what they are to be told goes to this
+   * recipient as a message, through the outbox.
+   */
+  answerTo?: string;
 }
 
 /** What the person who pressed a button is shown (a toast, an ephemeral message), if anything. */
@@ -240,12 +252,23 @@ export interface Channel {
   send(account: string, to: string, text: string, options?: SendOptions): Promise<SendReceipt | void>;
   /**
    * Takes a platform's webhook delivery for an account (POST
-   * /channels/<id>/<account>/webhook): checks it came from the platform,
-   * stores what it carries, and only then answers 2xx. Channels that poll or
+   * /channels/<id>/<account>/webhook), verify() passed: stores what it
+   * carries, and only then answers 2xx. Channels that poll or
    * hold a connection leave it out. A GET there (request.method) is a
    * platform checking the address; a string body is answered as text.
    */
   receive?(request: ChannelRequest): Promise<ChannelResponse>;
+  /**
+   * Checks that a webhook request for an account came from its platform (a
+   * signature over the raw bytes, a secret token, the verify token of
+   * WhatsApp's handshake), before anything of the body is parsed or stored:
+   * the HTTP pipeline runs it, as the route's verifier, before receive(),
+   * which then sees only the requests it let through. A refusal (the status
+   * and error body the platform is answered), or undefined; secrets are
+   * compared in constant time. A channel that leaves it out checks its
+   * requests in receive().
+   */
+  verify?(request: ChannelRequest): ChannelResponse | undefined;
   /**
    * Sends a voice note (OGG/Opus audio) as the platform's own kind (Telegram's
    * sendVoice, WhatsApp's audio, Matrix's m.audio marked as voice, a file
@@ -297,11 +320,17 @@ export interface ChannelKind {
   /** A short description for listings. */
   label: string;
   /**
-   * Its messages carry buttons, and edit (as Channel.buttons and edits say):
-   * known while the channel runs on another daemon, for those that word a
-   * message for it (a question's numbered options are left to the others).
+   * Its messages carry buttons (as Channel.buttons says): known while the
+   * channel runs on another daemon, for those that word a message for it (a
+   * question's numbered options are left to the others).
    */
   buttons?: boolean;
+  /**
+   * A message with buttons is edited to say how it ended, its buttons taken
+   * away (as Channel.edits says); where it cannot be (WhatsApp: false), a
+   * new message says it. Left out, a kind with buttons edits them.
+   */
+  edits?: boolean;
   /** The channel's peer folding, also needed while the channel is not running. */
   normalizePeer: (peer: string) => string;
   create: ChannelFactory;

@@ -67,9 +67,9 @@ export interface RouteVerifier {
  * credential (or a token with admin). `{scope}`: the gateway credential or a
  * principal holding the scope; with `open`, anyone for whom it says so (a
  * loopback caller, where a setting allows it). `{verify}`: a credential of the
- * route's own (RouteVerifier). `plugin`: the handler authenticates the caller
- * itself: a plugin's route, or one that hands the request to code a plugin may
- * add (a channel's webhook deliveries).
+ * route's own (RouteVerifier; the channels' webhook routes declare the
+ * channel's own check, Channel.verify). `plugin`: the handler authenticates
+ * the caller itself: a plugin's route.
  */
 export type RouteAuth =
   | 'public'

@@ -59,8 +59,7 @@ function checkPath(path: unknown, what: string): string {
 /**
  * Checks a route's declared authentication: public (built-in routes only),
  * the gateway credential, a scope (built-in routes only), a verifier of its
- * own, or the handler's own check (plugin: a plugin's code, or a channel's,
- * which a plugin may add).
+ * own, or the handler's own check (plugin: a plugin's code).
  */
 export function checkAuth(route: { auth?: unknown; body?: unknown }, builtin: boolean, what: string): void {
   const auth = route.auth as RouteAuth | undefined;

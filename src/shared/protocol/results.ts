@@ -194,6 +194,17 @@ export interface ExecApprovalView {
   decidedBy: string | null;
   /** Through what: cli, control-ui, or the channel; for an expired request, why it ended. */
   decidedVia: string | null;
+  /** How each chat of approvals.notify was told of it (approvals.list only). */
+  told?: ApprovalNoticeView[];
+}
+
+/** A chat told of an approval request: the message sent, waiting to be tried again, or given up; why, when it was not sent. */
+export interface ApprovalNoticeView {
+  channel: string;
+  account: string;
+  to: string;
+  status: 'pending' | 'sent' | 'failed';
+  error?: string;
 }
 
 /** One firing of an automation: its job's state, and what its run answered and where that went. */

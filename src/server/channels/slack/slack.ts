@@ -5,7 +5,6 @@
  * the message they answer. No public address is needed. Several apps
  * (accounts) per channel. How an event is read is in inbound.ts.
  */
-import { createHmac } from 'node:crypto';
 import type { SocketModeClient as SocketModeClientType } from '@slack/socket-mode';
 import type { WebClient as WebClientType } from '@slack/web-api';
 import type { Logger as PinoLogger } from 'pino';
@@ -13,12 +12,13 @@ import type { ChannelState } from '../../../shared/channels.ts';
 import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type ChannelRequest, type ChannelResponse, type InboundMessage, type OutboundFile, type OutboundVoice, type SendOptions, type SendReceipt } from '../../kernel/channel.ts';
 import { AccountChannel, AccountConnection } from '../account-channel.ts';
 import { accountsOf, settingPath } from '../accounts.ts';
-import { deliveredJson, refusal, sameSecret, storeThenAcknowledge } from '../webhook.ts';
+import { deliveredJson, refusal, storeThenAcknowledge } from '../webhook.ts';
 import { markdownToSlackMrkdwn, splitMessage } from '../formatting.ts';
 import { describeNetworkError } from '../network-errors.ts';
 import { inboundOf, type SlackEvent } from './inbound.ts';
 import { actOn, answerInteractivity, blocksOf, type SlackInteraction } from './buttons.ts';
 import { slackReaction } from './emoji.ts';
+import { slackSignatureRefusal } from './signature.ts';
 
 /** Slack cuts a message's text past 40,000 characters. */
 export const SLACK_LIMIT = 40_000;
@@ -34,9 +34,6 @@ interface AccountSettings {
 export function slackAccounts(settings: ChannelSettings): Map<string, AccountSettings> {
   return accountsOf<AccountSettings>(settings, { keys: ['apiRoot', 'events', 'rooms'], inherited: { apiRoot: true, events: true }, defaults: { events: 'socket', rooms: [] } });
 }
-
-/** How old a signed Events API request may be (Slack's advice: five minutes), against replays. */
-const SIGNATURE_MAX_AGE_S = 300;
 
 const secretFor = (channelId: string, account: string, name: 'botToken' | 'appToken' | 'signingSecret') => settingPath(channelId, account, name);
 
@@ -166,23 +163,13 @@ class SlackAccount extends AccountConnection<AccountSettings> {
     this.setState('connected', `${this.selfName} (Events API)`);
   }
 
-  /**
-   * An Events API request: its signature (HMAC-SHA256 of "v0:<timestamp>:<body>"
-   * with the signing secret) and its age checked, the URL check answered, an
-   * event stored before the 200 (Slack posts it again otherwise).
-   */
+  /** A request Slack signed with the app's signing secret, within five minutes (signature.ts), checked before receive(). */
+  verify(request: ChannelRequest): ChannelResponse | undefined {
+    return slackSignatureRefusal(request, this.status.state === 'connected' ? this.signingSecret : undefined);
+  }
+
+  /** A request from Slack, verified: the URL check answered, an event stored before the 200 (Slack posts it again otherwise). */
   async receive(request: ChannelRequest): Promise<ChannelResponse> {
-    const secret = this.signingSecret;
-    if (secret === undefined || this.status.state !== 'connected') {
-      return refusal(503, 'unavailable', 'This app does not take Events API requests here, or is not connected yet.');
-    }
-    const timestamp = request.headers['x-slack-request-timestamp'];
-    const signature = request.headers['x-slack-signature'];
-    const refused = (message: string) => refusal(401, 'unauthorized', message);
-    if (typeof timestamp !== 'string' || typeof signature !== 'string') return refused('The request is not signed (X-Slack-Signature, X-Slack-Request-Timestamp).');
-    if (!/^\d{1,12}$/.test(timestamp) || Math.abs(Date.now() / 1000 - Number(timestamp)) > SIGNATURE_MAX_AGE_S) return refused('The request\'s timestamp is not within five minutes of now.');
-    const expected = `v0=${createHmac('sha256', secret).update(`v0:${timestamp}:`).update(request.body).digest('hex')}`;
-    if (!sameSecret(signature, expected)) return refused('The request\'s signature does not match the signing secret.');
     // The interactivity request (a button pressed), signed the same way: a form carrying the interaction (buttons.ts).
     if (request.interaction) return answerInteractivity(request.body, (interaction) => this.interacted(interaction), this.log);
     const read = deliveredJson(request.body);

@@ -13,7 +13,7 @@ import { readLimited } from '../attachments.ts';
 import { AccountChannel, AccountConnection } from '../account-channel.ts';
 import { accountsOf, settingPath } from '../accounts.ts';
 import { FIRST_RETRY_MS } from '../reconnect.ts';
-import { deliveredJson, refusal, sameSecret, storeThenAcknowledge } from '../webhook.ts';
+import { deliveredJson, refusal, secretTokenRefusal, storeThenAcknowledge } from '../webhook.ts';
 import { markdownToTelegramHtml, plainText, splitMessage } from '../formatting.ts';
 import { describeNetworkError } from '../network-errors.ts';
 import { inboundOf } from './inbound.ts';
@@ -22,6 +22,8 @@ import { answerQuery, inlineKeyboard } from './buttons.ts';
 /** Telegram's longest message. */
 export const TELEGRAM_LIMIT = 4096;
 const POLL_SECONDS = 25;
+/** Where Telegram presents the secret token a webhook was set with. */
+export const TELEGRAM_SECRET_HEADER = 'X-Telegram-Bot-Api-Secret-Token';
 
 interface AccountSettings {
   enabled: boolean;
@@ -196,16 +198,13 @@ class TelegramAccount extends AccountConnection<AccountSettings> {
     return { state: 'disconnected', detail: `cannot reach Telegram: ${this.unreachable(error)}`, waitMs: backoff };
   }
 
-  /** An update Telegram posted (webhook mode): its secret checked, stored, and only then answered 200. */
+  /** A request Telegram posted (webhook mode): with the secret token the webhook was set with, checked before receive(). */
+  verify(request: ChannelRequest): ChannelResponse | undefined {
+    return secretTokenRefusal(request, TELEGRAM_SECRET_HEADER, this.status.state === 'connected' ? this.webhookSecret : undefined, 'This bot is not in webhook mode, or not connected yet.');
+  }
+
+  /** An update Telegram posted, verified: stored, and only then answered 200. */
   async receive(request: ChannelRequest): Promise<ChannelResponse> {
-    const expected = this.webhookSecret;
-    if (expected === undefined || this.status.state !== 'connected') {
-      return refusal(503, 'unavailable', 'This bot is not in webhook mode, or not connected yet.');
-    }
-    const given = request.headers['x-telegram-bot-api-secret-token'];
-    if (typeof given !== 'string' || !sameSecret(given, expected)) {
-      return refusal(401, 'unauthorized', 'The X-Telegram-Bot-Api-Secret-Token header is missing or wrong.');
-    }
     const read = deliveredJson(request.body);
     if (read.refused) return read.refused;
     const update = read.value as Update | null;

@@ -6,6 +6,10 @@
  * here into plain values; anything malformed inside is skipped, never
  * thrown.
  */
+import type { InboundMessage } from '../../kernel/channel.ts';
+import { TooLarge } from '../attachments.ts';
+import type { GraphApi } from './graph.ts';
+import type { WaPress } from './interactive.ts';
 
 /** Longest text taken from one message (WhatsApp's own limit is 4,096 characters). */
 const MAX_INBOUND_CHARS = 16_384;
@@ -35,6 +39,8 @@ export interface WaMessage {
   media: WaMedia[];
   /** Whether it is a person writing, which opens the 24-hour window (a reaction, a system notice is not). */
   speaks: boolean;
+  /** A button or list row of the business's interactive message pressed: an answer to what it asked, never a turn. */
+  press?: WaPress;
 }
 
 /** What became of a message the number sent. */
@@ -126,6 +132,11 @@ function messageOf(raw: unknown, names: Map<string, string>, now: number): WaMes
     case 'interactive': {
       const reply = isObject(body.button_reply) ? body.button_reply : isObject(body.list_reply) ? body.list_reply : {};
       text = [str(reply.title), str(reply.description)].filter(Boolean).join(': ');
+      const pressed = str(reply.id);
+      if (pressed) {
+        const under = isObject(raw.context) ? str(raw.context.id) : undefined;
+        return { ...base, text: clip(text), media, speaks: true, press: { id: pressed.slice(0, 256), title: (str(reply.title) ?? '').slice(0, 200), ...(under ? { messageId: under } : {}) } };
+      }
       break;
     }
     case 'location':
@@ -180,4 +191,27 @@ export function changesOf(payload: unknown, now = Date.now()): WaChange[] | unde
     }
   }
   return changes;
+}
+
+/** A person's message as the gateway takes it (undefined when there is nothing to answer); its files fetched through the account's API when read. */
+export function inboundOf(account: string, message: WaMessage, api: () => GraphApi | undefined): InboundMessage | undefined {
+  if (!message.text.trim() && message.media.length === 0) return undefined;
+  return {
+    account, kind: 'direct', sender: message.from, senderName: message.name ?? `+${message.from}`, replyTo: message.from,
+    text: message.text, at: message.at, platformId: message.id, reference: message.id,
+    ...(message.media.length ? {
+      attachments: message.media.map((media) => ({
+        name: media.name, mimeType: media.mimeType, ...(media.voice ? { voice: true } : {}),
+        // The address Meta gives lasts minutes: asked for when the file is fetched.
+        fetch: async (maxBytes: number, signal: AbortSignal) => {
+          const graph = api();
+          if (!graph) throw new Error('the account has no access token yet');
+          const info = await graph.mediaInfo(media.id, signal);
+          if (typeof info.file_size === 'number' && info.file_size > maxBytes) throw new TooLarge(maxBytes);
+          if (typeof info.url !== 'string') throw new Error('Meta gave no address for it');
+          return graph.download(info.url, maxBytes, signal);
+        },
+      })),
+    } : {}),
+  };
 }

@@ -11,7 +11,7 @@ import type { ChannelRequest, ChannelResponse } from '../../kernel/channel.ts';
 import { refusal, sameSecret } from '../webhook.ts';
 
 /** Why a delivery is refused before it is read (not set up, not signed, signed otherwise), or nothing. */
-export function signatureRefusal(request: ChannelRequest, secret: string | undefined): ChannelResponse | undefined {
+function signatureRefusal(request: ChannelRequest, secret: string | undefined): ChannelResponse | undefined {
   if (secret === undefined) return refusal(503, 'unavailable', 'This account is not set up to take deliveries yet.');
   const signature = request.headers['x-hub-signature-256'];
   if (typeof signature !== 'string') return refusal(401, 'unauthorized', 'The request is not signed (X-Hub-Signature-256).');
@@ -20,18 +20,31 @@ export function signatureRefusal(request: ChannelRequest, secret: string | undef
   return undefined;
 }
 
-/** Meta checking the address (hub.mode=subscribe): its challenge echoed when the verify token matches. */
-export function handshake(query: Record<string, string>, expected: string | undefined, log: Pick<Logger, 'info' | 'warn'>): ChannelResponse {
+/**
+ * Whether a request came from Meta, before anything of it is read: the
+ * subscription handshake's verify token (GET), a delivery's signature (POST).
+ */
+export function metaRefusal(request: ChannelRequest, secrets: { appSecret?: string; verifyToken?: string }, log: Pick<Logger, 'warn'>): ChannelResponse | undefined {
+  return request.method === 'GET' ? handshakeRefusal(request.query ?? {}, secrets.verifyToken, log) : signatureRefusal(request, secrets.appSecret);
+}
+
+/** Why Meta's check of the address (hub.mode=subscribe) is refused: not set up, not a subscription request, or a verify token that does not match. */
+function handshakeRefusal(query: Record<string, string>, expected: string | undefined, log: Pick<Logger, 'warn'>): ChannelResponse | undefined {
   if (expected === undefined) return refusal(503, 'unavailable', 'This account is not set up to verify its address yet.');
-  const challenge = query['hub.challenge'];
   const token = query['hub.verify_token'];
-  if (query['hub.mode'] !== 'subscribe' || typeof challenge !== 'string' || typeof token !== 'string') {
+  if (query['hub.mode'] !== 'subscribe' || typeof query['hub.challenge'] !== 'string' || typeof token !== 'string') {
     return refusal(400, 'bad_request', 'Not a subscription request: hub.mode=subscribe, hub.verify_token and hub.challenge are expected.');
   }
   if (!sameSecret(token, expected)) {
     log.warn('a subscription request with a verify token that does not match; refused');
     return refusal(403, 'forbidden', 'The verify token does not match.');
   }
+  return undefined;
+}
+
+/** Meta checking the address, its verify token matched (metaRefusal): its challenge echoed. */
+export function handshake(query: Record<string, string>, log: Pick<Logger, 'info'>): ChannelResponse {
+  const challenge = query['hub.challenge'] ?? '';
   // Meta's challenge is a number; nothing else is echoed back.
   if (!/^[A-Za-z0-9._-]{1,256}$/.test(challenge)) return refusal(400, 'bad_request', 'The challenge is not one Meta sends.');
   log.info('Meta verified the webhook address');

@@ -12,18 +12,18 @@
  * given up with the reason.
  */
 import type { ChannelState } from '../../../shared/channels.ts';
-import { ChannelSendError, type Channel, type ChannelContext, type ChannelRequest, type ChannelResponse, type ChannelSettings, type InboundMessage, type OutboundFile, type OutboundVoice, type SendReceipt } from '../../kernel/channel.ts';
+import { ChannelSendError, type Channel, type ChannelContext, type ChannelRequest, type ChannelResponse, type ChannelSettings, type OutboundFile, type OutboundVoice, type SendOptions, type SendReceipt } from '../../kernel/channel.ts';
 import { AccountChannel, AccountConnection } from '../account-channel.ts';
 import { DEFAULT_ACCOUNT, settingPath } from '../accounts.ts';
-import { TooLarge } from '../attachments.ts';
 import { deliveredJson, refusal } from '../webhook.ts';
 import { messageBody, splitReply } from './format.ts';
 import { GRAPH_VERSION, GraphApi, GraphError, graphRootOf } from './graph.ts';
-import { changesOf, type WaChange, type WaMessage, type WaStatus } from './notifications.ts';
+import { buttonPress, interactiveBodies } from './interactive.ts';
+import { changesOf, inboundOf, type WaChange, type WaStatus } from './notifications.ts';
 import { iso, outsideWindow } from './outside-window.ts';
 import { ServiceWindows } from './service-window.ts';
 import { classifyFailure, REENGAGEMENT, sendFailure, SetupProblem } from './failures.ts';
-import { handshake, normalizeWhatsAppPeer, recipientOf, signatureRefusal } from './webhook-checks.ts';
+import { handshake, metaRefusal, normalizeWhatsAppPeer, recipientOf } from './webhook-checks.ts';
 import { SECRET_HINTS, SECRET_NAMES, whatsappAccounts, type AccountSettings, type SecretName } from './settings.ts';
 
 /** How often the typing indicator is shown again while an agent works (Meta shows it up to 25 s, or until the reply). */
@@ -133,16 +133,17 @@ class WhatsAppAccount extends AccountConnection<AccountSettings> {
     this.reconnect.schedule(() => void this.connect());
   }
 
+  /** Whether a request came from Meta (webhook-checks.ts), checked by the HTTP pipeline before receive(). */
+  verify(request: ChannelRequest): ChannelResponse | undefined {
+    return metaRefusal(request, { appSecret: this.appSecret, verifyToken: this.verifyToken }, this.log);
+  }
+
   /**
-   * A request Meta made: the subscription handshake (GET, answered with its
-   * challenge when the verify token matches), or a delivery (POST), its
-   * signature checked over the raw body before anything is read, stored
-   * before the 200.
+   * A request Meta made, verified: the subscription handshake (GET, answered
+   * with its challenge), or a delivery (POST), stored before the 200.
    */
   async receive(request: ChannelRequest): Promise<ChannelResponse> {
-    if (request.method === 'GET') return handshake(request.query ?? {}, this.verifyToken, this.log);
-    const unsigned = signatureRefusal(request, this.appSecret);
-    if (unsigned) return unsigned;
+    if (request.method === 'GET') return handshake(request.query ?? {}, this.log);
     const read = deliveredJson(request.body);
     if (read.refused) return read.refused;
     const payload = read.value as { object?: unknown } | null;
@@ -181,7 +182,12 @@ class WhatsAppAccount extends AccountConnection<AccountSettings> {
     for (const message of change.messages) if (message.speaks && this.windows.heard(message.from, message.at)) moved = true;
     if (moved) await this.context.cursor.set(this.name, this.windows.toCursor(Date.now()));
     for (const message of change.messages) {
-      const inbound = this.inbound(message);
+      // A button pressed: acted on, and answered, as an answer (never a turn); once, however often Meta posts it.
+      if (message.press) {
+        await this.context.pressed(buttonPress(this.name, { ...message, press: message.press }));
+        continue;
+      }
+      const inbound = inboundOf(this.name, message, () => this.api);
       if (!inbound) {
         this.log.debug({ type: message.type }, 'a WhatsApp message with nothing to answer; skipped');
         continue;
@@ -191,28 +197,6 @@ class WhatsAppAccount extends AccountConnection<AccountSettings> {
       this.lastMessage.set(message.from, { id: message.id });
       if (this.lastMessage.size > MAX_LAST_MESSAGES) this.lastMessage.delete(this.lastMessage.keys().next().value!);
     }
-  }
-
-  private inbound(message: WaMessage): InboundMessage | undefined {
-    if (!message.text.trim() && message.media.length === 0) return undefined;
-    return {
-      account: this.name, kind: 'direct', sender: message.from, senderName: message.name ?? `+${message.from}`, replyTo: message.from,
-      text: message.text, at: message.at, platformId: message.id, reference: message.id,
-      ...(message.media.length ? {
-        attachments: message.media.map((media) => ({
-          name: media.name, mimeType: media.mimeType, ...(media.voice ? { voice: true } : {}),
-          // The address Meta gives lasts minutes: asked for when the file is fetched.
-          fetch: async (maxBytes: number, signal: AbortSignal) => {
-            const api = this.api;
-            if (!api) throw new Error('the account has no access token yet');
-            const info = await api.mediaInfo(media.id, signal);
-            if (typeof info.file_size === 'number' && info.file_size > maxBytes) throw new TooLarge(maxBytes);
-            if (typeof info.url !== 'string') throw new Error('Meta gave no address for it');
-            return api.download(info.url, maxBytes, signal);
-          },
-        })),
-      } : {}),
-    };
   }
 
   /**
@@ -235,8 +219,14 @@ class WhatsAppAccount extends AccountConnection<AccountSettings> {
     return shut;
   }
 
-  send(to: string, text: string): Promise<SendReceipt> {
-    return this.deliver(to, 'the message', (api, phoneNumberId, customer, context) => api.messages(phoneNumberId, { recipient_type: 'individual', to: customer, ...messageBody(text, context) }));
+  /** A text; with buttons, an interactive message (interactive.ts), which like any free-form message goes only inside the person's window. */
+  send(to: string, text: string, { buttons }: SendOptions = {}): Promise<SendReceipt> {
+    if (!buttons?.length) return this.deliver(to, 'the message', (api, phoneNumberId, customer, context) => api.messages(phoneNumberId, { recipient_type: 'individual', to: customer, ...messageBody(text, context) }));
+    return this.deliver(to, 'the message with buttons', async (api, phoneNumberId, customer, context) => {
+      const ids: string[] = [];
+      for (const body of interactiveBodies(text, buttons, context)) ids.push(...await api.messages(phoneNumberId, { recipient_type: 'individual', to: customer, ...body }));
+      return ids;
+    });
   }
 
   /** A voice note: uploaded to Meta's media store, then sent as audio (OGG/Opus shows as a voice message). */
@@ -351,6 +341,14 @@ export class WhatsAppChannel extends AccountChannel<WhatsAppAccount, AccountSett
   receive(request: ChannelRequest): Promise<ChannelResponse> {
     return this.handOver(request);
   }
+
+  /** A press comes as a message to the webhook: nothing is taken where other platforms post interactions. */
+  override verify(request: ChannelRequest): ChannelResponse | undefined {
+    return request.interaction ? refusal(404, 'not_found', `Channel ${this.id} takes no interactions.`) : super.verify(request);
+  }
+
+  /** Interactive messages carry buttons; a press comes back as a message (and cannot be edited away after). */
+  readonly buttons = true;
 
   split(text: string): string[] {
     return splitReply(text);

@@ -75,7 +75,7 @@ for (const engine of ['sqlite', 'postgres'] as const) describe(`approvals in the
     outbox.attach(irc);
     notices = new OperatorNotices({
       config: () => config, outbox, logger: silent,
-      channels: { normalizePeer: (channel, peer) => (channel === 'irc' ? peer.toLowerCase() : peer.trim()), hasButtons: (channel) => channel === 'telegram' },
+      channels: { normalizePeer: (channel, peer) => (channel === 'irc' ? peer.toLowerCase() : peer.trim()), hasButtons: (channel) => channel === 'telegram', editsButtons: (channel) => channel === 'telegram' },
     });
     told = [];
   });
@@ -209,7 +209,7 @@ for (const engine of ['sqlite', 'postgres'] as const) describe(`ask: a question 
     questions = new Questions({
       store, config: () => config, outbox, logger: silent,
       sessions: { store: sessions, append: (sessionKey: string, entry: NewEntry, db?: Db) => sessions.append(sessionKey, entry, db) },
-      channels: { hasButtons: (channel) => channel === 'telegram' },
+      channels: { hasButtons: (channel) => channel === 'telegram', editsButtons: (channel) => channel === 'telegram' },
       jobs: { enqueue: async (job: NewJob) => { jobs.push(job as never); return 'job'; } },
       resume: async (question) => { resumed.push(question); },
     });

@@ -1,10 +1,12 @@
 import { expect } from 'chai';
 import { markdownToWhatsApp, messageBody, splitReply, WHATSAPP_LIMIT } from '../../../../src/server/channels/whatsapp/format.ts';
 import { graphRootOf } from '../../../../src/server/channels/whatsapp/graph.ts';
+import { buttonPress, interactiveBodies } from '../../../../src/server/channels/whatsapp/interactive.ts';
 import { changesOf } from '../../../../src/server/channels/whatsapp/notifications.ts';
 import { ServiceWindows, WINDOW_MS } from '../../../../src/server/channels/whatsapp/service-window.ts';
 import { normalizeWhatsAppPeer, WhatsAppChannel } from '../../../../src/server/channels/whatsapp/whatsapp.ts';
 import { whatsappAccounts } from '../../../../src/server/channels/whatsapp/settings.ts';
+import { interactiveRefusal } from '../../../support/whatsapp-api.ts';
 
 const NOW = Date.UTC(2026, 10, 27, 12, 0, 0);
 const envelope = (value: Record<string, unknown>, field = 'messages') => ({ object: 'whatsapp_business_account', entry: [{ id: 'WABA', changes: [{ field, value }] }] });
@@ -45,6 +47,8 @@ describe('whatsapp: what Meta posts', () => {
     ]);
     expect(change!.messages[0]).to.include({ from: '4915100000001', name: 'Ann', at: NOW - 60_000 });
     expect(change!.messages[3]!.media[0], 'a voice note is marked as one').to.deep.equal({ id: 'M3', name: 'voice.ogg', mimeType: 'audio/ogg; codecs=opus', voice: true });
+    expect(change!.messages[5]!.press, 'a list row picked is a press').to.deep.equal({ id: 'a', title: 'Plan A' });
+    expect(change!.messages.filter((message) => message.press), 'a template\'s quick reply is words, not a press').to.have.length(1);
   });
 
   it('reads statuses with Meta\'s errors, skips what is malformed and fields other than messages, and refuses a body with no entries', () => {
@@ -133,6 +137,74 @@ describe('whatsapp: replies as WhatsApp shows them', () => {
     expect(messageBody('👨‍👩‍👧', 'wamid.A')).to.deep.include({ type: 'reaction' });
     expect(messageBody('👍')).to.deep.equal({ type: 'text', text: { body: '👍', preview_url: false } });
     expect(messageBody('👍 done', 'wamid.A')).to.deep.equal({ type: 'text', text: { body: '👍 done', preview_url: false }, context: { message_id: 'wamid.A' } });
+  });
+});
+
+describe('whatsapp: buttons as interactive messages, within Meta\'s bounds', () => {
+  const buttons = (labels: string[]) => labels.map((label, index) => ({ label, data: `q:q_0123456789ab:${index + 1}` }));
+
+  it('sends up to three buttons as reply buttons under the text, and more as a list of rows; Meta\'s checks take each', () => {
+    const [approval] = interactiveBodies('Approval 7f3a: run `ls`\nApprove or reject with the buttons.', [{ label: 'Approve', data: 'ap:y:ap_7f3a00000000' }, { label: 'Reject', data: 'ap:n:ap_7f3a00000000' }], 'wamid.ctx');
+    expect(approval).to.deep.equal({
+      type: 'interactive', context: { message_id: 'wamid.ctx' },
+      interactive: {
+        type: 'button', body: { text: 'Approval 7f3a: run `ls`\nApprove or reject with the buttons.' },
+        action: { buttons: [{ type: 'reply', reply: { id: 'ap:y:ap_7f3a00000000', title: 'Approve' } }, { type: 'reply', reply: { id: 'ap:n:ap_7f3a00000000', title: 'Reject' } }] },
+      },
+    });
+    expect(interactiveRefusal((approval as any).interactive)).to.equal(undefined);
+
+    const labels = ['Red', 'Green', 'Blue', 'A much longer answer than a row title holds, with more words', 'A much longer answer than a row title holds, with others'];
+    const [list] = interactiveBodies('Which one?', buttons(labels));
+    const interactive = (list as any).interactive;
+    expect(interactive.type).to.equal('list');
+    expect(interactive.action.button).to.equal('Choose');
+    const rows = interactive.action.sections[0].rows as any[];
+    expect(rows.map((row) => row.id)).to.deep.equal(labels.map((_, index) => `q:q_0123456789ab:${index + 1}`));
+    expect(rows.every((row) => row.title.length <= 24)).to.equal(true);
+    expect(new Set(rows.map((row) => row.title)).size, 'titles unlike each other').to.equal(5);
+    expect(rows[3].description).to.have.length.at.most(72).and.to.match(/^A much longer answer/);
+    expect(rows[0]).to.not.have.property('description');
+    expect(interactiveRefusal(interactive)).to.equal(undefined);
+  });
+
+  it('keeps titles within 20 characters and unlike each other; a text too long for the body goes first on its own', () => {
+    const [only] = interactiveBodies('Pick', buttons(['Yes, deploy it to production', 'Yes, deploy it to staging', 'No']));
+    const titles = (only as any).interactive.action.buttons.map((button: any) => button.reply.title) as string[];
+    expect(titles.every((title) => title.length <= 20)).to.equal(true);
+    expect(new Set(titles).size).to.equal(3);
+    expect(interactiveRefusal((only as any).interactive)).to.equal(undefined);
+
+    const long = 'x'.repeat(1500);
+    const bodies = interactiveBodies(long, buttons(['Yes', 'No']));
+    expect(bodies.map((body) => body.type)).to.deep.equal(['text', 'interactive']);
+    expect((bodies[0] as any).text.body).to.equal(long);
+    expect(interactiveRefusal((bodies[1] as any).interactive)).to.equal(undefined);
+    // A list's body holds 4,096 characters.
+    expect(interactiveBodies(long, buttons(['1', '2', '3', '4'])).map((body) => body.type)).to.deep.equal(['interactive']);
+  });
+
+  it('the stand-in refuses what Meta refuses: counts, lengths, duplicates, missing parts', () => {
+    const reply = (id: string, title: string) => ({ type: 'reply', reply: { id, title } });
+    const refusal = (interactive: unknown) => interactiveRefusal(interactive);
+    expect(refusal({ type: 'button', body: { text: 'b' }, action: { buttons: [reply('1', 'a'), reply('2', 'b'), reply('3', 'c'), reply('4', 'd')] } })).to.include({ code: 131009 });
+    expect(refusal({ type: 'button', body: { text: 'b' }, action: { buttons: [reply('1', 'x'.repeat(21))] } })!.details).to.match(/Button title length invalid/);
+    expect(refusal({ type: 'button', body: { text: 'b' }, action: { buttons: [reply('1', 'a'), reply('2', 'a')] } })!.details).to.match(/unique/);
+    expect(refusal({ type: 'button', body: { text: 'b' }, action: { buttons: [reply('x'.repeat(257), 'a')] } })!.details).to.match(/Button id/);
+    expect(refusal({ type: 'button', body: { text: 'b'.repeat(1025) }, action: { buttons: [reply('1', 'a')] } })!.details).to.match(/Body text length/);
+    expect(refusal({ type: 'button', action: { buttons: [reply('1', 'a')] } })).to.include({ code: 100 });
+    const rows = (count: number, title = (index: number) => `row ${index}`) => Array.from({ length: count }, (_, index) => ({ id: String(index), title: title(index) }));
+    expect(refusal({ type: 'list', body: { text: 'b' }, action: { button: 'Go', sections: [{ rows: rows(11) }] } })!.details).to.match(/row count/);
+    expect(refusal({ type: 'list', body: { text: 'b' }, action: { button: 'Go', sections: [{ rows: rows(2, () => 'y'.repeat(25)) }] } })!.details).to.match(/Row title length/);
+    expect(refusal({ type: 'list', body: { text: 'b' }, action: { button: 'Go', sections: [{ title: 'a', rows: rows(1) }, { rows: rows(1) }] } })).to.include({ code: 100 });
+    expect(refusal({ type: 'list', body: { text: 'b' }, action: { sections: [{ rows: rows(1) }] } })).to.include({ code: 100 });
+    expect(refusal({ type: 'list', body: { text: 'b' }, action: { button: 'Go', sections: [{ rows: [{ id: '1', title: 't', description: 'd'.repeat(73) }] }] } })!.details).to.match(/description/);
+  });
+
+  it('reads a press as the gateway takes it: answered by a message to the person who pressed, once by its message id', () => {
+    expect(buttonPress('default', { id: 'wamid.press', from: '4915100000001', name: 'Ann', press: { id: 'ap:y:ap_7f3a00000000', title: 'Approve', messageId: 'wamid.req' } })).to.deep.equal({
+      account: 'default', sender: '4915100000001', senderName: 'Ann', data: 'ap:y:ap_7f3a00000000', chat: '4915100000001', messageId: 'wamid.req', platformId: 'wamid.press', answerTo: '4915100000001',
+    });
   });
 });
 
