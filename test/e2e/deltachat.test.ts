@@ -1,10 +1,11 @@
 import { expect } from 'chai';
-import { statSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { freePort, Home, sleep, waitFor } from '../support/cli.ts';
 import { DeltaChatPerson } from '../support/deltachat.ts';
 import { codeIn } from '../support/irc.ts';
 import { MailPerson, MailServers } from '../support/mail.ts';
-import { openaiText, ScriptedUpstream } from '../support/scripted-upstream.ts';
+import { openaiText, openaiToolCalls, ScriptedUpstream } from '../support/scripted-upstream.ts';
 
 /** The gateway's Delta Chat account against the real postfix and dovecot; each person a Delta Chat engine of their own. */
 describe('Delta Chat channel against a real postfix and dovecot, people on Delta Chat engines of their own (e2e)', function () {
@@ -104,6 +105,37 @@ describe('Delta Chat channel against a real postfix and dovecot, people on Delta
     const sent = await home.run(['message', 'send', '--channel', 'deltachat', '--to', ann.address.toUpperCase(), 'from the operator']);
     expect(sent.code, sent.stderr).to.equal(0);
     await ann.waitFor(/from the operator/, { after: 4 });
+  });
+
+  it('sends a workspace file with its caption, and one an agent attaches to its reply, end-to-end encrypted: the person gets the exact bytes; nothing from outside the workspace', async () => {
+    await set('agents.helper.tools', ['message.attach']);
+    const fay = await approved('fay');
+    const workspace = join(home.profileDir(), 'workspaces', 'helper');
+    mkdirSync(workspace, { recursive: true });
+    const report = Buffer.from('%PDF-1.4\nthe weekly report\n');
+    writeFileSync(join(workspace, 'report.pdf'), report);
+    const sent = await json(['message', 'send', '--channel', 'deltachat', '--to', fay.address, '--file', 'report.pdf', 'This week']);
+    expect(sent.delivery).to.include({ kind: 'file', status: 'sent' });
+    const fileCame = (name: string) => waitFor(async () => (await fay.received()).find((message) => message.fileName === name), 60_000, `${name} at the person`);
+    const document = await fileCame('report.pdf');
+    expect(document).to.include({ text: 'This week', viewType: 'File', showPadlock: true });
+    expect(readFileSync(document.file!).equals(report)).to.equal(true);
+
+    // A PNG the engine can read (2x2 red pixels): it sends it as an image.
+    const png = Buffer.from('89504e470d0a1a0a0000000d494844520000000200000002080600000072b60d240000001149444154789c63f8cfc0f01f8419600c0047ca07f967596eb70000000049454e44ae426082', 'hex');
+    writeFileSync(join(workspace, 'chart.png'), png);
+    upstream.enqueue(openaiToolCalls([{ name: 'message.attach', args: { path: 'chart.png', caption: 'the chart' } }]), openaiText('Here is the chart.'));
+    await fay.say('send me the chart');
+    await fay.waitFor(/^Here is the chart\.$/);
+    // Delta Chat names an image by its date (image_<date>.png), as its apps do.
+    const chart = await waitFor(async () => (await fay.received()).find((message) => message.text === 'the chart'), 60_000, 'the chart at the person');
+    expect(chart).to.include({ viewType: 'Image', fileMime: 'image/png', showPadlock: true });
+    expect(readFileSync(chart.file!).equals(png)).to.equal(true);
+    expect(readdirSync(home.file('channels/deltachat/default/outgoing')), 'the copies written for the engine are gone once it took them').to.deep.equal([]);
+
+    const outside = await home.run(['message', 'send', '--channel', 'deltachat', '--to', fay.address, '--file', '../../secrets.json', '--json']);
+    expect(outside.code).to.not.equal(0);
+    expect(outside.json.error.message).to.include('outside the workspace');
   });
 
   it('in a group, answers only when addressed by name or quoted, and only in the groups it may answer in', async () => {

@@ -1,8 +1,12 @@
 import { expect } from 'chai';
+import { createHash } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import * as sdk from '@matrix-org/matrix-sdk-crypto-wasm';
 import { freePort, Home, sleep, waitFor } from '../support/cli.ts';
 import { EncryptedPerson } from '../support/matrix-crypto.ts';
 import { Homeserver } from '../support/matrix-homeserver.ts';
-import { openaiText, ScriptedUpstream } from '../support/scripted-upstream.ts';
+import { openaiText, openaiToolCalls, ScriptedUpstream } from '../support/scripted-upstream.ts';
 
 /**
  * End-to-end encrypted Matrix against the stand-in homeserver: the people's
@@ -129,6 +133,56 @@ describe('Matrix end-to-end encryption (e2e, a stand-in homeserver, people\'s de
     expect(dan.messagesFrom(team, bot.userId), 'only the mention is answered').to.have.length(1);
     const kept = await json(['sessions', 'show', `matrix:default:group:${team}`]);
     expect(kept.messages.map((m: any) => m.text)).to.include('just chatting among ourselves');
+  });
+
+  it('sends a workspace file into an encrypted chat encrypted (AES-256-CTR, its key only in the Megolm-encrypted event): the person decrypts it to the exact bytes', async () => {
+    await set('agents.helper.tools', ['message.attach']);
+    const { someone: kim, room } = await allowedChat('kim');
+    await kim.sayEncrypted(room, 'hi');
+    await kim.waitFor(room, /^Echo: hi$/, { from: bot.userId, timeoutMs: 30_000 });
+    const workspace = join(home.profileDir(), 'workspaces', 'helper');
+    mkdirSync(workspace, { recursive: true });
+    const png = Buffer.from('89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d49444154789c6360000002000154a24f5d0000000049454e44ae426082', 'hex');
+    writeFileSync(join(workspace, 'pixel.png'), png);
+    const report = Buffer.from('the secret quarterly figures: 42\n');
+    writeFileSync(join(workspace, 'figures.txt'), report);
+
+    const sent = await json(['message', 'send', '--channel', 'matrix', '--to', kim.userId, '--file', 'pixel.png', 'a pixel']);
+    expect(sent.delivery).to.include({ kind: 'file', status: 'sent' });
+    upstream.enqueue(openaiToolCalls([{ name: 'message.attach', args: { path: 'figures.txt', caption: 'the figures' } }]), openaiText('Here they are.'));
+    await kim.sayEncrypted(room, 'send me the figures');
+    await kim.waitFor(room, /^Here they are\.$/, { from: bot.userId, timeoutMs: 30_000 });
+
+    /** What the person's client does with an encrypted file: fetch the ciphertext, check its hash, decrypt it with the event's key. */
+    const opened = async (event: Record<string, any>) => {
+      expect(event.decrypted, 'the event came encrypted from the bot\'s device').to.include({ senderDevice: bot.deviceId });
+      const file = event.content.file;
+      expect(event.content.url, 'no address in the clear beside the encrypted file').to.equal(undefined);
+      expect(file).to.include({ v: 'v2' });
+      expect(file.key).to.deep.equal({ kty: 'oct', key_ops: ['encrypt', 'decrypt'], alg: 'A256CTR', k: file.key.k, ext: true });
+      expect(Buffer.from(file.key.k, 'base64url')).to.have.length(32);
+      const iv = Buffer.from(file.iv, 'base64');
+      expect(iv).to.have.length(16);
+      expect(iv.subarray(8).equals(Buffer.alloc(8)), 'the counter half of the IV starts at zero').to.equal(true);
+      const ciphertext = await kim.download(file.url);
+      expect(createHash('sha256').update(ciphertext).digest('base64').replace(/=+$/, '')).to.equal(file.hashes.sha256);
+      const stored = hs.mediaOf(file.url)!;
+      expect(stored.type, 'the homeserver is told nothing of the file').to.equal('application/octet-stream');
+      expect(stored.filename).to.equal(undefined);
+      return { ciphertext, clear: Buffer.from(sdk.Attachment.decrypt(new sdk.EncryptedAttachment(new Uint8Array(ciphertext), JSON.stringify({ v: file.v, key: file.key, iv: file.iv, hashes: file.hashes })))) };
+    };
+    const image = await kim.waitFor(room, /^a pixel$/, { from: bot.userId, timeoutMs: 30_000 });
+    expect(image.content).to.include({ msgtype: 'm.image', filename: 'pixel.png' });
+    expect(image.content.info).to.deep.equal({ mimetype: 'image/png', size: png.length });
+    const pixel = await opened(image);
+    expect(pixel.clear.equals(png)).to.equal(true);
+    expect(pixel.ciphertext.equals(png), 'the homeserver holds only ciphertext').to.equal(false);
+    const attached = await kim.waitFor(room, /^the figures$/, { from: bot.userId, timeoutMs: 30_000 });
+    expect(attached.content).to.include({ msgtype: 'm.file', filename: 'figures.txt' });
+    expect((await opened(attached)).clear.equals(report)).to.equal(true);
+    expect(botEvents(room).map((event) => event.type), 'nothing the bot put in the room is in the clear').to.not.include('m.room.message');
+    expect(JSON.stringify(hs.events(room))).to.not.include('figures.txt').and.not.include('quarterly');
+    expect(kim.undecrypted).to.deep.equal([]);
   });
 
   it('keeps its device across restarts: the same device id and keys, no new device keys uploaded, and keys people shared before still decrypt', async () => {

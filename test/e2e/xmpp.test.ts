@@ -1,14 +1,20 @@
 import { expect } from 'chai';
+import { mkdirSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
+import { get } from 'node:https';
+import { join } from 'node:path';
 import { freePort, Home, sleep, waitFor } from '../support/cli.ts';
 import { codeIn } from '../support/irc.ts';
 import { LatencyProxy } from '../support/latency-proxy.ts';
 import { xml } from '@xmpp/client';
-import { MUC_DOMAIN, Prosody, trust, XMPP_DOMAIN, XmppUser } from '../support/prosody.ts';
-import { openaiText, ScriptedUpstream } from '../support/scripted-upstream.ts';
+import { MUC_DOMAIN, Prosody, trust, UPLOAD_LIMIT, XMPP_DOMAIN, XmppUser } from '../support/prosody.ts';
+import { openaiText, openaiToolCalls, ScriptedUpstream } from '../support/scripted-upstream.ts';
 
 describe('XMPP channel against a real Prosody (e2e)', function () {
   this.timeout(90_000);
   let prosody: Prosody;
+  /** A second server, without HTTP upload; the daemon trusts both servers' certificates (caBundle). */
+  let bare: Prosody;
+  let caBundle: string;
   let upstream: ScriptedUpstream;
   let home: Home;
   const people: XmppUser[] = [];
@@ -28,18 +34,24 @@ describe('XMPP channel against a real Prosody (e2e)', function () {
   const set = (key: string, value: unknown) => home.set(key, value);
 
   before(async () => {
-    prosody = await Prosody.start();
+    prosody = await Prosody.start({ upload: true });
     prosody.register('gwbot', 'bot-password');
     trust(prosody.certificate);
+    bare = await Prosody.start();
+    bare.register('gwbot', 'bot-password');
+    trust(bare.certificate);
+    caBundle = join(bare.dir, 'trusted.pem');
+    writeFileSync(caBundle, readFileSync(prosody.certificate, 'utf8') + readFileSync(bare.certificate, 'utf8'));
     upstream = await new ScriptedUpstream().start();
     upstream.responder = (request) => openaiText(`Echo: ${String((request.body.messages as { content: string }[]).at(-1)?.content)}`);
   });
   after(async () => {
     await prosody?.stop();
+    await bare?.stop();
     await upstream?.stop();
   });
   beforeEach(async () => {
-    home = new Home({ GATEWAY_PORT: String(await freePort()), NODE_EXTRA_CA_CERTS: prosody.certificate });
+    home = new Home({ GATEWAY_PORT: String(await freePort()), NODE_EXTRA_CA_CERTS: caBundle });
     await set('models.providers.script', { kind: 'openai-compatible', baseUrl: upstream.url, models: ['m'], retries: { max: 0 } });
     await set('agents.helper', { model: 'script/m' });
     await set('channels.xmpp', { enabled: true, jid: bot, service: `xmpp://127.0.0.1:${prosody.port}`, agent: 'helper', rooms: [room], nick: 'gwbot', reconnectMaxDelayMs: 2000 });
@@ -205,6 +217,85 @@ describe('XMPP channel against a real Prosody (e2e)', function () {
     } finally {
       await plain.stop();
     }
+  });
+
+  /** The bytes at an address the person was sent, fetched as their client does (over https, trusting the server's certificate). */
+  const fetched = (url: string) => new Promise<Buffer>((resolve, reject) => {
+    get(url, (response) => {
+      const chunks: Buffer[] = [];
+      response.on('data', (chunk: Buffer) => chunks.push(chunk));
+      response.on('end', () => (response.statusCode === 200 ? resolve(Buffer.concat(chunks)) : reject(new Error(`GET ${url}: HTTP ${response.statusCode}`))));
+    }).on('error', reject);
+  });
+  /** What the daemon's log says of an outbox entry's tries (the id a refused send names: "(outbox N)"). */
+  const triesOf = async (refusal: string) => {
+    const id = Number(/\(outbox (\d+)\)/.exec(refusal)?.[1]);
+    const lines = (await home.run(['logs', '-n', '1000', '--raw'])).stdout.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line));
+    return lines.filter((line) => line.reply === id).map((line) => ({ msg: line.msg, attempts: line.attempts, error: line.error }));
+  };
+  const workspace = () => {
+    const folder = join(home.profileDir(), 'workspaces', 'helper');
+    mkdirSync(folder, { recursive: true });
+    return folder;
+  };
+
+  it('sends a workspace file through the server\'s HTTP upload (XEP-0363): the person gets its https address as the body and out-of-band data, and fetches the exact bytes', async () => {
+    await set('agents.helper.tools', ['message.attach']);
+    await connected();
+    const fay = await person('fay');
+    await set('channels.xmpp.allowFrom', [fay.jid]);
+    const report = Buffer.from('%PDF-1.4\nthe weekly report\n');
+    writeFileSync(join(workspace(), 'report.pdf'), report);
+    const seen = fay.received.length;
+    const sent = await home.json(['message', 'send', '--channel', 'xmpp', '--to', fay.jid, '--file', 'report.pdf', 'This week']);
+    expect(sent.delivery).to.include({ kind: 'file', status: 'sent' });
+    await fay.waitFor(/^This week$/, { after: seen, from: `${bot}/` });
+    const link = await fay.waitFor(/^https:\/\//, { after: seen, from: `${bot}/` });
+    expect(link.type).to.equal('chat');
+    expect(link.text).to.match(new RegExp(`^https://127\\.0\\.0\\.1:${prosody.httpsPort}/file_share/.+/report\\.pdf$`));
+    expect(link.element.getChild('x', 'jabber:x:oob')?.getChildText('url'), 'the address as out-of-band data, so clients show the file inline').to.equal(link.text);
+    expect((await fetched(link.text)).equals(report)).to.equal(true);
+
+    // An agent attaches a file to its reply: it goes the same way, before the reply's text.
+    const png = Buffer.from('89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d49444154789c6360000002000154a24f5d0000000049454e44ae426082', 'hex');
+    writeFileSync(join(workspace(), 'chart.png'), png);
+    upstream.enqueue(openaiToolCalls([{ name: 'message.attach', args: { path: 'chart.png' } }]), openaiText('Here is the chart.'));
+    const asked = fay.received.length;
+    await fay.say(bot, 'send me the chart');
+    await fay.waitFor(/^Here is the chart\.$/, { after: asked, timeoutMs: 20_000 });
+    const chart = await fay.waitFor(/^https:\/\/.*\/chart\.png$/, { after: asked });
+    expect((await fetched(chart.text)).equals(png)).to.equal(true);
+
+    // Larger than the server's upload service takes: refused for good, with the reason, after one try.
+    writeFileSync(join(workspace(), 'big.bin'), '');
+    truncateSync(join(workspace(), 'big.bin'), UPLOAD_LIMIT + 200 * 1024);
+    const big = await home.run(['message', 'send', '--channel', 'xmpp', '--to', fay.jid, '--file', 'big.bin', '--json']);
+    expect(big.code).to.equal(1);
+    expect(big.json.error.message).to.match(/^XMPP: big\.bin \(1\.2 MB\) is larger than the server's upload service takes \(1\.0 MB\)/);
+    expect(await triesOf(big.json.error.message), 'given up at once, not retried').to.deep.equal([{ msg: 'a reply could not be delivered; given up', attempts: 1, error: big.json.error.message.replace(/ \(outbox \d+\)\.$/, '') }]);
+  });
+
+  it('a server without HTTP upload: a file is refused for good with the reason, recorded in the outbox, never retried', async () => {
+    bare.register('gus', 'pw-of-a-person');
+    await set('channels.xmpp.service', `xmpp://127.0.0.1:${bare.port}`);
+    await set('channels.xmpp.allowFrom', [`gus@${XMPP_DOMAIN}`]);
+    expect((await home.run(['restart'])).code).to.equal(0);
+    await connected();
+    const gus = await XmppUser.connect(bare, 'gus', 'pw-of-a-person');
+    people.push(gus);
+    writeFileSync(join(workspace(), 'notes.txt'), 'the notes\n');
+    const sent = await home.run(['message', 'send', '--channel', 'xmpp', '--to', gus.jid, '--file', 'notes.txt', 'notes', '--json']);
+    expect(sent.code).to.equal(1);
+    expect(sent.json.error.message).to.include(`the server ${XMPP_DOMAIN} offers no HTTP upload service (XEP-0363), so it cannot carry files`);
+    await sleep(3000);
+    const tries = await triesOf(sent.json.error.message);
+    expect(tries, 'recorded as given up after one try, not tried again').to.have.length(1);
+    expect(tries[0]).to.include({ msg: 'a reply could not be delivered; given up', attempts: 1 });
+    expect(tries[0]!.error).to.include('offers no HTTP upload service');
+    expect(gus.received, 'nothing reached the person').to.have.length(0);
+    // Text still goes.
+    await home.json(['message', 'send', '--channel', 'xmpp', '--to', gus.jid, 'plain words']);
+    await gus.waitFor(/^plain words$/);
   });
 
   it('lists XMPP among the channel kinds, configured or not', async () => {

@@ -11,7 +11,11 @@ import { Engine, enginePath } from '../../src/server/channels/deltachat/engine.t
 import { waitFor } from './cli.ts';
 import type { MailServers } from './mail.ts';
 
-interface Message { id: number; chatId: number; fromId: number; text: string; isInfo: boolean; fileName: string | null }
+interface Message {
+  id: number; chatId: number; fromId: number; text: string; isInfo: boolean; fileName: string | null;
+  /** Where the engine keeps the file that came (its blob folder), its type and kind, and whether it came end-to-end encrypted. */
+  file: string | null; fileMime: string | null; viewType: string; showPadlock: boolean;
+}
 
 export class DeltaChatPerson {
   readonly address: string;

@@ -56,7 +56,7 @@ export class Homeserver {
   /** Every event, in stream order: an event's position is its index + 1, and a sync token names the last position seen. */
   readonly stream: Entry[] = [];
   private readonly txns = new Map<string, string>();
-  private readonly media = new Map<string, { type: string; bytes: Buffer }>();
+  private readonly media = new Map<string, { type: string; bytes: Buffer; filename?: string }>();
   /** Each user's account data, by type. */
   readonly accountData = new Map<string, Map<string, unknown>>();
   readonly calls: MatrixCall[] = [];
@@ -147,7 +147,7 @@ export class Homeserver {
 
   /** The next call whose path matches (made by `user`, when given) gets the fault. */
   /** A file of the media store by its mxc:// address: its type and bytes as uploaded. */
-  mediaOf(mxc: string): { type: string; bytes: Buffer } | undefined {
+  mediaOf(mxc: string): { type: string; bytes: Buffer; filename?: string } | undefined {
     const match = /^mxc:\/\/([^/]+)\/([^/]+)$/.exec(mxc);
     return match?.[1] === SERVER ? this.media.get(match[2]!) : undefined;
   }
@@ -472,7 +472,8 @@ export class Homeserver {
     }
     if (method === 'POST' && path === '/_matrix/media/v3/upload') {
       const id = randomBytes(12).toString('base64url').replace(/[-_]/g, 'm');
-      this.media.set(id, { type: String(req.headers['content-type'] ?? 'application/octet-stream'), bytes: raw });
+      const filename = url.searchParams.get('filename');
+      this.media.set(id, { type: String(req.headers['content-type'] ?? 'application/octet-stream'), bytes: raw, ...(filename === null ? {} : { filename }) });
       return json(res, 200, { content_uri: `mxc://${SERVER}/${id}` });
     }
     if (method === 'GET' && (match = /^\/_matrix\/client\/v1\/media\/download\/([^/]+)\/([^/]+)$/.exec(path))) {
@@ -685,6 +686,14 @@ export class MatrixPerson {
   async upload(bytes: Buffer, type: string): Promise<string> {
     const response = await fetch(`${this.hs.peopleUrl}/_matrix/media/v3/upload`, { method: 'POST', headers: { authorization: `Bearer ${this.token}`, 'content-type': type }, body: bytes });
     return ((await response.json()) as { content_uri: string }).content_uri;
+  }
+
+  /** A file of the media store (mxc://<server>/<id>), fetched as a client does (authenticated media). */
+  async download(mxc: string): Promise<Buffer> {
+    const [, server, id] = /^mxc:\/\/([^/]+)\/(.+)$/.exec(mxc) ?? [];
+    const response = await fetch(`${this.hs.peopleUrl}/_matrix/client/v1/media/download/${encodeURIComponent(server!)}/${encodeURIComponent(id!)}`, { headers: { authorization: `Bearer ${this.token}` } });
+    if (!response.ok) throw new Error(`download ${mxc}: HTTP ${response.status}`);
+    return Buffer.from(await response.arrayBuffer());
   }
 
   /** The first message in the room from someone else matching `pattern`, after the first `after` received. */

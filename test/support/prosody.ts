@@ -15,11 +15,16 @@ import { freePort, sleep } from './cli.ts';
 
 export const XMPP_DOMAIN = 'gw.test';
 export const MUC_DOMAIN = `conference.${XMPP_DOMAIN}`;
+export const UPLOAD_DOMAIN = `upload.${XMPP_DOMAIN}`;
+/** The largest file the upload service takes (mod_http_file_share's size limit). */
+export const UPLOAD_LIMIT = 1024 * 1024;
 
 export class Prosody {
   readonly port: number;
   readonly dir: string;
   readonly certificate: string;
+  /** With upload: the HTTPS port of its HTTP upload service (XEP-0363, mod_http_file_share). */
+  httpsPort?: number;
   private process?: ChildProcess;
   output = '';
 
@@ -29,18 +34,28 @@ export class Prosody {
     this.certificate = join(dir, `${XMPP_DOMAIN}.crt`);
   }
 
-  /** With plaintext, the server lets clients in without TLS (to test that the gateway refuses it). */
-  static async start(options: { plaintext?: boolean } = {}): Promise<Prosody> {
+  /**
+   * With plaintext, the server lets clients in without TLS (to test that the gateway refuses it); with upload, it offers
+   * HTTP upload (XEP-0363) through mod_http_file_share on upload.<domain>, over HTTPS on loopback.
+   */
+  static async start(options: { plaintext?: boolean; upload?: boolean } = {}): Promise<Prosody> {
     const dir = mkdtempSync(join(tmpdir(), 'gateway-prosody-'));
     chmodSync(dir, 0o755);
     const server = new Prosody(await freePort(), dir);
     const made = spawnSync('openssl', [
       'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', `/CN=${XMPP_DOMAIN}`,
-      '-addext', `subjectAltName=DNS:${XMPP_DOMAIN},DNS:${MUC_DOMAIN}`, '-keyout', join(dir, `${XMPP_DOMAIN}.key`), '-out', server.certificate,
+      '-addext', `subjectAltName=DNS:${XMPP_DOMAIN},DNS:${MUC_DOMAIN},DNS:${UPLOAD_DOMAIN},IP:127.0.0.1`, '-keyout', join(dir, `${XMPP_DOMAIN}.key`), '-out', server.certificate,
     ], { encoding: 'utf8' });
     if (made.status !== 0) throw new Error(`openssl failed: ${made.stderr}`);
     chmodSync(join(dir, `${XMPP_DOMAIN}.key`), 0o644);
     mkdirSync(join(dir, 'data'));
+    if (options.upload) server.httpsPort = await freePort();
+    const key = join(dir, `${XMPP_DOMAIN}.key`);
+    // Files are served at https://127.0.0.1:<port>/file_share/...: the host the certificate names by its address.
+    const upload = !options.upload ? [] : [
+      `https_ports = { ${server.httpsPort} }`, 'http_ports = { }', 'https_interfaces = { "127.0.0.1" }', 'http_interfaces = { "127.0.0.1" }',
+      `https_ssl = { key = "${key}"; certificate = "${server.certificate}" }`, `http_external_url = "https://127.0.0.1:${server.httpsPort}/"`,
+    ];
     writeFileSync(server.config, [
       'run_as_root = true',
       `pidfile = "${join(dir, 'prosody.pid')}"`,
@@ -54,11 +69,13 @@ export class Prosody {
       options.plaintext ? 'allow_unencrypted_plain_auth = true' : '',
       'smacks_hibernation_time = 600',
       `certificates = "${dir}"`,
+      ...upload,
       `VirtualHost "${XMPP_DOMAIN}"`,
       `  ssl = { key = "${join(dir, `${XMPP_DOMAIN}.key`)}"; certificate = "${server.certificate}" }`,
       `Component "${MUC_DOMAIN}" "muc"`,
       '  restrict_room_creation = false',
       '  muc_room_locking = false',
+      ...(options.upload ? [`Component "${UPLOAD_DOMAIN}" "http_file_share"`, '  http_host = "127.0.0.1"', `  http_file_share_size_limit = ${UPLOAD_LIMIT}`] : []),
     ].join('\n'));
     await server.resume();
     return server;

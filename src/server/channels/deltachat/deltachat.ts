@@ -16,10 +16,11 @@
 import { chmod, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { T } from '@deltachat/jsonrpc-client';
-import { ChannelSendError, type Channel, type ChannelSettings, type OutboundVoice, type SendReceipt } from '../../kernel/channel.ts';
+import { ChannelSendError, type Channel, type ChannelSettings, type OutboundFile, type OutboundVoice, type SendReceipt } from '../../kernel/channel.ts';
 import { AccountChannel, AccountConnection } from '../account-channel.ts';
 import { accountsOf, settingPath } from '../accounts.ts';
 import { Engine, EngineError, EngineGone, enginePath } from './engine.ts';
+import { chatFor, sendFailure, sendFileMessage } from './files.ts';
 import { loginDigest, loginOf, Setup, type DeltaChatAccountSettings } from './login.ts';
 import { contactOf, readMessage } from './messages.ts';
 import { deltachatPeer, deltachatPeerProblem, isGroupPeer, peerParts } from './peers.ts';
@@ -253,6 +254,18 @@ class DeltaChatAccount extends AccountConnection<DeltaChatAccountSettings> {
     return { ids: [String(await sendVoiceNote(engine, this.accountId, join(this.context.folder, this.name), to, voice))] };
   }
 
+  /** Sends a file with its caption (files.ts): the engine takes a copy, and sends it encrypted as every message. */
+  async sendFile(to: string, file: OutboundFile, caption: string): Promise<SendReceipt> {
+    const engine = this.engine;
+    if (!engine || !this.connected) throw new ChannelSendError(`${this.channelId} account ${this.name} is ${this.status.state}; the file was not sent`);
+    try {
+      const chatId = await chatFor(engine, this.accountId, to);
+      return { ids: [String(await sendFileMessage(engine, this.accountId, chatId, join(this.context.folder, this.name), file, caption))] };
+    } catch (error) {
+      throw sendFailure(error, to);
+    }
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
     this.reconnect.stop();
@@ -265,6 +278,13 @@ class DeltaChatAccount extends AccountConnection<DeltaChatAccountSettings> {
 }
 
 export class DeltaChatChannel extends AccountChannel<DeltaChatAccount, DeltaChatAccountSettings> implements Channel {
+  /** What mail servers commonly take in one message, the file grown by a third in transit (base64) and encrypted. */
+  readonly fileLimit = 20 * 1024 * 1024;
+
+  sendFile(account: string, to: string, file: OutboundFile, caption: string): Promise<SendReceipt> {
+    return this.running(account).sendFile(to, file, caption);
+  }
+
   protected accountsOf(settings: ChannelSettings): Map<string, DeltaChatAccountSettings> {
     return deltachatAccounts(settings);
   }

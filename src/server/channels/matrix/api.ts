@@ -124,9 +124,9 @@ export class MatrixApi {
     return payload as T;
   }
 
-  /** Puts a file in the homeserver's media store (POST /_matrix/media/v3/upload); its mxc:// address. */
-  async upload(name: string, type: string, data: Uint8Array): Promise<string> {
-    const url = new URL(`/_matrix/media/v3/upload?filename=${encodeURIComponent(name)}`, this.homeserver);
+  /** Puts a file in the homeserver's media store (POST /_matrix/media/v3/upload; no name: an encrypted file's); its mxc:// address. */
+  async upload(name: string | undefined, type: string, data: Uint8Array): Promise<string> {
+    const url = new URL(`/_matrix/media/v3/upload${name === undefined ? '' : `?filename=${encodeURIComponent(name)}`}`, this.homeserver);
     const response = await request('POST', url, { authorization: `Bearer ${this.token}` }, data, AbortSignal.timeout(120_000), MAX_ANSWER_BYTES, type);
     let payload: Record<string, unknown> = {};
     try {

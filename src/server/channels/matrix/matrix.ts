@@ -26,6 +26,7 @@ import { MatrixRooms } from './rooms.ts';
 import { MatrixSync, SyncTokenUnknown } from './sync.ts';
 import { fileMessage, inThread, reaction, threadOf } from './outbound.ts';
 import { voiceMessage } from './voice.ts';
+import { uploadEncrypted } from './attachments-crypto.ts';
 
 /** Longest text sent in one event (an event is at most 64 KiB of JSON, escapes included). */
 export const MATRIX_LIMIT = 8000;
@@ -209,37 +210,28 @@ class MatrixAccount extends AccountConnection<MatrixAccountSettings> {
 
   async sendFile(to: string, file: OutboundFile, caption: string, options: SendOptions = {}): Promise<SendReceipt> {
     const { room, thread } = threadOf(to);
-    return this.put(room, 'm.room.message', options.idempotencyKey ?? randomUUID(), async () => fileMessage(file, await this.api.upload(file.name, file.mimeType, file.data), caption, thread));
+    // Into an encrypted room the bytes go encrypted (attachments-crypto.ts), and the event with them.
+    return this.put(room, 'm.room.message', options.idempotencyKey ?? randomUUID(), async (encrypted) => fileMessage(file,
+      encrypted ? await uploadEncrypted((type, data) => this.api.upload(undefined, type, data), file) : await this.api.upload(file.name, file.mimeType, file.data), caption, thread));
   }
 
-  /**
-   * A voice note (voice.ts). None goes into an end-to-end encrypted room (its
-   * bytes would reach the media store in the clear): there the answer's text,
-   * sent before it, stands alone, and the log says so.
-   */
+  /** A voice note (voice.ts), after the answer's text. */
   async sendVoice(to: string, voice: OutboundVoice, options: SendOptions = {}): Promise<SendReceipt> {
     const { room, thread } = threadOf(to);
-    if (this.ready && this.status.state === 'connected') {
-      const encrypted = await this.rooms.roomFor(room).then((id) => this.rooms.encryptedNow(id)).catch(() => false);
-      if (encrypted) {
-        this.log.info({ room }, 'matrix: the room is end-to-end encrypted; the answer went in writing only, without its voice note');
-        return { ids: [] };
-      }
-    }
-    return this.put(room, 'm.room.message', options.idempotencyKey ?? randomUUID(), async () => voiceMessage(voice, await this.api.upload(voice.name, voice.mimeType, voice.data), thread));
+    // Into an encrypted room the audio goes encrypted, as a file does (attachments-crypto.ts), and the event with it.
+    return this.put(room, 'm.room.message', options.idempotencyKey ?? randomUUID(), async (encrypted) => voiceMessage(voice,
+      encrypted ? await uploadEncrypted((type, data) => this.api.upload(undefined, type, data), voice) : await this.api.upload(voice.name, voice.mimeType, voice.data), thread));
   }
 
   /** Sends one event into a room (its content made once the room is known to take it), under a transaction id the homeserver takes once. */
-  private async put(to: string, type: string, txnOf: string, content: Record<string, unknown> | (() => Promise<Record<string, unknown>>)): Promise<SendReceipt> {
+  private async put(to: string, type: string, txnOf: string, content: Record<string, unknown> | ((encrypted: boolean) => Promise<Record<string, unknown>>)): Promise<SendReceipt> {
     if (!this.ready || this.status.state !== 'connected') throw new ChannelSendError(`${this.channelId} account ${this.name} is ${this.status.state}; the message was not sent`);
     try {
       const room = await this.rooms.roomFor(to);
       const encrypted = await this.rooms.encryptedNow(room);
       if (encrypted && !this.crypto) throw new ChannelSendError('the room is end-to-end encrypted and this account\'s encryption is off (channels.matrix.encryption)', { permanent: true });
-      // A file's bytes would reach the homeserver in the clear: into an encrypted room none is sent.
-      if (encrypted && type === 'm.room.message' && typeof content === 'function') throw new ChannelSendError('Matrix: files are not sent into end-to-end encrypted rooms', { permanent: true });
       const txn = Buffer.from(txnOf).toString('base64url').slice(0, 200);
-      let body: Content = typeof content === 'function' ? await content() : content;
+      let body: Content = typeof content === 'function' ? await content(encrypted) : content;
       let eventType = type;
       if (encrypted) {
         body = await this.encrypted(room, body, type);

@@ -22,11 +22,14 @@ export function reaction(event: string, emoji: string): Record<string, unknown> 
   return { 'm.relates_to': { rel_type: 'm.annotation', event_id: event, key: emoji } };
 }
 
-/** The message that shows an uploaded file: an image as m.image, anything else as m.file; the caption is its body (Matrix 1.10). */
-export function fileMessage(file: OutboundFile, url: string, caption: string, thread: string | undefined): Record<string, unknown> {
+/**
+ * The message that shows an uploaded file: an image as m.image, anything else as m.file; the caption is its body (Matrix 1.10).
+ * Where it is: its mxc:// address, or (in an encrypted room) the encrypted file's `file`.
+ */
+export function fileMessage(file: OutboundFile, url: string | Record<string, unknown>, caption: string, thread: string | undefined): Record<string, unknown> {
   const image = file.mimeType.startsWith('image/');
   return {
-    msgtype: image ? 'm.image' : 'm.file', body: caption.trim() || file.name, filename: file.name, url,
+    msgtype: image ? 'm.image' : 'm.file', body: caption.trim() || file.name, filename: file.name, ...(typeof url === 'string' ? { url } : { file: url }),
     info: { mimetype: file.mimeType, size: file.data.length }, 'm.mentions': {}, ...inThread(thread),
   };
 }

@@ -7,6 +7,9 @@ declare module '@xmpp/client' {
     is(name: string, xmlns?: string): boolean;
     getChild(name: string, xmlns?: string): XmppElement | undefined;
     getChildText(name: string, xmlns?: string): string | null;
+    getChildren(name: string, xmlns?: string): XmppElement[];
+    /** The element's text. */
+    text(): string;
     toString(): string;
   }
   export interface XmppClient {
@@ -23,6 +26,8 @@ declare module '@xmpp/client' {
     reconnect: { stop(): void; reconnect(): Promise<void> };
     /** Where the connection stands: 'online', 'disconnect', 'offline' and the steps between. */
     status: string;
+    /** Sends an IQ and resolves with its result stanza; rejects with the stanza's error (its condition, type, text, application element) or on timeout. */
+    iqCaller: { request(stanza: XmppElement, timeoutMs?: number): Promise<XmppElement> };
     /** Whether the stream runs over TLS (STARTTLS done, or xmpps://). */
     isSecure(): boolean;
   }

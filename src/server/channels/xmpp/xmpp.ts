@@ -9,11 +9,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import { isLoopbackAddress } from '../../../shared/config/exposure.ts';
-import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type InboundMessage, type SendOptions, type SendReceipt } from '../../kernel/channel.ts';
+import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type InboundMessage, type OutboundFile, type SendOptions, type SendReceipt } from '../../kernel/channel.ts';
 import { AccountChannel, AccountConnection } from '../account-channel.ts';
 import { accountsOf, settingPath } from '../accounts.ts';
 import { mentionPattern, withoutMention } from '../formatting.ts';
 import { outOfBand } from './oob.ts';
+import { discoverUpload, fileStanza, putFile, requestSlot, uploadRefusal, type IqRequest, type UploadService } from './upload.ts';
 
 /** Longest text taken from one inbound message. */
 const MAX_INBOUND_CHARS = 16_384;
@@ -65,6 +66,8 @@ class XmppAccount extends AccountConnection<XmppAccountSettings> {
   private ownJid?: string;
   /** The full JID the server bound the stream to. */
   private bound?: string;
+  /** The server's HTTP upload service as discovery found it since the stream was opened (undefined inside: none). */
+  private uploads?: Promise<UploadService | undefined>;
 
   private readonly xmpp: XmppModule;
   /** Whether a peer is a room an account of the channel joins (a groupchat message, no typing notification). */
@@ -188,6 +191,7 @@ class XmppAccount extends AccountConnection<XmppAccountSettings> {
         this.xmpp.xml('x', { xmlns: 'http://jabber.org/protocol/muc' }, this.xmpp.xml('history', { maxstanzas: '0' }))));
     }
     this.bound = jid;
+    this.uploads = undefined;
     this.reconnect.succeeded();
     this.setState('connected', jid);
   }
@@ -247,6 +251,32 @@ class XmppAccount extends AccountConnection<XmppAccountSettings> {
     return { ids: [id] };
   }
 
+  /** Sends a file through the server's HTTP upload service (upload.ts): its caption first, then its address. */
+  async sendFile(to: string, file: OutboundFile, caption: string, { idempotencyKey }: SendOptions = {}): Promise<SendReceipt> {
+    const client = this.client;
+    if (!client || this.status.state !== 'connected' || !this.ownJid) throw new ChannelSendError(`${this.channelId} account ${this.name} is ${this.status.state}; the file was not sent`);
+    const domain = this.ownJid.split('@')[1]!;
+    const request: IqRequest = (stanza, timeoutMs) => client.iqCaller.request(stanza, timeoutMs);
+    const uploads = this.uploads ??= discoverUpload(request, this.xmpp.xml, domain);
+    const service = await uploads.catch((error: unknown) => {
+      if (this.uploads === uploads) this.uploads = undefined;
+      throw new ChannelSendError(`XMPP: the server did not say whether it offers HTTP upload: ${(error as Error)?.message ?? String(error)}`);
+    });
+    const refused = uploadRefusal(service, domain, file);
+    if (refused || !service) throw refused;
+    const slot = await requestSlot(request, this.xmpp.xml, service, file);
+    await putFile(slot, file);
+    const said = caption.trim() ? (await this.send(to, caption, { ...(idempotencyKey ? { idempotencyKey: `${idempotencyKey}c` } : {}) })).ids : [];
+    const id = idempotencyKey ? idempotencyKey.replace(/[^A-Za-z0-9_.:-]/g, '').slice(0, 64) || randomUUID() : randomUUID();
+    const room = this.isRoom(to);
+    try {
+      await client.send(fileStanza(this.xmpp.xml, { to: bareJid(to), type: room ? 'groupchat' : 'chat', id }, slot.get, room));
+    } catch (error) {
+      throw new ChannelSendError(`the XMPP stream refused the message: ${(error as Error).message}`);
+    }
+    return { ids: [...said, id] };
+  }
+
   async typing(to: string): Promise<void> {
     if (!this.client || this.status.state !== 'connected' || this.isRoom(to)) return;
     const { xml } = this.xmpp;
@@ -263,6 +293,12 @@ class XmppAccount extends AccountConnection<XmppAccountSettings> {
 
 export class XmppChannel extends AccountChannel<XmppAccount, XmppAccountSettings> implements Channel {
   private xmpp?: XmppModule;
+  /** The gateway's own bound; the server's upload service says its own, checked as a file goes (upload.ts). */
+  readonly fileLimit = 25 * 1024 * 1024;
+
+  sendFile(account: string, to: string, file: OutboundFile, caption: string, options?: SendOptions): Promise<SendReceipt> {
+    return this.running(account).sendFile(to, file, caption, options);
+  }
 
   protected accountsOf(settings: ChannelSettings): Map<string, XmppAccountSettings> {
     return xmppAccounts(settings);
