@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
+import { get as httpsGet } from 'node:https';
 import * as sdk from '@matrix-org/matrix-sdk-crypto-wasm';
 import { xml } from '@xmpp/client';
 import { freePort, Home, sleep, waitFor } from '../support/cli.ts';
@@ -198,8 +199,8 @@ describe('voice notes on Signal, Slack, Matrix, XMPP and Delta Chat: heard befor
     expect(ciphertext.subarray(0, 4).toString('latin1')).to.not.equal('OggS');
   });
 
-  it('XMPP: an audio file offered out of band (XEP-0066, as Conversations sends a voice message) reaches the agent as words; a stranger\'s is never fetched; the answer goes in writing', async () => {
-    const prosody = await Prosody.start();
+  it('XMPP: an audio file offered out of band (XEP-0066, as Conversations sends a voice message) reaches the agent as words; a stranger\'s is never fetched; when-spoken-to answers with OGG/Opus through the server\'s HTTP upload', async () => {
+    const prosody = await Prosody.start({ upload: true });
     cleanups.push(() => prosody.stop());
     prosody.register('gwbot', 'bot-password');
     trust(prosody.certificate);
@@ -242,8 +243,18 @@ describe('voice notes on Signal, Slack, Matrix, XMPP and Delta Chat: heard befor
     const said = await inbound(`xmpp:default:dm:${erin.jid}`);
     expect(said.text, 'the URL is not taken for words').to.equal('');
     expect(said.data.attachments[0]).to.include({ name: '2024-05-01_voice.m4a', mimeType: 'audio/mp4', kept: true, transcript: 'turn on the lights' });
-    await sleep(1000);
-    expect(erin.received.map((message) => message.text), 'XMPP answers in writing (no voice notes out there)').to.deep.equal(['Lights on.']);
+    // The voice answer: uploaded to the server's upload service (XEP-0363), its https address as body and out-of-band data.
+    const link = await erin.waitFor(/^https:\/\/.*\.ogg$/, { timeoutMs: 60_000 });
+    expect(link.element.getChild('x', 'jabber:x:oob')?.getChildText('url')).to.equal(link.text);
+    const audio = await new Promise<Buffer>((resolve, reject) => {
+      httpsGet(link.text, { ca: readFileSync(prosody.certificate) }, (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('end', () => (response.statusCode === 200 ? resolve(Buffer.concat(chunks)) : reject(new Error(`GET ${link.text}: HTTP ${response.statusCode}`))));
+      }).on('error', reject);
+    });
+    expect(audio.subarray(0, 4).toString('latin1'), 'OGG/Opus').to.equal('OggS');
+    expect(erin.received.map((message) => message.text)).to.deep.equal(['Lights on.', link.text]);
   });
 
   it('Delta Chat: a voice message (viewtype Voice) reaches the agent as words; when-spoken-to answers with a voice message of AAC (real postfix and dovecot)', async () => {

@@ -9,7 +9,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { isLoopbackAddress } from '../../../shared/config/exposure.ts';
-import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type InboundMessage, type OutboundFile, type SendOptions, type SendReceipt } from '../../kernel/channel.ts';
+import { ChannelSendError, type Channel, type ChannelContext, type ChannelSettings, type InboundMessage, type OutboundFile, type OutboundVoice, type SendOptions, type SendReceipt } from '../../kernel/channel.ts';
 import { AccountChannel, AccountConnection } from '../account-channel.ts';
 import { accountsOf, settingPath } from '../accounts.ts';
 import { mentionPattern, withoutMention } from '../formatting.ts';
@@ -298,6 +298,11 @@ export class XmppChannel extends AccountChannel<XmppAccount, XmppAccountSettings
 
   sendFile(account: string, to: string, file: OutboundFile, caption: string, options?: SendOptions): Promise<SendReceipt> {
     return this.running(account).sendFile(to, file, caption, options);
+  }
+
+  /** A voice note goes as an audio file through HTTP upload, its address out of band (as Conversations sends its own); OGG/Opus. */
+  sendVoice(account: string, to: string, voice: OutboundVoice, options?: SendOptions): Promise<SendReceipt> {
+    return this.running(account).sendFile(to, { name: voice.name, mimeType: voice.mimeType, data: voice.data }, '', options);
   }
 
   protected accountsOf(settings: ChannelSettings): Map<string, XmppAccountSettings> {
