@@ -118,8 +118,9 @@ export function runCli(args: string[], options: CliOptions = {}): Promise<CliRes
     });
     let stdout = '';
     let stderr = '';
-    child.stdout!.on('data', (chunk) => { stdout += chunk; });
-    child.stderr!.on('data', (chunk) => { stderr += chunk; });
+    // Decoded as one stream: a character whose bytes two chunks split (a long list's "…") stays one character.
+    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk; });
+    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk; });
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new Error(`gateway ${args.join(' ')} did not finish in ${options.timeoutMs ?? 30_000} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
