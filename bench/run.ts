@@ -248,7 +248,7 @@ try {
     }
   }
   if (wants('channels')) {
-    step('Telegram, Slack, Discord, XMPP, email, Matrix, WhatsApp and Signal beside IRC: memory and inbound-to-reply latency');
+    step('Telegram, Slack, Discord, XMPP, email, Matrix (unencrypted and encrypted), WhatsApp, Signal and Delta Chat beside IRC: memory and inbound-to-reply latency');
     figures.push(...(await runChannelBench(Math.min(ROUNDS, 3))));
   }
   if (wants('voice')) {

@@ -25,6 +25,8 @@ export class DeltaChatPerson {
   /** The 1:1 chat with the bot, once joined. */
   chat = 0;
   private readonly events: { kind: string; [key: string]: unknown }[] = [];
+  /** Told of each event of the engine's as it comes (the benchmark dates a reply's arrival by its IncomingMsg). */
+  onEvent?: (event: { kind: string; [key: string]: unknown }) => void;
 
   private constructor(address: string, engine: Engine, folder: string, id: number) {
     this.address = address;
@@ -56,6 +58,7 @@ export class DeltaChatPerson {
       try {
         const batch = await this.engine.call<{ event: { kind: string } }[]>('get_next_event_batch', [], 0);
         this.events.push(...batch.map((entry) => entry.event));
+        if (this.onEvent) for (const entry of batch) this.onEvent(entry.event);
       } catch {
         return;
       }
@@ -98,6 +101,11 @@ export class DeltaChatPerson {
     const ids = await this.engine.call<number[]>('get_message_ids', [this.id, chat, false, false]);
     const loaded = await this.engine.call<Record<string, { kind: string } & Message>>('get_messages', [this.id, ids]);
     return ids.map((id) => loaded[id]!).filter((message) => message.kind === 'message' && message.fromId !== 1 && !message.isInfo);
+  }
+
+  /** One message this person's engine holds, by its id. */
+  message(id: number): Promise<Message> {
+    return this.engine.call<Message>('get_message', [this.id, id]);
   }
 
   async texts(chat = this.chat): Promise<string[]> {
