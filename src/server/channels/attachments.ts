@@ -8,6 +8,7 @@
  * there whichever daemon answers.
  */
 import { randomBytes } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
 import { describeAttachment, sizeOf as kib } from '../../shared/attachments.ts';
 import type { AttachmentView } from '../../shared/protocol/results.ts';
@@ -163,6 +164,37 @@ export class TooLarge extends Error {
     super(`larger than ${kib(limit)}`);
     this.name = 'TooLarge';
   }
+}
+
+/**
+ * Reads a node:http answer's body whole, up to `maxBytes` (TooLarge past it, announced or read, the connection then
+ * closed); a connection that closes before the body's end is an error (`closedEarly` says so).
+ */
+export function readIncoming(response: IncomingMessage, maxBytes: number, closedEarly = 'the connection closed before the answer ended'): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const announced = Number(response.headers['content-length']);
+    if (Number.isFinite(announced) && announced > maxBytes) {
+      response.destroy();
+      reject(new TooLarge(maxBytes));
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let total = 0;
+    response.on('data', (chunk: Buffer) => {
+      total += chunk.length;
+      if (total > maxBytes) {
+        response.destroy();
+        reject(new TooLarge(maxBytes));
+        return;
+      }
+      chunks.push(chunk);
+    });
+    response.on('end', () => resolve(Buffer.concat(chunks, total)));
+    response.on('error', reject);
+    response.on('close', () => {
+      if (!response.complete) reject(new Error(closedEarly));
+    });
+  });
 }
 
 /** Reads a response's body up to `maxBytes`, stopping (TooLarge) past it; a status other than 2xx is an error. */

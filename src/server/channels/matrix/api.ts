@@ -8,7 +8,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { isLoopbackAddress } from '../../../shared/config/exposure.ts';
 import { agentFor } from '../../kernel/upstream-fetch.ts';
-import { TooLarge } from '../attachments.ts';
+import { readIncoming } from '../attachments.ts';
 
 export const USER_ID = /^@[^:\s]+:[^\s]+$/;
 export const ROOM = /^[!#][^:\s]+:[^\s]+$/;
@@ -52,28 +52,7 @@ function request(method: string, url: URL, headers: Record<string, string>, body
       method, agent: agentFor(url.protocol), signal,
       headers: { accept: 'application/json', ...headers, ...(body === undefined ? {} : { 'content-type': type, 'content-length': String(typeof body === 'string' ? Buffer.byteLength(body) : body.length) }) },
     }, (response) => {
-      const announced = Number(response.headers['content-length']);
-      if (Number.isFinite(announced) && announced > maxBytes) {
-        response.destroy();
-        reject(new TooLarge(maxBytes));
-        return;
-      }
-      const chunks: Buffer[] = [];
-      let total = 0;
-      response.on('data', (chunk: Buffer) => {
-        total += chunk.length;
-        if (total > maxBytes) {
-          response.destroy();
-          reject(new TooLarge(maxBytes));
-          return;
-        }
-        chunks.push(chunk);
-      });
-      response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers, body: Buffer.concat(chunks, total) }));
-      response.on('error', reject);
-      response.on('close', () => {
-        if (!response.complete) reject(new Error('the connection closed before the answer ended'));
-      });
+      readIncoming(response, maxBytes).then((body) => resolve({ status: response.statusCode ?? 0, headers: response.headers, body }), reject);
     });
     sent.on('error', reject);
     sent.end(body);

@@ -10,7 +10,7 @@
 import type { IncomingMessage } from 'node:http';
 import { isLoopbackAddress } from '../../../shared/config/exposure.ts';
 import { agentFor } from '../../kernel/upstream-fetch.ts';
-import { TooLarge } from '../attachments.ts';
+import { readIncoming } from '../attachments.ts';
 
 /** Where signal-cli's daemon listens by default (its --http without an address). */
 export const DEFAULT_RPC_URL = 'http://127.0.0.1:8080';
@@ -73,22 +73,7 @@ function request(url: URL, body: string, signal: AbortSignal, maxBytes: number):
       method: 'POST', agent: agentFor(url.protocol), signal,
       headers: { accept: 'application/json', 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) },
     }, (response) => {
-      const chunks: Buffer[] = [];
-      let total = 0;
-      response.on('data', (chunk: Buffer) => {
-        total += chunk.length;
-        if (total > maxBytes) {
-          response.destroy();
-          reject(new TooLarge(maxBytes));
-          return;
-        }
-        chunks.push(chunk);
-      });
-      response.on('end', () => resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks, total) }));
-      response.on('error', reject);
-      response.on('close', () => {
-        if (!response.complete) reject(new Error('signal-cli closed the connection before its answer ended'));
-      });
+      readIncoming(response, maxBytes, 'signal-cli closed the connection before its answer ended').then((answer) => resolve({ status: response.statusCode ?? 0, body: answer }), reject);
     });
     sent.on('error', reject);
     sent.end(body);

@@ -9,7 +9,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { isLoopbackAddress } from '../../../shared/config/exposure.ts';
 import { agentFor } from '../../kernel/upstream-fetch.ts';
-import { TooLarge } from '../attachments.ts';
+import { readIncoming } from '../attachments.ts';
 
 /** Meta's Graph API. */
 export const GRAPH_ROOT = 'https://graph.facebook.com';
@@ -78,28 +78,7 @@ function call(method: string, url: URL, token: string, body: Body | undefined, m
           : { 'content-type': body.type, 'content-length': String(body.bytes.length) }),
       },
     }, (response) => {
-      const announced = Number(response.headers['content-length']);
-      if (Number.isFinite(announced) && announced > maxBytes) {
-        response.destroy();
-        reject(new TooLarge(maxBytes));
-        return;
-      }
-      const chunks: Buffer[] = [];
-      let total = 0;
-      response.on('data', (chunk: Buffer) => {
-        total += chunk.length;
-        if (total > maxBytes) {
-          response.destroy();
-          reject(new TooLarge(maxBytes));
-          return;
-        }
-        chunks.push(chunk);
-      });
-      response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers, body: Buffer.concat(chunks, total) }));
-      response.on('error', reject);
-      response.on('close', () => {
-        if (!response.complete) reject(new Error('the connection closed before the answer ended'));
-      });
+      readIncoming(response, maxBytes).then((body) => resolve({ status: response.statusCode ?? 0, headers: response.headers, body }), reject);
     });
     // What failed underneath (ECONNREFUSED, a timeout), never the address.
     sent.on('error', (error: NodeJS.ErrnoException) => reject(new Error(error.name === 'AbortError' || error.name === 'TimeoutError' ? 'no answer in time' : error.code ?? error.message)));

@@ -18,7 +18,7 @@ import type { XmppElement } from '@xmpp/client';
 import ipaddr from 'ipaddr.js';
 import { isLoopbackAddress } from '../../../shared/config/exposure.ts';
 import type { InboundAttachment } from '../../kernel/channel.ts';
-import { TooLarge } from '../attachments.ts';
+import { readIncoming } from '../attachments.ts';
 
 const OOB = 'jabber:x:oob';
 /** URLs taken from one message at most. */
@@ -123,25 +123,7 @@ async function download(url: URL, sources: Sources, maxBytes: number, signal: Ab
         reject(new Error(status >= 300 && status < 400 ? `${url.origin} sent it elsewhere (${status}); redirects are not followed` : `${url.origin} answered ${status}`));
         return;
       }
-      const length = Number(response.headers['content-length']);
-      if (Number.isFinite(length) && length > maxBytes) {
-        response.destroy();
-        reject(new TooLarge(maxBytes));
-        return;
-      }
-      const chunks: Buffer[] = [];
-      let total = 0;
-      response.on('data', (chunk: Buffer) => {
-        total += chunk.length;
-        if (total > maxBytes) {
-          response.destroy();
-          reject(new TooLarge(maxBytes));
-          return;
-        }
-        chunks.push(chunk);
-      });
-      response.on('end', () => resolve(Buffer.concat(chunks)));
-      response.on('error', reject);
+      readIncoming(response, maxBytes, `${url.origin} closed the connection before the file ended`).then(resolve, reject);
     });
     request.on('error', reject);
   });
