@@ -197,10 +197,22 @@ describe('Discord channel (e2e, the Gateway and REST API of a stand-in of Discor
     const dan = person();
     await set('channels.discord.allowFrom', [dan.id]);
     await set('channels.discord.agent', 'helper');
-    upstream.responder = (request) => ({ ...openaiText(`Answer: ${String(request.body.messages.at(-1).content)}`), delayMs: 300 });
+    // The third question's model call waits until the kill, so that nothing is between the platform taking a reply and the
+    // daemon writing that down when it dies: a reply caught there would go again (the outbox is at least once).
+    let held = false;
+    upstream.responder = (request) => {
+      const asked = String(request.body.messages.at(-1).content);
+      if (asked === 'question 3' && !held) {
+        held = true;
+        return { hang: true };
+      }
+      return { ...openaiText(`Answer: ${asked}`), delayMs: 300 };
+    };
     const questions = Array.from({ length: 6 }, (_, index) => `question ${index + 1}`);
     for (const question of questions) dm(dan, question);
-    await waitFor(() => (texts(dan.dm).length >= 2 ? true : undefined), 30_000, 'two answers');
+    await waitFor(async () => (held && texts(dan.dm).length >= 2
+      && (await json(['sessions', 'show', `discord:default:dm:${dan.id}`])).messages.filter((m: any) => m.delivery?.status === 'sent').length >= 2 ? true : undefined),
+    30_000, 'two answers sent, and the third run waiting on its model');
     process.kill(home.lock().pid, 'SIGKILL');
     dm(dan, 'question 7');
     questions.push('question 7');

@@ -318,10 +318,22 @@ describe('Telegram channel (e2e, grammY against a stand-in of the Bot API)', fun
     const dan = person();
     await set('channels.telegram.allowFrom', [String(dan.id)]);
     await set('channels.telegram.agent', 'helper');
-    upstream.responder = (request) => ({ ...openaiText(`Answer: ${String(request.body.messages.at(-1).content)}`), delayMs: 300 });
+    // The third question's model call waits until the kill, so that nothing is between the platform taking a reply and the
+    // daemon writing that down when it dies: a reply caught there would go again (the outbox is at least once).
+    let held = false;
+    upstream.responder = (request) => {
+      const asked = String(request.body.messages.at(-1).content);
+      if (asked === 'question 3' && !held) {
+        held = true;
+        return { hang: true };
+      }
+      return { ...openaiText(`Answer: ${asked}`), delayMs: 300 };
+    };
     const questions = Array.from({ length: 6 }, (_, index) => `question ${index + 1}`);
     for (const question of questions) dm(dan, question);
-    await waitFor(() => (texts(dan.id).length >= 2 ? true : undefined), 30_000, 'two answers');
+    await waitFor(async () => (held && texts(dan.id).length >= 2
+      && (await json(['sessions', 'show', `telegram:default:dm:${dan.id}`])).messages.filter((m: any) => m.delivery?.status === 'sent').length >= 2 ? true : undefined),
+    30_000, 'two answers sent, and the third run waiting on its model');
     process.kill(home.lock().pid, 'SIGKILL');
     // Meanwhile more arrive: Telegram keeps them for the next poll.
     dm(dan, 'question 7');
