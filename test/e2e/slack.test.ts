@@ -7,7 +7,7 @@ import { SlackApi } from '../support/slack-api.ts';
 const ROOM = 'C0GENERAL1';
 
 /** Slack's official SDK (Socket Mode and the Web API) against a stand-in of Slack: what the app sends is what Slack would receive. */
-describe('Slack channel (e2e, @slack/socket-mode and @slack/web-api against a stand-in of Slack)', function () {
+describe('Slack channel (e2e, its Socket Mode client and @slack/web-api against a stand-in of Slack)', function () {
   this.timeout(120_000);
   let slack: SlackApi;
   let home: Home;

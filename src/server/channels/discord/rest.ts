@@ -1,11 +1,12 @@
 /**
- * Discord's REST API (fetch) as an account calls it: a refusal as a
+ * Discord's REST API (http-fetch.ts) as an account calls it: a refusal as a
  * RestError with Discord's status, message and retry_after, and replies sent
  * (and edited) in the channel or DM they go to, each posted once whatever
  * the retries (Discord enforces the nonce).
  */
 import { ChannelSendError, type OutboundFile, type OutboundVoice, type SendOptions, type SendReceipt } from '../../kernel/channel.ts';
 import { describeNetworkError } from '../network-errors.ts';
+import { channelFetch } from '../http-fetch.ts';
 import { componentsOf } from './buttons.ts';
 
 export class RestError extends Error {
@@ -43,7 +44,7 @@ export class DiscordRest {
   async call<T>(method: string, path: string, body?: unknown): Promise<T> {
     // A message with a file goes as a form (its JSON in payload_json); fetch writes the form's content type.
     const form = body instanceof FormData;
-    const response = await fetch(`${this.root}/api/v10${path}`, {
+    const response = await channelFetch(`${this.root}/api/v10${path}`, {
       method,
       headers: { authorization: `Bot ${this.token}`, ...(form ? {} : { 'content-type': 'application/json' }), 'user-agent': 'DiscordBot (gateway, 1)' },
       ...(body === undefined ? {} : { body: form ? body : JSON.stringify(body) }),

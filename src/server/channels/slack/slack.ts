@@ -1,11 +1,10 @@
 /**
- * Slack through its official SDK: Socket Mode (@slack/socket-mode, what Bolt
- * runs on) for events, with each event acknowledged only once it is stored,
- * and the Web API (@slack/web-api) for replies in mrkdwn, in the thread of
- * the message they answer. No public address is needed. Several apps
+ * Slack: Socket Mode for events (socket-mode.ts, the gateway's own client),
+ * with each event acknowledged only once it is stored, and the Web API
+ * (Slack's @slack/web-api, on the channels' fetch: http-fetch.ts) for replies
+ * in mrkdwn, in the thread of the message they answer. No public address is needed. Several apps
  * (accounts) per channel. How an event is read is in inbound.ts.
  */
-import type { SocketModeClient as SocketModeClientType } from '@slack/socket-mode';
 import type { WebClient as WebClientType } from '@slack/web-api';
 import type { Logger as PinoLogger } from 'pino';
 import type { ChannelState } from '../../../shared/channels.ts';
@@ -15,6 +14,8 @@ import { accountsOf, settingPath } from '../accounts.ts';
 import { deliveredJson, refusal, storeThenAcknowledge } from '../webhook.ts';
 import { markdownToSlackMrkdwn, splitMessage } from '../formatting.ts';
 import { describeNetworkError } from '../network-errors.ts';
+import { channelFetch } from '../http-fetch.ts';
+import { SlackSocket, type SlackEnvelope } from './socket-mode.ts';
 import { inboundOf, type SlackEvent } from './inbound.ts';
 import { actOn, answerInteractivity, blocksOf, type SlackInteraction } from './buttons.ts';
 import { slackReaction } from './emoji.ts';
@@ -37,16 +38,12 @@ export function slackAccounts(settings: ChannelSettings): Map<string, AccountSet
 
 const secretFor = (channelId: string, account: string, name: 'botToken' | 'appToken' | 'signingSecret') => settingPath(channelId, account, name);
 
-type SocketMode = typeof import('@slack/socket-mode');
 type WebApi = typeof import('@slack/web-api');
 
-/** Slack's SDK loaded when a Slack channel starts (bundled, the CommonJS packages' exports are their default export). */
-async function loadSlack(): Promise<{ socketMode: SocketMode; webApi: WebApi }> {
-  const [socketMode, webApi] = await Promise.all([import('@slack/socket-mode'), import('@slack/web-api')]) as [SocketMode & { default?: SocketMode }, WebApi & { default?: WebApi }];
-  return {
-    socketMode: typeof socketMode.SocketModeClient === 'function' ? socketMode : socketMode.default!,
-    webApi: typeof webApi.WebClient === 'function' ? webApi : webApi.default!,
-  };
+/** Slack's Web API client loaded when a Slack channel starts (bundled, the CommonJS package's exports are its default export). */
+async function loadSlack(): Promise<{ webApi: WebApi }> {
+  const webApi = await import('@slack/web-api') as WebApi & { default?: WebApi };
+  return { webApi: typeof webApi.WebClient === 'function' ? webApi : webApi.default! };
 }
 
 /** The SDK's logger interface over the daemon's: warnings and errors only, never the payloads it logs at debug. */
@@ -66,7 +63,7 @@ function sdkLogger(logger: PinoLogger) {
 /** One Slack app: its Socket Mode connection and its Web API client. */
 class SlackAccount extends AccountConnection<AccountSettings> {
   private stopped = false;
-  private socket?: SocketModeClientType;
+  private socket?: SlackSocket;
   private web?: WebClientType;
   private botUserId?: string;
   /** With the Events API: the secret Slack signs its requests with. */
@@ -76,9 +73,9 @@ class SlackAccount extends AccountConnection<AccountSettings> {
   private botName?: string;
   private readonly names = new Map<string, string>();
 
-  private readonly sdk: { socketMode: SocketMode; webApi: WebApi };
+  private readonly sdk: { webApi: WebApi };
 
-  constructor(channelId: string, name: string, settings: () => AccountSettings | undefined, context: ChannelContext, sdk: { socketMode: SocketMode; webApi: WebApi }) {
+  constructor(channelId: string, name: string, settings: () => AccountSettings | undefined, context: ChannelContext, sdk: { webApi: WebApi }) {
     super(channelId, name, settings, context);
     this.sdk = sdk;
   }
@@ -106,17 +103,14 @@ class SlackAccount extends AccountConnection<AccountSettings> {
       const slackApiUrl = this.apiUrl();
       const logger = sdkLogger(this.log);
       // Rate limits and retries are the outbox's to honour: a refused call comes back at once, with Slack's Retry-After.
-      this.web = new this.sdk.webApi.WebClient(botToken!, { slackApiUrl, logger, rejectRateLimitedCalls: true, retryConfig: { retries: 0 }, timeout: 30_000 });
+      this.web = new this.sdk.webApi.WebClient(botToken!, { slackApiUrl, logger, rejectRateLimitedCalls: true, retryConfig: { retries: 0 }, timeout: 30_000, fetch: channelFetch });
       this.botToken = botToken;
       const identity = await this.web.auth.test();
       this.botUserId = identity.user_id;
       this.botName = identity.user;
-      // The account reconnects itself (a new connection URL each time, with its own backoff): the SDK's own
-      // reconnect leaves a failure to open the new connection with no one to catch it.
-      const socket = new this.sdk.socketMode.SocketModeClient({
-        appToken: appToken!, logger, autoReconnectEnabled: false, clientPingTimeout: 5000, clientOptions: { slackApiUrl, retryConfig: { retries: 0 } },
-      });
-      socket.on('slack_event', (envelope: { ack: () => Promise<void>; type: string; body?: { event?: SlackEvent; event_id?: string } }) => void this.onEnvelope(envelope));
+      // The account reconnects itself: a new connection address each time, with its own backoff.
+      const socket = new SlackSocket({ web: new this.sdk.webApi.WebClient(appToken!, { slackApiUrl, logger, rejectRateLimitedCalls: true, retryConfig: { retries: 0 }, timeout: 30_000, fetch: channelFetch }) });
+      socket.on('slack_event', (envelope: SlackEnvelope) => void this.onEnvelope(envelope));
       this.socket = socket;
       await socket.start();
       this.reconnect.succeeded();
@@ -153,7 +147,7 @@ class SlackAccount extends AccountConnection<AccountSettings> {
     const missing = [!botToken && secretFor(this.channelId, this.name, 'botToken'), !signingSecret && secretFor(this.channelId, this.name, 'signingSecret')].filter(Boolean);
     if (missing.length) throw new Setup(`no ${missing.length === 2 ? 'secrets' : 'secret'}: ${missing.map((name) => `gateway secrets set ${name}`).join('; ')} (the bot token xoxb-..., the app's signing secret, on stdin)`);
     const logger = sdkLogger(this.log);
-    this.web = new this.sdk.webApi.WebClient(botToken!, { slackApiUrl: this.apiUrl(), logger, rejectRateLimitedCalls: true, retryConfig: { retries: 0 }, timeout: 30_000 });
+    this.web = new this.sdk.webApi.WebClient(botToken!, { slackApiUrl: this.apiUrl(), logger, rejectRateLimitedCalls: true, retryConfig: { retries: 0 }, timeout: 30_000, fetch: channelFetch });
     this.botToken = botToken;
     const identity = await this.web.auth.test();
     this.botUserId = identity.user_id;
@@ -202,10 +196,10 @@ class SlackAccount extends AccountConnection<AccountSettings> {
    * An event: stored first, acknowledged after. Slack sends an event again
    * when it was not acknowledged; one stored already is known by its id.
    */
-  private async onEnvelope(envelope: { ack: () => Promise<void>; type: string; body?: { event?: SlackEvent; event_id?: string } }): Promise<void> {
+  private async onEnvelope(envelope: SlackEnvelope): Promise<void> {
     try {
-      if (envelope.type === 'interactive') await this.interacted(envelope.body as SlackInteraction);
-      const message = envelope.type === 'events_api' ? this.inbound(envelope.body?.event) : undefined;
+      if (envelope.type === 'interactive') await this.interacted(envelope.body as unknown as SlackInteraction);
+      const message = envelope.type === 'events_api' ? this.inbound(envelope.body?.event as SlackEvent | undefined) : undefined;
       if (message) await this.context.inbound(message);
       await envelope.ack();
     } catch (error) {
@@ -330,7 +324,7 @@ class SlackAccount extends AccountConnection<AccountSettings> {
 class Setup extends Error {}
 
 export class SlackChannel extends AccountChannel<SlackAccount, AccountSettings> implements Channel {
-  private sdk?: { socketMode: SocketMode; webApi: WebApi };
+  private sdk?: { webApi: WebApi };
 
   protected accountsOf(settings: ChannelSettings): Map<string, AccountSettings> {
     return slackAccounts(settings);

@@ -16,6 +16,7 @@ import { FIRST_RETRY_MS } from '../reconnect.ts';
 import { deliveredJson, refusal, secretTokenRefusal, storeThenAcknowledge } from '../webhook.ts';
 import { markdownToTelegramHtml, plainText, splitMessage } from '../formatting.ts';
 import { describeNetworkError } from '../network-errors.ts';
+import { channelFetch } from '../http-fetch.ts';
 import { inboundOf } from './inbound.ts';
 import { answerQuery, inlineKeyboard } from './buttons.ts';
 
@@ -116,7 +117,7 @@ class TelegramAccount extends AccountConnection<AccountSettings> {
     if (!token) throw new Setup(`no bot token: gateway secrets set ${secretFor(this.channelId, this.name)} (the token BotFather gave, on stdin)`);
     const settings = this.settings();
     this.token = token;
-    this.api = new this.grammy.Api(token, { apiRoot: settings?.apiRoot, timeoutSeconds: POLL_SECONDS + 35 });
+    this.api = new this.grammy.Api(token, { apiRoot: settings?.apiRoot, timeoutSeconds: POLL_SECONDS + 35, fetch: channelFetch as never });
     this.me = await this.api.getMe(this.signal);
     const webhookUrl = settings?.webhookUrl;
     if (webhookUrl) {
