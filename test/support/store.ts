@@ -19,13 +19,13 @@ export async function migrateBuiltins(store: Store): Promise<void> {
  * module's tables, in a temporary folder (SQLite) or a new database of the
  * tests' PostgreSQL server; returns a getter.
  */
-export function freshStore(engine: 'sqlite' | 'postgres' = 'sqlite'): () => Store {
+export function freshStore(engine: 'sqlite' | 'postgres' = 'sqlite', options: { applicationName?: string } = {}): () => Store {
   let dir: string;
   let store: Store;
   beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), 'gateway-store-'));
     const url = engine === 'postgres' ? (await sharedPostgres(freePort)).createDatabase() : undefined;
-    store = await Store.open({ path: join(dir, 'state.db'), synchronous: 'normal', url });
+    store = await Store.open({ path: join(dir, 'state.db'), synchronous: 'normal', url, ...options });
     await migrateBuiltins(store);
   });
   afterEach(async () => {

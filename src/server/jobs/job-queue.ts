@@ -380,14 +380,22 @@ export class JobQueue {
   /**
    * Jobs left running by a daemon that is gone go back to the queue. `all`
    * (a daemon alone on its SQLite file, at start) takes every running job;
-   * otherwise only those whose lease ran out: their daemon stopped renewing it.
+   * otherwise those whose lease ran out (their daemon stopped renewing it),
+   * and on PostgreSQL at once those whose daemon has no session left on the
+   * server: every connection of a daemon carries its instance id in its
+   * application name (daemonApplicationName), and the server ends the
+   * sessions of a daemon that died with its connections. A daemon restarted
+   * after a kill -9 takes its jobs back as it starts, not a lease later.
    */
   async requeueInterrupted(options: { all?: boolean } = {}): Promise<number> {
     const now = this.now();
     const requeue = "UPDATE jobs SET status = 'queued', run_at = ?, claimed_by = NULL, lease_expires_at = NULL WHERE status = 'running'";
+    const gone = this.store.dialect.kind === 'postgres'
+      ? " OR NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.application_name LIKE 'gateway ' || jobs.claimed_by || ' %')"
+      : '';
     const { changes } = options.all
       ? await this.store.run(requeue, now)
-      : await this.store.run(`${requeue} AND (lease_expires_at IS NULL OR lease_expires_at < ?)`, now, now);
+      : await this.store.run(`${requeue} AND (lease_expires_at IS NULL OR lease_expires_at < ?${gone})`, now, now);
     if (changes > 0) this.changed();
     return changes;
   }

@@ -7,6 +7,7 @@ import type { JobHandler, JobKind } from '../../../src/server/kernel/module.ts';
 import type { Store } from '../../../src/server/store/database.ts';
 import { freshStore } from '../../support/store.ts';
 import { waitFor } from '../../support/cli.ts';
+import { daemonApplicationName } from '../../../src/shared/store-url.ts';
 
 /** A handler table as the daemon's holds it: store-only handlers unless said otherwise. */
 const kinds = (handlers: Record<string, JobHandler>, own: string[] = []) => (kind: string): JobKind | undefined =>
@@ -16,7 +17,8 @@ const kinds = (handlers: Record<string, JobHandler>, own: string[] = []) => (kin
 const fileOf = async (store: Store) => String((await store.get<{ file: string }>('SELECT file FROM pragma_database_list WHERE name = ?', 'main'))!.file);
 
 for (const engine of ['sqlite', 'postgres'] as const) describe(`job queue (${engine})`, () => {
-  const current = freshStore(engine);
+  // The store's sessions are those of a daemon whose instance id is 'local', the queue's owner unless told otherwise.
+  const current = freshStore(engine, { applicationName: daemonApplicationName('test', 'local') });
   let store: Store;
   let now: number;
   let queue: JobQueue;
@@ -227,6 +229,21 @@ for (const engine of ['sqlite', 'postgres'] as const) describe(`job queue (${eng
     expect(await queue.get(id)).to.include({ status: 'running' });
     expect(await other.succeedMany([[id, 'done']])).to.deep.equal([]);
     expect(await queue.get(id)).to.include({ status: 'succeeded', result: 'done' });
+  });
+
+  if (engine === 'postgres') it('takes back at once the jobs of a daemon with no session left on the server, and only those', async () => {
+    // 'gone' claims a job and dies; 'local' (this store's sessions) claims another and lives.
+    const gone = new JobQueue(store, { owner: 'a2c5d6e0-0000-4000-8000-000000000000', now: () => now });
+    const other = new JobQueue(store, { owner: 'other', now: () => now });
+    const left = await queue.enqueue({ kind: 'k', payload: 1 });
+    await gone.claim();
+    const kept = await queue.enqueue({ kind: 'k', payload: 2 });
+    await queue.claim();
+    expect(await other.requeueInterrupted()).to.equal(1);
+    expect(await queue.get(left)).to.include({ status: 'queued' });
+    expect(await queue.get(kept)).to.include({ status: 'running' });
+    const [again] = await other.claim();
+    expect(again).to.include({ id: left, attempts: 2 });
   });
 
   it('prunes finished jobs past the retention', async () => {
