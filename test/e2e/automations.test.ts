@@ -369,7 +369,7 @@ describe('automations: schedules, deliveries and hooks that run agents (e2e)', f
         const requests = upstream.requests.filter((request) => JSON.stringify(request.body.messages).includes('tick')).length;
         expect(requests, 'each firing asked the model once').to.equal(runsNow.length);
 
-        // The firing's run hangs on the daemon that took it; that daemon is killed; another runs it again after the lease.
+        // The firing's run hangs on the daemon that took it; that daemon is killed; another runs it again (its sessions gone from the server, or at the latest its lease run out).
         friend.say(nick, 'hello');
         const code = codeIn((await friend.waitFor(/pairing code is/, { timeoutMs: 20_000 })).text);
         expect((await cluster[0]!.run(['pair', 'approve', 'irc', code])).code).to.equal(0);

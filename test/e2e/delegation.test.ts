@@ -34,7 +34,7 @@ describe('delegation: an agent hands a task to another, waits or is answered lat
     // One memory all the keeper's people share; the lead keeps each person's apart (the default) and lets nothing go deeper than one.
     await home.set('agents.keeper', { model: 'researcher/m', memory: { scope: 'agent' } });
     await home.set('agents.lead', { model: 'planner/m', delegation: { agents: ['planner', 'keeper'], depth: 1, timeoutSeconds: 30 } });
-    // A killed daemon's running job is taken back on a shared store when its lease runs out (the shortest allowed here).
+    // A killed daemon's running job is taken back on a shared store once its sessions are gone from the server, at the latest when its lease runs out (the shortest allowed here).
     await home.set('jobs.leaseSeconds', 5);
     const started = await home.run(['start']);
     expect(started.code, started.stderr).to.equal(0);
