@@ -390,12 +390,9 @@ export class JobQueue {
   async requeueInterrupted(options: { all?: boolean } = {}): Promise<number> {
     const now = this.now();
     const requeue = "UPDATE jobs SET status = 'queued', run_at = ?, claimed_by = NULL, lease_expires_at = NULL WHERE status = 'running'";
-    const gone = this.store.dialect.kind === 'postgres'
-      ? " OR NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.application_name LIKE 'gateway ' || jobs.claimed_by || ' %')"
-      : '';
     const { changes } = options.all
       ? await this.store.run(requeue, now)
-      : await this.store.run(`${requeue} AND (lease_expires_at IS NULL OR lease_expires_at < ?${gone})`, now, now);
+      : await this.store.run(`${requeue} AND (lease_expires_at IS NULL OR lease_expires_at < ? OR ${this.store.dialect.daemonGone('jobs.claimed_by')})`, now, now);
     if (changes > 0) this.changed();
     return changes;
   }

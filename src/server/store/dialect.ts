@@ -26,6 +26,7 @@ export const SQLITE_DIALECT: Dialect = {
     // Each word a phrase of its own: FTS5's operators (AND, NEAR, *, ^) are then plain words.
     param: words.map((word) => `"${word}"`).join(' '),
   }),
+  daemonGone: () => '0 = 1',
 };
 
 export const POSTGRES_DIALECT: Dialect = {
@@ -44,6 +45,7 @@ export const POSTGRES_DIALECT: Dialect = {
     rank: `ts_rank(to_tsvector('simple', ${alias}.${column}), q) DESC`,
     param: words.join(' '),
   }),
+  daemonGone: (column) => `NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.datname = current_database() AND a.application_name LIKE 'gateway ' || ${column} || ' %')`,
 };
 
 /**

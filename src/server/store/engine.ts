@@ -95,6 +95,13 @@ export interface Dialect {
   takeTurn(tx: Tx, name: string): Promise<void>;
   /** A full-text match (see FullTextSearch), as the parts of a SELECT. */
   fullText(search: FullTextSearch): FullTextMatch;
+  /**
+   * A condition that holds when the daemon whose instance id is in `column`
+   * has no session left on the database server (PostgreSQL: every connection
+   * of a daemon names its instance id in its application name), so it is
+   * gone; never on a database only this daemon opens.
+   */
+  daemonGone(column: string): string;
 }
 
 /** A full-text search of a table's text: every word must occur in it. */
