@@ -37,7 +37,7 @@ const removeRaw = () => rmSync(raw, { recursive: true, force: true });
 
 // Each suite's reporter leaves its summary here; once all have run, the summaries are printed again together, so the
 // end of the output says what failed and where, whatever came before.
-type Results = { passes: number; failures: number; pending: number; failed: { title: string; file?: string; error: string }[] };
+type Results = { passes: number; failures: number; pending: number; failed: { title: string; file?: string; error: string }[]; slowest?: { file: string; seconds: number }[] };
 const summaries: string[] = [];
 mkdirSync(reports, { recursive: true });
 
@@ -60,6 +60,7 @@ for (const [name, [command, ...args]] of runs) {
     // Every test passed but the run still failed: the coverage report (c8) or the run's own ending.
     if (code !== 0 && results.failures === 0) summary += `; then the run ended with exit ${code}${signal ? ` (${signal})` : ''} after its tests`;
     for (const f of results.failed) summary += `\n  ✗ ${f.title}${f.file ? ` (${f.file})` : ''}\n      ${f.error}`;
+    if (results.slowest?.length) summary += `\n  slowest: ${results.slowest.slice(0, 5).map((s) => `${s.file} ${s.seconds} s`).join(', ')}`;
   }
   summaries.push(summary);
   if (exitCode === 0) exitCode = code;

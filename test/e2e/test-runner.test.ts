@@ -27,7 +27,7 @@ if (process.env.MOCHA_STAND_IN_WAIT) {
 else {
   process.exitCode = Number(process.env.MOCHA_STAND_IN_EXIT ?? 0);
   // What the suite's reporter leaves: one failure, as a failing run would.
-  if (process.exitCode) require('node:fs').writeFileSync(process.env.GATEWAY_TEST_RESULTS, JSON.stringify({ passes: 2, failures: 1, pending: 0, failed: [{ title: 'a feature works', file: 'test/e2e/a.test.ts', error: 'expected 1 to equal 2' }] }));
+  if (process.exitCode) require('node:fs').writeFileSync(process.env.GATEWAY_TEST_RESULTS, JSON.stringify({ passes: 2, failures: 1, pending: 0, failed: [{ title: 'a feature works', file: 'test/e2e/a.test.ts', error: 'expected 1 to equal 2' }], slowest: [{ file: 'test/e2e/a.test.ts', seconds: 1.5 }] }));
   else require('node:fs').writeFileSync(process.env.GATEWAY_TEST_RESULTS, JSON.stringify({ passes: 3, failures: 0, pending: 1, failed: [] }));
 }
 `);
@@ -57,7 +57,7 @@ describe('npm test\'s runner, scripts/test.ts: coverage without its raw files (e
     expect(output()).to.match(/Statements\s+:/).and.include('== the suite on SQLite failed (exit 3)').and.include('== the suite on PostgreSQL');
     expect(readFileSync(join(dir, 'runs'), 'utf8')).to.equal('\n--config test/mocharc.postgres.json\n');
     // The end of the output says what failed, in which suite, whatever the suites printed before.
-    expect(output().slice(output().lastIndexOf('== summary'))).to.equal('== summary\nSQLite: 2 passed, 1 failed\n  ✗ a feature works (test/e2e/a.test.ts)\n      expected 1 to equal 2\nPostgreSQL: 2 passed, 1 failed\n  ✗ a feature works (test/e2e/a.test.ts)\n      expected 1 to equal 2\n');
+    expect(output().slice(output().lastIndexOf('== summary'))).to.equal('== summary\nSQLite: 2 passed, 1 failed\n  ✗ a feature works (test/e2e/a.test.ts)\n      expected 1 to equal 2\n  slowest: test/e2e/a.test.ts 1.5 s\nPostgreSQL: 2 passed, 1 failed\n  ✗ a feature works (test/e2e/a.test.ts)\n      expected 1 to equal 2\n  slowest: test/e2e/a.test.ts 1.5 s\n');
     expect(readdirSync(join(dir, 'coverage')).sort()).to.deep.equal(['coverage-summary.json', 'results-PostgreSQL.json', 'results-SQLite.json']);
     expect(JSON.parse(readFileSync(join(dir, 'coverage/coverage-summary.json'), 'utf8'))).to.have.property('total');
   });
