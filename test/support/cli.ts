@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -140,14 +140,32 @@ export function runCli(args: string[], options: CliOptions = {}): Promise<CliRes
 }
 
 /** A port nothing listens on right now. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * A port for a test's server, free now. Taken below the kernel's ephemeral range (32768 and up), where no
+ * connection's own port and no server listening on port 0 can take it before the test does; and, within a run
+ * (test/support/setup.ts), never handed out twice, whichever of its processes asks.
+ */
+export async function freePort(): Promise<number> {
+  const handedOut = process.env.GATEWAY_TEST_PORTS;
+  for (let tries = 0; tries < 1000; tries++) {
+    const port = 10_000 + Math.floor(Math.random() * 22_000);
+    if (handedOut) {
+      try {
+        closeSync(openSync(join(handedOut, String(port)), 'wx'));
+      } catch {
+        continue;
+      }
+    }
+    if (await bindable(port)) return port;
+  }
+  throw new Error('no free port below 32768');
+}
+
+function bindable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
   });
 }
 

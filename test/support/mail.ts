@@ -42,7 +42,7 @@ export class MailServers {
   }
 
   static async start(): Promise<MailServers> {
-    const dir = mkdtempSync(join(tmpdir(), 'gateway-mail-'));
+    const dir = mkdtempSync(join(tmpdir(), 'mail-'));
     // postfix's and dovecot's own users walk into it.
     chmodSync(dir, 0o755);
     const servers = new MailServers(dir, await freePort(), await freePort());
