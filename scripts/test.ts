@@ -46,9 +46,11 @@ for (const [name, [command, ...args]] of runs) {
   process.stderr.write(`\n== the suite on ${name}\n`);
   const resultsFile = join(reports, `results-${name}.json`);
   rmSync(resultsFile, { force: true });
+  const started = Date.now();
   const child = running = spawn(command!, args, { cwd: root, stdio: 'inherit', env: { ...process.env, GATEWAY_TEST_RESULTS: resultsFile } });
   const [status, signal] = await once(child, 'exit') as [number | null, NodeJS.Signals | null];
   running = undefined;
+  process.stderr.write(`== the suite on ${name} took ${((Date.now() - started) / 60_000).toFixed(1)} minutes\n`);
   if (name === 'SQLite') removeRaw();
   const code = status ?? 1;
   if (code !== 0) process.stderr.write(`== the suite on ${name} failed (exit ${code}${signal ? `, ${signal}` : ''})\n`);
