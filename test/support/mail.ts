@@ -47,8 +47,14 @@ export class MailServers {
     chmodSync(dir, 0o755);
     const servers = new MailServers(dir, await freePort(), await freePort());
     servers.configure();
-    await servers.startPostfix();
-    await servers.startDovecot();
+    try {
+      await servers.startPostfix();
+      await servers.startDovecot();
+    } catch (error) {
+      // Nothing left running behind a start that failed half way.
+      await servers.stop().catch(() => undefined);
+      throw error;
+    }
     return servers;
   }
 
