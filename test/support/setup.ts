@@ -22,7 +22,8 @@ process.env.GATEWAY_STORE_CHECKS = '1';
 
 // A worker of a parallel run (mocha --parallel forks them, each with MOCHA_WORKER_ID) makes its folder inside the
 // run's, under a short name: servers' Unix sockets within it must fit in 107 bytes.
-const worker = process.env.MOCHA_WORKER_ID !== undefined;
+// (A mocha started by a test inherits the variable, but not the channel its parent talks to its workers over.)
+const worker = process.env.MOCHA_WORKER_ID !== undefined && typeof process.send === 'function';
 const runDir = mkdtempSync(join(tmpdir(), worker ? 'w-' : 'gateway-tests-'));
 // Servers started as other users (PostgreSQL's) reach their folders within it.
 chmodSync(runDir, 0o755);
