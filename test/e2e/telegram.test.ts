@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { freePort, Home, sleep, waitFor } from '../support/cli.ts';
 import { startModelServer } from '../support/model-server.ts';
-import { openaiText, ScriptedUpstream } from '../support/scripted-upstream.ts';
+import { openaiText, ScriptedUpstream, answerHoldingOnce } from '../support/scripted-upstream.ts';
 import { TelegramApi, type TgUser } from '../support/telegram-api.ts';
 
 const TOKEN = '7001234567:AAH-test-token-for-the-stand-in';
@@ -318,20 +318,12 @@ describe('Telegram channel (e2e, grammY against a stand-in of the Bot API)', fun
     const dan = person();
     await set('channels.telegram.allowFrom', [String(dan.id)]);
     await set('channels.telegram.agent', 'helper');
-    // The third question's model call waits until the kill, so that nothing is between the platform taking a reply and the
-    // daemon writing that down when it dies: a reply caught there would go again (the outbox is at least once).
-    let held = false;
-    upstream.responder = (request) => {
-      const asked = String(request.body.messages.at(-1).content);
-      if (asked === 'question 3' && !held) {
-        held = true;
-        return { hang: true };
-      }
-      return { ...openaiText(`Answer: ${asked}`), delayMs: 300 };
-    };
+    // The third question's model call waits until the kill.
+    const answering = answerHoldingOnce('question 3');
+    upstream.responder = answering.responder;
     const questions = Array.from({ length: 6 }, (_, index) => `question ${index + 1}`);
     for (const question of questions) dm(dan, question);
-    await waitFor(async () => (held && texts(dan.id).length >= 2
+    await waitFor(async () => (answering.held() && texts(dan.id).length >= 2
       && (await json(['sessions', 'show', `telegram:default:dm:${dan.id}`])).messages.filter((m: any) => m.delivery?.status === 'sent').length >= 2 ? true : undefined),
     30_000, 'two answers sent, and the third run waiting on its model');
     process.kill(home.lock().pid, 'SIGKILL');

@@ -168,3 +168,23 @@ export function anthropicToolUse(name: string, args: unknown, id = 'toolu_1'): S
     ],
   };
 }
+
+/**
+ * A responder that answers "Answer: <the last message>" after 300 ms, except the first request whose last message is
+ * `hold`: that one hangs until its connection goes. A daemon killed while it hangs has no reply between the platform
+ * taking it and the daemon writing that down (a reply caught there would go again: the outbox is at least once).
+ */
+export function answerHoldingOnce(hold: string): { responder: (request: Received) => Reply; held: () => boolean } {
+  let held = false;
+  return {
+    responder: (request) => {
+      const asked = String(request.body.messages.at(-1).content);
+      if (asked === hold && !held) {
+        held = true;
+        return { hang: true };
+      }
+      return { ...openaiText(`Answer: ${asked}`), delayMs: 300 };
+    },
+    held: () => held,
+  };
+}
