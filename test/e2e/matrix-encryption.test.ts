@@ -258,6 +258,22 @@ describe('Matrix end-to-end encryption (e2e, a stand-in homeserver, people\'s de
     expect(gus.undecrypted).to.deep.equal([]);
   });
 
+  it('kill -9 just after a room key went out, before the homeserver answered: the restarted device goes on from the keys it sent, and the person reads every answer', async () => {
+    const { someone: jo, room } = await allowedChat('jo');
+    // The homeserver delivers the bot's first encrypted to-device message (the room key for jo) but never answers it.
+    hs.fault(/\/sendToDevice\/m\.room\.encrypted\//, { silent: true }, bot.userId);
+    upstream.responder = (request) => openaiText(`Answer: ${String(request.body.messages.at(-1).content)}`);
+    await jo.sayEncrypted(room, 'question one');
+    await waitFor(() => (hs.silenced.length ? true : undefined), 30_000, 'the room key to go out');
+    process.kill(home.lock().pid, 'SIGKILL');
+    const started = await home.run(['start']);
+    expect(started.code, started.stderr).to.equal(0);
+    await jo.waitFor(room, /^Answer: question one$/, { from: bot.userId, timeoutMs: 60_000 });
+    await jo.sayEncrypted(room, 'question two');
+    await jo.waitFor(room, /^Answer: question two$/, { from: bot.userId, timeoutMs: 60_000 });
+    expect(jo.undecrypted.map((event) => event.error)).to.deep.equal([]);
+  });
+
   it('with encryption off, an encrypted invite is declined with the reason; a passphrase that does not open the kept keys puts the account in error with the fix', async () => {
     const { someone: hal, room } = await allowedChat('hal');
     await hal.sayEncrypted(room, 'hello');

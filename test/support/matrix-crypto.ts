@@ -63,8 +63,10 @@ export class EncryptedPerson extends MatrixPerson {
         const clear = JSON.parse(decrypted.event);
         return { ...event, type: clear.type, content: clear.content, decrypted: { senderDevice: decrypted.senderDevice?.toString(), senderKey: decrypted.senderCurve25519Key } };
       } catch (error) {
-        this.undecrypted.push({ ...event, room_id: room, error: (error as { description?: string }).description ?? String(error) });
-        return event;
+        const reason = (error as { description?: string }).description ?? String(error);
+        this.undecrypted.push({ ...event, room_id: room, error: reason });
+        // Kept as it came, with why it could not be read (shown when a wait for a message fails).
+        return { ...event, error: reason };
       }
     });
   }

@@ -29,7 +29,8 @@ interface Room { id: string; members: Map<string, { membership: Membership; pos:
 /** A stream entry: a room event, a to-device message (room '', `to` its device), or a user's device keys changing (room '', `keysOf`). */
 interface Entry { pos: number; room: string; event: Record<string, any>; to?: string; keysOf?: string }
 export interface MatrixCall { method: string; path: string; user?: string; body: any }
-export type MatrixFault = { status: number; body: Record<string, unknown> } | { cut: true };
+/** A status answered instead, a connection cut half way through the answer, or the call carried out and its answer never sent. */
+export type MatrixFault = { status: number; body: Record<string, unknown> } | { cut: true } | { silent: true };
 
 const SERVER = 'example.test';
 const json = (res: ServerResponse, status: number, body: unknown) => {
@@ -63,6 +64,8 @@ export class Homeserver {
   readonly typing: { room: string; user: string; typing: boolean }[] = [];
   /** Faults for calls whose path matches, each used once, in order. */
   private readonly faults: { path: RegExp; fault: MatrixFault; user?: string }[] = [];
+  /** Calls carried out whose answers were never sent (the `silent` fault). */
+  readonly silenced: { method: string; path: string }[] = [];
   private readonly waiters = new Set<() => void>();
   private readonly sockets = new Set<Socket>();
   private http?: Server;
@@ -341,13 +344,19 @@ export class Homeserver {
     const faultAt = this.faults.findIndex((entry) => entry.path.test(path) && (!entry.user || ('user' in who && entry.user === who.user)));
     if (faultAt >= 0) {
       const [{ fault }] = this.faults.splice(faultAt, 1);
-      if ('cut' in fault) {
+      if ('silent' in fault) {
+        // Done as asked, but the caller never hears so (a crash between the server's acceptance and its answer).
+        this.silenced.push({ method: req.method!, path });
+        res.writeHead = (() => res) as typeof res.writeHead;
+        res.end = (() => res) as typeof res.end;
+      } else if ('cut' in fault) {
         res.writeHead(200, { 'content-type': 'application/json', 'content-length': '4096' });
         res.write('{"next_batch":"s1","rooms":{"join":{"!cut');
         setTimeout(() => res.socket?.destroy(), 20);
         return;
+      } else {
+        return json(res, fault.status, fault.body);
       }
-      return json(res, fault.status, fault.body);
     }
     if (!('user' in who)) return problem(res, who.status, who.errcode, who.error, who.errcode === 'M_UNKNOWN_TOKEN' ? { soft_logout: false } : {});
     const { user, device } = who;
@@ -703,7 +712,7 @@ export class MatrixPerson {
       const found = this.received.slice(options.after ?? 0).find((event) => event.room_id === room && event.type === 'm.room.message'
         && (!options.from || event.sender === options.from) && typeof event.content?.body === 'string' && pattern.test(event.content.body));
       if (found) return found;
-      if (Date.now() > until) throw new Error(`${this.userId} did not get ${pattern} in ${room}; got: ${JSON.stringify(this.received.filter((event) => event.room_id === room).map((event) => event.content?.body ?? event.type))}`);
+      if (Date.now() > until) throw new Error(`${this.userId} did not get ${pattern} in ${room}; got: ${JSON.stringify(this.received.filter((event) => event.room_id === room).map((event) => event.content?.body ?? (event.error ? `${event.type} (${event.error})` : event.type)))}`);
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
   }

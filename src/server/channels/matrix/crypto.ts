@@ -12,9 +12,10 @@
  * are handed to the machine before the room events that need them.
  *
  * Its state is kept in the profile's database (crypto-store.ts), written
- * after each change and before the sync token that brought the change is
- * kept, so a daemon stopped anywhere reads nothing twice that it cannot
- * decrypt again, and loses no key it was sent. The store is locked with a
+ * after each change, before the sync token that brought the change is kept,
+ * and before anything encrypted with it leaves, so a daemon stopped anywhere
+ * reads nothing twice that it cannot decrypt again, loses no key it was
+ * sent, and never sends from a ratchet a person's device has moved past. The store is locked with a
  * passphrase from the secret store (channels.<id>.cryptoKey), made on first
  * use when the operator has not set one.
  */
@@ -264,6 +265,11 @@ export class MatrixCrypto {
     };
     const body = JSON.parse(request.body) as unknown;
     let answer: unknown;
+    // What goes to a device or a room was encrypted with ratchets the machine has just moved on: that state is kept
+    // before it leaves. A daemon killed after the homeserver took the message, and started again from an older state,
+    // would encrypt its next ones from ratchets the person's device has already moved past, and nothing more it sent
+    // could be read there.
+    if (request instanceof this.sdk.ToDeviceRequest || request instanceof this.sdk.RoomMessageRequest) await this.keep();
     if (request instanceof this.sdk.ToDeviceRequest) {
       answer = await api.call('PUT', `/v3/sendToDevice/${encodeURIComponent(request.event_type)}/${encodeURIComponent(request.txn_id)}`, body);
     } else if (request instanceof this.sdk.RoomMessageRequest) {
