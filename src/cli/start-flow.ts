@@ -22,11 +22,8 @@ export interface StartOutput {
 }
 
 export async function startProfile(profile: ProfileRef, flags: StartFlags, out: StartOutput): Promise<StartOutcome> {
-  const [{ ensureProfile }, { loadConfig }, { resolveListen }, { assertExposure }, { startDaemon }, { inspectDaemon }] = await Promise.all([
+  const [{ ensureProfile }, { startDaemon }, { inspectDaemon }] = await Promise.all([
     import('../shared/profile-setup.ts'),
-    import('../shared/config/profile-config.ts'),
-    import('../shared/listen.ts'),
-    import('../shared/config/exposure.ts'),
     import('./supervisor.ts'),
     import('../shared/daemon-lock.ts'),
   ]);
@@ -53,24 +50,19 @@ export async function startProfile(profile: ProfileRef, flags: StartFlags, out: 
       run: async () => {
         const setup = await ensureProfile(profile.paths);
         if (setup.warning) out.warning(setup.warning);
-      },
-    },
-    {
-      title: 'Check configuration',
-      run: () => {
         const found = inspectDaemon(profile.paths);
         // A stale daemon's own --port/--bind are reused when it is reclaimed.
         if (found.state === 'stale' && found.record?.overrides) {
           port ??= found.record.overrides.port;
           bind ??= found.record.overrides.bind;
         }
-        const { effective } = loadConfig(profile.paths);
-        const listen = resolveListen(profile.name, effective, { port, bind });
-        assertExposure(effective, listen.bind);
       },
     },
     {
-      title: 'Start daemon',
+      // The daemon checks its configuration (settings, port and bind, exposure) before it listens, and a problem comes
+      // back from it with its message, hints and exit code, as from a check made here: checking here first as well
+      // would only add the time the check takes to every start.
+      title: 'Check configuration and start daemon',
       run: async () => {
         context.outcome = await startDaemon(profile.paths, { port, bind, verbose: flags.verbose, timeoutMs: flags.timeout });
       },
