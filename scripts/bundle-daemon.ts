@@ -7,7 +7,7 @@
 // optimising tiers at every start: about 8 MB of the daemon's resident memory
 // and a share of every start. What loads on first use (dynamic imports) stays
 // a chunk of its own.
-import { copyFileSync, rmSync } from 'node:fs';
+import { copyFileSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { isBuiltin } from 'node:module';
 import { join } from 'node:path';
 import { build, type BuildOptions, type Plugin } from 'esbuild';
@@ -98,6 +98,18 @@ await build({
   },
   outdir: out,
 });
+// esbuild gives each ES module that imports a CommonJS one (Node's own modules among them, see above) a namespace object
+// of its own, with a getter defined for every export: node:crypto's hundred or so again for each of the 28 modules that
+// import it, some 5,000 properties defined at every start. Once per module is enough: the getters read the module's
+// exports as they are when read, so one namespace serves every importer (as Node's own ES import of it would).
+const helper = 'var __toESM=(mod,isNodeMode,target)=>(';
+const memoized = 'var __namespaces=new WeakMap,__toESM=(mod,isNodeMode,target)=>isNodeMode&&mod!=null&&(typeof mod=="object"||typeof mod=="function")'
+  + '?__namespaces.get(mod)??(__namespaces.set(mod,target=__toESMOnce(mod,1)),target):__toESMOnce(mod,isNodeMode),__toESMOnce=(mod,isNodeMode,target)=>(';
+const helpers = readdirSync(out).filter((name) => name.endsWith('.js')).filter((name) => readFileSync(join(out, name), 'utf8').includes(helper));
+if (helpers.length !== 1) throw new Error(`bundle-daemon: esbuild's __toESM helper was expected in one chunk, found in ${helpers.length}: update the memoizing of it`);
+const chunk = join(out, helpers[0]!);
+writeFileSync(chunk, readFileSync(chunk, 'utf8').replace(helper, memoized));
+
 // The plain `gateway status` and `gateway start` as one CommonJS file, which bin/run.js requires: resolving, linking
 // and evaluating some 40 ES modules cost about 11 ms of every such command. Its few lazy parts come along (about
 // 330 KB, compiled once into Node's compile cache); import.meta.url is the file's own address.

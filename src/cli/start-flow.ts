@@ -48,7 +48,7 @@ export async function startProfile(profile: ProfileRef, flags: StartFlags, out: 
     {
       title: `Prepare profile ${profile.name}`,
       run: async () => {
-        const setup = await ensureProfile(profile.paths);
+        const setup = await ensureProfile(profile.paths, { checkedByDaemon: true });
         if (setup.warning) out.warning(setup.warning);
         const found = inspectDaemon(profile.paths);
         // A stale daemon's own --port/--bind are reused when it is reclaimed.

@@ -41,11 +41,13 @@ export async function chooseSecretBackend(paths: ProfilePaths): Promise<{ backen
  */
 export async function ensureProfile(
   paths: ProfilePaths,
-  options: { backend?: string; port?: number } = {},
+  options: { backend?: string; port?: number; checkedByDaemon?: boolean } = {},
 ): Promise<ProfileSetup> {
   const existed = existsSync(paths.config) || existsSync(paths.identity);
-  // Validated first: an invalid file is reported (exit 78), never rewritten.
-  const { raw } = loadConfig(paths);
+  // Validated first: an invalid file is reported (exit 78), never rewritten. `gateway start` leaves it to the daemon
+  // it starts, which checks it (and reports a problem back the same way) before anything else, unless a file is
+  // written here.
+  let raw = options.checkedByDaemon ? undefined : loadConfig(paths).raw;
   const identity = readIdentity(paths);
   const recorded = identity?.secrets;
   const requested = parseBackend(options.backend, '--secrets') ?? parseBackend(process.env.GATEWAY_SECRETS_BACKEND, 'GATEWAY_SECRETS_BACKEND');
@@ -59,6 +61,7 @@ export async function ensureProfile(
     if (!existsSync(paths.identity)) writeIdentity(paths, identity);
     return { created: false, backend: recorded };
   }
+  raw ??= loadConfig(paths).raw;
   if (!recorded && !requested && (existsSync(paths.db) || existsSync(paths.secrets))) {
     // A profile with state but no record of its store: never guess (a wrong guess means a new token and unread secrets).
     if (!existsSync(paths.secrets)) {
